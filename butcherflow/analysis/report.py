@@ -1,0 +1,123 @@
+"""The report every analysis returns: a table for the terminal, markdown, and JSON."""
+
+from __future__ import annotations
+
+import abc
+import json
+from typing import Any
+
+import sympy
+
+from ..errors import OrderClaimError
+from ..methods import Method
+
+
+def show(value: Any) -> str:
+    """A short human-readable rendering of a report value."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(show(v) for v in value) if value else "none"
+    if isinstance(value, sympy.Basic):
+        return str(value)
+    return str(value)
+
+
+def jsonable(value: Any) -> Any:
+    """Convert sympy values to strings (exact) so that `json.dumps` keeps every digit."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, sympy.Basic):
+        return str(value)
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+class Report(abc.ABC):
+    """Abstract base of the order reports.
+
+    Subclasses set `method`, `order` and `notes`, and implement `rows()` (the table's lines, in
+    order) and `to_dict()` (everything, for JSON).
+    """
+
+    method: Method
+    order: int
+    notes: list[str]
+
+    @property
+    def claimed_order(self) -> int | None:
+        return self.method.order
+
+    @property
+    def claims(self) -> dict[str, tuple[Any, Any]]:
+        """Every claim of the declaration: name -> (claimed, proved). Subclasses add theirs."""
+        return {"order": (self.method.order, self.order)}
+
+    @property
+    def mismatches(self) -> dict[str, tuple[Any, Any]]:
+        return {k: v for k, v in self.claims.items() if v[0] is not None and v[0] != v[1]}
+
+    @property
+    def claim_holds(self) -> bool:
+        """No claim of the declaration disagrees with the proof."""
+        return not self.mismatches
+
+    def raise_for_claims(self) -> None:
+        """Raise `OrderClaimError` when a claim disagrees with the proof."""
+        if self.mismatches:
+            raise OrderClaimError(self.mismatch_message())
+
+    def mismatch_message(self) -> str:
+        where = f"{self.method.source}: " if self.method.source else ""
+        parts = [f"{k} is claimed {c} but proved {p}" for k, (c, p) in self.mismatches.items()]
+        return f"{where}{self.method.name}: " + "; ".join(parts)
+
+    @abc.abstractmethod
+    def rows(self) -> list[tuple[str, Any]]:
+        """The report's table, line by line: (label, value)."""
+
+    @abc.abstractmethod
+    def to_dict(self) -> dict[str, Any]:
+        """Everything the report knows, as plain data (exact values as strings)."""
+
+    def header(self) -> str:
+        title = self.method.title if self.method.title != self.method.name else ""
+        return f"{self.method.name} ({self.method.family}{', ' + title if title else ''})"
+
+    def __str__(self) -> str:
+        rows = [(label, show(value)) for label, value in self.rows()]
+        width = max(len(label) for label, _ in rows)
+        lines = [self.header(), "-" * len(self.header())]
+        lines += [f"{label.ljust(width)}  {value}" for label, value in rows]
+        if self.mismatches:
+            lines.append(f"{'CLAIM'.ljust(width)}  FAILS: {self.mismatch_message()}")
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+    def to_markdown(self) -> str:
+        lines = [f"### {self.header()}", "", "| property | value |", "|---|---|"]
+        for label, value in self.rows():
+            cell = show(value).replace("|", "\\|")
+            lines.append(f"| {label} | {cell} |")
+        if self.mismatches:
+            lines.append(f"| **claim** | **fails: {self.mismatch_message()}** |")
+        lines += ["", *(f"- {note}" for note in self.notes)]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def to_json(self, **kwargs: Any) -> str:
+        data = {
+            "name": self.method.name,
+            "family": self.method.family,
+            "claims": {k: {"claimed": c, "proved": p} for k, (c, p) in self.claims.items()},
+            "claim_holds": self.claim_holds,
+            **self.to_dict(),
+            "notes": self.notes,
+        }
+        return json.dumps(jsonable(data), indent=kwargs.pop("indent", 2), **kwargs)

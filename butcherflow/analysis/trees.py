@@ -1,0 +1,123 @@
+"""Rooted trees, generated (not tabulated), optionally with coloured nodes.
+
+A tree is a root colour and a multiset of subtrees. Trees are numbered in order of generation
+(all trees of order n before those of order n+1), and a tree's children are stored as a sorted
+tuple of those numbers, which makes the representation canonical.
+
+Generation rests on one unique decomposition: removing the smallest child s of a tree t leaves a
+tree u of the same root colour whose children are all >= s. So the trees of order n are exactly
+the pairs (u, s) with |u| + |s| = n and s <= min(children of u), each giving t = u + s once.
+
+Colours serve two analyses: additive (coloured) trees for splittings whose sub-flows are advanced
+by Runge-Kutta sub-steps (one colour per operator), and a leaf-only colour for the time variable
+of non-autonomous problems when a tableau declares c different from the row sums of A.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One rooted tree of a `TreeFamily`.
+
+    **Arguments:**
+
+    - `index`: its number in the family (generation order).
+    - `colour`: the root's colour.
+    - `children`: the children's indices, sorted.
+    - `order`: number of nodes |t|.
+    - `density`: γ(t) = |t| · Π γ(children).
+    - `symmetry`: σ(t) = Π σ(child)^m · m! over distinct children with multiplicity m.
+    """
+
+    index: int
+    colour: str
+    children: tuple[int, ...]
+    order: int
+    density: int
+    symmetry: int
+
+
+class TreeFamily:
+    """All rooted trees up to a growing order over given colours (generated on demand).
+
+    **Arguments:**
+
+    - `colours`: node colours; one colour (the default) gives ordinary rooted trees.
+    - `leaf_only`: colours whose nodes never have children (the time variable t, whose
+      derivative is the constant 1).
+    """
+
+    def __init__(self, colours: Sequence[str] = ("y",), leaf_only: Sequence[str] = ()) -> None:
+        self.colours = tuple(colours) + tuple(c for c in leaf_only if c not in colours)
+        self.leaf_only = frozenset(leaf_only)
+        self.trees: list[Tree] = []
+        self._by_order: list[list[int]] = [[]]
+        self._key: dict[tuple[str, tuple[int, ...]], int] = {}
+        self._add_order_one()
+
+    def _new(self, colour: str, children: tuple[int, ...]) -> None:
+        key = (colour, children)
+        if key in self._key:  # pragma: no cover - the decomposition makes this impossible
+            raise AssertionError(f"tree generated twice: {key}")
+        kids = [self.trees[i] for i in children]
+        counts = Counter(children)
+        symmetry = 1
+        for child, m in counts.items():
+            symmetry *= self.trees[child].symmetry ** m * math.factorial(m)
+        order = 1 + sum(k.order for k in kids)
+        density = order * math.prod(k.density for k in kids)
+        tree = Tree(len(self.trees), colour, children, order, density, symmetry)
+        self._key[key] = tree.index
+        self.trees.append(tree)
+        self._by_order[order].append(tree.index)
+
+    def _add_order_one(self) -> None:
+        self._by_order.append([])
+        for colour in self.colours:
+            self._new(colour, ())
+
+    def _extend(self) -> None:
+        n = len(self._by_order)
+        self._by_order.append([])
+        for k in range(1, n):
+            for s in self._by_order[k]:
+                for u in list(self._by_order[n - k]):
+                    tree_u = self.trees[u]
+                    if tree_u.colour in self.leaf_only:
+                        continue
+                    if tree_u.children and tree_u.children[0] < s:
+                        continue
+                    self._new(tree_u.colour, (s, *tree_u.children))
+
+    def of_order(self, n: int) -> list[Tree]:
+        """Every tree with exactly n nodes."""
+        while len(self._by_order) <= n:
+            self._extend()
+        return [self.trees[i] for i in self._by_order[n]]
+
+    def up_to(self, n: int) -> Iterator[Tree]:
+        for k in range(1, n + 1):
+            yield from self.of_order(k)
+
+    def bracket(self, tree: Tree) -> str:
+        """Butcher's bracket notation: τ for a leaf, [τ, [τ]] for a root with two children."""
+        leaf = "τ" if len(self.colours) == 1 else f"τ_{tree.colour}"
+        if not tree.children:
+            return leaf
+        inner = ", ".join(self.bracket(self.trees[c]) for c in reversed(tree.children))
+        suffix = "" if len(self.colours) == 1 else f"_{tree.colour}"
+        return f"[{inner}]{suffix}"
+
+    @cached_property
+    def is_plain(self) -> bool:
+        return len(self.colours) == 1
+
+
+PLAIN = TreeFamily()

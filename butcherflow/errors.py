@@ -1,0 +1,76 @@
+"""The one exception family of butcherflow.
+
+Every user mistake raises a subclass of `ButcherflowError`. Messages name the file (when the
+declaration came from one), the key, the offending value, and say what would be valid, so the CLI
+can print them as one line with no traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+class ButcherflowError(Exception):
+    """Base class of every error butcherflow raises for a user's mistake."""
+
+
+class DeclarationError(ButcherflowError, ValueError):
+    """A declaration (tableau, splitting, multistep method, dynamics, recipe) is malformed.
+
+    **Arguments:**
+
+    - `problem`: what is wrong, in words.
+    - `key`: the key or attribute at fault (`"A[2][1]"`, `"steps[0]"`, ...).
+    - `value`: the offending value, shown with `repr`.
+    - `valid`: what would be accepted instead.
+    - `source`: the file the declaration was read from, if any.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        key: str | None = None,
+        value: Any = ...,
+        valid: str | None = None,
+        source: str | Path | None = None,
+    ) -> None:
+        self.problem = problem
+        self.key = key
+        self.value = value
+        self.valid = valid
+        self.source = None if source is None else str(source)
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        parts = []
+        if self.source:
+            parts.append(f"{self.source}: ")
+        if self.key:
+            parts.append(f"key '{self.key}': ")
+        parts.append(self.problem)
+        if self.value is not ...:
+            shown = repr(self.value)
+            if len(shown) > 120:
+                shown = shown[:117] + "..."
+            parts.append(f" (got {shown})")
+        if self.valid:
+            parts.append(f"; {self.valid}")
+        return "".join(parts)
+
+    def with_source(self, source: str | Path) -> DeclarationError:
+        """The same error, attributed to `source` (used when a file's content fails to validate)."""
+        if self.source is not None:
+            return self
+        return DeclarationError(
+            self.problem, key=self.key, value=self.value, valid=self.valid, source=source
+        )
+
+
+class OrderClaimError(ButcherflowError):
+    """A declaration's claimed order disagrees with the order butcherflow proved."""
+
+
+class AnalysisError(ButcherflowError):
+    """An analysis was asked for something it cannot answer (say, the order of a bad family)."""

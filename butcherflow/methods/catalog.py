@@ -1,0 +1,198 @@
+"""Reading declaration files and the built-in catalog of named methods (`solvers/*.toml`)."""
+
+from __future__ import annotations
+
+import difflib
+import importlib.resources
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import DeclarationError
+from .base import FAMILIES, Method
+from .continuous import ContinuousDynamics
+from .multistep import LinearMultistep
+from .splitting import Splitting
+from .tableau import ButcherTableau
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+COMMON_KEYS = ("name", "title", "family", "order", "reference", "description")
+FAMILY_KEYS: dict[str, tuple[str, ...]] = {
+    "runge-kutta": ("A", "b", "c", "b_hat", "embedded_order", "row_sum_c", "iterations"),
+    "splitting": ("steps", "substep", "operators", "effective_order"),
+    "multistep": ("alpha", "beta", "zero_stable"),
+    "continuous": (
+        "method",
+        "grid",
+        "t0",
+        "t1",
+        "delta",
+        "steps",
+        "step_size",
+        "rtol",
+        "atol",
+        "max_num_steps",
+        "adjoint",
+        "time",
+    ),
+}
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "runge-kutta": ("A", "b"),
+    "splitting": ("steps",),
+    "multistep": ("alpha", "beta"),
+    "continuous": ("method",),
+}
+_BUILD: dict[str, Callable[..., Method]] = {
+    "runge-kutta": ButcherTableau,
+    "splitting": Splitting,
+    "multistep": LinearMultistep,
+    "continuous": ContinuousDynamics,
+}
+
+
+def _catalog_dir(kind: str) -> Path:
+    """`solvers/` or `models/`: the checkout's folder, or the copy inside the wheel."""
+    checkout = Path(__file__).resolve().parents[2] / kind
+    if checkout.is_dir():
+        return checkout
+    return Path(str(importlib.resources.files("butcherflow") / "_catalog" / kind))
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """Read a TOML file; syntax errors become `DeclarationError`s with the line number."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DeclarationError(
+            "no such file", value=str(path), valid="give the path of a .toml declaration"
+        ) from None
+    except UnicodeDecodeError as error:
+        raise DeclarationError(
+            f"file is not UTF-8 ({error.reason} at byte {error.start})", source=file
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise DeclarationError(f"TOML syntax error: {error}", source=file) from None
+
+
+def check_keys(
+    data: Mapping[str, Any], allowed: tuple[str, ...], source: str | Path | None, where: str = ""
+) -> None:
+    """Unknown keys are errors, with the closest valid key suggested."""
+    for key in data:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            raise DeclarationError(
+                "unknown key",
+                key=f"{where}{key}",
+                valid=f"{hint}valid keys are " + ", ".join(allowed),
+                source=source,
+            )
+
+
+def from_dict(data: Mapping[str, Any], source: str | Path | None = None) -> Method:
+    """Build a declaration from the parsed content of a declaration file."""
+    family = data.get("family")
+    if family not in FAMILIES:
+        raise DeclarationError(
+            "missing or unknown family" if family is not None else "missing key 'family'",
+            key="family",
+            value=family,
+            valid=f"family is one of {', '.join(FAMILIES)}",
+            source=source,
+        )
+    allowed = COMMON_KEYS + FAMILY_KEYS[family]
+    check_keys(data, allowed, source)
+    for key in REQUIRED[family]:
+        if key not in data:
+            raise DeclarationError(
+                f"missing key '{key}' for a {family} declaration", key=key, source=source
+            )
+    kwargs = {k: v for k, v in data.items() if k not in ("family", "description")}
+    try:
+        return _BUILD[family](**kwargs, source=source)
+    except DeclarationError as error:
+        raise error.with_source(source) if source is not None else error from None
+
+
+def load(path: str | Path) -> Method:
+    """Load one declaration file (any family). The file's stem need not match its name."""
+    return from_dict(read_toml(path), source=path)
+
+
+class Catalog(Mapping[str, Method]):
+    """The built-in methods, by name, loaded lazily from `solvers/*.toml` (a file per method)."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self._directory = directory
+        self._cache: dict[str, Method] = {}
+        self._loading: set[str] = set()
+
+    @property
+    def directory(self) -> Path:
+        return self._directory or _catalog_dir("solvers")
+
+    def path(self, name: str) -> Path:
+        return self.directory / f"{name}.toml"
+
+    def _names(self) -> list[str]:
+        return sorted(p.stem for p in self.directory.glob("*.toml"))
+
+    def __getitem__(self, name: str) -> Method:
+        if name in self._cache:
+            return self._cache[name]
+        file = self.path(name)
+        if not file.is_file():
+            close = difflib.get_close_matches(name, self._names(), n=3)
+            hint = f"did you mean {', '.join(close)}? " if close else ""
+            raise KeyError(
+                f"no method named '{name}' in the catalog; {hint}`butcherflow list` shows them all"
+            )
+        if name in self._loading:
+            raise DeclarationError(
+                "declaration refers to itself", key="name", value=name, source=file
+            )
+        self._loading.add(name)
+        try:
+            method = load(file)
+        finally:
+            self._loading.discard(name)
+        if method.name != name:
+            raise DeclarationError(
+                f"the file is named '{name}.toml' but declares another name",
+                key="name",
+                value=method.name,
+                valid=f'name = "{name}"',
+                source=file,
+            )
+        self._cache[name] = method
+        return method
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.path(name).is_file()
+
+    def resolve(self, method: str | Path | Method) -> Method:
+        """A `Method`, a catalog name, or the path of a declaration file -> a `Method`."""
+        if isinstance(method, Method):
+            return method
+        text = str(method)
+        if isinstance(method, Path) or text.endswith(".toml") or "/" in text:
+            return load(text)
+        return self[text]
+
+
+catalog = Catalog()

@@ -1,0 +1,177 @@
+"""Operator splittings: compositions of sub-flows, each advanced exactly or by an RK step."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, final
+
+import sympy
+
+from .base import Method, check_order
+from .numbers import is_zero, parse_number
+from .tableau import ButcherTableau
+
+_OPERATOR = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+EULER = ButcherTableau([[0]], [1], name="euler", order=1, title="Forward Euler")
+
+
+@final
+class Splitting(Method):
+    """A splitting y' = Σ_X f_X(y) advanced by a sequence of sub-steps, each moving one operator.
+
+    Step k advances operator `steps[k][0]` by the fraction `steps[k][1]` of the step h.
+
+    **Arguments:**
+
+    - `steps`: ordered `(operator, coefficient)` pairs, e.g.
+      `[("A", "1/2"), ("B", 1), ("A", "1/2")]` for Strang. Any number of operators.
+    - `substep`: how each sub-flow is advanced: `"exact"` (the exact flow of that operator),
+      `"euler"`, the name of a catalog Runge-Kutta method, or a `ButcherTableau`.
+    - `operators`: optional list of the operator names; when given, every step must use one of
+      them and each must be used (catches a misspelt operator).
+    - `effective_order`: the claimed order with the declared sub-step (`order` is the claim with
+      exact sub-flows).
+    """
+
+    family = "splitting"
+    steps: tuple[tuple[str, sympy.Expr], ...]
+    substep: ButcherTableau | None  # None: exact sub-flows
+    operators: tuple[str, ...]
+    effective_order: int | None
+    rounding: float
+
+    def __init__(
+        self,
+        steps: Sequence[Sequence[Any]],
+        substep: str | ButcherTableau = "euler",
+        *,
+        name: str | None = None,
+        order: int | None = None,
+        effective_order: int | None = None,
+        operators: Sequence[str] | None = None,
+        title: str | None = None,
+        reference: str | None = None,
+        source: str | Path | None = None,
+    ) -> None:
+        self._set_common(name, order, title, reference, source)
+        src = self.source
+        valid_step = 'each step is a pair [operator, coefficient], e.g. ["A", "1/2"]'
+        if isinstance(steps, (str, bytes)) or not isinstance(steps, Sequence) or not steps:
+            raise self.error(
+                "a splitting needs at least one step", key="steps", value=steps, valid=valid_step
+            )
+        parsed: list[tuple[str, sympy.Expr]] = []
+        rounding = 0.0
+        for k, step in enumerate(steps):
+            if isinstance(step, (str, bytes)) or not isinstance(step, Sequence) or len(step) != 2:
+                raise self.error("malformed step", key=f"steps[{k}]", value=step, valid=valid_step)
+            op, coeff = step
+            if not isinstance(op, str) or not _OPERATOR.match(op):
+                raise self.error(
+                    "operator names are identifiers",
+                    key=f"steps[{k}][0]",
+                    value=op,
+                    valid='e.g. "A", "B", "ffn"',
+                )
+            number = parse_number(coeff, f"steps[{k}][1]", src)
+            if is_zero(number):
+                raise self.error(
+                    "a step with coefficient 0 does nothing",
+                    key=f"steps[{k}][1]",
+                    value=coeff,
+                    valid="remove the step or give a non-zero coefficient",
+                )
+            rounding = max(rounding, number.rounding)
+            parsed.append((op, number.value))
+        used = tuple(dict.fromkeys(op for op, _ in parsed))
+        if operators is not None:
+            declared = tuple(operators)
+            for k, (op, _) in enumerate(parsed):
+                if op not in declared:
+                    raise self.error(
+                        f"unknown operator '{op}'",
+                        key=f"steps[{k}][0]",
+                        value=op,
+                        valid=f"declared operators are {list(declared)}",
+                    )
+            for op in declared:
+                if op not in used:
+                    raise self.error(
+                        f"operator '{op}' is declared but no step uses it",
+                        key="operators",
+                        value=list(declared),
+                        valid="use every declared operator",
+                    )
+            used = declared
+        self._set(
+            steps=tuple(parsed),
+            substep=_resolve_substep(substep, src),
+            operators=used,
+            effective_order=check_order(effective_order, "effective_order", src),
+            rounding=rounding,
+        )
+
+    @property
+    def numeric(self) -> bool:
+        return self.rounding > 0.0
+
+    @property
+    def substep_name(self) -> str:
+        return "exact" if self.substep is None else self.substep.name
+
+    def coefficient_sums(self) -> dict[str, sympy.Expr]:
+        """Σ of the coefficients of each operator (1 for a consistent splitting)."""
+        sums: dict[str, sympy.Expr] = {op: sympy.Integer(0) for op in self.operators}
+        for op, coeff in self.steps:
+            sums[op] = sympy.nsimplify(sums[op] + coeff)
+        return sums
+
+
+def _resolve_substep(substep: Any, source: str | None) -> ButcherTableau | None:
+    if isinstance(substep, ButcherTableau):
+        tableau = substep
+    elif substep == "exact":
+        return None
+    elif substep == "euler":
+        return EULER
+    elif isinstance(substep, str):
+        from .catalog import catalog  # the catalog loads splittings, hence the late import
+
+        found = catalog.get(substep)
+        if not isinstance(found, ButcherTableau):
+            rk = [n for n, m in catalog.items() if isinstance(m, ButcherTableau)]
+            from ..errors import DeclarationError
+
+            raise DeclarationError(
+                f"unknown sub-step '{substep}'",
+                key="substep",
+                value=substep,
+                valid="use 'exact', 'euler' or a Runge-Kutta method of the catalog: "
+                + ", ".join(rk[:12])
+                + (", ..." if len(rk) > 12 else ""),
+                source=source,
+            )
+        tableau = found
+    else:
+        from ..errors import DeclarationError
+
+        raise DeclarationError(
+            "substep must be a name or a ButcherTableau",
+            key="substep",
+            value=substep,
+            valid="'exact', 'euler', a catalog Runge-Kutta name, or a ButcherTableau",
+            source=source,
+        )
+    if not tableau.is_explicit:
+        from ..errors import DeclarationError
+
+        raise DeclarationError(
+            f"sub-step '{tableau.name}' is implicit",
+            key="substep",
+            value=tableau.name,
+            valid="sub-steps are explicit Runge-Kutta methods (or 'exact')",
+            source=source,
+        )
+    return tableau

@@ -1,0 +1,263 @@
+"""Runge-Kutta methods as Butcher tableaux: explicit, diagonally implicit and fully implicit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, final
+
+import sympy
+
+from ..errors import DeclarationError
+from .base import Method, check_order
+from .numbers import Number, is_zero, parse_number, parse_vector
+
+
+def _same(x: Number, y: Number) -> bool:
+    """Equal exactly, or within the rounding of the digits given when either is numeric."""
+    diff = x.value - y.value
+    if x.numeric or y.numeric:
+        if diff.free_symbols:
+            return bool(sympy.simplify(diff) == 0)
+        return abs(float(diff)) <= 2 * (x.rounding + y.rounding) + 1e-300
+    return bool(sympy.simplify(diff) == 0)
+
+
+@final
+class ButcherTableau(Method):
+    """A Runge-Kutta method: stages Kᵢ = f(t + cᵢh, y + h Σⱼ aᵢⱼKⱼ), step y + h Σᵢ bᵢKᵢ.
+
+    **Arguments:**
+
+    - `A`: the s×s stage matrix, a list of s rows of s entries.
+    - `b`: the s weights.
+    - `c`: the s nodes; by default the row sums of `A`. A given `c` must equal the row sums
+      unless `row_sum_c=False`, in which case the analysis uses it for non-autonomous problems.
+    - `b_hat`: weights of an embedded method (error estimation), optional.
+    - `name`, `order`, `title`, `reference`: see `Method`. `embedded_order` is the claimed order
+      of `(A, b_hat)`.
+    - `iterations`: fixed-point iterations used when an implicit tableau is compiled into a layer.
+
+    Entries are exact (ints, `"p/q"`, Fractions, sympy expressions, symbols of a parametrised
+    family); floats and decimal strings make the tableau numeric.
+
+    Attributes `A`, `b`, `c`, `b_hat` hold exact sympy values (tuples); `stages`, `is_explicit`,
+    `is_diagonally_implicit`, `numeric`, `symbols` describe the tableau.
+    """
+
+    family = "runge-kutta"
+    A: tuple[tuple[sympy.Expr, ...], ...]
+    b: tuple[sympy.Expr, ...]
+    c: tuple[sympy.Expr, ...]
+    b_hat: tuple[sympy.Expr, ...] | None
+    embedded_order: int | None
+    row_sum_c: bool
+    iterations: int | None
+    rounding: float
+    entries: dict[str, Number]
+    _zero: tuple[tuple[bool, ...], ...]
+
+    def __init__(
+        self,
+        A: Sequence[Sequence[Any]],
+        b: Sequence[Any],
+        c: Sequence[Any] | None = None,
+        b_hat: Sequence[Any] | None = None,
+        *,
+        name: str | None = None,
+        order: int | None = None,
+        embedded_order: int | None = None,
+        row_sum_c: bool = True,
+        iterations: int | None = None,
+        title: str | None = None,
+        reference: str | None = None,
+        source: str | Path | None = None,
+    ) -> None:
+        self._set_common(name, order, title, reference, source)
+        src = self.source
+        if isinstance(A, (str, bytes)) or not isinstance(A, Sequence) or len(A) == 0:
+            raise self.error(
+                "A must be a non-empty list of rows",
+                key="A",
+                value=A,
+                valid="e.g. A = [[0, 0], [1, 0]]",
+            )
+        rows: list[tuple[Number, ...]] = []
+        for i, row in enumerate(A):
+            if isinstance(row, (str, bytes)) or not isinstance(row, Sequence):
+                raise self.error("each row of A must be a list", key=f"A[{i}]", value=row)
+            rows.append(parse_vector(row, f"A[{i}]", src))
+        s = len(rows)
+        for i, row in enumerate(rows):
+            if len(row) != s:
+                raise self.error(
+                    f"A must be square: row {i} has {len(row)} entries but A has {s} rows",
+                    key=f"A[{i}]",
+                    value=list(A[i]),
+                    valid=f"every row needs exactly {s} entries",
+                )
+        b_parsed = parse_vector(b, "b", src)
+        if len(b_parsed) != s:
+            raise self.error(
+                f"b has {len(b_parsed)} entries but A has {s} stages",
+                key="b",
+                value=list(b),
+                valid=f"give exactly {s} weights",
+            )
+        row_sums = tuple(
+            Number(sympy.Add(*(x.value for x in row)), sum(x.rounding for x in row)) for row in rows
+        )
+        if not isinstance(row_sum_c, bool):
+            raise self.error("row_sum_c must be true or false", key="row_sum_c", value=row_sum_c)
+        if c is None:
+            c_parsed = row_sums
+        else:
+            c_parsed = parse_vector(c, "c", src)
+            if len(c_parsed) != s:
+                raise self.error(
+                    f"c has {len(c_parsed)} entries but A has {s} stages",
+                    key="c",
+                    value=list(c),
+                    valid=f"give exactly {s} nodes or omit c",
+                )
+            if row_sum_c:
+                for i, (ci, ri) in enumerate(zip(c_parsed, row_sums, strict=True)):
+                    if not _same(ci, ri):
+                        raise self.error(
+                            f"c[{i}] = {ci.value} differs from the row sum of A[{i}] = {ri.value}",
+                            key=f"c[{i}]",
+                            valid="give c equal to the row sums of A, omit c, or set "
+                            "row_sum_c = false to use this c for non-autonomous problems",
+                        )
+        b_hat_parsed = None
+        if b_hat is not None:
+            b_hat_parsed = parse_vector(b_hat, "b_hat", src)
+            if len(b_hat_parsed) != s:
+                raise self.error(
+                    f"b_hat has {len(b_hat_parsed)} entries but A has {s} stages",
+                    key="b_hat",
+                    value=list(b_hat),
+                    valid=f"give exactly {s} weights",
+                )
+        if iterations is not None and (
+            isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1
+        ):
+            raise self.error(
+                "iterations must be a positive integer",
+                key="iterations",
+                value=iterations,
+                valid="e.g. iterations = 3",
+            )
+        entries: dict[str, Number] = {}
+        for i, row in enumerate(rows):
+            for j, x in enumerate(row):
+                entries[f"A[{i}][{j}]"] = x
+        for name_, vec in (("b", b_parsed), ("c", c_parsed), ("b_hat", b_hat_parsed or ())):
+            for i, x in enumerate(vec):
+                entries[f"{name_}[{i}]"] = x
+        self._set(
+            A=tuple(tuple(x.value for x in row) for row in rows),
+            b=tuple(x.value for x in b_parsed),
+            c=tuple(x.value for x in c_parsed),
+            b_hat=None if b_hat_parsed is None else tuple(x.value for x in b_hat_parsed),
+            embedded_order=check_order(embedded_order, "embedded_order", src),
+            row_sum_c=row_sum_c,
+            iterations=iterations,
+            rounding=max((x.rounding for x in entries.values()), default=0.0),
+            entries=entries,
+        )
+        if embedded_order is not None and b_hat is None:
+            raise self.error(
+                "embedded_order is given but there is no b_hat",
+                key="embedded_order",
+                value=embedded_order,
+                valid="declare b_hat or drop embedded_order",
+            )
+        self._set(_zero=tuple(tuple(is_zero(x) for x in row) for row in rows))
+
+    # -- structure -----------------------------------------------------------------------------
+    @property
+    def stages(self) -> int:
+        return len(self.b)
+
+    @property
+    def is_explicit(self) -> bool:
+        """Strictly lower-triangular A."""
+        s = self.stages
+        return all(self._zero[i][j] for i in range(s) for j in range(i, s))
+
+    @property
+    def is_diagonally_implicit(self) -> bool:
+        """Lower-triangular A with a non-zero diagonal entry (DIRK/SDIRK); False when explicit."""
+        s = self.stages
+        lower = all(self._zero[i][j] for i in range(s) for j in range(i + 1, s))
+        return lower and not self.is_explicit
+
+    @property
+    def is_implicit(self) -> bool:
+        return not self.is_explicit
+
+    @property
+    def kind(self) -> str:
+        if self.is_explicit:
+            return "explicit"
+        return "diagonally implicit" if self.is_diagonally_implicit else "implicit"
+
+    @property
+    def numeric(self) -> bool:
+        """True when some entry was given as a float or decimal (its digits, not an exact form)."""
+        return self.rounding > 0.0
+
+    @property
+    def symbols(self) -> set[sympy.Symbol]:
+        found: set[sympy.Symbol] = set()
+        for x in self.entries.values():
+            found |= x.value.free_symbols
+        return found
+
+    def is_zero(self, i: int, j: int) -> bool:
+        """A[i][j] is exactly zero (the compiler skips such terms)."""
+        return self._zero[i][j]
+
+    def with_weights(self, b: Sequence[Any], *, name: str | None = None) -> ButcherTableau:
+        """The same stages with other weights: e.g. the ODE Transformer's γᵢ = 1 policy."""
+        return ButcherTableau(
+            [list(row) for row in self.A],
+            list(b),
+            c=list(self.c),
+            row_sum_c=self.row_sum_c,
+            name=name or self.name,
+            iterations=self.iterations,
+        )
+
+    def embedded(self) -> ButcherTableau:
+        """The embedded method `(A, b_hat)`; raises when there is none."""
+        if self.b_hat is None:
+            raise self.error("this tableau has no embedded weights", key="b_hat", value=None)
+        return ButcherTableau(
+            [list(row) for row in self.A],
+            list(self.b_hat),
+            c=list(self.c),
+            row_sum_c=self.row_sum_c,
+            name=f"{self.name}-embedded",
+            order=self.embedded_order,
+        )
+
+    def subs(self, values: dict[Any, Any]) -> ButcherTableau:
+        """A member of a parametrised family: substitute values for the symbols."""
+        symbols = {str(s): s for s in self.symbols}
+        mapping = {}
+        for key, value in values.items():
+            sym = symbols.get(str(key))
+            if sym is None:
+                raise DeclarationError(
+                    "no such symbol in this tableau",
+                    key=str(key),
+                    value=value,
+                    valid=f"symbols are {sorted(symbols) or 'none'}",
+                )
+            mapping[sym] = parse_number(value, str(key)).value
+        A = [[sympy.simplify(x.subs(mapping)) for x in row] for row in self.A]
+        b = [sympy.simplify(x.subs(mapping)) for x in self.b]
+        c = [sympy.simplify(x.subs(mapping)) for x in self.c]
+        return ButcherTableau(A, b, c=c, row_sum_c=self.row_sum_c, name=self.name)
