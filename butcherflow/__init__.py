@@ -1,6 +1,13 @@
 """butcherflow: compile numerical integrators into neural-network layers."""
 
-from .errors import AnalysisError, ButcherflowError, DeclarationError, OrderClaimError
+from .analysis import Report, check
+from .errors import (
+    AnalysisError,
+    ButcherflowError,
+    DeclarationError,
+    OrderClaimError,
+    UnknownNameError,
+)
 from .methods import (
     ButcherTableau,
     ContinuousDynamics,
@@ -21,8 +28,11 @@ __all__ = [
     "LinearMultistep",
     "Method",
     "OrderClaimError",
+    "Report",
     "Splitting",
+    "UnknownNameError",
     "__version__",
     "catalog",
+    "check",
     "load",
 ]

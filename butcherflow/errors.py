@@ -68,6 +68,13 @@ class DeclarationError(ButcherflowError, ValueError):
         )
 
 
+class UnknownNameError(ButcherflowError, KeyError):
+    """A name that is not in the catalog (the message lists close matches)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class OrderClaimError(ButcherflowError):
     """A declaration's claimed order disagrees with the order butcherflow proved."""
 

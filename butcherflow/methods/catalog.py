@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import DeclarationError
+from ..errors import DeclarationError, UnknownNameError
 from .base import FAMILIES, Method
 from .continuous import ContinuousDynamics
 from .multistep import LinearMultistep
@@ -153,7 +153,7 @@ class Catalog(Mapping[str, Method]):
         if not file.is_file():
             close = difflib.get_close_matches(name, self._names(), n=3)
             hint = f"did you mean {', '.join(close)}? " if close else ""
-            raise KeyError(
+            raise UnknownNameError(
                 f"no method named '{name}' in the catalog; {hint}`butcherflow list` shows them all"
             )
         if name in self._loading:

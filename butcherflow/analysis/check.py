@@ -1,0 +1,44 @@
+"""`bf.check`: one entry point that proves the order of any declaration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..methods import (
+    ButcherTableau,
+    ContinuousDynamics,
+    LinearMultistep,
+    Method,
+    Splitting,
+    catalog,
+)
+from .continuous import ContinuousReport
+from .report import Report
+from .runge_kutta import analyse_tableau
+
+
+def check(method: Method | str | Path, *, max_order: int | None = None) -> Report:
+    """Prove the order of a declaration and report it.
+
+    **Arguments:**
+
+    - `method`: a declaration, a catalog name (`"rk4"`) or the path of a declaration file.
+    - `max_order`: where the order search stops (default: the claimed order + 1).
+
+    **Returns:** a `RungeKuttaReport`, `SplittingReport`, `MultistepReport` or `ContinuousReport`
+    (all `Report`s: `.order`, `.claim_holds`, `str()`, `.to_markdown()`, `.to_json()`).
+    """
+    resolved = catalog.resolve(method)
+    if isinstance(resolved, ButcherTableau):
+        return analyse_tableau(resolved, max_order=max_order)
+    if isinstance(resolved, Splitting):
+        from .splitting import analyse_splitting
+
+        return analyse_splitting(resolved, max_order=max_order)
+    if isinstance(resolved, LinearMultistep):
+        from .multistep import analyse_multistep
+
+        return analyse_multistep(resolved, max_order=max_order)
+    if isinstance(resolved, ContinuousDynamics):
+        return ContinuousReport(resolved)
+    raise TypeError(f"cannot check {type(resolved).__name__}")  # pragma: no cover

@@ -1,0 +1,84 @@
+"""The order of continuous dynamics is the order of the solver that integrates them."""
+
+from __future__ import annotations
+
+from typing import Any, final
+
+from ..methods import ContinuousDynamics
+from .report import Report
+from .runge_kutta import RungeKuttaReport, analyse_tableau
+
+
+@final
+class ContinuousReport(Report):
+    """What `bf.check` says about a `ContinuousDynamics` declaration.
+
+    **Attributes:**
+
+    - `order`: the proved order of the solver's tableau (for an adaptive torchdiffeq method, of
+      the catalog tableau it runs: dopri5 is `dormand-prince-5`, and so on).
+    - `solver`: the full `RungeKuttaReport` of that tableau.
+    """
+
+    method: ContinuousDynamics
+
+    def __init__(self, method: ContinuousDynamics) -> None:
+        self.method = method
+        tableau = method.solver_tableau()
+        self.solver: RungeKuttaReport = analyse_tableau(tableau)
+        self.order = self.solver.order
+        self.notes = []
+        if method.adaptive:
+            self.notes.append(
+                f"adaptive: torchdiffeq's {method.method} runs the tableau '{tableau.name}' "
+                f"(order {self.order}, embedded order {self.solver.embedded_order}) with "
+                f"rtol={method.rtol:g}, atol={method.atol:g}, at most {method.max_num_steps} steps."
+            )
+        else:
+            span = "unit interval" if method.grid == "interval" else "position gap"
+            steps = (
+                f"step size {method.step_size}"
+                if method.step_size is not None
+                else f"{method.steps} step(s) per {span}"
+            )
+            self.notes.append(
+                f"fixed steps: '{tableau.name}' (order {self.order}), {steps}: the global error "
+                f"falls as h^{self.order}."
+            )
+        if method.grid == "positions":
+            self.notes.append(
+                f"positions: token i sits at t = i·{method.delta}; longer sequences integrate "
+                "further, with no maximum length."
+            )
+
+    def rows(self) -> list[tuple[str, Any]]:
+        m = self.method
+        return [
+            ("order", self.order),
+            ("claimed order", m.order),
+            ("solver", f"{m.method} ({'adaptive' if m.adaptive else 'fixed steps'})"),
+            ("grid", m.grid if m.grid == "interval" else f"positions, delta = {m.delta}"),
+            ("interval", f"[{m.t0}, {m.t1}]" if m.grid == "interval" else None),
+            ("gradients", "adjoint ODE" if m.adjoint else "backpropagation through the solver"),
+            ("time dependence", m.time),
+            ("solver stability", self.solver.stability.real_interval_text),
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.method
+        return {
+            "order": self.order,
+            "method": m.method,
+            "adaptive": m.adaptive,
+            "grid": m.grid,
+            "delta": m.delta,
+            "t0": m.t0,
+            "t1": m.t1,
+            "steps": m.steps,
+            "step_size": m.step_size,
+            "rtol": m.rtol,
+            "atol": m.atol,
+            "adjoint": m.adjoint,
+            "time": m.time,
+            "solver": self.solver.to_dict(),
+        }

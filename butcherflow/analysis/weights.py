@@ -1,0 +1,162 @@
+"""Elementary weights Φ(t) of (additive) Runge-Kutta methods, exactly, memoised per tree.
+
+For a tree t with root colour ν and children c₁..c_m, the stage vector of t is
+g(t) = Π_k h(c_k) (entrywise), where h(c) = A^[colour(c)] g(c) (or a fixed vector for leaf-only
+colours such as the time variable, whose vector is the nodes c), and Φ(t) = b^[ν]·g(t). The order
+condition of t is Φ(t) = 1/γ(t). Every h(c) is computed once and reused by all larger trees.
+
+Arithmetic happens in the smallest sympy domain that holds every coefficient: QQ for rational
+tableaux (and for decimal ones, whose digits are rational), an algebraic field such as QQ<√6>
+for Gauss-Legendre or Radau, or a polynomial ring for families with symbols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import sympy
+from sympy.polys.constructor import construct_domain
+
+from .trees import Tree, TreeFamily
+
+Vector = list[Any]
+
+
+def smallest_domain(values: Sequence[sympy.Expr]) -> tuple[Any, list[Any]]:
+    """The smallest exact sympy domain holding `values`, and the values converted into it."""
+    # 1/2 joins the values so that integer tableaux get QQ (the conditions' 1/γ(t) are rational).
+    domain, converted = construct_domain([*values, sympy.Rational(1, 2)], extension=True)
+    return domain, list(converted)[:-1]
+
+
+class FloatDomain:
+    """Plain floats behind the domain interface, for error bounds (never for proofs)."""
+
+    zero = 0.0
+    one = 1.0
+
+    def convert(self, value: Any) -> float:
+        return float(value)
+
+    def to_sympy(self, value: float) -> sympy.Expr:
+        return sympy.Float(value)
+
+    def __str__(self) -> str:
+        return "float64"
+
+
+class WeightTable:
+    """Elementary weights and residuals for one (additive) Runge-Kutta method.
+
+    **Arguments:**
+
+    - `family`: the `TreeFamily` (its colours must be keys of `A` and `b`, or of `leaves`).
+    - `A`: per colour, the s×s matrix whose columns are the stages that evaluate that colour's
+      field (for a plain method, `{"y": A}`).
+    - `b`: per colour, the s weights.
+    - `leaves`: per leaf-only colour, its fixed stage vector (e.g. `{"t": c}`).
+    - `exact`: `False` computes in floats: used only to bound the effect of rounding in numeric
+      declarations, never to decide an order condition.
+    """
+
+    def __init__(
+        self,
+        family: TreeFamily,
+        A: Mapping[str, Sequence[Sequence[sympy.Expr]]],
+        b: Mapping[str, Sequence[sympy.Expr]],
+        leaves: Mapping[str, Sequence[sympy.Expr]] | None = None,
+        *,
+        exact: bool = True,
+    ) -> None:
+        leaves = leaves or {}
+        self.family = family
+        flat: list[sympy.Expr] = []
+        shapes: list[tuple[str, str, int]] = []
+        for colour, matrix in A.items():
+            for row in matrix:
+                flat.extend(row)
+            shapes.append(("A", colour, len(matrix)))
+        for colour, vec in b.items():
+            flat.extend(vec)
+            shapes.append(("b", colour, len(vec)))
+        for colour, vec in leaves.items():
+            flat.extend(vec)
+            shapes.append(("leaf", colour, len(vec)))
+        self.domain: Any
+        if exact:
+            self.domain, converted = smallest_domain(flat)
+        else:
+            self.domain, converted = FloatDomain(), [float(x) for x in flat]
+        self.stages = len(next(iter(b.values())))
+        pos = 0
+        self._rows: dict[str, list[list[tuple[int, Any]]]] = {}
+        self._b: dict[str, list[tuple[int, Any]]] = {}
+        self._leaves: dict[str, Vector] = {}
+        zero = self.domain.zero
+        for kind, colour, n in shapes:
+            if kind == "A":
+                rows = []
+                for _ in range(n):
+                    row = converted[pos : pos + n]
+                    pos += n
+                    rows.append([(j, x) for j, x in enumerate(row) if x != zero])
+                self._rows[colour] = rows
+            else:
+                vec = converted[pos : pos + n]
+                pos += n
+                if kind == "b":
+                    self._b[colour] = [(i, x) for i, x in enumerate(vec) if x != zero]
+                else:
+                    self._leaves[colour] = vec
+        self._g: dict[int, Vector] = {}
+        self._h: dict[int, Vector] = {}
+        self._phi: dict[int, Any] = {}
+
+    def _stage_vector(self, tree: Tree) -> Vector:
+        """g(t): the entrywise product of the children's h vectors."""
+        g = self._g.get(tree.index)
+        if g is None:
+            one = self.domain.one
+            g = [one] * self.stages
+            for child in tree.children:
+                h = self._child_vector(self.family.trees[child])
+                g = [x * y for x, y in zip(g, h, strict=True)]
+            self._g[tree.index] = g
+        return g
+
+    def _child_vector(self, tree: Tree) -> Vector:
+        """h(t) = A^[colour] g(t), or the fixed vector of a leaf-only colour."""
+        h = self._h.get(tree.index)
+        if h is None:
+            if tree.colour in self._leaves:
+                h = self._leaves[tree.colour]
+            else:
+                g = self._stage_vector(tree)
+                zero = self.domain.zero
+                h = []
+                for row in self._rows[tree.colour]:
+                    acc = zero
+                    for j, a in row:
+                        acc += a * g[j]
+                    h.append(acc)
+            self._h[tree.index] = h
+        return h
+
+    def weight(self, tree: Tree) -> Any:
+        """Φ(t), a domain element."""
+        phi = self._phi.get(tree.index)
+        if phi is None:
+            g = self._stage_vector(tree)
+            phi = self.domain.zero
+            for i, w in self._b[tree.colour]:
+                phi += w * g[i]
+            self._phi[tree.index] = phi
+        return phi
+
+    def residual(self, tree: Tree) -> Any:
+        """Φ(t) − 1/γ(t), a domain element; zero exactly when the order condition of t holds."""
+        return self.weight(tree) - self.domain.convert(sympy.Rational(1, tree.density))
+
+    def to_sympy(self, element: Any) -> sympy.Expr:
+        return self.domain.to_sympy(element)

@@ -1,0 +1,124 @@
+"""The `butcherflow` command line.
+
+Every subcommand turns a user's mistake (a bad declaration, an unknown name, a claim that fails)
+into a one-line message and exit code 1; tracebacks are for bugs only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from .analysis import Report, check
+from .errors import ButcherflowError
+from .methods import catalog
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def _render(report: Report, fmt: str) -> str:
+    if fmt == "json":
+        return report.to_json()
+    if fmt == "markdown":
+        return report.to_markdown()
+    return str(report)
+
+
+def order_table(reports: Sequence[Report]) -> str:
+    """One line per method: family, claimed and proved orders, verdict, time."""
+    header = f"{'method':<24} {'family':<12} {'claimed':>7} {'proved':>6} {'effective':>9}  verdict"
+    lines = [header, "-" * len(header)]
+    for r in reports:
+        effective = getattr(r, "effective_order", None)
+        verdict = "ok" if r.claim_holds else "CLAIM FAILS: " + r.mismatch_message()
+        lines.append(
+            f"{r.method.name:<24} {r.method.family:<12} "
+            f"{'—' if r.method.order is None else r.method.order:>7} {r.order:>6} "
+            f"{'' if effective is None else effective:>9}  {verdict}"
+        )
+    return "\n".join(lines)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    if args.all == bool(args.method):
+        raise ButcherflowError("give one method (a catalog name or a .toml file) or --all")
+    if args.all:
+        reports, broken = [], []
+        for name in catalog:
+            try:
+                reports.append(check(name))
+            except ButcherflowError as error:  # report every bad file, not just the first
+                broken.append(f"{name}: {error}")
+        print(order_table(reports))
+        failed = [r for r in reports if not r.claim_holds]
+        for line in broken:
+            print(f"error: {line}", file=sys.stderr)
+        print(
+            f"\n{len(reports) + len(broken)} declarations: {len(reports)} checked, "
+            f"{len(failed)} claim(s) fail, {len(broken)} invalid."
+        )
+        return 1 if failed or broken else 0
+    report = check(args.method, max_order=args.max_order)
+    print(_render(report, args.format))
+    if not report.claim_holds:
+        print(f"error: {report.mismatch_message()}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    for name in catalog:
+        method = catalog[name]
+        if args.family and method.family != args.family:
+            continue
+        order = "—" if method.order is None else method.order
+        print(f"{name:<24} {method.family:<12} order {order!s:<3} {method.title}")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import run_benchmark
+
+    return run_benchmark(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="butcherflow",
+        description="Declare integrators, prove their order, compile them into layers.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("check", help="prove the order of a declaration and print its report")
+    p.add_argument("method", nargs="?", help="a catalog name (see `list`) or a .toml file")
+    p.add_argument("--all", action="store_true", help="check the whole catalog (a table)")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument("--max-order", type=int, default=None, help="stop the order search here")
+    p.set_defaults(run=cmd_check)
+
+    p = sub.add_parser("list", help="list the catalog")
+    p.add_argument("--family", choices=("runge-kutta", "splitting", "multistep", "continuous"))
+    p.set_defaults(run=cmd_list)
+
+    p = sub.add_parser("bench", help="run a benchmark and write docs/benchmarks.md")
+    p.add_argument("what", choices=("order",), help="order: verify the whole catalog, timed")
+    p.add_argument("--output", default="docs/benchmarks.md", help="markdown file to update")
+    p.add_argument("--repeats", type=int, default=3, help="timings are the median of repeats")
+    p.add_argument("--no-nodepy", action="store_true", help="skip the NodePy comparison")
+    p.set_defaults(run=cmd_bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except ButcherflowError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
