@@ -68,13 +68,19 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    broken = 0
     for name in catalog:
-        method = catalog[name]
+        try:
+            method = catalog[name]
+        except ButcherflowError as error:
+            print(f"error: {error}", file=sys.stderr)
+            broken += 1
+            continue
         if args.family and method.family != args.family:
             continue
         order = "—" if method.order is None else method.order
         print(f"{name:<24} {method.family:<12} order {order!s:<3} {method.title}")
-    return 0
+    return 1 if broken else 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -1,0 +1,63 @@
+"""The command line: reports, the catalog table, and one-line errors with exit code 1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from butcherflow.cli import main
+
+
+def test_check_prints_the_report(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "rk4"]) == 0
+    out = capsys.readouterr().out
+    assert "order" in out and "z**4/24" in out
+
+
+def test_check_json_is_valid(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "heun", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["order"] == 2 and data["claim_holds"] is True
+
+
+def test_check_markdown(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "euler", "--format", "markdown"]) == 0
+    assert "| order | 1 |" in capsys.readouterr().out
+
+
+def test_unknown_name_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "rk5"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "rk5" in err and "rk4" in err
+
+
+def test_bad_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "bad"\nfamily = "runge-kutta"\nA = [[0, 0], [1]]\nb = [1, 1]\n')
+    assert main(["check", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad.toml" in err and "A[1]" in err
+
+
+def test_wrong_claim_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text(
+        'name = "wrong"\nfamily = "runge-kutta"\norder = 3\nA = [[0, 0], [1, 0]]\n'
+        'b = ["1/2", "1/2"]\n'
+    )
+    assert main(["check", str(wrong)]) == 1
+    captured = capsys.readouterr()
+    assert "claimed 3 but proved 2" in captured.err
+
+
+def test_check_needs_a_method_or_all(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check"]) == 1
+    assert "--all" in capsys.readouterr().err
+
+
+def test_list_filters_by_family(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["list", "--family", "runge-kutta"])
+    out = capsys.readouterr().out
+    assert "rk4" in out and "splitting" not in out
