@@ -91,6 +91,9 @@ class Method(abc.ABC):
     def __setattr__(self, key: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is frozen: cannot set {key!r}")
 
+    def __delattr__(self, key: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen: cannot delete {key!r}")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DeclarationError, UnknownNameError
-from .base import FAMILIES, Method
+from .base import FAMILIES, NAME, Method
 from .continuous import ContinuousDynamics
 from .multistep import LinearMultistep
 from .splitting import Splitting
@@ -68,10 +68,18 @@ def read_toml(path: str | Path) -> dict[str, Any]:
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
+    except IsADirectoryError:
+        raise DeclarationError(
+            "is a directory, not a declaration file",
+            value=str(path),
+            valid="give the path of a .toml declaration",
+        ) from None
     except FileNotFoundError:
         raise DeclarationError(
             "no such file", value=str(path), valid="give the path of a .toml declaration"
         ) from None
+    except OSError as error:
+        raise DeclarationError(f"cannot read the file ({error.strerror})", source=file) from None
     except UnicodeDecodeError as error:
         raise DeclarationError(
             f"file is not UTF-8 ({error.reason} at byte {error.start})", source=file
@@ -149,9 +157,9 @@ class Catalog(Mapping[str, Method]):
     def __getitem__(self, name: str) -> Method:
         if name in self._cache:
             return self._cache[name]
-        file = self.path(name)
-        if not file.is_file():
-            close = difflib.get_close_matches(name, self._names(), n=3)
+        file = self.path(name) if isinstance(name, str) and NAME.match(name) else None
+        if file is None or not file.is_file():
+            close = difflib.get_close_matches(str(name), self._names(), n=3)
             hint = f"did you mean {', '.join(close)}? " if close else ""
             raise UnknownNameError(
                 f"no method named '{name}' in the catalog; {hint}`butcherflow list` shows them all"
@@ -176,6 +184,19 @@ class Catalog(Mapping[str, Method]):
         self._cache[name] = method
         return method
 
+    def names(self, family: str | None = None) -> list[str]:
+        """Catalog names, optionally of one family (read from the files, nothing is built)."""
+        if family is None:
+            return self._names()
+        found = []
+        for name in self._names():
+            try:
+                if read_toml(self.path(name)).get("family") == family:
+                    found.append(name)
+            except DeclarationError:
+                continue  # a broken file is reported when it is used, not when listing others
+        return found
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._names())
 
@@ -183,7 +204,7 @@ class Catalog(Mapping[str, Method]):
         return len(self._names())
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and self.path(name).is_file()
+        return isinstance(name, str) and bool(NAME.match(name)) and self.path(name).is_file()
 
     def resolve(self, method: str | Path | Method) -> Method:
         """A `Method`, a catalog name, or the path of a declaration file -> a `Method`."""

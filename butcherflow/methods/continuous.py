@@ -111,7 +111,10 @@ class ContinuousDynamics(Method):
             raise self.error("adjoint must be true or false", key="adjoint", value=adjoint)
         start = parse_number(t0, "t0", src).value
         end = parse_number(t1, "t1", src).value
-        if start.free_symbols or end.free_symbols or not bool(end > start):
+        for key, raw, number in (("t0", t0, start), ("t1", t1, end)):
+            if number.free_symbols:
+                raise self.error(f"{key} must be a number", key=key, value=raw)
+        if not bool(end > start):
             raise self.error(
                 "the time interval must have t1 > t0",
                 key="t1",

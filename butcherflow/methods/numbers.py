@@ -10,6 +10,7 @@ that rounding instead of zero.
 
 from __future__ import annotations
 
+import keyword
 import math
 import re
 from dataclasses import dataclass
@@ -24,18 +25,34 @@ from ..errors import DeclarationError
 
 _DECIMAL = re.compile(r"(?<![\w.])([0-9]*\.[0-9]+|[0-9]+\.[0-9]*)([eE][+-]?[0-9]+)?(?![\w.])")
 _SCIENTIFIC_INT = re.compile(r"(?<![\w.])([0-9]+)([eE][+-]?[0-9]+)(?![\w.])")
-_ALLOWED_CHARS = re.compile(r"^[0-9A-Za-z_+\-*/().^ \t]*$")
+_ALLOWED_CHARS = re.compile(r"^[0-9A-Za-z_+\-*/().,^ \t]*$")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ATTRIBUTE = re.compile(r"\.\s*[A-Za-z_]")
+_DIGITS = re.compile(r"[0-9]+")
 _FUNCTIONS: dict[str, Any] = {
     "sqrt": sympy.sqrt,
     "cbrt": sympy.cbrt,
     "root": sympy.root,
     "Rational": sympy.Rational,
-    "Integer": sympy.Integer,
     "pi": sympy.pi,
 }
+# What sympy's parser itself emits (unevaluated trees call Add/Mul/Pow by name); not user names.
+_PARSER_GLOBALS: dict[str, Any] = {
+    "__builtins__": {},
+    "Add": sympy.Add,
+    "Mul": sympy.Mul,
+    "Pow": sympy.Pow,
+    "Integer": sympy.Integer,
+    "Float": sympy.Float,
+    "Rational": sympy.Rational,
+    "Symbol": sympy.Symbol,
+}
 _NOT_FINITE = {"nan", "inf", "infinity", "oo", "zoo"}
-_RESERVED = {"I", "E", "S", "N", "O", "Q", "lambda"}
+_RESERVED = {"I", "E", "S", "N", "O", "Q", "Integer", "Float", "Symbol"}
+# Limits that keep one entry from freezing the parser (a tower like 9**9**9**9, 1e-99999999).
+MAX_EXPONENT = 300
+MAX_POWER = 64
+MAX_DIGITS = 1000
 VALID_ENTRY = (
     "valid entries are ints, 'p/q' strings, Fractions, sympy expressions such as 'sqrt(6)/36' "
     "(functions: sqrt, cbrt, root), symbol names for parametrised families, or decimals/floats "
@@ -65,11 +82,30 @@ def _decimal_rounding(literal: str) -> float:
     """Half a unit in the last digit given, e.g. `"0.1667"` -> 5e-5, `"1.5e-3"` -> 5e-5 * 1e-3."""
     mantissa, _, exponent = literal.lower().partition("e")
     decimals = len(mantissa.partition(".")[2])
-    return 0.5 * 10.0 ** (-decimals + (int(exponent) if exponent else 0))
+    # Never 0: a decimal is numeric however far right its last digit sits (5e-324 is the least
+    # positive float).
+    return max(0.5 * 10.0 ** (-decimals + (int(exponent) if exponent else 0)), 5e-324)
 
 
 def _rational_of_decimal(literal: str) -> sympy.Rational:
     return sympy.Rational(Fraction(literal))
+
+
+def _check_literal(literal: str, key: str, raw: Any, source: str | Path | None) -> None:
+    """Refuse literals whose exact value would be enormous before building it."""
+    mantissa, _, exponent = literal.lower().partition("e")
+    if exponent and abs(int(exponent)) > MAX_EXPONENT:
+        raise DeclarationError(
+            f"decimal exponent out of range (|exponent| <= {MAX_EXPONENT})",
+            key=key,
+            value=raw,
+            valid=VALID_ENTRY,
+            source=source,
+        )
+    if len(mantissa) > MAX_DIGITS:
+        raise DeclarationError(
+            f"number has more than {MAX_DIGITS} digits", key=key, value=raw, source=source
+        )
 
 
 def _check_finite_real(value: sympy.Expr, key: str, raw: Any, source: str | Path | None) -> None:
@@ -94,6 +130,30 @@ def _check_finite_real(value: sympy.Expr, key: str, raw: Any, source: str | Path
         )
 
 
+def _check_powers(tree: sympy.Basic, key: str, raw: Any, source: str | Path | None) -> None:
+    """Every exponent must be a small rational (2, 1/3, -1/5): no towers, no huge powers.
+
+    Runs on the unevaluated tree, innermost powers first, so each exponent is evaluated only
+    after the powers inside it have been found small.
+    """
+    for arg in tree.args:
+        _check_powers(arg, key, raw, source)
+    if isinstance(tree, sympy.Pow):
+        exponent = tree.exp.doit()
+        if not (
+            isinstance(exponent, sympy.Rational)
+            and abs(exponent.p) <= MAX_POWER
+            and exponent.q <= MAX_POWER
+        ):
+            raise DeclarationError(
+                f"exponents must be small rational numbers (|p|, q <= {MAX_POWER})",
+                key=key,
+                value=raw,
+                valid=VALID_ENTRY,
+                source=source,
+            )
+
+
 def _parse_string(raw: str, key: str, source: str | Path | None) -> Number:
     text = raw.strip()
     if not text:
@@ -108,53 +168,76 @@ def _parse_string(raw: str, key: str, source: str | Path | None) -> Number:
             valid=VALID_ENTRY,
             source=source,
         )
-    rounding = 0.0
-    literals = _DECIMAL.findall(text) + _SCIENTIFIC_INT.findall(text)
-    for mantissa, exponent in literals:
-        rounding = max(rounding, _decimal_rounding(mantissa + exponent))
-
-    def exact(match: re.Match[str]) -> str:
-        r = _rational_of_decimal(match.group(0))
-        return f"(Integer({r.p})/Integer({r.q}))"
-
-    rewritten = _SCIENTIFIC_INT.sub(exact, _DECIMAL.sub(exact, text))
+    if any(len(d) > MAX_DIGITS for d in _DIGITS.findall(text)):
+        raise DeclarationError(
+            f"number has more than {MAX_DIGITS} digits", key=key, value=raw, source=source
+        )
+    if _ATTRIBUTE.search(text):
+        raise DeclarationError(
+            "entry uses attribute access", key=key, value=raw, valid=VALID_ENTRY, source=source
+        )
     names: dict[str, Any] = dict(_FUNCTIONS)
-    for name in set(_IDENTIFIER.findall(rewritten)) - set(_FUNCTIONS):
+    for name in set(_IDENTIFIER.findall(_DECIMAL.sub(" ", _SCIENTIFIC_INT.sub(" ", text)))):
+        if name in _FUNCTIONS:
+            continue
         if name.lower() in _NOT_FINITE:
             raise DeclarationError(
                 "entry is not finite", key=key, value=raw, valid=VALID_ENTRY, source=source
             )
-        if name.startswith("_") or name in _RESERVED:
+        if name.startswith("_") or name in _RESERVED or keyword.iskeyword(name):
             raise DeclarationError(
-                "entry uses a name that cannot be a symbol",
+                f"'{name}' cannot be a symbol",
                 key=key,
                 value=raw,
                 valid=VALID_ENTRY,
                 source=source,
             )
         names[name] = sympy.Symbol(name, real=True)
-    try:
-        value = parse_expr(
-            rewritten,
-            local_dict=names,
-            global_dict={"__builtins__": {}},
-            transformations=(*standard_transformations, convert_xor),
-            evaluate=True,
-        )
-    except Exception as error:  # sympy raises many unrelated types for bad syntax
-        raise DeclarationError(
-            f"entry is not a valid expression ({type(error).__name__})",
-            key=key,
-            value=raw,
-            valid=VALID_ENTRY,
-            source=source,
-        ) from None
-    if not isinstance(value, sympy.Expr):
+    rounding = 0.0
+    literals = _DECIMAL.findall(text) + _SCIENTIFIC_INT.findall(text)
+    for mantissa, exponent in literals:
+        _check_literal(mantissa + exponent, key, raw, source)
+        rounding = max(rounding, _decimal_rounding(mantissa + exponent))
+
+    def exact(match: re.Match[str]) -> str:
+        r = _rational_of_decimal(match.group(0))
+        return f"_R({r.p}, {r.q})"
+
+    rewritten = _SCIENTIFIC_INT.sub(exact, _DECIMAL.sub(exact, text))
+    names["_R"] = sympy.Rational
+    parsed: dict[str, sympy.Basic] = {}
+    for evaluate in (False, True):  # validate the unevaluated tree before computing anything
+        try:
+            parsed[str(evaluate)] = parse_expr(
+                rewritten,
+                local_dict=names,
+                global_dict=_PARSER_GLOBALS,
+                transformations=(*standard_transformations, convert_xor),
+                evaluate=evaluate,
+            )
+        except DeclarationError:
+            raise
+        except Exception as error:  # sympy raises many unrelated types for bad syntax
+            raise DeclarationError(
+                f"entry is not a valid expression ({type(error).__name__})",
+                key=key,
+                value=raw,
+                valid=VALID_ENTRY,
+                source=source,
+            ) from None
+        if not isinstance(parsed[str(evaluate)], sympy.Expr):
+            raise DeclarationError(
+                "entry is not a number", key=key, value=raw, valid=VALID_ENTRY, source=source
+            )
+        if not evaluate:
+            _check_powers(parsed["False"], key, raw, source)
+    value = parsed["True"]
+    if not isinstance(value, sympy.Expr) or getattr(value, "is_Matrix", False):
         raise DeclarationError(
             "entry is not a number", key=key, value=raw, valid=VALID_ENTRY, source=source
         )
     _check_finite_real(value, key, raw, source)
-    return Number(sympy.nsimplify(value) if value.has(sympy.Float) else value, rounding)
+    return Number(value, rounding)
 
 
 def parse_number(raw: Any, key: str, source: str | Path | None = None) -> Number:
@@ -184,11 +267,12 @@ def parse_number(raw: Any, key: str, source: str | Path | None = None) -> Number
                 "entry is not finite", key=key, value=raw, valid=VALID_ENTRY, source=source
             )
         literal = repr(raw)
+        _check_literal(literal, key, raw, source)
         return Number(_rational_of_decimal(literal), _decimal_rounding(literal))
     if isinstance(raw, str):
         return _parse_string(raw, key, source)
     if isinstance(raw, sympy.Basic):
-        if not isinstance(raw, sympy.Expr):
+        if not isinstance(raw, sympy.Expr) or getattr(raw, "is_Matrix", False):
             raise DeclarationError(
                 "entry is not a number", key=key, value=raw, valid=VALID_ENTRY, source=source
             )

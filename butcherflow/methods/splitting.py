@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -87,6 +88,17 @@ class Splitting(Method):
             parsed.append((op, number.value))
         used = tuple(dict.fromkeys(op for op, _ in parsed))
         if operators is not None:
+            if (
+                isinstance(operators, (str, bytes))
+                or not isinstance(operators, Sequence)
+                or not all(isinstance(op, str) for op in operators)
+            ):
+                raise self.error(
+                    "operators must be a list of operator names",
+                    key="operators",
+                    value=operators,
+                    valid='e.g. operators = ["A", "B"]',
+                )
             declared = tuple(operators)
             for k, (op, _) in enumerate(parsed):
                 if op not in declared:
@@ -139,18 +151,20 @@ def _resolve_substep(substep: Any, source: str | None) -> ButcherTableau | None:
     elif isinstance(substep, str):
         from .catalog import catalog  # the catalog loads splittings, hence the late import
 
-        found = catalog.get(substep)
+        found = catalog.get(substep) if substep in catalog else None
         if not isinstance(found, ButcherTableau):
-            rk = [n for n, m in catalog.items() if isinstance(m, ButcherTableau)]
             from ..errors import DeclarationError
 
+            what = "is not a Runge-Kutta method" if found is not None else "is unknown"
+            explicit = catalog.names(family="runge-kutta")
+            close = difflib.get_close_matches(substep, explicit, n=3)
+            hint = f"did you mean {', '.join(close)}? " if close else ""
             raise DeclarationError(
-                f"unknown sub-step '{substep}'",
+                f"sub-step '{substep}' {what}",
                 key="substep",
                 value=substep,
-                valid="use 'exact', 'euler' or a Runge-Kutta method of the catalog: "
-                + ", ".join(rk[:12])
-                + (", ..." if len(rk) > 12 else ""),
+                valid=f"{hint}use 'exact', 'euler' or a Runge-Kutta method of the catalog: "
+                + ", ".join(explicit),
                 source=source,
             )
         tableau = found

@@ -257,7 +257,16 @@ class ButcherTableau(Method):
                     valid=f"symbols are {sorted(symbols) or 'none'}",
                 )
             mapping[sym] = parse_number(value, str(key)).value
-        A = [[sympy.simplify(x.subs(mapping)) for x in row] for row in self.A]
-        b = [sympy.simplify(x.subs(mapping)) for x in self.b]
-        c = [sympy.simplify(x.subs(mapping)) for x in self.c]
-        return ButcherTableau(A, b, c=c, row_sum_c=self.row_sum_c, name=self.name)
+
+        def put(vector: Sequence[sympy.Expr]) -> list[sympy.Expr]:
+            return [sympy.simplify(x.subs(mapping)) for x in vector]
+
+        return ButcherTableau(
+            [put(row) for row in self.A],
+            put(self.b),
+            c=put(self.c),
+            b_hat=None if self.b_hat is None else put(self.b_hat),
+            row_sum_c=self.row_sum_c,
+            iterations=self.iterations,
+            name=self.name,
+        )

@@ -1,0 +1,345 @@
+"""Exact parsing of coefficients (`butcherflow.methods.numbers.parse_number`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from fractions import Fraction
+
+import pytest
+import sympy
+
+import butcherflow as bf
+from butcherflow.methods.numbers import Number, is_zero, parse_number, parse_vector
+
+KEY = "A[2][1]"
+
+
+def parse(raw: object) -> Number:
+    return parse_number(raw, KEY)
+
+
+# -- exact entries ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (0, sympy.Integer(0)),
+        (3, sympy.Integer(3)),
+        (-7, sympy.Integer(-7)),
+        (10**30, sympy.Integer(10**30)),
+        ("2", sympy.Integer(2)),
+        ("1/6", sympy.Rational(1, 6)),
+        ("-3/8", sympy.Rational(-3, 8)),
+        (" 1/2 ", sympy.Rational(1, 2)),
+        (Fraction(2, 9), sympy.Rational(2, 9)),
+        (Fraction(-4, 6), sympy.Rational(-2, 3)),
+        ("sqrt(6)/36", sympy.sqrt(6) / 36),
+        ("1/4 - sqrt(3)/6", sympy.Rational(1, 4) - sympy.sqrt(3) / 6),
+        ("1/(2 - 2**(1/3))", 1 / (2 - sympy.cbrt(2))),
+        ("2^(1/3)", sympy.cbrt(2)),  # ^ is a power (convert_xor), not Python's xor
+        ("cbrt(2)", sympy.cbrt(2)),
+        ("root(5, 5)", sympy.root(5, 5)),
+        (sympy.Rational(5, 7), sympy.Rational(5, 7)),
+        (sympy.sqrt(2) / 2, sympy.sqrt(2) / 2),
+    ],
+)
+def test_exact_entries(raw: object, expected: sympy.Expr) -> None:
+    number = parse(raw)
+    assert isinstance(number, Number)
+    assert sympy.simplify(number.value - expected) == 0
+    assert number.rounding == 0.0
+    assert not number.numeric
+
+
+def test_xor_is_a_power_not_bitwise_xor() -> None:
+    # 2 ^ 3 would be 1 in Python; in a declaration it means 2**3.
+    assert parse("2^3").value == 8
+
+
+def test_exact_values_are_sympy_not_floats() -> None:
+    value = parse("1/3").value
+    assert isinstance(value, sympy.Rational)
+    assert value == sympy.Rational(1, 3)
+    assert not value.has(sympy.Float)
+
+
+@pytest.mark.parametrize(("raw", "name"), [("g", "g"), ("1 - g", "g"), ("alpha/2", "alpha")])
+def test_symbols_of_parametrised_families(raw: str, name: str) -> None:
+    number = parse(raw)
+    assert {str(s) for s in number.value.free_symbols} == {name}
+    assert not number.numeric
+    symbol = next(iter(number.value.free_symbols))
+    assert symbol.is_real  # family parameters are real coefficients
+
+
+def test_same_symbol_name_parses_to_the_same_symbol() -> None:
+    assert parse("g").value - parse("1 - g").value == 2 * parse("g").value - 1
+
+
+# -- numeric entries: decimals and floats ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "value", "rounding"),
+    [
+        ("0.25", sympy.Rational(1, 4), 0.005),
+        ("0.1666", sympy.Rational(1666, 10000), 0.00005),
+        ("1.5e-3", sympy.Rational(3, 2000), 0.5e-4),
+        ("2.", sympy.Integer(2), 0.5),
+        ("1e-3", sympy.Rational(1, 1000), 0.5e-3),
+        ("1/2 + 0.25", sympy.Rational(3, 4), 0.005),
+        (0.1, sympy.Rational(1, 10), 0.05),  # a float is read through its repr: '0.1'
+        (0.25, sympy.Rational(1, 4), 0.005),
+        (1.5e-3, sympy.Rational(3, 2000), 0.5e-4),
+        (2.0, sympy.Integer(2), 0.05),
+    ],
+)
+def test_decimals_are_exact_rationals_with_rounding(
+    raw: object, value: sympy.Expr, rounding: float
+) -> None:
+    number = parse(raw)
+    assert number.value == value
+    assert isinstance(number.value, sympy.Rational)
+    assert number.rounding == pytest.approx(rounding, rel=1e-12)
+    assert number.numeric
+
+
+def test_float_uses_its_shortest_repr_not_binary_expansion() -> None:
+    # The binary double closest to 0.1 is 3602879701896397/36028797018963968; the user meant 1/10.
+    assert parse(0.1).value == sympy.Rational(1, 10)
+    assert parse(1 / 3).value == sympy.Rational(3333333333333333, 10**16)
+
+
+def test_sympy_float_is_read_like_a_float() -> None:
+    number = parse(sympy.Float("0.125"))
+    assert number.value == sympy.Rational(1, 8)
+    assert number.numeric
+
+
+@pytest.mark.parametrize("raw", ["1e-300", "5.0e-300", "1.00000000000000000000000000000e-300"])
+def test_tiny_decimal_strings_stay_numeric(raw: str) -> None:
+    # A decimal string always marks the entry numeric, however small its last digit.
+    number = parse(raw)
+    assert number.value > 0
+    assert number.numeric, f"{raw!r} was marked exact (rounding {number.rounding})"
+
+
+@pytest.mark.parametrize("raw", ["1e-400", "5.0e-330", "2.5e+1000"])
+def test_decimal_exponents_beyond_float_range_are_refused(raw: str) -> None:
+    with pytest.raises(bf.DeclarationError, match="exponent out of range") as info:
+        parse(raw)
+    assert raw in str(info.value)
+
+
+# -- bad entries -> DeclarationError naming the key and the value ---------------------------------
+
+
+BAD = [
+    # non-finite
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "Infinity",
+    "oo",
+    "zoo",
+    "1/0",
+    "0/0",
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    sympy.oo,
+    sympy.zoo,
+    sympy.nan,
+    # complex
+    "sqrt(-1)",
+    "I",
+    "(-1)**(1/2)",
+    sympy.I,
+    1 + 2j,
+    # not numbers at all
+    True,
+    False,
+    None,
+    [1],
+    [],
+    {},
+    {"a": 1},
+    (1, 2),
+    b"1/2",
+    object(),
+    "True",
+    "None",
+    "sqrt",
+    "g.func",
+    "g.subs",
+    sympy.true,
+    sympy.Interval(0, 1),
+    sympy.ImmutableMatrix([[1]]),
+    # syntax
+    "",
+    "   ",
+    "\t",
+    "1 2",
+    "1/",
+    "(1",
+    "1,2",
+    "1 = 2",
+    "1; 2",
+    "1 @ 2",
+    "$1",
+    "1\n+ 2",
+    "½",
+    # code injection attempts
+    "__import__('os')",
+    "__import__",
+    "lambda: 1",
+    "lambda",
+    "().__class__",
+    "().__class__.__bases__[0].__subclasses__()",
+    "g.__class__",
+    "open('x')",
+    "exec('1')",
+    "eval('1')",
+    "x(1)",
+    "[1]",
+    "{1: 2}",
+    "'1'",
+    '"1"',
+    "f'{1}'",
+    # Python boolean / conditional syntax is not arithmetic
+    "1 if g else 0",
+    "0 or 1/2",
+    "g and 2",
+    "not g",
+    "g is g",
+    "1 < 2",
+    # huge or tiny exponents: rejected, not a crash
+    "1e400",
+    "1e5000",
+    "1e-5000",
+    "2.5e+1000",
+]
+
+
+@pytest.mark.parametrize(
+    "raw", BAD, ids=lambda raw: "object()" if type(raw) is object else repr(raw)[:40]
+)
+def test_bad_entries_raise_declaration_error_naming_key_and_value(
+    raw: object, declaration_error
+) -> None:
+    with declaration_error(f"key '{KEY}'", repr(raw)[:60]) as info:
+        parse(raw)
+    assert info.value.key == KEY
+    # the raw value is kept for the message (some are rendered through `repr` and truncated)
+    assert info.value.value is raw or info.value.value == raw
+
+
+def test_error_says_what_would_be_valid(declaration_error) -> None:
+    with declaration_error("'nan'", "valid entries are") as info:
+        parse("nan")
+    assert "sqrt(6)/36" in info.value.valid
+
+
+def test_complex_entry_says_coefficients_must_be_real(declaration_error) -> None:
+    with declaration_error("'sqrt(-1)'", "real"):
+        parse("sqrt(-1)")
+
+
+def test_non_finite_entry_says_so(declaration_error) -> None:
+    for raw in ("inf", "1/0", float("nan")):
+        with declaration_error("not finite", repr(raw)):
+            parse(raw)
+
+
+def test_error_names_the_file(declaration_error, tmp_path) -> None:
+    source = tmp_path / "broken.toml"
+    with declaration_error(str(source), "'b[3]'", "'nan'") as info:
+        parse_number("nan", "b[3]", source)
+    assert info.value.source == str(source)
+
+
+def test_declaration_error_is_a_value_error() -> None:
+    assert issubclass(bf.DeclarationError, ValueError)
+    assert issubclass(bf.DeclarationError, bf.ButcherflowError)
+
+
+def test_injection_does_not_run_code(tmp_path, monkeypatch, declaration_error) -> None:
+    monkeypatch.chdir(tmp_path)
+    for raw in ("open('pwned', 'w')", "__import__('os').system('touch pwned')"):
+        with declaration_error(repr(raw)):
+            parse(raw)
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_explosive_expressions_fail_fast() -> None:
+    """Entries whose evaluation would need astronomically large integers are rejected, quickly.
+
+    Run in a subprocess so that a hang fails this test instead of freezing the suite.
+    """
+    script = textwrap.dedent(
+        """
+        import sys
+        import butcherflow as bf
+        from butcherflow.methods.numbers import parse_number
+        for raw in sys.argv[1:]:
+            try:
+                parse_number(raw, "b[0]")
+            except bf.DeclarationError as error:
+                assert "b[0]" in str(error), error
+            else:
+                raise SystemExit(f"{raw!r} was accepted")
+            print("rejected", raw, flush=True)
+        """
+    )
+    entries = ["9**9**9**9", "1e-99999999999", "10**10**10**10"]
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script, *entries],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except subprocess.TimeoutExpired as error:
+        out = error.stdout.decode() if isinstance(error.stdout, bytes) else error.stdout or ""
+        pytest.fail(f"parsing hung; finished before the hang: {out!r}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("rejected") == len(entries)
+
+
+def test_no_silent_truncation() -> None:
+    # `Integer` is available inside expressions (the decimal rewriting uses it); it must not turn
+    # 1.5 into 1 behind the user's back.
+    try:
+        number = parse("Integer(1.5)")
+    except bf.DeclarationError as error:
+        assert KEY in str(error)
+    else:
+        assert number.value == sympy.Rational(3, 2)
+
+
+# -- vectors and zero tests ---------------------------------------------------------------------
+
+
+def test_parse_vector_keys_each_entry(declaration_error) -> None:
+    numbers = parse_vector(["1/2", 0, 0.5], "b")
+    assert [n.value for n in numbers] == [sympy.Rational(1, 2), 0, sympy.Rational(1, 2)]
+    with declaration_error("'b[2]'", "'x y'"):
+        parse_vector([1, 2, "x y"], "b")
+
+
+@pytest.mark.parametrize("raw", ["1/2", 3, None, {"b": 1}, b"12"])
+def test_parse_vector_rejects_non_lists(raw: object, declaration_error) -> None:
+    with declaration_error("key 'b'", repr(raw), "list"):
+        parse_vector(raw, "b")
+
+
+@pytest.mark.parametrize(
+    ("raw", "zero"),
+    [(0, True), ("0.0", True), ("sqrt(2) - 2/sqrt(2)", True), ("1e-9", False), ("g", False)],
+)
+def test_is_zero(raw: object, zero: bool) -> None:
+    assert is_zero(parse(raw)) is zero
