@@ -1,0 +1,44 @@
+"""PyTorch building blocks of compiled blocks: attention, feed-forward, fields, positions.
+
+A leaf of the pipeline: it imports nothing from the declarations, the analysis or the compiler.
+"""
+
+from .attention import MultiheadAttention, check_heads
+from .context import AttentionBiasHook, Context, DecodeCache, ProjectionBias
+from .feedforward import ACTIVATIONS, FeedForward
+from .fields import (
+    FIELD_NAMES,
+    CrossAttentionSublayer,
+    FeedForwardSublayer,
+    Field,
+    ModuleField,
+    PreNormField,
+    SelfAttentionSublayer,
+    Sublayer,
+    make_field,
+)
+from .positions import LearnedPositions, Positions, SinusoidalPositions, token_positions
+
+__all__ = [
+    "ACTIVATIONS",
+    "FIELD_NAMES",
+    "AttentionBiasHook",
+    "Context",
+    "CrossAttentionSublayer",
+    "DecodeCache",
+    "FeedForward",
+    "FeedForwardSublayer",
+    "Field",
+    "LearnedPositions",
+    "ModuleField",
+    "MultiheadAttention",
+    "Positions",
+    "PreNormField",
+    "ProjectionBias",
+    "SelfAttentionSublayer",
+    "SinusoidalPositions",
+    "Sublayer",
+    "check_heads",
+    "make_field",
+    "token_positions",
+]

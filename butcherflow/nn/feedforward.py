@@ -1,0 +1,54 @@
+"""The position-wise feed-forward network of the Transformer."""
+
+from __future__ import annotations
+
+from typing import final
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..errors import DeclarationError
+
+ACTIVATIONS = ("relu", "gelu")
+
+
+@final
+class FeedForward(nn.Module):
+    """`W₂ dropout(act(W₁x + b₁)) + b₂`, as in `torch.nn.TransformerEncoderLayer`.
+
+    **Arguments:**
+
+    - `d_model`: input and output width.
+    - `d_ffn`: hidden width.
+    - `dropout`: dropout after the activation (training only).
+    - `activation`: `"relu"` or `"gelu"` (exact, not the tanh approximation).
+    """
+
+    activation: str
+
+    def __init__(
+        self, d_model: int, d_ffn: int, dropout: float = 0.0, activation: str = "relu"
+    ) -> None:
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise DeclarationError(
+                "unknown activation",
+                key="activation",
+                value=activation,
+                valid=f"one of {', '.join(ACTIVATIONS)}",
+            )
+        if d_ffn < 1:
+            raise DeclarationError("d_ffn must be positive", key="d_ffn", value=d_ffn)
+        self.activation = activation
+        self.linear1 = nn.Linear(d_model, d_ffn)
+        self.dropout = nn.Dropout(dropout)
+        self.linear2 = nn.Linear(d_ffn, d_model)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """**Arguments:** `x`: `(batch, length, d_model)`. **Returns:** the same shape."""
+        h = self.linear1(x)
+        h = F.relu(h) if self.activation == "relu" else F.gelu(h)
+        return self.linear2(self.dropout(h))
+
+    def extra_repr(self) -> str:
+        return f"activation={self.activation!r}"
