@@ -1,6 +1,7 @@
 """butcherflow: compile numerical integrators into neural-network layers."""
 
 from .analysis import Report, check
+from .compiler import CompiledBlock, compile
 from .errors import (
     AnalysisError,
     ButcherflowError,
@@ -23,6 +24,7 @@ __all__ = [
     "AnalysisError",
     "ButcherTableau",
     "ButcherflowError",
+    "CompiledBlock",
     "ContinuousDynamics",
     "DeclarationError",
     "LinearMultistep",
@@ -34,5 +36,6 @@ __all__ = [
     "__version__",
     "catalog",
     "check",
+    "compile",
     "load",
 ]

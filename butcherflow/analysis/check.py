@@ -13,6 +13,7 @@ from ..methods import (
     catalog,
 )
 from .continuous import ContinuousReport
+from .multistep import analyse_multistep
 from .report import Report
 from .runge_kutta import analyse_tableau
 
@@ -36,8 +37,6 @@ def check(method: Method | str | Path, *, max_order: int | None = None) -> Repor
 
         return analyse_splitting(resolved, max_order=max_order)
     if isinstance(resolved, LinearMultistep):
-        from .multistep import analyse_multistep
-
         return analyse_multistep(resolved, max_order=max_order)
     if isinstance(resolved, ContinuousDynamics):
         return ContinuousReport(resolved)

@@ -21,7 +21,7 @@ from ..methods import ButcherTableau
 from .report import Report
 from .stability import StabilityFunction, stability_function
 from .trees import PLAIN, Tree, TreeFamily
-from .weights import WeightTable
+from .weights import Dual, WeightTable
 
 DEFAULT_CAP = 10  # search limit when the declaration claims no order
 
@@ -49,39 +49,23 @@ class _Conditions:
         self.symbolic = bool(tableau.symbols)
         if self.numeric:
             eps = _entry_rounding(tableau, len(b), b is tableau.b)
-            absA = [[abs(float(x)) for x in row] for row in A]
-            absb = [abs(float(x)) for x in b]
-            bigA = [
-                [x + e for x, e in zip(row, er, strict=True)]
-                for row, er in zip(absA, eps["A"], strict=True)
-            ]
-            bigb = [x + e for x, e in zip(absb, eps["b"], strict=True)]
-            absleaves = {k: [abs(float(x)) for x in v] for k, v in leaves.items()}
-            bigleaves = {
-                k: [x + e for x, e in zip(v, eps["c"], strict=True)] for k, v in absleaves.items()
-            }
-            cols = self.family.colours
-            self._low = WeightTable(
+
+            def dual(values: Sequence[Any], rounding: Sequence[float]) -> list[Dual]:
+                return [Dual(abs(float(x)), e) for x, e in zip(values, rounding, strict=True)]
+
+            self._bound = WeightTable(
                 self.family,
-                {c: absA for c in matrices},
-                {c: absb for c in cols},
-                absleaves,
-                exact=False,
-            )
-            self._high = WeightTable(
-                self.family,
-                {c: bigA for c in matrices},
-                {c: bigb for c in cols},
-                bigleaves,
+                {c: [dual(row, e) for row, e in zip(A, eps["A"], strict=True)] for c in matrices},
+                {c: dual(b, eps["b"]) for c in self.family.colours},
+                {k: dual(v, eps["c"]) for k, v in leaves.items()},
                 exact=False,
             )
 
     def tolerance(self, tree: Tree) -> float:
-        """Twice the rigorous rounding bound of Φ(t) (0 for exact tableaux)."""
+        """Twice the first-order bound on what rounding can change Φ(t) (0 when exact)."""
         if not self.numeric:
             return 0.0
-        bound = self._high.weight(tree) - self._low.weight(tree)
-        return 2.0 * bound + 1e-300
+        return 2.0 * self._bound.weight(tree).dx + 1e-300
 
     def residual(self, tree: Tree) -> Any:
         return self.table.residual(tree)

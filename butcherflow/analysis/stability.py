@@ -24,8 +24,12 @@ _DPS = 60
 
 
 def _roots(poly: sympy.Poly) -> list[Any]:
-    """All complex roots (mpmath numbers), x = 0 removed exactly, at 60 digits."""
-    coeffs = list(poly.all_coeffs())
+    """The distinct complex roots (mpmath numbers), x = 0 removed exactly, at 60 digits.
+
+    The square-free part is taken first: multiple roots (SDIRK's (1 − z/4)⁵) stall polyroots,
+    and only the distinct roots matter for where |R| crosses 1.
+    """
+    coeffs = list(poly.sqf_part().all_coeffs())
     while coeffs and coeffs[-1] == 0:
         coeffs.pop()  # a root at 0 of any multiplicity: not a boundary, drop it exactly
     if len(coeffs) <= 1:

@@ -30,20 +30,53 @@ def smallest_domain(values: Sequence[sympy.Expr]) -> tuple[Any, list[Any]]:
     return domain, list(converted)[:-1]
 
 
-class FloatDomain:
-    """Plain floats behind the domain interface, for error bounds (never for proofs)."""
+class Dual:
+    """x + ε·dx with ε² = 0: carries a value and its first-order sensitivity, in floats.
 
-    zero = 0.0
-    one = 1.0
+    With every entry set to (|entry|, its rounding), the dual part of Φ is the first-order bound
+    on how much rounding can move Φ (Φ has non-negative coefficients in |entries|). Computing the
+    bound as a difference of two float evaluations would lose it entirely when the rounding is
+    far below float64's resolution (Feagin's 60-digit coefficients).
+    """
 
-    def convert(self, value: Any) -> float:
-        return float(value)
+    __slots__ = ("dx", "x")
 
-    def to_sympy(self, value: float) -> sympy.Expr:
-        return sympy.Float(value)
+    def __init__(self, x: float, dx: float = 0.0) -> None:
+        self.x = x
+        self.dx = dx
+
+    def __add__(self, other: Dual) -> Dual:
+        return Dual(self.x + other.x, self.dx + other.dx)
+
+    def __sub__(self, other: Dual) -> Dual:
+        return Dual(self.x - other.x, self.dx - other.dx)
+
+    def __mul__(self, other: Dual) -> Dual:
+        return Dual(self.x * other.x, self.x * other.dx + self.dx * other.x)
+
+    def __ne__(self, other: object) -> bool:
+        return not (isinstance(other, Dual) and other.x == self.x and other.dx == self.dx)
+
+    def __eq__(self, other: object) -> bool:
+        return not self.__ne__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class DualDomain:
+    """`Dual` numbers behind the domain interface, for rounding bounds (never for proofs)."""
+
+    zero = Dual(0.0)
+    one = Dual(1.0)
+
+    def convert(self, value: Any) -> Dual:
+        return value if isinstance(value, Dual) else Dual(float(value))
+
+    def to_sympy(self, value: Dual) -> sympy.Expr:
+        return sympy.Float(value.x)
 
     def __str__(self) -> str:
-        return "float64"
+        return "float64 dual numbers"
 
 
 class WeightTable:
@@ -56,8 +89,9 @@ class WeightTable:
       field (for a plain method, `{"y": A}`).
     - `b`: per colour, the s weights.
     - `leaves`: per leaf-only colour, its fixed stage vector (e.g. `{"t": c}`).
-    - `exact`: `False` computes in floats: used only to bound the effect of rounding in numeric
-      declarations, never to decide an order condition.
+    - `exact`: `False` computes with `Dual` numbers (entries given as `Dual(|x|, rounding)`):
+      used only to bound the effect of rounding in numeric declarations, never to decide an
+      order condition.
     """
 
     def __init__(
@@ -87,7 +121,8 @@ class WeightTable:
         if exact:
             self.domain, converted = smallest_domain(flat)
         else:
-            self.domain, converted = FloatDomain(), [float(x) for x in flat]
+            self.domain = DualDomain()
+            converted = [self.domain.convert(x) for x in flat]
         self.stages = len(next(iter(b.values())))
         pos = 0
         self._rows: dict[str, list[list[tuple[int, Any]]]] = {}

@@ -1,0 +1,300 @@
+"""Order, error constant, root condition and A(α) of linear multistep methods.
+
+Adams and BDF coefficients are generated here from their defining formulas (integrals and
+derivatives of Lagrange interpolants), not read from the catalog, so the tests are not circular.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pytest
+import sympy
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import butcherflow as bf
+from butcherflow.analysis.multistep import MultistepReport, analyse_multistep
+from butcherflow.errors import AnalysisError, OrderClaimError
+
+t = sympy.Symbol("t")
+
+
+def lagrange(nodes: list[int], j: int) -> sympy.Expr:
+    return sympy.prod([(t - m) / sympy.Integer(nodes[j] - m) for m in nodes if m != nodes[j]])
+
+
+def adams_bashforth(k: int) -> bf.LinearMultistep:
+    """y_{n+k} − y_{n+k−1} = h ∫_{k−1}^{k} p(t) dt, p interpolating f at t = 0..k−1."""
+    nodes = list(range(k))
+    beta = [sympy.integrate(lagrange(nodes, j), (t, k - 1, k)) for j in nodes]
+    return bf.LinearMultistep([0] * (k - 1) + [-1, 1], [*beta, 0], name=f"ab-{k}")
+
+
+def adams_moulton(k: int) -> bf.LinearMultistep:
+    """As Adams-Bashforth, with p interpolating f at t = 0..k (implicit, order k + 1)."""
+    nodes = list(range(k + 1))
+    beta = [sympy.integrate(lagrange(nodes, j), (t, k - 1, k)) for j in nodes]
+    return bf.LinearMultistep([0] * (k - 1) + [-1, 1], beta, name=f"am-{k}")
+
+
+def bdf(k: int, zero_stable: bool | None = None) -> bf.LinearMultistep:
+    """Σⱼ p_j'(k) y_{n+j} = h f_{n+k}: the derivative of the interpolant of y at t = 0..k."""
+    nodes = list(range(k + 1))
+    alpha = [sympy.diff(lagrange(nodes, j), t).subs(t, k) for j in nodes]
+    return bf.LinearMultistep(alpha, [0] * k + [1], name=f"bdf-{k}", zero_stable=zero_stable)
+
+
+def check(
+    alpha: Sequence[Any], beta: Sequence[Any], max_order: int | None = None
+) -> MultistepReport:
+    return analyse_multistep(bf.LinearMultistep(alpha, beta, name="m"), max_order=max_order)
+
+
+AB_ERROR = ["1/2", "5/12", "3/8", "251/720", "95/288"]
+AM_ERROR = ["-1/12", "-1/24", "-19/720", "-3/160"]
+
+
+@pytest.mark.parametrize("k", range(1, 6))
+def test_adams_bashforth(k: int) -> None:
+    report = analyse_multistep(adams_bashforth(k))
+    assert report.order == k and report.consistent and report.explicit
+    assert report.error_constant == sympy.Rational(AB_ERROR[k - 1])
+    assert report.zero_stable is True
+
+
+@pytest.mark.parametrize("k", range(1, 5))
+def test_adams_moulton(k: int) -> None:
+    report = analyse_multistep(adams_moulton(k))
+    assert report.order == k + 1 and not report.explicit
+    assert report.error_constant == sympy.Rational(AM_ERROR[k - 1])
+
+
+@pytest.mark.parametrize("k", range(1, 7))
+def test_bdf_is_order_k_and_zero_stable(k: int) -> None:
+    report = analyse_multistep(bdf(k))
+    assert report.order == k
+    assert report.error_constant == sympy.Rational(-1, k + 1)
+    assert report.zero_stable is True
+    assert any("exactly" in note for note in report.notes)
+
+
+def test_bdf7_is_not_zero_stable() -> None:
+    report = analyse_multistep(bdf(7))
+    assert report.order == 7 and report.zero_stable is False
+    assert max(modulus for _, _, modulus in report.roots) > 1
+    claimed = analyse_multistep(bdf(7, zero_stable=True))
+    assert "zero_stable" in claimed.mismatches
+    with pytest.raises(OrderClaimError, match="zero_stable"):
+        claimed.raise_for_claims()
+
+
+def test_consistency_is_part_of_the_order() -> None:
+    shifted = check([0, 1], [1, 0])  # y_{n+1} = h f_n: C_0 = 1
+    assert shifted.order == 0 and not shifted.consistent and shifted.error_constant is None
+    doubled = check([-1, 1], [1, "1/2"])  # C_0 = 0 and C_2 = 0, but C_1 = -1/2
+    assert doubled.conditions(2) == [0, sympy.Rational(-1, 2), 0]
+    assert doubled.order == 0
+
+
+def test_trapezoid_and_leapfrog() -> None:
+    trapezoid = check([-1, 1], ["1/2", "1/2"])
+    assert (trapezoid.order, trapezoid.error_constant) == (2, sympy.Rational(-1, 12))
+    assert trapezoid.a_alpha == 90.0 and trapezoid.real_interval == math.inf
+    leapfrog = check([-1, 0, 1], [0, 2, 0])
+    assert leapfrog.order == 2 and leapfrog.zero_stable is True
+    assert (sympy.Integer(-1), 1, 1.0) in leapfrog.roots
+    assert leapfrog.a_alpha is None and leapfrog.real_interval == 0.0
+
+
+def test_symbolic_families() -> None:
+    lm = check(["k - 1", "-k", 1], [0, 1, 0])  # the ODE Transformer's learnable-k block
+    k = sympy.Symbol("k", real=True)
+    assert lm.order == 0 and lm.zero_stable is None and lm.a_alpha is None
+    assert lm.conditions(1) == [0, 1 - k]
+    assert any("k = 1" in note and "to 1" in note for note in lm.notes)
+    with pytest.raises(AnalysisError):
+        lm.boundary_locus()
+    theta = check([-1, 1], ["1 - g", "g"])  # the θ-method: ρ is exact, so zero-stability is known
+    g = sympy.Symbol("g", real=True)
+    assert theta.order == 1 and theta.zero_stable is True
+    assert sympy.simplify(theta.error_constant - (sympy.Rational(1, 2) - g)) == 0
+    assert any("g = 1/2" in note and "to 2" in note for note in theta.notes)
+
+
+def test_radicals_are_exact() -> None:
+    disguised = check([-1, 1], ["(sqrt(2) + 1)*(sqrt(2) - 1)/2", "1/2"])  # the trapezoid
+    assert disguised.order == 2
+    skewed = check([-1, 1], ["1 - sqrt(2)/2", "sqrt(2)/2"])
+    assert skewed.order == 1
+    assert sympy.simplify(skewed.error_constant - (1 - sympy.sqrt(2)) / 2) == 0
+
+
+def test_numeric_declarations_use_the_rounding() -> None:
+    ab3 = check([0, 0, -1, 1], ["0.4167", "-1.3333", "1.9167", 0])  # σ(1) = 1.0001
+    assert ab3.order == 3
+    assert any("rounding" in note and "5e-05" in note for note in ab3.notes)
+    bdf2 = check(["0.33333", "-1.33334", 1], [0, 0, "0.66667"])  # as given, a root at 1.00001
+    assert bdf2.order == 2 and bdf2.zero_stable is True
+    assert bdf2.a_alpha is not None and bdf2.a_alpha > 89.9
+
+
+@pytest.mark.parametrize(
+    ("rho", "stable"),
+    [
+        ((t - 1) * (5 * t**2 - 6 * t + 5), True),  # roots (3 ± 4i)/5: on the circle, not cyclotomic
+        ((t - 1) * (t**2 - 3 * t + 1), False),  # palindromic, a root outside
+        ((t - 1) * (t**4 - t**3 - t**2 - t + 1), False),  # Salem: two roots on the circle
+        ((t - 1) * (t + 1) ** 2, False),  # double root on the circle
+        ((t - 1) * (2 * t + 1) ** 2, True),  # double root inside
+        ((t - 1) * (t**2 + 1) ** 2, False),
+        ((t - 1) * (3 * t**3 + t + 1), True),
+    ],
+)
+def test_root_condition_exact(rho: sympy.Expr, stable: bool) -> None:
+    alpha = sympy.Poly(rho, t).all_coeffs()[::-1]
+    report = check(alpha, [0] * (len(alpha) - 1) + [1])
+    assert report.zero_stable is stable
+
+
+@pytest.mark.parametrize(("k", "angle"), [(3, 86.03), (4, 73.35), (5, 51.84), (6, 17.84)])
+def test_bdf_a_alpha(k: int, angle: float) -> None:
+    report = analyse_multistep(bdf(k))
+    assert report.a_alpha is not None and abs(report.a_alpha - angle) < 0.05
+    assert report.real_interval == math.inf
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_a_stable_bdf(k: int) -> None:
+    assert analyse_multistep(bdf(k)).a_alpha == 90.0
+
+
+def test_explicit_methods_and_the_boundary_locus() -> None:
+    euler = check([-1, 1], [1, 0])
+    assert euler.a_alpha is None and euler.real_interval == pytest.approx(2.0)
+    theta = 2 * np.pi * np.arange(64) / 64
+    assert euler.boundary_locus(64).shape == (64,)
+    np.testing.assert_allclose(euler.boundary_locus(64), np.exp(1j * theta) - 1, atol=1e-12)
+    ab2 = analyse_multistep(adams_bashforth(2))
+    assert ab2.real_interval == pytest.approx(1.0)
+
+
+def test_order_search_cap() -> None:
+    report = analyse_multistep(bdf(4), max_order=2)
+    assert report.order == 2 and report.error_constant is None
+    assert any("search stopped" in note for note in report.notes)
+    with pytest.raises(AnalysisError):
+        analyse_multistep(bdf(4), max_order=0)
+
+
+@pytest.mark.parametrize(
+    "method",
+    [adams_bashforth(2), bdf(7), bf.LinearMultistep(["k - 1", "-k", 1], [0, 1, 0], name="lm")],
+)
+def test_rendering(method: bf.LinearMultistep) -> None:
+    report = analyse_multistep(method)
+    text = str(report)
+    assert method.name in text and "order" in text and "zero-stable" in text
+    assert report.to_markdown().startswith(f"### {method.name}")
+    data = json.loads(report.to_json())
+    assert data["order"] == report.order and data["family"] == "multistep"
+    assert data["error_constant"] == (
+        None if report.error_constant is None else str(report.error_constant)
+    )
+    assert len(data["roots"]) == method.steps
+
+
+# Property tests -------------------------------------------------------------------------------
+
+small = st.fractions(min_value=-3, max_value=3, max_denominator=6)
+
+
+@st.composite
+def methods(draw: st.DrawFn) -> tuple[list[Fraction], list[Fraction]]:
+    """Random rational methods, biased towards consistency and towards high order."""
+    k = draw(st.integers(1, 4))
+    alpha = draw(st.lists(small, min_size=k + 1, max_size=k + 1))
+    beta = draw(st.lists(small, min_size=k + 1, max_size=k + 1))
+    assume(alpha[-1] != 0)
+    m = draw(st.integers(0, k + 1))  # make the method exact on polynomials of degree ≤ m
+    if m >= 1:
+        alpha[0] = -sum(alpha[1:], Fraction(0))
+        # Solve Σⱼ q j^(q−1) βⱼ = Σⱼ j^q αⱼ (q = 1..m) for β_0..β_{m−1}.
+        rows = [[Fraction(q * j ** (q - 1)) for j in range(m)] for q in range(1, m + 1)]
+        rhs = [
+            sum(Fraction(j**q) * alpha[j] for j in range(k + 1))
+            - sum(q * Fraction(j ** (q - 1)) * beta[j] for j in range(m, k + 1))
+            for q in range(1, m + 1)
+        ]
+        solution = sympy.Matrix(rows).LUsolve(sympy.Matrix(rhs))
+        beta[:m] = [Fraction(str(x)) for x in solution]
+    return alpha, beta
+
+
+def residual(
+    alpha: list[Fraction], beta: list[Fraction], q: int, t0: Fraction, h: Fraction
+) -> Fraction:
+    """Σⱼ αⱼ y(t_j) − h Σⱼ βⱼ y'(t_j) for y = t^q on the grid t_j = t0 + j h."""
+    grid = [t0 + j * h for j in range(len(alpha))]
+    value = sum((a * x**q for a, x in zip(alpha, grid, strict=True)), Fraction(0))
+    slope = sum((b * q * x ** (q - 1) for b, x in zip(beta, grid, strict=True) if q), Fraction(0))
+    return value - h * slope
+
+
+@settings(max_examples=60, deadline=None)
+@given(methods(), small.filter(bool), small.filter(lambda x: x > 0))
+def test_order_is_exactness_on_polynomials(
+    method: tuple[list[Fraction], list[Fraction]], t0: Fraction, h: Fraction
+) -> None:
+    alpha, beta = method
+    report = check(alpha, beta)
+    exact = [residual(alpha, beta, q, t0, h) == 0 for q in range(2 * len(alpha) + 2)]
+    degree = exact.index(False) - 1
+    assert report.order == (degree if degree >= 1 else 0)
+    if report.order >= 1:
+        # The leading residual is (p+1)! C_{p+1} h^{p+1}, whatever the grid's origin.
+        p = report.order
+        leading = report.conditions(p + 1)[p + 1]
+        assert residual(alpha, beta, p + 1, t0, h) == leading * math.factorial(p + 1) * h ** (p + 1)
+        if sum(beta) == 0:  # ρ has a double root at 1: no normalised error constant
+            assert report.error_constant is None and report.zero_stable is False
+        else:
+            assert report.error_constant == leading / sympy.Rational(sum(beta))
+
+
+@settings(max_examples=40, deadline=None)
+@given(methods(), small.filter(bool))
+def test_scaling_keeps_order_and_error_constant(
+    method: tuple[list[Fraction], list[Fraction]], c: Fraction
+) -> None:
+    alpha, beta = method
+    plain, scaled = check(alpha, beta), check([c * a for a in alpha], [c * b for b in beta])
+    assert (plain.order, plain.error_constant) == (scaled.order, scaled.error_constant)
+    assert plain.zero_stable == scaled.zero_stable
+
+
+# A root is (a, b²): the pair a ± b i (one real root when b² = 0); |root|² = a² + b².
+circle_roots = st.sampled_from(
+    [(Fraction(1), 0), (Fraction(-1), 0), (Fraction(0), 1), (Fraction(-1, 2), Fraction(3, 4))]
+)
+on_circle = (
+    st.fractions(-1, 1, max_denominator=7).map(lambda a: (a, 1 - a * a)).filter(lambda r: r[1] > 0)
+)
+anywhere = st.tuples(small, st.one_of(st.just(Fraction(0)), st.fractions(0, 2, max_denominator=5)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(circle_roots, on_circle, anywhere), min_size=1, max_size=5))
+def test_root_condition_matches_the_construction(roots: list[tuple[Fraction, Fraction]]) -> None:
+    rho = sympy.prod([t - a if b2 == 0 else t**2 - 2 * a * t + a * a + b2 for a, b2 in roots])
+    counts: dict[tuple[Fraction, Fraction], int] = {}
+    for root in roots:
+        counts[root] = counts.get(root, 0) + 1
+    stable = all(a * a + b2 < 1 or (a * a + b2 == 1 and m == 1) for (a, b2), m in counts.items())
+    alpha = sympy.Poly(rho, t).all_coeffs()[::-1]
+    assert check(alpha, [0] * (len(alpha) - 1) + [1]).zero_stable is stable
