@@ -1,7 +1,8 @@
 """butcherflow: compile numerical integrators into neural-network layers."""
 
+from . import nn
 from .analysis import Report, check
-from .compiler import CompiledBlock, compile
+from .compiler import CompiledBlock, compile, compile_stack
 from .errors import (
     AnalysisError,
     ButcherflowError,
@@ -37,5 +38,7 @@ __all__ = [
     "catalog",
     "check",
     "compile",
+    "compile_stack",
     "load",
+    "nn",
 ]

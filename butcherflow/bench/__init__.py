@@ -1,0 +1,78 @@
+"""Benchmarks behind `butcherflow bench ...`; each writes its own section of docs/benchmarks.md.
+
+The file holds one section per benchmark between `<!-- bench:KEY:start -->` and
+`<!-- bench:KEY:end -->`. A benchmark rewrites only its own section (appending it when missing),
+so the numbers of other benchmarks stay where they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HEADER = (
+    "# Benchmarks\n\n"
+    "Every number on this page comes from a `butcherflow bench ...` command that anyone can rerun; "
+    "each section names its command and machine, and is rewritten only by that command.\n"
+)
+
+
+def replace_section(text: str, key: str, body: str) -> str:
+    """Put `body` between the markers of section `key`, leaving the rest of `text` intact.
+
+    **Arguments:**
+
+    - `text`: the current content of the markdown file (empty for a new file).
+    - `key`: the benchmark's name (`"order"`, `"block"`, ...).
+    - `body`: the section's new markdown, without markers.
+
+    **Returns:** the new content: the section replaced in place, or appended when missing.
+    """
+    start, end = f"<!-- bench:{key}:start -->", f"<!-- bench:{key}:end -->"
+    block = f"{start}\n{body.strip()}\n{end}"
+    i, j = text.find(start), text.find(end)
+    if i >= 0 and j > i:
+        return text[:i] + block + text[j + len(end) :]
+    if not text.strip():
+        text = HEADER
+    return text.rstrip() + "\n\n" + block + "\n"
+
+
+def write_section(path: str | Path, key: str, body: str) -> None:
+    """Rewrite section `key` of the markdown file at `path` (created with its folder if missing).
+
+    **Arguments:**
+
+    - `path`: the markdown file, e.g. `docs/benchmarks.md`.
+    - `key`: the benchmark's name.
+    - `body`: the section's markdown.
+
+    **Returns:** nothing; the file is written.
+    """
+    file = Path(path)
+    old = file.read_text(encoding="utf-8") if file.is_file() else ""
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(replace_section(old, key, body), encoding="utf-8")
+
+
+def run_benchmark(args: argparse.Namespace) -> int:
+    """Run the benchmark named by `args.what` (the `butcherflow bench` subcommand).
+
+    **Arguments:**
+
+    - `args`: parsed CLI arguments: `what` (`"order"`), `output`, `repeats`, `no_nodepy`.
+
+    **Returns:** the exit code, 0 (a missed target is reported, not an error).
+    """
+    from .order import run_order
+
+    command = f"butcherflow bench {args.what} --repeats {args.repeats}"
+    if args.no_nodepy:
+        command += " --no-nodepy"
+    if str(args.output) != "docs/benchmarks.md":
+        command += f" --output {args.output}"
+    run_order(output=args.output, repeats=args.repeats, nodepy=not args.no_nodepy, command=command)
+    return 0
+
+
+__all__ = ["replace_section", "run_benchmark", "write_section"]

@@ -1,0 +1,231 @@
+"""`bf.compile`: any declaration -> an `nn.Module` a Transformer can stack."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from ..errors import DeclarationError
+from ..methods import (
+    ButcherTableau,
+    ContinuousDynamics,
+    LinearMultistep,
+    Method,
+    Splitting,
+    catalog,
+)
+from ..nn import Field, make_field
+from .coefficients import StageGate
+from .program import CompiledBlock
+from .runge_kutta import RungeKuttaBlock
+
+FieldSpec = str | nn.Module
+
+
+def build_field(spec: FieldSpec, sizes: Mapping[str, Any]) -> Field:
+    """A named field (built at `sizes`) or a user module wrapped as a field."""
+    return make_field(spec, **sizes)
+
+
+def compile(
+    method: Method | str | Path,
+    field: FieldSpec | None = None,
+    *,
+    fields: Mapping[str, FieldSpec] | None = None,
+    d_model: int | None = None,
+    n_heads: int | None = None,
+    d_ffn: int | None = None,
+    dropout: float = 0.0,
+    activation: str = "relu",
+    coefficients: str = "exact",
+    step_size: float | str = 1.0,
+    iterations: int | None = None,
+    gate: StageGate | None = None,
+    share: bool = False,
+    post_norm: bool = False,
+    causal: bool | None = None,
+) -> CompiledBlock:
+    """Compile an integrator into a block.
+
+    **Arguments:**
+
+    - `method`: a declaration, a catalog name or a declaration file.
+    - `field`: for Runge-Kutta methods, the field every stage evaluates: `"san"`, `"ffn"`,
+      `"san+ffn"`, `"ca"`, `"san+ca"`, `"san+ca+ffn"` or any `nn.Module` mapping y to dy.
+    - `fields`: for splittings, a field per operator (`{"A": "ffn", "B": "san"}`).
+    - `d_model`, `n_heads`, `d_ffn`, `dropout`, `activation`: sizes of named fields.
+    - `coefficients`: `"exact"`, `"unit"`, `"learned"`, `"gated"` or `"tanh"` (see
+      `butcherflow.compiler.coefficients`); splittings take `"exact"` or `"learned"`.
+    - `step_size`: h, or `"learned"`.
+    - `iterations`: fixed-point sweeps for implicit tableaux.
+    - `gate`: a `StageGate` shared with other blocks.
+    - `share`: splittings only: one module per operator instead of one per step.
+    - `post_norm`: splittings only: a LayerNorm after every step (only where every coefficient
+      is 1, since a norm after a scaled branch cancels the scale).
+    - `causal`: causal self-attention; by default, whenever the field cross-attends (decoders).
+
+    **Returns:** a `CompiledBlock`: `block(x, key_padding_mask=..., memory=..., cache=...)`,
+    with `block.code`, `block.num_parameters`, `block.flops_per_token()`.
+    """
+    resolved = catalog.resolve(method)
+    sizes = {
+        "d_model": d_model,
+        "n_heads": n_heads,
+        "d_ffn": d_ffn,
+        "dropout": dropout,
+        "activation": activation,
+    }
+    if isinstance(resolved, ButcherTableau):
+        if field is None or fields is not None:
+            raise DeclarationError(
+                "a Runge-Kutta method evaluates one field: pass field=, not fields=",
+                key="field",
+                value=fields,
+                valid="e.g. field='san+ffn' or field=my_module",
+            )
+        for option, value, default in (("share", share, False), ("post_norm", post_norm, False)):
+            if value != default:
+                raise DeclarationError(
+                    f"{option} applies to splittings only",
+                    key=option,
+                    value=value,
+                    valid=f"{option}={default!r}",
+                )
+        built = build_field(field, sizes)
+        return RungeKuttaBlock(
+            resolved,
+            built,
+            d_model=_width(built, d_model),
+            coefficients=coefficients,
+            step_size=step_size,
+            iterations=iterations,
+            gate=gate,
+            causal=built.needs_memory if causal is None else causal,
+        )
+    if isinstance(resolved, Splitting):
+        from .splitting import SplittingBlock
+
+        if fields is None or field is not None:
+            raise DeclarationError(
+                "a splitting needs a field per operator: pass fields={...}",
+                key="fields",
+                value=field,
+                valid=f"fields for {list(resolved.operators)}",
+            )
+        return SplittingBlock(
+            resolved,
+            fields,
+            sizes,
+            coefficients=coefficients,
+            share=share,
+            post_norm=post_norm,
+            causal=causal,
+        )
+    if isinstance(resolved, LinearMultistep):
+        raise DeclarationError(
+            f"'{resolved.name}' is a multistep method: it spans layers, not one block",
+            key="method",
+            value=resolved.name,
+            valid="use bf.compile_stack(method, fields=[F_1, ..., F_L])",
+        )
+    if isinstance(resolved, ContinuousDynamics):
+        raise DeclarationError(
+            "continuous-depth blocks are not implemented yet (the continuous-dynamics issue)",
+            key="method",
+            value=resolved.name,
+            valid="a Runge-Kutta method or a splitting",
+        )
+    raise TypeError(f"cannot compile {type(resolved).__name__}")  # pragma: no cover
+
+
+def _width(field: Field, d_model: int | None) -> int:
+    if d_model is not None:
+        return d_model
+    for p in field.parameters():
+        return int(p.shape[-1]) if p.dim() else 1
+    raise DeclarationError(
+        "d_model is needed for a field without parameters",
+        key="d_model",
+        value=None,
+        valid="pass d_model=...",
+    )
+
+
+def compile_stack(
+    method: Method | str | Path,
+    fields: Sequence[FieldSpec],
+    *,
+    d_model: int | None = None,
+    n_heads: int | None = None,
+    d_ffn: int | None = None,
+    dropout: float = 0.0,
+    activation: str = "relu",
+    coefficients: str | None = None,
+    starter: Method | str | None = None,
+    init: Mapping[str, float] | None = None,
+    causal: bool | None = None,
+) -> CompiledBlock:
+    """Compile a multistep method (or `"dlcl"`) into a whole stack of `len(fields)` layers.
+
+    **Arguments:**
+
+    - `method`: an explicit `LinearMultistep` (a declaration, catalog name or file), or
+      `"dlcl"` (learned weights over all earlier layers' fields).
+    - `fields`: one field spec per layer (names such as `"san+ffn"`, or modules).
+    - `coefficients`: `"exact"` (default for multistep methods) or `"learned"` (default and
+      only choice for DLCL).
+    - `starter`: Runge-Kutta method (name or tableau) for the first k − 1 layers; default Euler.
+    - `init`: initial values of a family's symbols (`{"k": 1}` for `lm-resnet`).
+    - the sizes and `causal` as in `bf.compile`.
+
+    **Returns:** a `MultistepStack` (a `CompiledBlock` whose forward runs all layers).
+    """
+    from .multistep import MultistepStack
+
+    sizes = {
+        "d_model": d_model,
+        "n_heads": n_heads,
+        "d_ffn": d_ffn,
+        "dropout": dropout,
+        "activation": activation,
+    }
+    if isinstance(fields, (str, bytes)) or not isinstance(fields, Sequence):
+        raise DeclarationError(
+            "fields must be a list with one field per layer",
+            key="fields",
+            value=fields,
+            valid="e.g. fields=['san+ffn'] * 6",
+        )
+    if method == "dlcl":
+        return MultistepStack(
+            "dlcl", fields, sizes, coefficients=coefficients or "learned", causal=causal
+        )
+    resolved = catalog.resolve(method)
+    if not isinstance(resolved, LinearMultistep):
+        raise DeclarationError(
+            f"'{resolved.name}' is a {resolved.family} method, not a multistep method",
+            key="method",
+            value=resolved.name,
+            valid="a linear multistep method or 'dlcl'; other methods compile per block with "
+            "bf.compile",
+        )
+    start = None if starter is None else catalog.resolve(starter)
+    if start is not None and not isinstance(start, ButcherTableau):
+        raise DeclarationError(
+            "the starter must be a Runge-Kutta method",
+            key="starter",
+            value=start.name,
+            valid="e.g. starter='heun'",
+        )
+    return MultistepStack(
+        resolved,
+        fields,
+        sizes,
+        coefficients=coefficients or "exact",
+        starter=start,
+        init=init,
+        causal=causal,
+    )

@@ -1,0 +1,277 @@
+"""Multistep methods compiled into whole stacks: layer n combines earlier states and fields.
+
+With h = 1 and fₘ = Fₘ(yₘ) (layer m's own field, each computed once and reused), a k-step method
+Σⱼ αⱼ y_{n+j} = Σⱼ βⱼ f_{n+j} gives layer m = n + k − 1 the update
+y_{m+1} = (Σ_{j<k} −αⱼ y_{n+j} + βⱼ f_{n+j}) / α_k. The first k − 1 layers have no history yet and
+are started by forward Euler (y_{m+1} = yₘ + fₘ) or by a `starter` Runge-Kutta method around the
+same layer's field. Implicit methods (β_k ≠ 0) need f at the new state, which belongs to the
+next layer's field, so they are refused.
+
+DLCL (Wang et al. 2019, ODE Transformer Table 7) is a stack-level construct with a growing
+history rather than a fixed tableau: y_{m+1} = y₀ + Σ_{l≤m} W_{m,l} F_l(y_l), the weights learned
+and initialised at 1 (which is the residual stack); each F_l is a pre-norm field, so every term
+is computed from a layer-normalised input.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Any, final
+
+import sympy
+import torch
+import torch.fx as fx
+from torch import nn
+
+from ..methods import ButcherTableau, LinearMultistep
+from ..nn import Field, make_field
+from .program import Coefficient, CompiledBlock, ProgramBuilder, require
+
+STACK_POLICIES = ("exact", "learned")
+
+
+@final
+class MultistepStack(CompiledBlock):
+    """A whole stack of L layers driven by a linear multistep method (or DLCL).
+
+    **Arguments:**
+
+    - `method`: a `LinearMultistep` (explicit), or the string `"dlcl"`.
+    - `fields`: L field specs (names or modules), one per layer.
+    - `sizes`: `d_model`, `n_heads`, `d_ffn`, `dropout`, `activation` for named fields.
+    - `coefficients`: `"exact"`, or `"learned"`: per-layer α, β initialised from the method;
+      a family's symbols (the ODE Transformer's learnable-k "Multistep") become per-layer
+      parameters initialised from `init`.
+    - `starter`: the Runge-Kutta method for the first k − 1 layers (default: forward Euler).
+    - `init`: initial values of a family's symbols (e.g. `{"k": 1}`).
+    - `causal`: causal self-attention (default: True when a field cross-attends).
+    """
+
+    def __init__(
+        self,
+        method: LinearMultistep | str,
+        fields: Sequence[str | nn.Module],
+        sizes: Mapping[str, Any],
+        *,
+        coefficients: str = "exact",
+        starter: ButcherTableau | None = None,
+        init: Mapping[str, float] | None = None,
+        causal: bool | None = None,
+    ) -> None:
+        super().__init__()
+        require(
+            len(fields) >= 1,
+            "a stack needs at least one layer",
+            key="fields",
+            value=list(fields),
+            valid="a list of L >= 1 fields",
+        )
+        require(
+            coefficients in STACK_POLICIES,
+            "unknown coefficient policy for a stack",
+            key="coefficients",
+            value=coefficients,
+            valid=f"one of {STACK_POLICIES}",
+        )
+        holder = nn.Module()
+        modules: list[Field] = []
+        for n, spec in enumerate(fields):
+            module = make_field(spec, **sizes)
+            holder.add_module(f"layer{n}", module)
+            modules.append(module)
+        self.layers = len(modules)
+        self.d_model = int(sizes.get("d_model") or next(modules[0].parameters()).shape[-1])
+        self.causal = any(m.needs_memory for m in modules) if causal is None else causal
+        self.policy = coefficients
+        builder = ProgramBuilder(holder)
+        if method == "dlcl":
+            self.method = _DLCL
+            out = self._dlcl(holder, builder)
+        else:
+            assert isinstance(method, LinearMultistep)
+            self.method = method
+            out = self._multistep(holder, builder, method, starter, init or {})
+        self.field_calls = builder.field_calls
+        self.program = builder.finish(out, class_name="MultistepStack")
+
+    def _multistep(
+        self,
+        holder: nn.Module,
+        builder: ProgramBuilder,
+        method: LinearMultistep,
+        starter: ButcherTableau | None,
+        init: Mapping[str, float],
+    ) -> fx.Node:
+        require(
+            method.is_explicit,
+            f"'{method.name}' is implicit (beta_k != 0): f at the new "
+            "state belongs to the next layer's field",
+            key="method",
+            value=method.name,
+            valid="an explicit multistep method (beta_k = 0)",
+        )
+        symbols = sorted(method.symbols, key=str)
+        require(
+            not symbols or self.policy == "learned",
+            f"'{method.name}' has free symbols {[str(s) for s in symbols]}",
+            key="method",
+            value=method.name,
+            valid="coefficients='learned' with init={symbol: value}",
+        )
+        for s in symbols:
+            require(
+                str(s) in init,
+                f"no initial value for the symbol '{s}'",
+                key=f"init.{s}",
+                value=None,
+                valid=f"init={{'{s}': value}}",
+            )
+        unknown = set(init) - {str(s) for s in symbols}
+        require(
+            not unknown,
+            "init names symbols the method does not have",
+            key="init",
+            value=sorted(unknown),
+            valid=f"symbols: {[str(s) for s in symbols]}",
+        )
+        require(
+            starter is None or starter.is_explicit,
+            "the starter must be explicit",
+            key="starter",
+            value=getattr(starter, "name", starter),
+            valid="e.g. 'heun'",
+        )
+        k = method.steps
+        states: list[fx.Node] = [builder.y]
+        f: list[fx.Node] = []
+        for m in range(self.layers):
+            f.append(builder.call_field(f"layer{m}", states[m], name=f"f{m}"))
+            if m + 1 < k:
+                states.append(self._start(builder, m, states[m], f[m], starter))
+                continue
+            n = m + 1 - k
+            coeff = self._layer_coefficients(holder, builder, method, m, symbols, init)
+            terms: list[tuple[Coefficient, fx.Node]] = []
+            for j in range(k):
+                terms.append((coeff["alpha"][j], states[n + j]))
+                terms.append((coeff["beta"][j], f[n + j]))
+            states.append(builder.combine(None, terms, name=f"y{m + 1}"))
+        return states[-1]
+
+    def _layer_coefficients(
+        self,
+        holder: nn.Module,
+        builder: ProgramBuilder,
+        method: LinearMultistep,
+        m: int,
+        symbols: list[sympy.Symbol],
+        init: Mapping[str, float],
+    ) -> dict[str, list[Coefficient]]:
+        """−αⱼ/α_k and βⱼ/α_k for j < k: constants, or nodes of per-layer parameters."""
+        k = method.steps
+        alpha_k = method.alpha[k]
+        exprs = {
+            "alpha": [-method.alpha[j] / alpha_k for j in range(k)],
+            "beta": [method.beta[j] / alpha_k for j in range(k)],
+        }
+        if self.policy == "exact":
+            return {key: [float(e) for e in v] for key, v in exprs.items()}
+        if symbols:
+            # the family's parameters, per layer; the coefficients are expressions in them
+            name = f"theta{m}"
+            holder.register_parameter(
+                name, nn.Parameter(torch.tensor([float(init[str(s)]) for s in symbols]))
+            )
+            theta = builder.attribute(name, name=name)
+            values = [builder.item(theta, i, name=f"{s}{m}") for i, s in enumerate(symbols)]
+            out: dict[str, list[Coefficient]] = {}
+            for key, vector in exprs.items():
+                out[key] = []
+                for expr in vector:
+                    if not expr.free_symbols:
+                        out[key].append(float(expr))
+                        continue
+                    env = dict(zip(symbols, values, strict=True))
+                    out[key].append(_emit(builder, expr, env))
+            return out
+        name = f"coefficients{m}"
+        initial = [float(e) for e in exprs["alpha"] + exprs["beta"]]
+        holder.register_parameter(name, nn.Parameter(torch.tensor(initial)))
+        packed = builder.attribute(name, name=name)
+        nodes = [builder.item(packed, i, name=f"c{m}_{i}") for i in range(2 * k)]
+        return {"alpha": list(nodes[:k]), "beta": list(nodes[k:])}
+
+    def _start(
+        self,
+        builder: ProgramBuilder,
+        m: int,
+        y: fx.Node,
+        f_m: fx.Node,
+        starter: ButcherTableau | None,
+    ) -> fx.Node:
+        if starter is None:
+            return builder.combine(y, [(1.0, f_m)], name=f"y{m + 1}")
+        K: dict[int, fx.Node] = {}
+        for i in range(starter.stages):
+            terms = [(float(starter.A[i][j]), K[j]) for j in range(i) if not starter.is_zero(i, j)]
+            if not terms and float(starter.c[i]) == 0.0:
+                K[i] = f_m  # the first stage is F_m(y_m): already computed, reused
+                continue
+            value = builder.combine(y, terms, name=f"start{m}_{i + 1}") if terms else y
+            K[i] = builder.call_field(f"layer{m}", value, name=f"start{m}_k{i + 1}")
+        terms = [
+            (float(starter.b[i]), K[i]) for i in range(starter.stages) if float(starter.b[i]) != 0.0
+        ]
+        return builder.combine(y, terms, name=f"y{m + 1}")
+
+    def _dlcl(self, holder: nn.Module, builder: ProgramBuilder) -> fx.Node:
+        require(
+            self.policy == "learned",
+            "DLCL's layer weights are learned by definition",
+            key="coefficients",
+            value=self.policy,
+            valid="coefficients='learned' (the default)",
+        )
+        y0 = builder.y
+        state = y0
+        f: list[fx.Node] = []
+        for m in range(self.layers):
+            f.append(builder.call_field(f"layer{m}", state, name=f"f{m}"))
+            name = f"weights{m}"
+            holder.register_parameter(name, nn.Parameter(torch.ones(m + 1)))
+            weights = builder.attribute(name, name=name)
+            terms: list[tuple[Coefficient, fx.Node]] = [
+                (builder.item(weights, i, name=f"w{m}_{i}"), f[i]) for i in range(m + 1)
+            ]
+            state = builder.combine(y0, terms, name=f"y{m + 1}")
+        return state
+
+
+def _emit(builder: ProgramBuilder, expr: sympy.Expr, env: Mapping[Any, fx.Node]) -> Any:
+    """A sympy expression in the family's symbols as fx arithmetic on parameter nodes."""
+    if expr in env:
+        return env[expr]
+    if not expr.free_symbols:
+        return float(expr)
+    args = [_emit(builder, a, env) for a in expr.args]
+    if isinstance(expr, (sympy.Add, sympy.Mul)):
+        op = operator.add if isinstance(expr, sympy.Add) else operator.mul
+        acc = args[0]
+        for a in args[1:]:
+            acc = builder.graph.call_function(op, (acc, a))
+        return acc
+    if isinstance(expr, sympy.Pow):
+        return builder.graph.call_function(operator.pow, (args[0], args[1]))
+    raise ValueError(f"cannot compile the coefficient {expr} (only +, *, ** of symbols)")
+
+
+class _DLCLDeclaration:
+    """Stand-in `method` of a DLCL stack (it has no tableau to declare)."""
+
+    name = "dlcl"
+    family = "stack"
+    title = "Dynamic linear combination of layers (Wang et al. 2019)"
+
+
+_DLCL = _DLCLDeclaration()

@@ -1,0 +1,194 @@
+"""A small builder of torch.fx graphs: the compiler symbolically executes a method through it.
+
+Every field call becomes one `call_module` node and every linear combination a chain of
+`torch.add(acc, k, alpha=c)` nodes (one fused axpy per term), so the generated forward reads
+like the method itself. Terms with a zero coefficient are never emitted, stages nobody uses are
+never computed, and torch.fx's code generator releases each stage tensor (`k1 = None`) right
+after its last use, so memory does not grow with unused stages.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any, final
+
+import torch
+import torch.fx as fx
+from torch import Tensor, nn
+
+from ..errors import DeclarationError
+from ..nn import Context, DecodeCache
+
+Coefficient = float | fx.Node  # a constant folded into the graph, or a node (learned, gated)
+
+
+@final
+class ProgramBuilder:
+    """Builds the graph of `forward(y, ctx)` for one block.
+
+    **Arguments:**
+
+    - `root`: the module that owns every submodule the graph calls (fields, gates, parameters).
+    """
+
+    def __init__(self, root: nn.Module) -> None:
+        self.root = root
+        self.graph = fx.Graph()
+        self.y = self.graph.placeholder("y")
+        self.ctx = self.graph.placeholder("ctx")
+        self.slots = 0
+        self.field_calls = 0
+
+    def call_field(self, target: str, value: fx.Node, name: str) -> fx.Node:
+        """K = self.<target>(value, ctx, slot): each call gets its own decoding-cache slot."""
+        slot = self.slots
+        self.slots += 1
+        self.field_calls += 1
+        return self.graph.create_node("call_module", target, (value, self.ctx, slot), name=name)
+
+    def call_module(self, target: str, args: tuple[Any, ...], name: str) -> fx.Node:
+        return self.graph.create_node("call_module", target, args, name=name)
+
+    def attribute(self, target: str, name: str) -> fx.Node:
+        return self.graph.create_node("get_attr", target, (), name=name)
+
+    def item(self, value: fx.Node, index: Any, name: str) -> fx.Node:
+        return self.graph.create_node("call_function", operator.getitem, (value, index), name=name)
+
+    def combine(
+        self, base: fx.Node | None, terms: Sequence[tuple[Coefficient, fx.Node]], name: str
+    ) -> fx.Node:
+        """base + Σ c·k, skipping zero constants; the last node gets `name`."""
+        live = [(c, k) for c, k in terms if not (isinstance(c, float) and c == 0.0)]
+        if base is None:
+            if not live:
+                raise ValueError("empty combination")  # pragma: no cover - callers guard it
+            (c, k), live = live[0], live[1:]
+            acc = k if c == 1.0 else self._scale(c, k, name if not live else "scaled")
+        else:
+            acc = base
+        for index, (c, k) in enumerate(live):
+            last = index == len(live) - 1
+            node_name = name if last else f"{name}_part"
+            if isinstance(c, float):
+                args: tuple[Any, ...] = (acc, k)
+                kwargs: dict[str, Any] = {} if c == 1.0 else {"alpha": c}
+                acc = self.graph.create_node(
+                    "call_function", torch.add, args, kwargs, name=node_name
+                )
+            else:
+                term = self._scale(c, k, "weighted")
+                acc = self.graph.create_node(
+                    "call_function", operator.add, (acc, term), name=node_name
+                )
+        return acc
+
+    def _scale(self, c: Coefficient, k: fx.Node, name: str) -> fx.Node:
+        return self.graph.create_node("call_function", operator.mul, (c, k), name=name)
+
+    def finish(self, output: fx.Node, class_name: str) -> fx.GraphModule:
+        self.graph.output(output)
+        module = fx.GraphModule(self.root, self.graph, class_name=class_name)
+        module.graph.eliminate_dead_code()
+        module.graph.lint()
+        module.recompile()
+        return module
+
+
+def _linear_flops(module: nn.Module) -> int:
+    return sum(
+        2 * m.in_features * m.out_features for m in module.modules() if isinstance(m, nn.Linear)
+    )
+
+
+class CompiledBlock(nn.Module):
+    """A method compiled into a layer: `y_next = block(y, ...)`.
+
+    Subclasses are final and set `method`, `program` (the fx GraphModule), `causal`,
+    `field_calls` and `policy`.
+
+    **Attributes:**
+
+    - `code`: the generated forward, readable Python.
+    - `num_parameters`: trainable parameters of the block (shared fields counted once).
+    """
+
+    method: Any
+    program: fx.GraphModule
+    causal: bool
+    field_calls: int
+    policy: str
+
+    @property
+    def code(self) -> str:
+        return self.program.code
+
+    @property
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+    def flops_per_token(self, length: int = 64) -> int:
+        """Estimated forward FLOPs per token at sequence `length`: 2 per multiply-add in linear
+        layers, attention scores and values (4·length·d_model per attention call), and one
+        axpy (2·d_model) per term of every linear combination."""
+        total = 0
+        for node in self.program.graph.nodes:
+            if node.op == "call_module":
+                module = self.program.get_submodule(str(node.target))
+                total += _linear_flops(module)
+                from ..nn import MultiheadAttention
+
+                for sub in module.modules():
+                    if isinstance(sub, MultiheadAttention):
+                        total += 4 * length * sub.d_model
+            elif node.op == "call_function" and node.target in (torch.add, operator.add):
+                total += 2 * self.d_model
+        return total
+
+    d_model: int
+
+    def forward(
+        self,
+        x: Tensor,
+        key_padding_mask: Tensor | None = None,
+        memory: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        cache: DecodeCache | None = None,
+        *,
+        ctx: Context | None = None,
+        check: bool = True,
+    ) -> Tensor:
+        """Advance the state by one step of the method.
+
+        **Arguments:**
+
+        - `x`: `(batch, length, d_model)` (when decoding with a cache: the new tokens only).
+        - `key_padding_mask`: `(batch, length)` bool, True at padding.
+        - `memory`, `memory_key_padding_mask`: the encoder output for cross-attention fields.
+        - `cache`: a `DecodeCache` for incremental decoding (decoder blocks).
+        - `ctx`: a prepared `Context` (models pass one for all blocks); overrides the above.
+        - `check`: refuse non-finite inputs with a clear error (one reduction per call).
+
+        **Returns:** `(batch, length, d_model)`.
+        """
+        if check and not torch.compiler.is_compiling() and not bool(torch.isfinite(x).all()):
+            raise ValueError(
+                f"{type(self).__name__}({self.method.name}): input x contains NaN or inf"
+            )
+        if ctx is None:
+            ctx = Context(
+                key_padding_mask=key_padding_mask,
+                causal=self.causal,
+                memory=memory,
+                memory_key_padding_mask=memory_key_padding_mask,
+                cache=cache,
+            )
+        out: Tensor = self.program(x, ctx)
+        return out
+
+
+def require(condition: bool, problem: str, *, key: str, value: Any, valid: str) -> None:
+    """Raise a `DeclarationError` for a bad compile option unless `condition` holds."""
+    if not condition:
+        raise DeclarationError(problem, key=key, value=value, valid=valid)

@@ -1,0 +1,185 @@
+"""Splittings compiled into blocks: each step advances one operator's field by its sub-step.
+
+Strang with Euler sub-steps and fields {A: "ffn", B: "san"} is exactly the Macaron layer
+y ↦ y + ½F_A(y) ↦ … + F_B(…) ↦ … + ½F_A'(…): the two half-step FFNs have separate weights and
+norms by default (`share=True` gives one module per operator).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, final
+
+import torch
+from torch import nn
+
+from ..errors import DeclarationError
+from ..methods import Splitting
+from ..nn import Field, make_field
+from .program import Coefficient, CompiledBlock, ProgramBuilder, require
+
+SPLITTING_POLICIES = ("exact", "learned")
+
+
+@final
+class SplittingBlock(CompiledBlock):
+    """A `Splitting` compiled with a field per operator. Build it with `bf.compile`.
+
+    **Arguments:**
+
+    - `method`: the splitting; its sub-step must be a Runge-Kutta method (not `"exact"`).
+    - `fields`: operator -> field name or `nn.Module` (deep-copied per step unless `share`).
+    - `sizes`: `d_model`, `n_heads`, `d_ffn`, `dropout`, `activation` for named fields.
+    - `coefficients`: `"exact"` or `"learned"` (one scalar per step, initialised at its cₖ).
+      Gated policies are refused: a gate replacing the residual add would cancel cₖ.
+    - `share`: one module per operator instead of one per step.
+    - `post_norm`: a LayerNorm after every step; refused unless every cₖ and bᵢ is 1, since a
+      norm after a scaled branch cancels the scale.
+    - `causal`: default: True when some field cross-attends (a decoder).
+    """
+
+    def __init__(
+        self,
+        method: Splitting,
+        fields: Mapping[str, str | nn.Module],
+        sizes: Mapping[str, Any],
+        *,
+        coefficients: str = "exact",
+        share: bool = False,
+        post_norm: bool = False,
+        causal: bool | None = None,
+    ) -> None:
+        super().__init__()
+        valid_ops = f"one field per operator: {list(method.operators)}"
+        require(
+            isinstance(fields, Mapping),
+            "fields must map operators to fields",
+            key="fields",
+            value=fields,
+            valid=valid_ops,
+        )
+        for op in method.operators:
+            require(
+                op in fields,
+                f"no field for operator '{op}'",
+                key=f"fields.{op}",
+                value=None,
+                valid=valid_ops,
+            )
+        for op in fields:
+            require(
+                op in method.operators,
+                f"'{method.name}' has no operator '{op}'",
+                key=f"fields.{op}",
+                value=fields[op],
+                valid=valid_ops,
+            )
+        require(
+            method.substep is not None,
+            f"'{method.name}' advances its sub-flows exactly, which a layer cannot compute",
+            key="substep",
+            value="exact",
+            valid='declare a Runge-Kutta sub-step (e.g. substep = "euler")',
+        )
+        require(
+            coefficients in SPLITTING_POLICIES,
+            f"coefficients='{coefficients}' cannot be used with a splitting: a gate or a "
+            "unit weight would replace the step coefficients cₖ the splitting is built on",
+            key="coefficients",
+            value=coefficients,
+            valid=f"one of {', '.join(SPLITTING_POLICIES)}",
+        )
+        sub = method.substep
+        assert sub is not None
+        if post_norm:
+            scales = [float(c) for _, c in method.steps] + [float(x) for x in sub.b]
+            require(
+                all(x == 1.0 for x in scales) and coefficients == "exact",
+                "post_norm after a scaled step would cancel its coefficient",
+                key="post_norm",
+                value=True,
+                valid="post_norm=False, or a splitting whose coefficients are 1",
+            )
+        holder = nn.Module()
+        modules: dict[str, nn.Module] = {}
+        targets: list[str] = []
+        seen: set[str] = set()
+        for k, (op, _) in enumerate(method.steps):
+            target = op if share else f"{op}{k}"
+            if target not in modules:
+                spec = fields[op]
+                if isinstance(spec, nn.Module) and op in seen:
+                    spec = copy.deepcopy(spec)  # a given module is reused only when shared
+                modules[target] = _field(spec, sizes)
+                holder.add_module(target, modules[target])
+                seen.add(op)
+            targets.append(target)
+        self.method, self.policy = method, coefficients
+        self.d_model = int(sizes.get("d_model") or _width(next(iter(modules.values()))))
+        needs_memory = any(isinstance(m, Field) and m.needs_memory for m in modules.values())
+        self.causal = needs_memory if causal is None else causal
+        builder = ProgramBuilder(holder)
+        if coefficients == "learned":
+            holder.step_weights = nn.Parameter(torch.tensor([float(c) for _, c in method.steps]))
+        y = builder.y
+        for k, ((op, c), target) in enumerate(zip(method.steps, targets, strict=True)):
+            scale: Coefficient = float(c)
+            if coefficients == "learned":
+                weights = builder.attribute("step_weights", name="step_weights")
+                scale = builder.item(weights, k, name=f"c{k + 1}")
+            y = self._substep(builder, y, target, scale, f"{op.lower()}{k + 1}")
+            if post_norm:
+                norm = f"norm{k}"
+                holder.add_module(norm, nn.LayerNorm(self.d_model))
+                y = builder.call_module(norm, (y,), name=f"y{k + 1}_normed")
+        self.field_calls = builder.field_calls
+        self.program = builder.finish(y, class_name=_class_name(method.name))
+
+    def _substep(
+        self, builder: ProgramBuilder, y: Any, target: str, scale: Coefficient, label: str
+    ) -> Any:
+        sub = self.method.substep
+        assert sub is not None
+        K: dict[int, Any] = {}
+        for i in range(sub.stages):
+            terms = [
+                (_mul(builder, scale, float(sub.A[i][j])), K[j])
+                for j in range(i)
+                if not sub.is_zero(i, j)
+            ]
+            value = builder.combine(y, terms, name=f"{label}_in{i + 1}") if terms else y
+            K[i] = builder.call_field(
+                target, value, name=f"{label}_k{i + 1}" if sub.stages > 1 else f"k_{label}"
+            )
+        terms = [
+            (_mul(builder, scale, float(sub.b[i])), K[i])
+            for i in range(sub.stages)
+            if float(sub.b[i]) != 0.0
+        ]
+        return builder.combine(y, terms, name=f"y_{label}")
+
+
+def _mul(builder: ProgramBuilder, scale: Coefficient, value: float) -> Coefficient:
+    if isinstance(scale, float):
+        return scale * value
+    if value == 1.0:
+        return scale
+    return builder.graph.call_function(torch.mul, (scale, value))
+
+
+def _field(spec: str | nn.Module, sizes: Mapping[str, Any]) -> Field:
+    try:
+        return make_field(spec, **sizes)
+    except DeclarationError as error:
+        raise error from None
+
+
+def _width(module: nn.Module) -> int:
+    for p in module.parameters():
+        return int(p.shape[-1])
+    raise DeclarationError("d_model is needed", key="d_model", value=None, valid="pass d_model=...")
+
+
+def _class_name(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("-")) + "Block"
