@@ -2,6 +2,7 @@
 
 from . import nn
 from .analysis import Report, check
+from .assemble import LanguageModel, Recipe, Seq2Seq, load_recipe
 from .compiler import CompiledBlock, compile, compile_stack
 from .errors import (
     AnalysisError,
@@ -28,10 +29,13 @@ __all__ = [
     "CompiledBlock",
     "ContinuousDynamics",
     "DeclarationError",
+    "LanguageModel",
     "LinearMultistep",
     "Method",
     "OrderClaimError",
+    "Recipe",
     "Report",
+    "Seq2Seq",
     "Splitting",
     "UnknownNameError",
     "__version__",
@@ -40,5 +44,6 @@ __all__ = [
     "compile",
     "compile_stack",
     "load",
+    "load_recipe",
     "nn",
 ]

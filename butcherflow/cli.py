@@ -83,6 +83,98 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 1 if broken else 0
 
 
+DEFAULT_FIELDS = {"A": "ffn", "B": "san", "C": "ca"}
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """A catalog method compiled at the given sizes, and/or a model recipe, explained.
+
+    Some names are both (the `leapfrog` integrator and the `leapfrog` architecture): both are
+    shown, the method first.
+    """
+    from .assemble import recipe_names
+
+    is_recipe = args.name in recipe_names() or "models/" in args.name
+    is_method = args.name in catalog or (args.name.endswith(".toml") and not is_recipe)
+    if not (is_recipe or is_method):
+        catalog.resolve(args.name)  # raises the unknown-name error with suggestions
+    if is_method:
+        _show_method(args)
+    if is_recipe:
+        if is_method:
+            print("\n" + "=" * 72 + "\n")
+        _show_recipe(args)
+    return 0
+
+
+def _show_method(args: argparse.Namespace) -> None:
+    from .compiler import compile, compile_stack
+    from .methods import ContinuousDynamics, LinearMultistep, Splitting
+
+    method = catalog.resolve(args.name)
+    sizes = {"d_model": args.d_model, "n_heads": args.n_heads, "d_ffn": args.d_ffn}
+    if isinstance(method, ContinuousDynamics):
+        print(check(method))
+        print(
+            "\n(continuous-depth blocks and FLOATER encoders are not compiled yet: the "
+            "continuous-dynamics issue builds them)"
+        )
+        return
+    if isinstance(method, Splitting):
+        fields = {op: DEFAULT_FIELDS.get(op, "ffn") for op in method.operators}
+        if args.field:
+            fields = dict(part.split("=", 1) for part in args.field.split(","))
+        shown = ", ".join(f"{k}={v}" for k, v in fields.items())
+        block = compile(method, fields=fields, **sizes) if method.substep else None
+    elif isinstance(method, LinearMultistep):
+        shown = f"{args.field or 'san+ffn'} x {args.layers} layers"
+        block = (
+            compile_stack(method, [args.field or "san+ffn"] * args.layers, **sizes)
+            if method.is_explicit and not method.symbols
+            else None
+        )
+    else:
+        shown = args.field or "san+ffn"
+        runnable = not getattr(method, "symbols", set())
+        block = compile(method, field=shown, **sizes) if runnable else None
+    print(f"{method.name}: {method.title}")
+    if block is None:
+        print(
+            "(not compiled: exact sub-flows, implicit multistep methods and families with free "
+            "symbols have no layer; see the report)"
+        )
+    else:
+        print(
+            f"compiled with {shown} at d_model={args.d_model}, n_heads={args.n_heads}, "
+            f"d_ffn={args.d_ffn}"
+        )
+        print(
+            f"parameters: {block.num_parameters:,}   field calls: {block.field_calls}   "
+            f"FLOPs/token (length 64): {block.flops_per_token(64):,}"
+        )
+        print(block.code)
+    print(check(method))
+
+
+def _show_recipe(args: argparse.Namespace) -> None:
+    import torch
+
+    from .assemble import Seq2Seq, load_recipe
+
+    recipe = load_recipe(args.name)
+    with torch.device("meta"):
+        model = Seq2Seq.from_recipe(recipe, args.vocab)
+    print(f"{recipe.name}: {recipe.title} ({recipe.reference})")
+    print(model.recipe.description)
+    for where, side in (("encoder", recipe.encoder), ("decoder", recipe.decoder)):
+        if side is not None:
+            what = side.field or dict(side.fields or {})
+            print(f"{where}: {side.layers} x {side.method} with {what} {dict(side.options)}")
+    print(f"parameters: {model.num_parameters:,} (vocabulary {args.vocab:,})")
+    first = model.encoder[0]
+    print(f"\nfirst encoder block ({type(first).__name__}):{first.code}")
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import run_benchmark
 
@@ -107,6 +199,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--family", choices=("runge-kutta", "splitting", "multistep", "continuous"))
     p.set_defaults(run=cmd_list)
 
+    p = sub.add_parser("show", help="a method's compiled block, or a model recipe, explained")
+    p.add_argument("name", help="a catalog method, a model recipe, or a .toml file")
+    p.add_argument("--field", help="field name (splittings: A=ffn,B=san)")
+    p.add_argument("--d-model", type=int, default=512)
+    p.add_argument("--n-heads", type=int, default=8)
+    p.add_argument("--d-ffn", type=int, default=2048)
+    p.add_argument("--layers", type=int, default=6, help="multistep stacks: number of layers")
+    p.add_argument("--vocab", type=int, default=32000, help="recipes: vocabulary size")
+    p.set_defaults(run=cmd_show)
+
     p = sub.add_parser("bench", help="run a benchmark and write docs/benchmarks.md")
     p.add_argument("what", choices=("order",), help="order: verify the whole catalog, timed")
     p.add_argument("--output", default="docs/benchmarks.md", help="markdown file to update")
@@ -123,6 +225,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ButcherflowError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `butcherflow show rk4 | head`: the reader left, nothing to say
+        sys.stderr.close()
+        return 0
     return code
 
 

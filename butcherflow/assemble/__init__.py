@@ -1,0 +1,15 @@
+"""Stage 4, assemble: models built from compiled blocks, declared by recipes."""
+
+from .models import LanguageModel, Seq2Seq, apply_param_budget, count_parameters
+from .recipe import Recipe, load_recipe, recipe_from_dict, recipe_names
+
+__all__ = [
+    "LanguageModel",
+    "Recipe",
+    "Seq2Seq",
+    "apply_param_budget",
+    "count_parameters",
+    "load_recipe",
+    "recipe_from_dict",
+    "recipe_names",
+]

@@ -1,0 +1,260 @@
+"""Encoder-decoder and decoder-only models assembled from compiled blocks.
+
+Embeddings are shared between source, target and the output projection (a joint subword
+vocabulary, as in the papers' setups); positions are computed from each real token's index, so
+padding never shifts them; every stack ends with a LayerNorm (pre-norm blocks need it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ..compiler import CompiledBlock, compile, compile_stack
+from ..errors import DeclarationError
+from ..methods import LinearMultistep, Splitting, catalog
+from ..nn import Context, DecodeCache, LearnedPositions, SinusoidalPositions, token_positions
+from .recipe import Recipe, Side, load_recipe
+
+CROSS_ATTENDING = ("ca", "san+ca", "san+ca+ffn")
+
+
+def _cross_attends(side: Side) -> bool:
+    names = [side.field] if side.field is not None else list((side.fields or {}).values())
+    return any(name in CROSS_ATTENDING for name in names)
+
+
+def build_side(side: Side, sizes: Mapping[str, Any], *, where: str, causal: bool) -> nn.ModuleList:
+    """The blocks of one side: `layers` compiled blocks, or one stack for multistep/DLCL."""
+    options = dict(side.options)
+    share_gate = bool(options.pop("share_gate", False))
+    if side.method == "dlcl" or isinstance(catalog.resolve(side.method), LinearMultistep):
+        if side.field is None:
+            raise DeclarationError(
+                "a multistep stack takes one field for every layer",
+                key=f"{where}.field",
+                value=side.fields,
+                valid="field = 'san+ffn'",
+            )
+        return nn.ModuleList(
+            [
+                compile_stack(
+                    side.method, [side.field] * side.layers, **sizes, causal=causal, **options
+                )
+            ]
+        )
+    method = catalog.resolve(side.method)
+    if isinstance(method, Splitting) != (side.fields is not None):
+        raise DeclarationError(
+            f"'{side.method}' is a {method.family} method",
+            key=f"{where}.field",
+            value=side.field or side.fields,
+            valid="splittings take fields = {...}; other methods take field = '...'",
+        )
+    blocks: list[CompiledBlock] = []
+    for _ in range(side.layers):
+        if share_gate and blocks:
+            options["gate"] = blocks[0].program.get_submodule("gate")
+        blocks.append(
+            compile(method, field=side.field, fields=side.fields, **sizes, causal=causal, **options)
+        )
+    return nn.ModuleList(blocks)
+
+
+class _Embedding(nn.Module):
+    """Token embedding · √d + positions, then dropout."""
+
+    def __init__(self, recipe: Recipe, vocab_size: int, pad_index: int) -> None:
+        super().__init__()
+        d = int(recipe.sizes["d_model"])
+        self.tokens = nn.Embedding(vocab_size, d, padding_idx=pad_index)
+        nn.init.normal_(self.tokens.weight, std=d**-0.5)
+        with torch.no_grad():
+            self.tokens.weight[pad_index].zero_()
+        self.positions: nn.Module = (
+            SinusoidalPositions(d)
+            if recipe.position == "sinusoidal"
+            else LearnedPositions(recipe.max_len, d)
+        )
+        self.scale = math.sqrt(d) if recipe.scale_embeddings else 1.0
+        self.dropout = nn.Dropout(float(recipe.sizes["dropout"]))
+        self.pad_index = pad_index
+
+    def forward(self, tokens: Tensor, padding: Tensor | None, offset: int = 0) -> Tensor:
+        positions = (
+            token_positions(padding, offset)
+            if padding is not None
+            else (
+                torch.arange(offset, offset + tokens.shape[1], device=tokens.device).expand(
+                    tokens.shape[0], -1
+                )
+            )
+        )
+        x = self.tokens(tokens) * self.scale + self.positions(positions).to(self.tokens.weight)
+        return self.dropout(x)
+
+
+def _run(blocks: nn.ModuleList, x: Tensor, ctx: Context) -> Tensor:
+    for block in blocks:
+        x = block(x, ctx=ctx, check=False)
+    return x
+
+
+class Seq2Seq(nn.Module):
+    """An encoder-decoder Transformer whose layers are compiled integrators.
+
+    **Arguments:**
+
+    - `recipe`: a `Recipe`, a built-in recipe name or a recipe file.
+    - `vocab_size`: size of the joint source/target vocabulary.
+    - `pad_index`: the padding token.
+
+    `forward(src, tgt)` maps `(batch, src_len)` and `(batch, tgt_len)` token ids to logits
+    `(batch, tgt_len, vocab_size)`; `encode` and `decode` (with a `DecodeCache`) serve
+    incremental generation.
+    """
+
+    def __init__(self, recipe: Recipe | str | Path, vocab_size: int, pad_index: int = 0) -> None:
+        super().__init__()
+        recipe = load_recipe(recipe)
+        if recipe.encoder is None or recipe.decoder is None:
+            raise DeclarationError(
+                "a Seq2Seq recipe needs [encoder] and [decoder] tables", source=recipe.source
+            )
+        if not _cross_attends(recipe.decoder):
+            raise DeclarationError(
+                "the decoder's fields never attend to the encoder",
+                key="decoder.field",
+                value=recipe.decoder.field or recipe.decoder.fields,
+                valid="a field with cross-attention: 'san+ca+ffn', 'san+ca' or 'ca'",
+                source=recipe.source,
+            )
+        self.recipe = recipe
+        sizes = {
+            k: recipe.sizes[k] for k in ("d_model", "n_heads", "d_ffn", "dropout", "activation")
+        }
+        self.embedding = _Embedding(recipe, vocab_size, pad_index)
+        self.encoder = build_side(recipe.encoder, sizes, where="encoder", causal=False)
+        self.decoder = build_side(recipe.decoder, sizes, where="decoder", causal=True)
+        d = int(sizes["d_model"])
+        self.encoder_norm = nn.LayerNorm(d)
+        self.decoder_norm = nn.LayerNorm(d)
+        self.pad_index = pad_index
+        self.vocab_size = vocab_size
+
+    @classmethod
+    def from_recipe(
+        cls, recipe: Recipe | str | Path, vocab_size: int, pad_index: int = 0
+    ) -> Seq2Seq:
+        """Build from a recipe, applying its `param_budget` rule when it has one."""
+        return cls(apply_param_budget(load_recipe(recipe), vocab_size), vocab_size, pad_index)
+
+    @property
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """**Returns:** `(memory (batch, src_len, d_model), src padding mask (batch, src_len))`."""
+        padding = src.eq(self.pad_index)
+        ctx = Context(key_padding_mask=padding, causal=False)
+        x = _run(self.encoder, self.embedding(src, padding), ctx)
+        return self.encoder_norm(x), padding
+
+    def decode(
+        self, tgt: Tensor, memory: Tensor, memory_padding: Tensor, cache: DecodeCache | None = None
+    ) -> Tensor:
+        """Logits for target tokens `(batch, new)`. With a cache, `tgt` holds only the new tokens
+        (the cache is advanced here) and the result equals the full causal forward."""
+        offset = 0 if cache is None else cache.length
+        ctx = Context(
+            causal=True, memory=memory, memory_key_padding_mask=memory_padding, cache=cache
+        )
+        x = _run(self.decoder, self.embedding(tgt, None, offset), ctx)
+        if cache is not None:
+            cache.advance(tgt.shape[1])
+        return self.decoder_norm(x) @ self.embedding.tokens.weight.T
+
+    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+        memory, padding = self.encode(src)
+        return self.decode(tgt, memory, padding)
+
+
+class LanguageModel(nn.Module):
+    """A decoder-only model: causal blocks over one token stream, tied output projection.
+
+    It uses the recipe's `[decoder]` side when that side does not cross-attend, otherwise its
+    `[encoder]` side made causal (so every translation recipe also defines a language model).
+    """
+
+    def __init__(self, recipe: Recipe | str | Path, vocab_size: int, pad_index: int = 0) -> None:
+        super().__init__()
+        recipe = load_recipe(recipe)
+        side = recipe.decoder if recipe.decoder and not _cross_attends(recipe.decoder) else None
+        side = side or recipe.encoder
+        if side is None or _cross_attends(side):
+            raise DeclarationError(
+                "no side of this recipe works without an encoder",
+                key="decoder",
+                source=recipe.source,
+                valid="a [decoder] with field 'san+ffn' or an [encoder]",
+            )
+        self.recipe = recipe
+        sizes = {
+            k: recipe.sizes[k] for k in ("d_model", "n_heads", "d_ffn", "dropout", "activation")
+        }
+        self.embedding = _Embedding(recipe, vocab_size, pad_index)
+        self.blocks = build_side(side, sizes, where="decoder", causal=True)
+        self.norm = nn.LayerNorm(int(sizes["d_model"]))
+        self.pad_index = pad_index
+
+    @property
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def forward(self, tokens: Tensor, cache: DecodeCache | None = None) -> Tensor:
+        """`(batch, length)` ids -> logits `(batch, length, vocab)`; with a cache, only the new
+        tokens are given and the cache is advanced."""
+        offset = 0 if cache is None else cache.length
+        ctx = Context(causal=True, cache=cache)
+        x = _run(self.blocks, self.embedding(tokens, None, offset), ctx)
+        if cache is not None:
+            cache.advance(tokens.shape[1])
+        return self.norm(x) @ self.embedding.tokens.weight.T
+
+
+def count_parameters(recipe: Recipe, vocab_size: int) -> int:
+    """Parameters of `Seq2Seq(recipe, vocab_size)`, counted on the meta device (no memory)."""
+    with torch.device("meta"):
+        return Seq2Seq(recipe, vocab_size).num_parameters
+
+
+def apply_param_budget(recipe: Recipe, vocab_size: int) -> Recipe:
+    """Size d_ffn so the model has as many parameters as the recipe named in `param_budget`.
+
+    The count is affine in d_ffn, so two counts give the exact solution (rounded to the nearest
+    multiple of 8). The budget and the result are recorded in the returned recipe's description.
+    """
+    if recipe.param_budget is None:
+        return recipe
+    from dataclasses import replace
+
+    target = count_parameters(load_recipe(recipe.param_budget), vocab_size)
+    low, high = 8, 16
+    count_low = count_parameters(replace(recipe, sizes={**recipe.sizes, "d_ffn": low}), vocab_size)
+    count_high = count_parameters(
+        replace(recipe, sizes={**recipe.sizes, "d_ffn": high}), vocab_size
+    )
+    per_unit = (count_high - count_low) / (high - low)
+    d_ffn = max(8, round((low + (target - count_low) / per_unit) / 8) * 8)
+    sized = replace(recipe, sizes={**recipe.sizes, "d_ffn": d_ffn})
+    got = count_parameters(sized, vocab_size)
+    note = (
+        f"param_budget: d_ffn = {d_ffn} gives {got:,} parameters; "
+        f"{recipe.param_budget} has {target:,} (vocabulary {vocab_size:,})"
+    )
+    return replace(sized, description=(recipe.description + "\n" + note).strip())

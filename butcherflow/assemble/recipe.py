@@ -1,0 +1,238 @@
+"""Architecture recipes (`models/*.toml`): an architecture is a declared object, not flags.
+
+```toml
+name = "macaron"
+reference = "Lu et al. (2019)"
+param_budget = "transformer-small"   # size d_ffn so the parameter count matches that recipe
+[sizes]
+d_model = 256
+n_heads = 4
+d_ffn = 1024
+dropout = 0.1
+[encoder]
+layers = 3
+method = "strang"
+fields = { A = "ffn", B = "san" }
+[decoder]
+layers = 3
+method = "strang"
+fields = { A = "ffn", B = "san+ca" }
+[embedding]
+position = "sinusoidal"              # or "learned" (with max_len)
+```
+A side (`[encoder]`/`[decoder]`) takes `method` and either `field` (Runge-Kutta methods,
+multistep stacks, `"dlcl"`) or `fields` (splittings), plus `coefficients`, `step_size`,
+`iterations`, `share`, `share_gate`, `starter`, `init`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, final
+
+from ..errors import DeclarationError, UnknownNameError
+from ..methods.base import check_name
+from ..methods.catalog import _catalog_dir, check_keys, read_toml
+
+TOP_KEYS = (
+    "name",
+    "title",
+    "reference",
+    "description",
+    "param_budget",
+    "sizes",
+    "encoder",
+    "decoder",
+    "embedding",
+)
+SIZE_KEYS = ("d_model", "n_heads", "d_ffn", "dropout", "activation")
+SIDE_KEYS = (
+    "layers",
+    "method",
+    "field",
+    "fields",
+    "coefficients",
+    "step_size",
+    "iterations",
+    "share",
+    "share_gate",
+    "starter",
+    "init",
+)
+EMBEDDING_KEYS = ("position", "max_len", "share_embeddings", "scale")
+POSITIONS = ("sinusoidal", "learned")
+
+
+@final
+@dataclass(frozen=True)
+class Side:
+    """One side (encoder or decoder) of a recipe."""
+
+    layers: int
+    method: str
+    field: str | None = None
+    fields: Mapping[str, str] | None = None
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@final
+@dataclass(frozen=True)
+class Recipe:
+    """A validated architecture recipe (see the module docstring for the file layout)."""
+
+    name: str
+    title: str
+    reference: str
+    description: str
+    sizes: Mapping[str, Any]
+    encoder: Side | None
+    decoder: Side | None
+    position: str = "sinusoidal"
+    max_len: int = 1024
+    share_embeddings: bool = True
+    scale_embeddings: bool = True
+    param_budget: str | None = None
+    source: str | None = None
+
+
+def _int(value: Any, key: str, source: str | None, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise DeclarationError(
+            f"{key} must be an integer >= {minimum}", key=key, value=value, source=source
+        )
+    return value
+
+
+def _side(data: Any, where: str, source: str | None) -> Side:
+    if not isinstance(data, Mapping):
+        raise DeclarationError("expected a table", key=where, value=data, source=source)
+    check_keys(data, SIDE_KEYS, source, where=f"{where}.")
+    layers = _int(data.get("layers"), f"{where}.layers", source)
+    method = data.get("method")
+    if not isinstance(method, str):
+        raise DeclarationError(
+            "missing method",
+            key=f"{where}.method",
+            value=method,
+            valid="a catalog name such as 'rk4', 'strang' or 'dlcl'",
+            source=source,
+        )
+    single, several = data.get("field"), data.get("fields")
+    if (single is None) == (several is None):
+        raise DeclarationError(
+            "give exactly one of field and fields",
+            key=f"{where}.field",
+            value=single,
+            valid="field = 'san+ffn' (one field) or fields = { A = 'ffn', B = 'san' } "
+            "(a splitting)",
+            source=source,
+        )
+    if single is not None and not isinstance(single, str):
+        raise DeclarationError(
+            "field must be a name", key=f"{where}.field", value=single, source=source
+        )
+    if several is not None and (
+        not isinstance(several, Mapping) or not all(isinstance(v, str) for v in several.values())
+    ):
+        raise DeclarationError(
+            "fields must map operators to field names",
+            key=f"{where}.fields",
+            value=several,
+            source=source,
+        )
+    options = {k: v for k, v in data.items() if k not in ("layers", "method", "field", "fields")}
+    return Side(layers, method, single, several, options)
+
+
+def recipe_from_dict(data: Mapping[str, Any], source: str | Path | None = None) -> Recipe:
+    """Validate the content of a recipe file."""
+    src = None if source is None else str(source)
+    check_keys(data, TOP_KEYS, src)
+    sizes = data.get("sizes", {})
+    if not isinstance(sizes, Mapping):
+        raise DeclarationError("expected a table", key="sizes", value=sizes, source=src)
+    check_keys(sizes, SIZE_KEYS, src, where="sizes.")
+    for key in ("d_model", "n_heads", "d_ffn"):
+        if key not in sizes:
+            raise DeclarationError(f"missing sizes.{key}", key=f"sizes.{key}", source=src)
+        _int(sizes[key], f"sizes.{key}", src)
+    dropout = sizes.get("dropout", 0.0)
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+        raise DeclarationError(
+            "dropout must be in [0, 1)", key="sizes.dropout", value=dropout, source=src
+        )
+    encoder = _side(data["encoder"], "encoder", src) if "encoder" in data else None
+    decoder = _side(data["decoder"], "decoder", src) if "decoder" in data else None
+    if encoder is None and decoder is None:
+        raise DeclarationError("a recipe needs an [encoder] or a [decoder] table", source=src)
+    embedding = data.get("embedding", {})
+    if not isinstance(embedding, Mapping):
+        raise DeclarationError("expected a table", key="embedding", value=embedding, source=src)
+    check_keys(embedding, EMBEDDING_KEYS, src, where="embedding.")
+    position = embedding.get("position", "sinusoidal")
+    if position not in POSITIONS:
+        raise DeclarationError(
+            "unknown position encoding",
+            key="embedding.position",
+            value=position,
+            valid=f"one of {', '.join(POSITIONS)}",
+            source=src,
+        )
+    if "max_len" in embedding and position != "learned":
+        raise DeclarationError(
+            "max_len applies to learned positions only",
+            key="embedding.max_len",
+            value=embedding["max_len"],
+            valid="remove it (sinusoidal positions have no maximum)",
+            source=src,
+        )
+    budget = data.get("param_budget")
+    if budget is not None and not isinstance(budget, str):
+        raise DeclarationError(
+            "param_budget names another recipe",
+            key="param_budget",
+            value=budget,
+            valid="e.g. param_budget = 'transformer-base'",
+            source=src,
+        )
+    return Recipe(
+        name=check_name(data.get("name"), src),
+        title=str(data.get("title", data.get("name", ""))),
+        reference=str(data.get("reference", "")),
+        description=str(data.get("description", "")),
+        sizes={"dropout": 0.0, "activation": "relu", **sizes},
+        encoder=encoder,
+        decoder=decoder,
+        position=position,
+        max_len=_int(embedding.get("max_len", 1024), "embedding.max_len", src),
+        share_embeddings=bool(embedding.get("share_embeddings", True)),
+        scale_embeddings=bool(embedding.get("scale", True)),
+        param_budget=budget,
+        source=src,
+    )
+
+
+def recipe_names() -> list[str]:
+    return sorted(p.stem for p in _catalog_dir("models").glob("*.toml"))
+
+
+def load_recipe(recipe: str | Path | Recipe) -> Recipe:
+    """A `Recipe`, the name of a built-in one, or the path of a recipe file -> `Recipe`."""
+    if isinstance(recipe, Recipe):
+        return recipe
+    text = str(recipe)
+    if isinstance(recipe, Path) or text.endswith(".toml") or "/" in text:
+        return recipe_from_dict(read_toml(text), source=text)
+    path = _catalog_dir("models") / f"{text}.toml"
+    if not path.is_file():
+        import difflib
+
+        close = difflib.get_close_matches(text, recipe_names(), n=3)
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        raise UnknownNameError(
+            f"no recipe named '{text}'; {hint}recipes: " + ", ".join(recipe_names())
+        )
+    return recipe_from_dict(read_toml(path), source=path)

@@ -1,0 +1,150 @@
+"""Models assembled from recipes: every recipe builds, decodes incrementally, and is validated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import butcherflow as bf
+from butcherflow.assemble import count_parameters, load_recipe, recipe_names
+from butcherflow.cli import main
+from butcherflow.nn import DecodeCache
+
+RECIPES = recipe_names()
+VOCAB = 40
+
+
+def _small(name: str) -> bf.Recipe:
+    """The recipe at tiny sizes (same methods and fields) so the suite stays fast."""
+    from dataclasses import replace
+
+    recipe = load_recipe(name)
+    return replace(
+        recipe,
+        sizes={**recipe.sizes, "d_model": 16, "n_heads": 2, "d_ffn": 32, "dropout": 0.0},
+        param_budget=None,
+    )
+
+
+def test_the_issue_recipes_exist() -> None:
+    wanted = {
+        "transformer-base",
+        "transformer-small",
+        "ode-transformer-rk2",
+        "ode-transformer-rk2-unit",
+        "ode-transformer-rk2-gated",
+        "ode-transformer-rk4",
+        "macaron",
+        "leapfrog",
+        "dlcl",
+    }
+    assert wanted <= set(RECIPES)
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_incremental_decoding_equals_the_full_forward(name: str) -> None:
+    torch.manual_seed(0)
+    model = bf.Seq2Seq(_small(name), VOCAB).double().eval()
+    src = torch.randint(1, VOCAB, (2, 6))
+    src[1, 4:] = 0
+    tgt = torch.randint(1, VOCAB, (2, 5))
+    full = model(src, tgt)
+    memory, padding = model.encode(src)
+    cache = DecodeCache()
+    steps = [model.decode(tgt[:, t : t + 1], memory, padding, cache) for t in range(5)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["transformer-small", "ode-transformer-rk4", "macaron"])
+def test_padding_side_does_not_shift_positions(name: str) -> None:
+    torch.manual_seed(0)
+    model = bf.Seq2Seq(_small(name), VOCAB).double().eval()
+    tokens = torch.randint(1, VOCAB, (1, 4))
+    right = torch.cat([tokens, torch.zeros(1, 2, dtype=torch.long)], dim=1)
+    left = torch.cat([torch.zeros(1, 2, dtype=torch.long), tokens], dim=1)
+    memory_right, _ = model.encode(right)
+    memory_left, _ = model.encode(left)
+    torch.testing.assert_close(memory_right[:, :4], memory_left[:, 2:], rtol=1e-9, atol=1e-9)
+
+
+def test_training_step_reaches_every_parameter() -> None:
+    model = bf.Seq2Seq(_small("ode-transformer-rk2-gated"), VOCAB)
+    src, tgt = torch.randint(1, VOCAB, (2, 5)), torch.randint(1, VOCAB, (2, 4))
+    model(src, tgt).logsumexp(-1).sum().backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None]
+    assert not missing
+
+
+def test_macaron_budget_matches_the_transformer() -> None:
+    model = bf.Seq2Seq.from_recipe("macaron", 8000)
+    target = count_parameters(load_recipe("transformer-small"), 8000)
+    assert abs(model.num_parameters - target) / target < 0.001
+    assert model.recipe.sizes["d_ffn"] == 512  # the paper's halved FFN
+    assert "param_budget" in model.recipe.description
+
+
+def test_transformer_base_has_the_published_size() -> None:
+    # Vaswani et al.: about 60M parameters with a ~32k shared vocabulary (counted on meta).
+    assert 59e6 < count_parameters(load_recipe("transformer-base"), 32000) < 62e6
+
+
+def test_language_model_decodes_incrementally() -> None:
+    torch.manual_seed(0)
+    lm = bf.LanguageModel(_small("ode-transformer-rk4"), VOCAB).double().eval()
+    tokens = torch.randint(1, VOCAB, (2, 6))
+    cache = DecodeCache()
+    steps = torch.cat([lm(tokens[:, t : t + 1], cache) for t in range(6)], dim=1)
+    torch.testing.assert_close(steps, lm(tokens), rtol=1e-9, atol=1e-9)
+
+
+def _write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "recipe.toml"
+    path.write_text('name = "mine"\n[sizes]\nd_model = 16\nn_heads = 2\nd_ffn = 32\n' + body)
+    return path
+
+
+GOOD_SIDES = (
+    '[encoder]\nlayers = 1\nmethod = "euler"\nfield = "san+ffn"\n'
+    '[decoder]\nlayers = 1\nmethod = "euler"\nfield = "san+ca+ffn"\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        (GOOD_SIDES + "[embedding]\nposition = 'rotary'\n", "embedding.position"),
+        (GOOD_SIDES + "[embedding]\nmax_len = 10\n", "max_len applies to learned"),
+        (GOOD_SIDES.replace("layers = 1\nmethod", "layres = 1\nmethod", 1), "did you mean"),
+        (
+            GOOD_SIDES.replace('field = "san+ffn"', 'fields = { A = "ffn" }\nfield = "san"'),
+            "exactly one of field and fields",
+        ),
+        (GOOD_SIDES.replace("san+ca+ffn", "san+ffn"), "never attend to the encoder"),
+        (GOOD_SIDES.replace('method = "euler"', 'method = "strang"', 1), "splitting"),
+        (GOOD_SIDES + "[sizes2]\n", "unknown key"),
+        ("", "needs an [encoder] or a [decoder]"),
+    ],
+)
+def test_bad_recipes_are_refused(tmp_path: Path, body: str, fragment: str) -> None:
+    path = _write(tmp_path, body)
+    with pytest.raises(bf.DeclarationError, match=fragment.replace("[", r"\[")):
+        bf.Seq2Seq(path, VOCAB)
+
+
+def test_unknown_recipe_name_suggests() -> None:
+    with pytest.raises(bf.UnknownNameError, match="macaron"):
+        load_recipe("macarom")
+
+
+def test_show_prints_code_cost_and_report(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "rk4", "--d-model", "16", "--n-heads", "2", "--d-ffn", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "self.field(y, ctx, 0)" in out and "FLOPs/token" in out and "order" in out
+
+
+def test_show_a_name_that_is_both_method_and_recipe(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "leapfrog", "--d-model", "16", "--n-heads", "2", "--d-ffn", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "multistep" in out and "Leapfrog stack" in out and "parameters" in out
