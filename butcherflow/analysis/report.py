@@ -37,6 +37,8 @@ def jsonable(value: Any) -> Any:
         return str(value)
     if isinstance(value, float) and value != value:
         return None
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"  # strict JSON has no Infinity
     return value
 
 
@@ -62,7 +64,17 @@ class Report(abc.ABC):
 
     @property
     def mismatches(self) -> dict[str, tuple[Any, Any]]:
-        return {k: v for k, v in self.claims.items() if v[0] is not None and v[0] != v[1]}
+        """Claims the proof contradicts. A search stopped at a cap proves only a lower bound,
+        which contradicts no higher claim."""
+        out = {}
+        for key, (claimed, proved) in self.claims.items():
+            if claimed is None or claimed == proved:
+                continue
+            capped = bool(getattr(self, f"{key}_is_lower_bound", False))
+            if capped and isinstance(claimed, int) and claimed > proved:
+                continue
+            out[key] = (claimed, proved)
+        return out
 
     @property
     def claim_holds(self) -> bool:

@@ -204,7 +204,7 @@ class RungeKuttaReport(Report):
         if method.b_hat is not None:
             embedded = _Conditions(method, (method.A, method.b_hat))
             self.embedded_order = embedded.order(max(cap, 1))[0]
-        self.stability: StabilityFunction = stability_function(method)
+        self.stability: StabilityFunction = stability_function(method, order)
         self.algebraically_stable = _algebraically_stable(method)
         self._explain(capped)
         self.seconds = time.perf_counter() - start

@@ -75,7 +75,7 @@ class StabilityFunction:
     - `a_stable`, `l_stable`: `None` for parametrised families.
     """
 
-    def __init__(self, tableau: ButcherTableau) -> None:
+    def __init__(self, tableau: ButcherTableau, order: int | None = None) -> None:
         s = tableau.stages
         if tableau.is_explicit:
             ones = sympy.Matrix([1] * s)
@@ -85,6 +85,11 @@ class StabilityFunction:
             for k in range(1, s + 1):
                 terms.append((b * vec)[0] * z**k)
                 vec = A * vec
+            if tableau.numeric and order:
+                # The proved order fixes the coefficients of z^k, k <= order, at 1/k!; the
+                # digits' rounding would otherwise leave noise there that decides the sign of
+                # |R(iy)|^2 - 1 near 0 (and collapses the imaginary interval to {0}).
+                terms[: order + 1] = [z**k / sympy.factorial(k) for k in range(order + 1)]
             expression = sympy.expand(sympy.Add(*terms))
         else:
             A = sympy.Matrix(tableau.A)
@@ -146,6 +151,7 @@ class StabilityFunction:
         return np.asarray(function(values), dtype=complex) * np.ones_like(values)
 
 
-def stability_function(tableau: ButcherTableau) -> StabilityFunction:
-    """R(z) and the linear stability properties of `tableau`."""
-    return StabilityFunction(tableau)
+def stability_function(tableau: ButcherTableau, order: int | None = None) -> StabilityFunction:
+    """R(z) and the linear stability properties of `tableau` (for a numeric explicit tableau,
+    the coefficients of z^k up to its proved `order` are taken exactly as 1/k!)."""
+    return StabilityFunction(tableau, order)

@@ -1,0 +1,60 @@
+"""Every catalog entry states its order, and the proof agrees with every claim it makes."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+import pytest
+
+import butcherflow as bf
+
+NAMES = sorted(bf.catalog)
+FAMILIES = ("runge-kutta", "splitting", "multistep", "continuous")
+
+
+@cache
+def check(name: str) -> bf.Report:
+    """One proof per catalog entry for the whole module."""
+    return bf.check(name)
+
+
+def test_catalog_is_not_empty() -> None:
+    assert len(NAMES) >= 40
+    assert {bf.catalog[name].family for name in NAMES} == set(FAMILIES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_claimed_order_is_proved(name: str) -> None:
+    method = bf.catalog[name]
+    assert method.name == name
+    assert method.family in FAMILIES
+    assert method.order is not None, f"{name}: the declaration must state its claimed order"
+    report = check(name)
+    assert report.claim_holds, report.mismatch_message()
+    assert report.order == method.order, report.mismatch_message()
+    report.raise_for_claims()  # raises bf.OrderClaimError on any mismatch
+    data = json.loads(report.to_json())
+    assert data["claim_holds"] is True
+    assert data["claims"]["order"] == {"claimed": method.order, "proved": report.order}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_secondary_claim_is_proved(name: str) -> None:
+    """Embedded orders, effective orders of splittings, zero stability of multistep methods."""
+    method = bf.catalog[name]
+    report = check(name)
+    secondary = {
+        "runge-kutta": "embedded_order",
+        "splitting": "effective_order",
+        "multistep": "zero_stable",
+    }.get(method.family)
+    if secondary is None:  # continuous: the order is the solver's
+        solver = method.solver_tableau()  # type: ignore[attr-defined]
+        assert report.order == bf.check(solver).order
+        return
+    claimed = getattr(method, secondary)
+    proved = getattr(report, secondary)
+    if claimed is not None:
+        assert claimed == proved, f"{name}: {secondary} is claimed {claimed} but proved {proved}"
+    assert report.claims.get(secondary, (claimed, proved)) == (claimed, proved)
