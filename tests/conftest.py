@@ -104,3 +104,14 @@ def gauss2() -> bf.ButcherTableau:
         name="gauss-legendre-2",
         order=4,
     )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_torch_thread() -> Iterator[None]:
+    """Tiny tensors run 10-100x slower with several threads on a shared 2-core machine."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

@@ -46,11 +46,18 @@ def _interval_end(poly: sympy.Poly, direction: int) -> float:
     """Largest r ≥ 0 with poly(direction·u) ≤ 0 for u in [0, r] (math.inf when unbounded)."""
     if poly.is_zero:
         return math.inf
-    candidates = sorted(
-        float(abs(r.real))
-        for r in _roots(poly)
-        if abs(r.imag) <= 1e-30 * max(1, abs(r)) and r.real * direction > 0
-    )
+    if poly.get_domain().is_QQ or poly.get_domain().is_ZZ:
+        # Exact real-root isolation: ~10x faster than all complex roots at 60 digits for the
+        # degree-34 polynomials of Feagin 10, and certain.
+        squarefree = poly.sqf_part()
+        reals = [(a + b) / 2 for (a, b), _ in squarefree.intervals(eps=sympy.Rational(1, 10**15))]
+        candidates = sorted(float(abs(r)) for r in reals if r * direction > 0)
+    else:
+        candidates = sorted(
+            float(abs(r.real))
+            for r in _roots(poly)
+            if abs(r.imag) <= 1e-30 * max(1, abs(r)) and r.real * direction > 0
+        )
 
     def sign_at(u: float) -> float:
         return float(poly.eval(sympy.Float(direction * u, 30)))

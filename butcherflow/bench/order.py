@@ -292,7 +292,8 @@ def run_order(
     print("\n" + text + "\n")
     for r in rows:
         if not r.passed:
-            print(f"FAIL: {r.label}: {_show(r.seconds)} s, target < {r.target:g} s {r.note}")
+            note = f"; {r.note}" if r.note else ""
+            print(f"FAIL: {r.label}: {_show(r.seconds)} s, target < {r.target:g} s{note}")
     write_section(output, "order", text)
     print(f"wrote the order section of {output}")
     return rows

@@ -115,16 +115,37 @@ def compile(
                 value=field,
                 valid=f"fields for {list(resolved.operators)}",
             )
+        for option, given in (("iterations", iterations), ("gate", gate)):
+            if given is not None:
+                raise DeclarationError(
+                    f"{option} does not apply to a splitting (explicit sub-steps, no gates)",
+                    key=option,
+                    value=given,
+                    valid=f"leave {option} unset",
+                )
         return SplittingBlock(
             resolved,
             fields,
             sizes,
             coefficients=coefficients,
+            step_size=step_size,
             share=share,
             post_norm=post_norm,
             causal=causal,
         )
     if isinstance(resolved, LinearMultistep):
+        if isinstance(fields, Sequence) and not isinstance(fields, str):
+            return compile_stack(
+                resolved,
+                fields,
+                d_model=d_model,
+                n_heads=n_heads,
+                d_ffn=d_ffn,
+                dropout=dropout,
+                activation=activation,
+                coefficients=coefficients,
+                causal=causal,
+            )
         raise DeclarationError(
             f"'{resolved.name}' is a multistep method: it spans layers, not one block",
             key="method",

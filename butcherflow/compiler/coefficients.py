@@ -35,6 +35,8 @@ class StageGate(nn.Module):
     `(batch, length, 1)`.
     """
 
+    start: torch.Tensor
+
     def __init__(
         self, d_model: int, stages: int, kind: str, init: tuple[float, ...] | None = None
     ) -> None:
@@ -48,25 +50,26 @@ class StageGate(nn.Module):
         self.proj = nn.Linear(stages * d_model, outputs)
         nn.init.zeros_(self.proj.weight)
         nn.init.zeros_(self.proj.bias)
-        if init is not None:
-            self._start_at(init)
+        # The starting logits live in a float64 buffer added at use in the input's dtype, so a
+        # float64 block starts exactly at the declared weights (a float32 bias would round them).
+        self.register_buffer("start", self._start_logits(init, outputs))
 
-    @torch.no_grad()
-    def _start_at(self, weights: tuple[float, ...]) -> None:
+    def _start_logits(self, weights: tuple[float, ...] | None, outputs: int) -> torch.Tensor:
+        start = torch.zeros(outputs, dtype=torch.float64)
+        if weights is None:
+            return start
         b = torch.tensor(weights, dtype=torch.float64)
         if self.kind == "tanh":
             if bool((b.abs() < 1).all()):
-                self.proj.bias.copy_(torch.atanh(b))
+                start = torch.atanh(b)
         elif bool((b > 0).all()) and abs(float(b.sum()) - 1.0) < 1e-12:
-            if self.stages == 2:
-                self.proj.bias.copy_(torch.log(b[:1] / b[1:]))
-            else:
-                self.proj.bias.copy_(torch.log(b))
+            start = torch.log(b[:1] / b[1:]) if self.stages == 2 else torch.log(b)
+        return start
 
     def forward(self, *stages: Tensor) -> tuple[Tensor, ...]:
         if len(stages) != self.stages:
             raise ValueError(f"gate built for {self.stages} stages got {len(stages)}")
-        logits = self.proj(torch.cat(stages, dim=-1))
+        logits = self.proj(torch.cat(stages, dim=-1)) + self.start.to(stages[0].dtype)
         if self.kind == "tanh":
             weights = torch.tanh(logits)
         elif self.stages == 2:

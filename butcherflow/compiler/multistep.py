@@ -20,13 +20,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, final
 
 import sympy
-import torch
 import torch.fx as fx
 from torch import nn
 
 from ..methods import ButcherTableau, LinearMultistep
 from ..nn import Field, make_field
-from .program import Coefficient, CompiledBlock, ProgramBuilder, require
+from .program import Coefficient, CompiledBlock, ProgramBuilder, exact_parameter, require
 
 STACK_POLICIES = ("exact", "learned")
 
@@ -92,7 +91,6 @@ class MultistepStack(CompiledBlock):
             assert isinstance(method, LinearMultistep)
             self.method = method
             out = self._multistep(holder, builder, method, starter, init or {})
-        self.field_calls = builder.field_calls
         self.program = builder.finish(out, class_name="MultistepStack")
 
     def _multistep(
@@ -180,9 +178,7 @@ class MultistepStack(CompiledBlock):
         if symbols:
             # the family's parameters, per layer; the coefficients are expressions in them
             name = f"theta{m}"
-            holder.register_parameter(
-                name, nn.Parameter(torch.tensor([float(init[str(s)]) for s in symbols]))
-            )
+            holder.register_parameter(name, exact_parameter([float(init[str(s)]) for s in symbols]))
             theta = builder.attribute(name, name=name)
             values = [builder.item(theta, i, name=f"{s}{m}") for i, s in enumerate(symbols)]
             out: dict[str, list[Coefficient]] = {}
@@ -197,7 +193,7 @@ class MultistepStack(CompiledBlock):
             return out
         name = f"coefficients{m}"
         initial = [float(e) for e in exprs["alpha"] + exprs["beta"]]
-        holder.register_parameter(name, nn.Parameter(torch.tensor(initial)))
+        holder.register_parameter(name, exact_parameter(initial))
         packed = builder.attribute(name, name=name)
         nodes = [builder.item(packed, i, name=f"c{m}_{i}") for i in range(2 * k)]
         return {"alpha": list(nodes[:k]), "beta": list(nodes[k:])}
@@ -239,7 +235,7 @@ class MultistepStack(CompiledBlock):
         for m in range(self.layers):
             f.append(builder.call_field(f"layer{m}", state, name=f"f{m}"))
             name = f"weights{m}"
-            holder.register_parameter(name, nn.Parameter(torch.ones(m + 1)))
+            holder.register_parameter(name, exact_parameter([1.0] * (m + 1)))
             weights = builder.attribute(name, name=name)
             terms: list[tuple[Coefficient, fx.Node]] = [
                 (builder.item(weights, i, name=f"w{m}_{i}"), f[i]) for i in range(m + 1)

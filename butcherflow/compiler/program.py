@@ -38,13 +38,11 @@ class ProgramBuilder:
         self.y = self.graph.placeholder("y")
         self.ctx = self.graph.placeholder("ctx")
         self.slots = 0
-        self.field_calls = 0
 
     def call_field(self, target: str, value: fx.Node, name: str) -> fx.Node:
         """K = self.<target>(value, ctx, slot): each call gets its own decoding-cache slot."""
         slot = self.slots
         self.slots += 1
-        self.field_calls += 1
         return self.graph.create_node("call_module", target, (value, self.ctx, slot), name=name)
 
     def call_module(self, target: str, args: tuple[Any, ...], name: str) -> fx.Node:
@@ -59,8 +57,18 @@ class ProgramBuilder:
     def combine(
         self, base: fx.Node | None, terms: Sequence[tuple[Coefficient, fx.Node]], name: str
     ) -> fx.Node:
-        """base + Σ c·k, skipping zero constants; the last node gets `name`."""
-        live = [(c, k) for c, k in terms if not (isinstance(c, float) and c == 0.0)]
+        """base + Σ c·k, skipping zero constants and folding repeated stages (a fixed-point
+        sweep starting from K⁽⁰⁾ = F(y) reads the same node several times); the last node
+        gets `name`."""
+        folded: dict[fx.Node, float] = {}
+        others: list[tuple[Coefficient, fx.Node]] = []
+        for c, k in terms:
+            if isinstance(c, float):
+                folded[k] = folded.get(k, 0.0) + c
+            else:
+                others.append((c, k))
+        merged = [(c, k) for k, c in folded.items()] + others
+        live = [(c, k) for c, k in merged if not (isinstance(c, float) and c == 0.0)]
         if base is None:
             if not live:
                 raise ValueError("empty combination")  # pragma: no cover - callers guard it
@@ -117,8 +125,19 @@ class CompiledBlock(nn.Module):
     method: Any
     program: fx.GraphModule
     causal: bool
-    field_calls: int
     policy: str
+
+    @property
+    def field_calls(self) -> int:
+        """Field evaluations per forward, counted in the final graph (after dead-code removal)."""
+        from ..nn import Field
+
+        return sum(
+            1
+            for node in self.program.graph.nodes
+            if node.op == "call_module"
+            and isinstance(self.program.get_submodule(str(node.target)), Field)
+        )
 
     @property
     def code(self) -> str:
@@ -172,10 +191,13 @@ class CompiledBlock(nn.Module):
 
         **Returns:** `(batch, length, d_model)`.
         """
-        if check and not torch.compiler.is_compiling() and not bool(torch.isfinite(x).all()):
-            raise ValueError(
-                f"{type(self).__name__}({self.method.name}): input x contains NaN or inf"
-            )
+        if check and not torch.compiler.is_compiling():
+            for name, value in (("x", x), ("memory", memory)):
+                if value is not None and not bool(torch.isfinite(value).all()):
+                    raise ValueError(
+                        f"{type(self).__name__}({self.method.name}): input {name} contains "
+                        "NaN or inf"
+                    )
         if ctx is None:
             ctx = Context(
                 key_padding_mask=key_padding_mask,
@@ -186,6 +208,31 @@ class CompiledBlock(nn.Module):
             )
         out: Tensor = self.program(x, ctx)
         return out
+
+
+def exact_parameter(values: list[float]) -> nn.Parameter:
+    """A trainable vector of coefficients kept in float64, so that it starts exactly at the
+    declared values whatever the model's dtype (0-dim entries do not promote activations)."""
+    return nn.Parameter(torch.tensor(values, dtype=torch.float64))
+
+
+def check_step_size(step: Any) -> None:
+    """h must be a finite positive number or 'learned'."""
+    import math
+
+    ok = step == "learned" or (
+        isinstance(step, (int, float))
+        and not isinstance(step, bool)
+        and math.isfinite(step)
+        and step > 0
+    )
+    require(
+        ok,
+        "step_size must be a finite positive number or 'learned'",
+        key="step_size",
+        value=step,
+        valid="e.g. step_size=1.0 or step_size='learned'",
+    )
 
 
 def require(condition: bool, problem: str, *, key: str, value: Any, valid: str) -> None:

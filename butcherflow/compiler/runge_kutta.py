@@ -22,7 +22,14 @@ from torch import nn
 from ..methods import ButcherTableau
 from ..nn import Field
 from .coefficients import POLICIES, StageGate
-from .program import Coefficient, CompiledBlock, ProgramBuilder, require
+from .program import (
+    Coefficient,
+    CompiledBlock,
+    ProgramBuilder,
+    check_step_size,
+    exact_parameter,
+    require,
+)
 
 
 def _needed_stages(method: ButcherTableau, weighted: set[int]) -> set[int]:
@@ -126,7 +133,6 @@ class RungeKuttaBlock(CompiledBlock):
             stages = self._stages(builder, h, needed)
             terms = self._weights(holder, builder, h, b, stages, gate)
             out = builder.combine(builder.y, terms, name="y_next")
-        self.field_calls = builder.field_calls
         self.program = builder.finish(out, class_name=_class_name(method.name))
 
     @property
@@ -136,18 +142,10 @@ class RungeKuttaBlock(CompiledBlock):
         return module
 
     def _step(self, holder: nn.Module, builder: ProgramBuilder, step: float | str) -> Coefficient:
+        check_step_size(step)
         if step == "learned":
-            import torch
-
-            holder.h = nn.Parameter(torch.ones(()))
-            return builder.attribute("h", name="h")
-        require(
-            isinstance(step, (int, float)) and not isinstance(step, bool) and step > 0,
-            "step_size must be a positive number or 'learned'",
-            key="step_size",
-            value=step,
-            valid="e.g. step_size=1.0 or step_size='learned'",
-        )
+            holder.h = exact_parameter([1.0])
+            return builder.item(builder.attribute("h", name="h_vector"), 0, name="h")
         return float(step)
 
     def _scaled(self, builder: ProgramBuilder, h: Coefficient, a: sympy.Expr) -> Coefficient:
@@ -213,7 +211,12 @@ class RungeKuttaBlock(CompiledBlock):
             previous = dict(K)
             for i in sorted(needed):
                 value = stage_input(i, previous, s)
-                K[i] = builder.call_field("field", value, name=f"k{i + 1}_{sweep + 1}")
+                # a stage whose row of A is zero is F(y) in every sweep: reuse it
+                K[i] = (
+                    first
+                    if value is builder.y
+                    else builder.call_field("field", value, name=f"k{i + 1}_{sweep + 1}")
+                )
         return K
 
     def _coefficients(
@@ -229,9 +232,7 @@ class RungeKuttaBlock(CompiledBlock):
             return lambda i: self._scaled(builder, h, sympy.Float(b[i]))
         if self.policy == "unit":
             return lambda i: self._scaled(builder, h, sympy.Integer(1))
-        import torch
-
-        holder.weights = nn.Parameter(torch.tensor([b[i] for i in order]))
+        holder.weights = exact_parameter([b[i] for i in order])
         position = {i: n for n, i in enumerate(order)}
 
         def learned(i: int) -> Coefficient:

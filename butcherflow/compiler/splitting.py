@@ -17,7 +17,14 @@ from torch import nn
 from ..errors import DeclarationError
 from ..methods import Splitting
 from ..nn import Field, make_field
-from .program import Coefficient, CompiledBlock, ProgramBuilder, require
+from .program import (
+    Coefficient,
+    CompiledBlock,
+    ProgramBuilder,
+    check_step_size,
+    exact_parameter,
+    require,
+)
 
 SPLITTING_POLICIES = ("exact", "learned")
 
@@ -33,6 +40,7 @@ class SplittingBlock(CompiledBlock):
     - `sizes`: `d_model`, `n_heads`, `d_ffn`, `dropout`, `activation` for named fields.
     - `coefficients`: `"exact"` or `"learned"` (one scalar per step, initialised at its cₖ).
       Gated policies are refused: a gate replacing the residual add would cancel cₖ.
+    - `step_size`: h (every step advances c_k·h), or `"learned"`.
     - `share`: one module per operator instead of one per step.
     - `post_norm`: a LayerNorm after every step; refused unless every cₖ and bᵢ is 1, since a
       norm after a scaled branch cancels the scale.
@@ -46,11 +54,13 @@ class SplittingBlock(CompiledBlock):
         sizes: Mapping[str, Any],
         *,
         coefficients: str = "exact",
+        step_size: float | str = 1.0,
         share: bool = False,
         post_norm: bool = False,
         causal: bool | None = None,
     ) -> None:
         super().__init__()
+        check_step_size(step_size)
         valid_ops = f"one field per operator: {list(method.operators)}"
         require(
             isinstance(fields, Mapping),
@@ -104,16 +114,17 @@ class SplittingBlock(CompiledBlock):
         holder = nn.Module()
         modules: dict[str, nn.Module] = {}
         targets: list[str] = []
-        seen: set[str] = set()
+        used: set[int] = set()  # ids of user modules already placed in a step
         for k, (op, _) in enumerate(method.steps):
             target = op if share else f"{op}{k}"
             if target not in modules:
                 spec = fields[op]
-                if isinstance(spec, nn.Module) and op in seen:
-                    spec = copy.deepcopy(spec)  # a given module is reused only when shared
+                if isinstance(spec, nn.Module):
+                    if id(spec) in used and not share:
+                        spec = copy.deepcopy(spec)  # one module per step unless shared
+                    used.add(id(spec))
                 modules[target] = _field(spec, sizes)
                 holder.add_module(target, modules[target])
-                seen.add(op)
             targets.append(target)
         self.method, self.policy = method, coefficients
         self.d_model = int(sizes.get("d_model") or _width(next(iter(modules.values()))))
@@ -121,19 +132,23 @@ class SplittingBlock(CompiledBlock):
         self.causal = needs_memory if causal is None else causal
         builder = ProgramBuilder(holder)
         if coefficients == "learned":
-            holder.step_weights = nn.Parameter(torch.tensor([float(c) for _, c in method.steps]))
+            holder.step_weights = exact_parameter([float(c) for _, c in method.steps])
+        h: Coefficient = 1.0 if step_size == "learned" else float(step_size)
+        if step_size == "learned":
+            holder.h = exact_parameter([1.0])
+            h = builder.item(builder.attribute("h", name="h_vector"), 0, name="h")
         y = builder.y
         for k, ((op, c), target) in enumerate(zip(method.steps, targets, strict=True)):
             scale: Coefficient = float(c)
             if coefficients == "learned":
                 weights = builder.attribute("step_weights", name="step_weights")
                 scale = builder.item(weights, k, name=f"c{k + 1}")
+            scale = _times(builder, scale, h)
             y = self._substep(builder, y, target, scale, f"{op.lower()}{k + 1}")
             if post_norm:
                 norm = f"norm{k}"
                 holder.add_module(norm, nn.LayerNorm(self.d_model))
                 y = builder.call_module(norm, (y,), name=f"y{k + 1}_normed")
-        self.field_calls = builder.field_calls
         self.program = builder.finish(y, class_name=_class_name(method.name))
 
     def _substep(
@@ -158,6 +173,15 @@ class SplittingBlock(CompiledBlock):
             if float(sub.b[i]) != 0.0
         ]
         return builder.combine(y, terms, name=f"y_{label}")
+
+
+def _times(builder: ProgramBuilder, scale: Coefficient, h: Coefficient) -> Coefficient:
+    """c_k·h, folded when both are constants."""
+    if isinstance(h, float) and h == 1.0:
+        return scale
+    if isinstance(scale, float) and isinstance(h, float):
+        return scale * h
+    return builder.graph.call_function(torch.mul, (scale, h))
 
 
 def _mul(builder: ProgramBuilder, scale: Coefficient, value: float) -> Coefficient:

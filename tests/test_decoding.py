@@ -1,0 +1,333 @@
+"""Incremental decoding: a compiled decoder block fed one token (or a few) at a time with a
+`DecodeCache` equals the full causal forward, for every catalog Runge-Kutta method and every
+splitting with Runge-Kutta sub-steps; `DecodeCache.reorder` (beam search) and the protocol errors.
+
+Protocol: the caller passes only the new tokens to every block, then calls `cache.advance(n)`
+once. Everything runs in float64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pytest
+import torch
+from torch import Tensor, nn
+
+import butcherflow as bf
+from butcherflow.nn import Context, DecodeCache
+
+DOUBLE = torch.float64
+D, H, DFF = 8, 2, 16
+SIZES: dict = {"d_model": D, "n_heads": H, "d_ffn": DFF}
+BATCH, T, SOURCE = 2, 5, 4
+TOLERANCE = 1e-10
+
+RUNGE_KUTTA = [
+    n
+    for n in sorted(bf.catalog)
+    if bf.catalog[n].family == "runge-kutta" and not bf.catalog[n].symbols
+]
+SPLITTINGS = [
+    n
+    for n in sorted(bf.catalog)
+    if bf.catalog[n].family == "splitting" and bf.catalog[n].substep is not None
+]
+DECODER_FIELDS = ["san+ca+ffn", "san+ca", "san"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread() -> Iterator[None]:
+    """Tiny tensors: intra-op threads only add contention (10-100x slower on a busy machine)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    torch.manual_seed(0)
+
+
+def randn(*shape: int, seed: int) -> Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g, dtype=DOUBLE)
+
+
+def rk_block(name: str, field: str) -> bf.CompiledBlock:
+    method = bf.catalog[name]
+    iterations = 2 if method.is_implicit else None
+    block = bf.compile(name, field=field, causal=True, iterations=iterations, **SIZES)
+    return block.to(DOUBLE).eval()
+
+
+def splitting_fields(name: str) -> dict[str, str]:
+    fields = {"A": "ffn", "B": "san+ca", "C": "ca"}
+    return {op: fields[op] for op in bf.catalog[name].operators}
+
+
+def splitting_block(name: str, share: bool = False) -> bf.CompiledBlock:
+    block = bf.compile(name, fields=splitting_fields(name), share=share, **SIZES)
+    return block.to(DOUBLE).eval()
+
+
+def decode(
+    blocks: Sequence[nn.Module],
+    x: Tensor,
+    memory: Tensor | None,
+    chunks: Sequence[int] = (1,) * T,
+    padding: Tensor | None = None,
+    memory_padding: Tensor | None = None,
+    cache: DecodeCache | None = None,
+) -> Tensor:
+    """Feed `x` through the stack `blocks` chunk by chunk (new tokens only), advancing the
+    cache once per chunk after every block ran."""
+    cache = DecodeCache() if cache is None else cache
+    outputs, start = [], 0
+    for n in chunks:
+        h = x[:, start : start + n]
+        mask = None if padding is None else padding[:, : start + n]
+        for block in blocks:
+            h = block(
+                h,
+                key_padding_mask=mask,
+                memory=memory,
+                memory_key_padding_mask=memory_padding,
+                cache=cache,
+            )
+        cache.advance(n)
+        outputs.append(h)
+        start += n
+    assert start == x.shape[1]
+    return torch.cat(outputs, dim=1)
+
+
+def full(
+    blocks: Sequence[nn.Module],
+    x: Tensor,
+    memory: Tensor | None,
+    padding: Tensor | None = None,
+    memory_padding: Tensor | None = None,
+) -> Tensor:
+    for block in blocks:
+        x = block(
+            x, key_padding_mask=padding, memory=memory, memory_key_padding_mask=memory_padding
+        )
+    return x
+
+
+def assert_close(actual: Tensor, expected: Tensor, tol: float = TOLERANCE) -> None:
+    error = (actual - expected).abs().max().item()
+    assert error <= tol, f"max |error| = {error:.3g} > {tol:.1g}"
+
+
+def inputs(seed: int = 1) -> tuple[Tensor, Tensor]:
+    return randn(BATCH, T, D, seed=seed), randn(BATCH, SOURCE, D, seed=seed + 100)
+
+
+def test_the_catalog_has_every_kind_decoded_here() -> None:
+    kinds = {bf.catalog[n].kind for n in RUNGE_KUTTA}
+    assert kinds == {"explicit", "diagonally implicit", "implicit"}
+    substeps = {bf.catalog[n].substep.name for n in SPLITTINGS}
+    assert {"euler", "rk4"} <= substeps
+    assert any(len(bf.catalog[n].operators) == 3 for n in SPLITTINGS)
+
+
+# -- every method, one token at a time ------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", DECODER_FIELDS)
+@pytest.mark.parametrize("name", RUNGE_KUTTA)
+def test_runge_kutta_decoding_equals_the_full_causal_forward(name: str, field: str) -> None:
+    block = rk_block(name, field)
+    assert block.causal
+    x, memory = inputs()
+    if "ca" not in field:
+        memory = None
+    expected = full([block], x, memory)
+    assert_close(decode([block], x, memory), expected)
+    # causal: a later token does not change an earlier output
+    changed = x.clone()
+    changed[:, -1] += 1.0
+    assert_close(full([block], changed, memory)[:, :-1], expected[:, :-1], 1e-12)
+
+
+@pytest.mark.parametrize("share", [False, True], ids=["separate", "shared"])
+@pytest.mark.parametrize("name", SPLITTINGS)
+def test_splitting_decoding_equals_the_full_causal_forward(name: str, share: bool) -> None:
+    block = splitting_block(name, share)
+    assert block.causal  # a field cross-attends: a decoder
+    x, memory = inputs()
+    assert_close(decode([block], x, memory), full([block], x, memory))
+
+
+def test_macaron_decoder_with_its_own_fields() -> None:
+    """FFN(½), causal SAN, CA, FFN(½) (Macaron's decoder)."""
+    fields = {"A": "ffn", "B": "san", "C": "ca"}
+    block = bf.compile("macaron-decoder", fields=fields, **SIZES).to(DOUBLE).eval()
+    assert block.causal
+    x, memory = inputs()
+    assert_close(decode([block], x, memory), full([block], x, memory))
+
+
+def test_every_stage_has_its_own_self_attention_cache() -> None:
+    """Sharing one cache slot between the stages of rk4 would attend to the wrong keys: the
+    decoding only matches because each field call keeps its own keys."""
+    block = rk_block("rk4", "san")
+    x, _ = inputs()
+    expected = full([block], x, None)
+    program = block.program
+
+    class OneSlot(nn.Module):  # the same field, every call forced into slot 0
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = program.field
+
+        def forward(self, y: Tensor, ctx: Context, slot: int) -> Tensor:
+            return self.inner(y, ctx, 0)
+
+    original = program.field
+    program.field = OneSlot()
+    try:
+        with pytest.raises(RuntimeError, match="slot"):
+            decode([block], x, None)
+    finally:
+        program.field = original
+    assert_close(decode([block], x, None), expected)
+
+
+# -- chunks, masks, stacks ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: rk_block("rk4", "san+ca+ffn"),
+        lambda: rk_block("sdirk-2", "san+ca+ffn"),
+        lambda: rk_block("gauss-legendre-2", "san+ca"),
+        lambda: splitting_block("strang-rk4"),
+        lambda: splitting_block("macaron-decoder", share=True),
+    ],
+    ids=["rk4", "sdirk-2", "gauss-legendre-2", "strang-rk4", "macaron-decoder"],
+)
+@pytest.mark.parametrize("chunks", [(2, 1, 2), (1, 3, 1), (5,)])
+def test_decoding_in_chunks_with_padding(make: object, chunks: tuple[int, ...]) -> None:
+    block = make()  # type: ignore[operator]
+    x, memory = inputs(seed=3)
+    padding = torch.tensor([[True, False, False, False, False], [False] * T])  # left padding
+    memory_padding = torch.tensor([[False] * SOURCE, [False, False, True, True]])
+    expected = full([block], x, memory, padding, memory_padding)
+    actual = decode([block], x, memory, chunks, padding, memory_padding)
+    assert_close(actual, expected)
+    # the masks matter: without them the result differs
+    assert (full([block], x, memory) - expected).abs().max() > 1e-6
+
+
+def test_a_stack_of_blocks_shares_one_cache() -> None:
+    """A model passes one cache to every block, then advances it once per step."""
+    blocks = [
+        rk_block("rk4", "san+ca+ffn"),
+        splitting_block("strang"),
+        rk_block("radau-iia-3", "san+ca"),
+        rk_block("euler", "san+ca+ffn"),
+    ]
+    x, memory = inputs(seed=5)
+    assert_close(decode(blocks, x, memory, chunks=(1, 2, 1, 1)), full(blocks, x, memory))
+
+
+def test_context_with_a_cache_equals_the_keyword_arguments() -> None:
+    block = rk_block("heun", "san+ca+ffn")
+    x, memory = inputs()
+    cache = DecodeCache()
+    outputs = []
+    for t in range(T):
+        ctx = Context(causal=True, memory=memory, cache=cache)
+        outputs.append(block(x[:, t : t + 1], ctx=ctx))
+        cache.advance(1)
+    assert_close(torch.cat(outputs, dim=1), full([block], x, memory))
+
+
+# -- beam search: reorder -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: rk_block("rk4", "san+ca+ffn"), lambda: splitting_block("macaron-decoder")],
+    ids=["rk4", "macaron-decoder"],
+)
+def test_reorder_selects_batch_rows(make: object) -> None:
+    block = make()  # type: ignore[operator]
+    x, memory = inputs(seed=7)
+    memory_padding = torch.tensor([[False] * SOURCE, [False, False, False, True]])
+    index = torch.tensor([1, 0, 1])  # beams: row 1 twice, row 0 once
+    cache = DecodeCache()
+    first = decode([block], x[:, :2], memory, (1, 1), None, memory_padding, cache)
+    assert cache.length == 2
+    cache.reorder(index)
+    # continue with the reordered rows only: new tokens of the selected beams
+    later = decode([block], x[index, 2:], memory[index], (1, 2), None, memory_padding[index], cache)
+    assert cache.length == T
+    expected = full([block], x[index], memory[index], None, memory_padding[index])
+    assert_close(first[index], expected[:, :2])
+    assert_close(later, expected[:, 2:])
+
+
+def test_reorder_keeps_the_cache_consistent_for_a_new_row_order() -> None:
+    block = rk_block("dormand-prince-5", "san+ca+ffn")
+    x, memory = inputs(seed=8)
+    index = torch.tensor([1, 0])  # swap the two rows
+    cache = DecodeCache()
+    decode([block], x[:, :3], memory, (1, 1, 1), cache=cache)
+    cache.reorder(index)
+    later = decode([block], x[index, 3:], memory[index], (1, 1), cache=cache)
+    assert_close(later, full([block], x[index], memory[index])[:, 3:])
+    # without the reorder the swapped rows would see the other row's keys
+    stale = DecodeCache()
+    decode([block], x[:, :3], memory, (1, 1, 1), cache=stale)
+    wrong = decode([block], x[index, 3:], memory[index], (1, 1), cache=stale)
+    assert (wrong - later).abs().max() > 1e-6
+
+
+# -- protocol errors ------------------------------------------------------------------------
+
+
+def test_forgetting_advance_is_caught() -> None:
+    block = rk_block("heun", "san+ca+ffn")
+    x, memory = inputs()
+    cache = DecodeCache()
+    block(x[:, :1], memory=memory, cache=cache)
+    with pytest.raises(RuntimeError, match="advance"):
+        block(x[:, 1:2], memory=memory, cache=cache)
+
+
+def test_clear_starts_a_new_sequence() -> None:
+    block = rk_block("rk4", "san")
+    x, _ = inputs()
+    cache = DecodeCache()
+    decode([block], x, None, cache=cache)
+    cache.clear()
+    assert cache.length == 0
+    assert_close(decode([block], x, None, cache=cache), full([block], x, None))
+
+
+def test_advance_refuses_a_negative_count() -> None:
+    with pytest.raises(ValueError, match="non-negative"):
+        DecodeCache().advance(-1)
+
+
+def test_a_cache_needs_a_causal_block() -> None:
+    block = bf.compile("rk4", field="san", causal=False, **SIZES).to(DOUBLE)
+    x, _ = inputs()
+    with pytest.raises(ValueError, match="causal"):
+        block(x[:, :1], cache=DecodeCache())
+
+
+def test_padding_mask_must_cover_the_cached_keys() -> None:
+    block = rk_block("heun", "san")
+    x, _ = inputs()
+    cache = DecodeCache()
+    block(x[:, :1], cache=cache)
+    cache.advance(1)
+    with pytest.raises(ValueError, match="cached keys"):
+        block(x[:, 1:2], key_padding_mask=torch.zeros(BATCH, 1, dtype=torch.bool), cache=cache)
