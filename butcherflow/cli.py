@@ -210,7 +210,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_show)
 
     p = sub.add_parser("bench", help="run a benchmark and write docs/benchmarks.md")
-    p.add_argument("what", choices=("order",), help="order: verify the whole catalog, timed")
+    p.add_argument(
+        "what",
+        choices=("order", "block"),
+        help="order: prove the whole catalog, timed, beside NodePy; block: compiled blocks vs "
+        "hand-written loops and transformer-small vs torch.nn.Transformer",
+    )
     p.add_argument("--output", default="docs/benchmarks.md", help="markdown file to update")
     p.add_argument("--repeats", type=int, default=3, help="timings are the median of repeats")
     p.add_argument("--no-nodepy", action="store_true", help="skip the NodePy comparison")

@@ -60,17 +60,23 @@ def run_benchmark(args: argparse.Namespace) -> int:
 
     **Arguments:**
 
-    - `args`: parsed CLI arguments: `what` (`"order"`), `output`, `repeats`, `no_nodepy`.
+    - `args`: parsed CLI arguments: `what` (`"order"` or `"block"`), `output`, `repeats`,
+      `no_nodepy`.
 
     **Returns:** the exit code, 0 (a missed target is reported, not an error).
     """
-    from .order import run_order
-
     command = f"butcherflow bench {args.what} --repeats {args.repeats}"
-    if args.no_nodepy:
-        command += " --no-nodepy"
     if str(args.output) != "docs/benchmarks.md":
         command += f" --output {args.output}"
+    if args.what == "block":
+        from .block import run_block
+
+        run_block(output=args.output, repeats=args.repeats, command=command)
+        return 0
+    from .order import run_order
+
+    if args.no_nodepy:
+        command += " --no-nodepy"
     run_order(output=args.output, repeats=args.repeats, nodepy=not args.no_nodepy, command=command)
     return 0
 
