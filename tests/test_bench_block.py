@@ -52,7 +52,7 @@ def test_side_by_side_returns_one_median_per_step() -> None:
 
 
 def test_ratios() -> None:
-    row = BlockRow("rk4", calls=4, block=4.2, hand=4.0, field=1.0)
+    row = BlockRow("rk4", calls=4, block=4.2, hand=4.0, calls_time=4.0)
     assert row.vs_hand == pytest.approx(1.05) and row.vs_calls == pytest.approx(1.05)
 
 

@@ -23,8 +23,8 @@ from butcherflow.analysis.splitting import (
     SplittingReport,
     additive_tableau,
     analyse_splitting,
-    exact_domain,
 )
+from butcherflow.analysis.weights import smallest_domain
 
 SETTINGS = settings(
     max_examples=30,
@@ -202,13 +202,13 @@ def test_additive_tableau_of_strang_with_heun() -> None:
     assert b["A"] == [h / 2, h / 2, 0, 0, h / 2, h / 2] and b["B"] == [0, 0, h, h, 0, 0]
 
 
-def test_exact_domain_converts_radicals_exactly() -> None:
+def test_smallest_domain_converts_radicals_exactly() -> None:
     r = sympy.root(2, 3)
-    domain, (x, y) = exact_domain([1 / (2 - r), r**2 / 3])
+    domain, (x, y) = smallest_domain([1 / (2 - r), r**2 / 3])
     assert "2**(1/3)" in str(domain)
     assert sympy.simplify(domain.to_sympy(x * (2 - domain.from_sympy(r))) - 1) == 0
     assert sympy.simplify(domain.to_sympy(y) - r**2 / 3) == 0
-    assert str(exact_domain([1, 2])[0]) == "QQ"
+    assert str(smallest_domain([1, 2])[0]) == "QQ"
 
 
 def test_report_renders_as_text_markdown_and_json() -> None:

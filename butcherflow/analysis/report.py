@@ -99,12 +99,22 @@ class Report(abc.ABC):
     def to_dict(self) -> dict[str, Any]:
         """Everything the report knows, as plain data (exact values as strings)."""
 
+    @property
+    def layer(self) -> tuple[bool, str]:
+        """`(compiles, how or why not)`: whether `bf.compile` turns the method into a layer."""
+        from .layer import layer_verdict
+
+        return layer_verdict(self.method)
+
+    def all_rows(self) -> list[tuple[str, Any]]:
+        return [*self.rows(), ("layer", self.layer[1])]
+
     def header(self) -> str:
         title = self.method.title if self.method.title != self.method.name else ""
         return f"{self.method.name} ({self.method.family}{', ' + title if title else ''})"
 
     def __str__(self) -> str:
-        rows = [(label, show(value)) for label, value in self.rows()]
+        rows = [(label, show(value)) for label, value in self.all_rows()]
         width = max(len(label) for label, _ in rows)
         lines = [self.header(), "-" * len(self.header())]
         lines += [f"{label.ljust(width)}  {value}" for label, value in rows]
@@ -115,7 +125,7 @@ class Report(abc.ABC):
 
     def to_markdown(self) -> str:
         lines = [f"### {self.header()}", "", "| property | value |", "|---|---|"]
-        for label, value in self.rows():
+        for label, value in self.all_rows():
             cell = show(value).replace("|", "\\|")
             lines.append(f"| {label} | {cell} |")
         if self.mismatches:
@@ -129,6 +139,7 @@ class Report(abc.ABC):
             "family": self.method.family,
             "claims": {k: {"claimed": c, "proved": p} for k, (c, p) in self.claims.items()},
             "claim_holds": self.claim_holds,
+            "layer": {"compiles": self.layer[0], "how": self.layer[1]},
             **self.to_dict(),
             "notes": self.notes,
         }

@@ -24,14 +24,12 @@ P with non-negative coefficients in the coefficients.
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from collections.abc import Sequence
 from typing import Any, final
 
 import sympy
 from sympy.polys.domains import QQ
-from sympy.polys.numberfields import primitive_element
 
 from ..errors import AnalysisError
 from ..methods import ButcherTableau, Splitting
@@ -42,54 +40,6 @@ from .weights import WeightTable, smallest_domain
 DEFAULT_CAP = 8  # search limit when the declaration claims no order
 Word = tuple[int, ...]  # letters are operator indices
 Series = dict[Word, Any]
-
-
-def exact_domain(values: Sequence[sympy.Expr]) -> tuple[Any, list[Any]]:
-    """Like `smallest_domain`, but built from the radicals p^(1/q) themselves when the values are
-    rational expressions in them: sympy's constructor would find a minimal polynomial for every
-    composite value such as 1/(2 − 2^(1/5)) (a minute for a sixth-order triple jump).
-
-    **Returns:** `(domain, converted values)`.
-    """
-    exprs = [sympy.sympify(v) for v in values]
-    roots: dict[sympy.Expr, int] = {}  # base -> lcm of the root indices q of base^(p/q)
-
-    def scan(e: sympy.Expr) -> bool:
-        if e.is_Rational:
-            return True
-        if e.is_Add or e.is_Mul or (e.is_Pow and e.exp.is_Integer):
-            return all(scan(a) for a in e.args)
-        if e.is_Pow and e.exp.is_Rational and e.base.is_Rational and e.base > 0:
-            roots[e.base] = math.lcm(roots.get(e.base, 1), e.exp.q)
-            return True
-        return False
-
-    if not all(scan(e) for e in exprs) or not roots:
-        return smallest_domain(exprs)
-    # One generator base^(1/L) per base: 2^(1/3), 2^(1/5) and 2^(8/15) are powers of 2^(1/15).
-    bases = list(roots)
-    generators = [base ** sympy.Rational(1, roots[base]) for base in bases]
-    g, span, H = primitive_element(generators, ex=True, polys=True)
-    root = sympy.Add(*(s * x for s, x in zip(span, generators, strict=True)))
-    domain = QQ.algebraic_field((g, root))
-    images = {
-        b: domain.dtype.from_list(h, g.rep.to_list(), QQ) for b, h in zip(bases, H, strict=True)
-    }
-
-    def convert(e: sympy.Expr) -> Any:
-        if e.is_Rational:
-            return domain.convert(e)
-        if e.is_Add:
-            return sum((convert(a) for a in e.args), domain.zero)
-        if e.is_Mul:
-            return math.prod((convert(a) for a in e.args), start=domain.one)
-        if e.exp.is_Integer:
-            x, n = convert(e.base), int(e.exp)
-        else:
-            x, n = images[e.base], int(e.exp.p * roots[e.base] // e.exp.q)
-        return x**n if n >= 0 else domain.quo(domain.one, x ** (-n))
-
-    return domain, [convert(e) for e in exprs]
 
 
 @final
@@ -218,7 +168,7 @@ class SplittingReport(Report):
         ops = method.operators
         self._letter = {op: i for i, op in enumerate(ops)}
         self._single = all(len(op) == 1 for op in ops)
-        domain, values = exact_domain([c for _, c in method.steps])
+        domain, values = smallest_domain([c for _, c in method.steps])
         self.domain = str(domain)
         self._product = FreeProduct(
             [(self._letter[op], v) for (op, _), v in zip(method.steps, values, strict=True)], domain

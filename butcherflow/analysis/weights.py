@@ -12,11 +12,14 @@ for Gauss-Legendre or Radau, or a polynomial ring for families with symbols.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sympy
 from sympy.polys.constructor import construct_domain
+from sympy.polys.domains import QQ
+from sympy.polys.numberfields.subfield import primitive_element
 
 from .trees import Tree, TreeFamily
 
@@ -24,10 +27,57 @@ Vector = list[Any]
 
 
 def smallest_domain(values: Sequence[sympy.Expr]) -> tuple[Any, list[Any]]:
-    """The smallest exact sympy domain holding `values`, and the values converted into it."""
-    # 1/2 joins the values so that integer tableaux get QQ (the conditions' 1/γ(t) are rational).
-    domain, converted = construct_domain([*values, sympy.Rational(1, 2)], extension=True)
-    return domain, list(converted)[:-1]
+    """The smallest exact sympy domain holding `values`, and the values converted into it.
+
+    When the values are rational expressions in radicals p^(1/q), the field is built from the
+    radicals themselves (one generator per base): sympy's general constructor would find a
+    minimal polynomial for every composite value such as 1/(2 − 2^(1/5)) (a minute for a
+    sixth-order triple jump). Otherwise sympy's constructor decides (QQ, QQ<√k>, polynomial
+    rings for families).
+
+    **Returns:** `(domain, converted values)`.
+    """
+    exprs = [sympy.sympify(v) for v in values]
+    roots: dict[sympy.Expr, int] = {}  # base -> lcm of the root indices q of base^(p/q)
+
+    def scan(e: sympy.Expr) -> bool:
+        if e.is_Rational:
+            return True
+        if e.is_Add or e.is_Mul or (e.is_Pow and e.exp.is_Integer):
+            return all(scan(a) for a in e.args)
+        if e.is_Pow and e.exp.is_Rational and e.base.is_Rational and e.base > 0:
+            roots[e.base] = math.lcm(roots.get(e.base, 1), e.exp.q)
+            return True
+        return False
+
+    if not all(scan(e) for e in exprs) or not roots:
+        # 1/2 joins the values so that integer tableaux get QQ (1/γ(t) is rational).
+        domain, converted = construct_domain([*exprs, sympy.Rational(1, 2)], extension=True)
+        return domain, list(converted)[:-1]
+    # One generator base^(1/L) per base: 2^(1/3), 2^(1/5) and 2^(8/15) are powers of 2^(1/15).
+    bases = list(roots)
+    generators = [base ** sympy.Rational(1, roots[base]) for base in bases]
+    g, span, H = primitive_element(generators, ex=True, polys=True)
+    root = sympy.Add(*(s * x for s, x in zip(span, generators, strict=True)))
+    domain = QQ.algebraic_field((g, root))
+    images = {
+        b: domain.dtype.from_list(h, g.rep.to_list(), QQ) for b, h in zip(bases, H, strict=True)
+    }
+
+    def convert(e: sympy.Expr) -> Any:
+        if e.is_Rational:
+            return domain.convert(e)
+        if e.is_Add:
+            return sum((convert(a) for a in e.args), domain.zero)
+        if e.is_Mul:
+            return math.prod((convert(a) for a in e.args), start=domain.one)
+        if e.exp.is_Integer:
+            x, n = convert(e.base), int(e.exp)
+        else:
+            x, n = images[e.base], int(e.exp.p * roots[e.base] // e.exp.q)
+        return x**n if n >= 0 else domain.quo(domain.one, x ** (-n))
+
+    return domain, [convert(e) for e in exprs]
 
 
 class Dual:

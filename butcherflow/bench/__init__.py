@@ -66,6 +66,8 @@ def run_benchmark(args: argparse.Namespace) -> int:
     **Returns:** the exit code, 0 (a missed target is reported, not an error).
     """
     command = f"butcherflow bench {args.what} --repeats {args.repeats}"
+    if args.what == "order" and args.no_nodepy:
+        command += " --no-nodepy"
     if str(args.output) != "docs/benchmarks.md":
         command += f" --output {args.output}"
     if args.what == "block":
@@ -75,8 +77,6 @@ def run_benchmark(args: argparse.Namespace) -> int:
         return 0
     from .order import run_order
 
-    if args.no_nodepy:
-        command += " --no-nodepy"
     run_order(output=args.output, repeats=args.repeats, nodepy=not args.no_nodepy, command=command)
     return 0
 
