@@ -25,6 +25,19 @@ from .runge_kutta import RungeKuttaBlock
 FieldSpec = str | nn.Module
 
 
+def field_sizes(
+    d_model: int | None, n_heads: int | None, d_ffn: int | None, dropout: float, activation: str
+) -> dict[str, Any]:
+    """The keyword arguments every named field is built with."""
+    return {
+        "d_model": d_model,
+        "n_heads": n_heads,
+        "d_ffn": d_ffn,
+        "dropout": dropout,
+        "activation": activation,
+    }
+
+
 def build_field(spec: FieldSpec, sizes: Mapping[str, Any]) -> Field:
     """A named field (built at `sizes`) or a user module wrapped as a field."""
     return make_field(spec, **sizes)
@@ -71,13 +84,7 @@ def compile(
     with `block.code`, `block.num_parameters`, `block.flops_per_token()`.
     """
     resolved = catalog.resolve(method)
-    sizes = {
-        "d_model": d_model,
-        "n_heads": n_heads,
-        "d_ffn": d_ffn,
-        "dropout": dropout,
-        "activation": activation,
-    }
+    sizes = field_sizes(d_model, n_heads, d_ffn, dropout, activation)
     if isinstance(resolved, ButcherTableau):
         if field is None or fields is not None:
             raise DeclarationError(
@@ -206,13 +213,7 @@ def compile_stack(
     """
     from .multistep import MultistepStack
 
-    sizes = {
-        "d_model": d_model,
-        "n_heads": n_heads,
-        "d_ffn": d_ffn,
-        "dropout": dropout,
-        "activation": activation,
-    }
+    sizes = field_sizes(d_model, n_heads, d_ffn, dropout, activation)
     if isinstance(fields, (str, bytes)) or not isinstance(fields, Sequence):
         raise DeclarationError(
             "fields must be a list with one field per layer",
