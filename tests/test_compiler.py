@@ -49,15 +49,6 @@ EXACT_FLOW_SPLITTINGS = _names("splitting", lambda m: m.substep is None)
 MULTISTEP = _names("multistep")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    """Tiny tensors: intra-op threads only add contention (10-100x slower on a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(0)

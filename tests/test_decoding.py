@@ -8,7 +8,7 @@ once. Everything runs in float64.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 import torch
@@ -34,15 +34,6 @@ SPLITTINGS = [
     if bf.catalog[n].family == "splitting" and bf.catalog[n].substep is not None
 ]
 DECODER_FIELDS = ["san+ca+ffn", "san+ca", "san"]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    """Tiny tensors: intra-op threads only add contention (10-100x slower on a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(autouse=True)

@@ -17,9 +17,9 @@ from ..methods import (
     Splitting,
     catalog,
 )
-from ..nn import Field, make_field
+from ..nn import make_field
 from .coefficients import StageGate
-from .program import CompiledBlock
+from .program import CompiledBlock, field_width
 from .runge_kutta import RungeKuttaBlock
 
 FieldSpec = str | nn.Module
@@ -36,11 +36,6 @@ def field_sizes(
         "dropout": dropout,
         "activation": activation,
     }
-
-
-def build_field(spec: FieldSpec, sizes: Mapping[str, Any]) -> Field:
-    """A named field (built at `sizes`) or a user module wrapped as a field."""
-    return make_field(spec, **sizes)
 
 
 def compile(
@@ -101,11 +96,11 @@ def compile(
                     value=value,
                     valid=f"{option}={default!r}",
                 )
-        built = build_field(field, sizes)
+        built = make_field(field, **sizes)
         return RungeKuttaBlock(
             resolved,
             built,
-            d_model=_width(built, d_model),
+            d_model=field_width(built, d_model),
             coefficients=coefficients,
             step_size=step_size,
             iterations=iterations,
@@ -167,19 +162,6 @@ def compile(
             valid="a Runge-Kutta method or a splitting",
         )
     raise TypeError(f"cannot compile {type(resolved).__name__}")  # pragma: no cover
-
-
-def _width(field: Field, d_model: int | None) -> int:
-    if d_model is not None:
-        return d_model
-    for p in field.parameters():
-        return int(p.shape[-1]) if p.dim() else 1
-    raise DeclarationError(
-        "d_model is needed for a field without parameters",
-        key="d_model",
-        value=None,
-        valid="pass d_model=...",
-    )
 
 
 def compile_stack(

@@ -151,13 +151,13 @@ class CompiledBlock(nn.Module):
         """Estimated forward FLOPs per token at sequence `length`: 2 per multiply-add in linear
         layers, attention scores and values (4·length·d_model per attention call), and one
         axpy (2·d_model) per term of every linear combination."""
+        from ..nn import MultiheadAttention
+
         total = 0
         for node in self.program.graph.nodes:
             if node.op == "call_module":
                 module = self.program.get_submodule(str(node.target))
                 total += _linear_flops(module)
-                from ..nn import MultiheadAttention
-
                 for sub in module.modules():
                     if isinstance(sub, MultiheadAttention):
                         total += 4 * length * sub.d_model
@@ -208,6 +208,25 @@ class CompiledBlock(nn.Module):
             )
         out: Tensor = self.program(x, ctx)
         return out
+
+
+def class_name(method_name: str) -> str:
+    """The generated module's class name: `dormand-prince-5` -> `DormandPrince5Block`."""
+    return "".join(part.capitalize() for part in method_name.split("-")) + "Block"
+
+
+def field_width(module: nn.Module, d_model: int | None = None) -> int:
+    """d_model when given, else the last dimension of the module's first parameter."""
+    if d_model is not None:
+        return d_model
+    for p in module.parameters():
+        return int(p.shape[-1]) if p.dim() else 1
+    raise DeclarationError(
+        "d_model is needed for a field without parameters",
+        key="d_model",
+        value=None,
+        valid="pass d_model=...",
+    )
 
 
 def exact_parameter(values: list[float]) -> nn.Parameter:

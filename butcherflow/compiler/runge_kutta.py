@@ -27,6 +27,7 @@ from .program import (
     CompiledBlock,
     ProgramBuilder,
     check_step_size,
+    class_name,
     exact_parameter,
     require,
 )
@@ -133,7 +134,7 @@ class RungeKuttaBlock(CompiledBlock):
             stages = self._stages(builder, h, needed)
             terms = self._weights(holder, builder, h, b, stages, gate)
             out = builder.combine(builder.y, terms, name="y_next")
-        self.program = builder.finish(out, class_name=_class_name(method.name))
+        self.program = builder.finish(out, class_name=class_name(method.name))
 
     @property
     def field(self) -> Field:
@@ -286,7 +287,3 @@ class RungeKuttaBlock(CompiledBlock):
 
 def _times(a: object, b: object) -> object:
     return a * b  # type: ignore[operator]
-
-
-def _class_name(name: str) -> str:
-    return "".join(part.capitalize() for part in name.replace("_", "-").split("-")) + "Block"

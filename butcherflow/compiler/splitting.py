@@ -14,7 +14,6 @@ from typing import Any, final
 import torch
 from torch import nn
 
-from ..errors import DeclarationError
 from ..methods import Splitting
 from ..nn import Field, make_field
 from .program import (
@@ -22,7 +21,9 @@ from .program import (
     CompiledBlock,
     ProgramBuilder,
     check_step_size,
+    class_name,
     exact_parameter,
+    field_width,
     require,
 )
 
@@ -123,11 +124,11 @@ class SplittingBlock(CompiledBlock):
                     if id(spec) in used and not share:
                         spec = copy.deepcopy(spec)  # one module per step unless shared
                     used.add(id(spec))
-                modules[target] = _field(spec, sizes)
+                modules[target] = make_field(spec, **sizes)
                 holder.add_module(target, modules[target])
             targets.append(target)
         self.method, self.policy = method, coefficients
-        self.d_model = int(sizes.get("d_model") or _width(next(iter(modules.values()))))
+        self.d_model = int(sizes.get("d_model") or field_width(next(iter(modules.values()))))
         needs_memory = any(isinstance(m, Field) and m.needs_memory for m in modules.values())
         self.causal = needs_memory if causal is None else causal
         builder = ProgramBuilder(holder)
@@ -149,7 +150,7 @@ class SplittingBlock(CompiledBlock):
                 norm = f"norm{k}"
                 holder.add_module(norm, nn.LayerNorm(self.d_model))
                 y = builder.call_module(norm, (y,), name=f"y{k + 1}_normed")
-        self.program = builder.finish(y, class_name=_class_name(method.name))
+        self.program = builder.finish(y, class_name=class_name(method.name))
 
     def _substep(
         self, builder: ProgramBuilder, y: Any, target: str, scale: Coefficient, label: str
@@ -190,20 +191,3 @@ def _mul(builder: ProgramBuilder, scale: Coefficient, value: float) -> Coefficie
     if value == 1.0:
         return scale
     return builder.graph.call_function(torch.mul, (scale, value))
-
-
-def _field(spec: str | nn.Module, sizes: Mapping[str, Any]) -> Field:
-    try:
-        return make_field(spec, **sizes)
-    except DeclarationError as error:
-        raise error from None
-
-
-def _width(module: nn.Module) -> int:
-    for p in module.parameters():
-        return int(p.shape[-1])
-    raise DeclarationError("d_model is needed", key="d_model", value=None, valid="pass d_model=...")
-
-
-def _class_name(name: str) -> str:
-    return "".join(part.capitalize() for part in name.split("-")) + "Block"
