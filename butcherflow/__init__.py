@@ -2,7 +2,7 @@
 
 from . import nn
 from .analysis import Report, check
-from .assemble import LanguageModel, Recipe, Seq2Seq, load_recipe
+from .assemble import LanguageModel, Recipe, Seq2Seq, load_recipe, warm_start
 from .compiler import CompiledBlock, compile, compile_stack
 from .errors import (
     AnalysisError,
@@ -46,4 +46,5 @@ __all__ = [
     "load",
     "load_recipe",
     "nn",
+    "warm_start",
 ]

@@ -37,3 +37,15 @@ def test_report_says_whether_the_method_compiles(name: str) -> None:
     assert json.loads(report.to_json())["layer"]["compiles"] is compiles
     if not compiles:
         assert how.startswith("not compiled")
+
+
+def test_continuous_verdicts_follow_the_grid() -> None:
+    block = bf.catalog["neural-ode-rk4"]
+    adaptive = bf.catalog["neural-ode-dopri5"]
+    positions = bf.catalog["floater"]
+    assert bf.check(block).layer[0] and "fixed step" in bf.check(block).layer[1]
+    assert bf.check(adaptive).layer[0] and "no incremental" in bf.check(adaptive).layer[1]
+    compiles, how = bf.check(positions).layer
+    assert not compiles and "position = 'floater'" in how
+    assert bf.compile(block, field="ffn", **SIZES).incremental
+    assert not bf.compile(adaptive, field="ffn", **SIZES).incremental

@@ -45,8 +45,18 @@ def layer_verdict(method: Method) -> tuple[bool, str]:
             )
         return True, "bf.compile_stack: a stack reusing every earlier state and field output"
     if isinstance(method, ContinuousDynamics):
-        return False, (
-            "not compiled yet: continuous-depth blocks and FLOATER encoders are the "
-            "continuous-dynamics issue's work"
+        if method.grid == "positions":
+            return False, (
+                "not compiled as a block: position dynamics (grid = 'positions') are a position "
+                "encoder; use position = 'floater' in a recipe's [embedding]"
+            )
+        if method.adaptive:
+            return True, (
+                f"bf.compile: a continuous-depth block, one field called wherever {method.method} "
+                "steps (a data-dependent count); no incremental decoding"
+            )
+        return True, (
+            "bf.compile: a continuous-depth block, one field called at every stage of "
+            "every fixed step, each call with its own decoding-cache slot"
         )
     return False, "unknown family"  # pragma: no cover

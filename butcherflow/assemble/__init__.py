@@ -1,9 +1,11 @@
 """Stage 4, assemble: models built from compiled blocks, declared by recipes."""
 
+from .floater import FloaterInjection, warm_start
 from .models import LanguageModel, Seq2Seq, apply_param_budget, count_parameters
 from .recipe import Recipe, load_recipe, recipe_from_dict, recipe_names
 
 __all__ = [
+    "FloaterInjection",
     "LanguageModel",
     "Recipe",
     "Seq2Seq",
@@ -12,4 +14,5 @@ __all__ = [
     "load_recipe",
     "recipe_from_dict",
     "recipe_names",
+    "warm_start",
 ]

@@ -19,6 +19,7 @@ from ..compiler import CompiledBlock, compile, compile_stack
 from ..errors import DeclarationError
 from ..methods import LinearMultistep, Splitting, catalog
 from ..nn import Context, DecodeCache, LearnedPositions, SinusoidalPositions, token_positions
+from .floater import FloaterInjection
 from .recipe import Recipe, Side, load_recipe
 
 CROSS_ATTENDING = ("ca", "san+ca", "san+ca+ffn")
@@ -78,7 +79,7 @@ class _Embedding(nn.Module):
             self.tokens.weight[pad_index].zero_()
         self.positions: nn.Module = (
             SinusoidalPositions(d)
-            if recipe.position == "sinusoidal"
+            if recipe.position in ("sinusoidal", "floater")  # FLOATER keeps the input encoding
             else LearnedPositions(recipe.max_len, d)
         )
         self.scale = math.sqrt(d) if recipe.scale_embeddings else 1.0
@@ -97,6 +98,24 @@ class _Embedding(nn.Module):
         )
         x = self.tokens(tokens) * self.scale + self.positions(positions).to(self.tokens.weight)
         return self.dropout(x)
+
+
+def _floater(
+    recipe: Recipe, encoder: nn.ModuleList | None, decoder: nn.ModuleList
+) -> FloaterInjection | None:
+    """FLOATER's q/k/v position biases for the attention modules (position = "floater")."""
+    if recipe.position != "floater":
+        return None
+    assert recipe.floater is not None
+    d = int(recipe.sizes["d_model"])
+    return FloaterInjection(
+        recipe.floater,
+        d,
+        encoder=encoder,
+        decoder=decoder,
+        blocks=recipe.floater_blocks,
+        hidden=recipe.floater_hidden,
+    )
 
 
 def _run(blocks: nn.ModuleList, x: Tensor, ctx: Context) -> Tensor:
@@ -141,6 +160,7 @@ class Seq2Seq(nn.Module):
         self.embedding = _Embedding(recipe, vocab_size, pad_index)
         self.encoder = build_side(recipe.encoder, sizes, where="encoder", causal=False)
         self.decoder = build_side(recipe.decoder, sizes, where="decoder", causal=True)
+        self.floater = _floater(recipe, self.encoder, self.decoder)
         d = int(sizes["d_model"])
         self.encoder_norm = nn.LayerNorm(d)
         self.decoder_norm = nn.LayerNorm(d)
@@ -158,10 +178,17 @@ class Seq2Seq(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
+    @property
+    def supports_cache(self) -> bool:
+        """`decode` accepts a `DecodeCache`: every decoder block decodes incrementally (blocks
+        with an adaptive ODE solver do not; decode them without a cache)."""
+        return all(getattr(block, "incremental", True) for block in self.decoder)
+
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """**Returns:** `(memory (batch, src_len, d_model), src padding mask (batch, src_len))`."""
         padding = src.eq(self.pad_index)
-        ctx = Context(key_padding_mask=padding, causal=False)
+        bias = None if self.floater is None else self.floater.encoder_bias(padding)
+        ctx = Context(key_padding_mask=padding, causal=False, attention_bias=bias)
         x = _run(self.encoder, self.embedding(src, padding), ctx)
         return self.encoder_norm(x), padding
 
@@ -171,8 +198,16 @@ class Seq2Seq(nn.Module):
         """Logits for target tokens `(batch, new)`. With a cache, `tgt` holds only the new tokens
         (the cache is advanced here) and the result equals the full causal forward."""
         offset = 0 if cache is None else cache.length
+        bias = None
+        if self.floater is not None:  # cross k/v biases only while the cross keys are computed
+            first = cache is None or cache.length == 0
+            bias = self.floater.decoder_bias(tgt.shape[1], offset, memory_padding, cross=first)
         ctx = Context(
-            causal=True, memory=memory, memory_key_padding_mask=memory_padding, cache=cache
+            causal=True,
+            memory=memory,
+            memory_key_padding_mask=memory_padding,
+            cache=cache,
+            attention_bias=bias,
         )
         x = _run(self.decoder, self.embedding(tgt, None, offset), ctx)
         if cache is not None:
@@ -180,8 +215,12 @@ class Seq2Seq(nn.Module):
         return self.decoder_norm(x) @ self.embedding.tokens.weight.T
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
-        memory, padding = self.encode(src)
-        return self.decode(tgt, memory, padding)
+        if self.floater is None:
+            memory, padding = self.encode(src)
+            return self.decode(tgt, memory, padding)
+        with self.floater.sharing():  # the source flow is solved once for encode and decode
+            memory, padding = self.encode(src)
+            return self.decode(tgt, memory, padding)
 
 
 class LanguageModel(nn.Module):
@@ -209,6 +248,7 @@ class LanguageModel(nn.Module):
         }
         self.embedding = _Embedding(recipe, vocab_size, pad_index)
         self.blocks = build_side(side, sizes, where="decoder", causal=True)
+        self.floater = _floater(recipe, None, self.blocks)
         self.norm = nn.LayerNorm(int(sizes["d_model"]))
         self.pad_index = pad_index
 
@@ -216,11 +256,17 @@ class LanguageModel(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
+    @property
+    def supports_cache(self) -> bool:
+        """`forward` accepts a `DecodeCache`: every block decodes incrementally."""
+        return all(getattr(block, "incremental", True) for block in self.blocks)
+
     def forward(self, tokens: Tensor, cache: DecodeCache | None = None) -> Tensor:
         """`(batch, length)` ids -> logits `(batch, length, vocab)`; with a cache, only the new
         tokens are given and the cache is advanced."""
         offset = 0 if cache is None else cache.length
-        ctx = Context(causal=True, cache=cache)
+        bias = None if self.floater is None else self.floater.decoder_bias(tokens.shape[1], offset)
+        ctx = Context(causal=True, cache=cache, attention_bias=bias)
         x = _run(self.blocks, self.embedding(tokens, None, offset), ctx)
         if cache is not None:
             cache.advance(tokens.shape[1])
@@ -233,17 +279,18 @@ def count_parameters(recipe: Recipe, vocab_size: int) -> int:
         return Seq2Seq(recipe, vocab_size).num_parameters
 
 
-def apply_param_budget(recipe: Recipe, vocab_size: int) -> Recipe:
+def apply_param_budget(recipe: Recipe, vocab_size: int, budget: Recipe | None = None) -> Recipe:
     """Size d_ffn so the model has as many parameters as the recipe named in `param_budget`.
 
     The count is affine in d_ffn, so two counts give the exact solution (rounded to the nearest
     multiple of 8). The budget and the result are recorded in the returned recipe's description.
+    `budget` replaces the named recipe (training passes it resized by the same size overrides).
     """
     if recipe.param_budget is None:
         return recipe
     from dataclasses import replace
 
-    target = count_parameters(load_recipe(recipe.param_budget), vocab_size)
+    target = count_parameters(budget or load_recipe(recipe.param_budget), vocab_size)
     low, high = 8, 16
     count_low = count_parameters(replace(recipe, sizes={**recipe.sizes, "d_ffn": low}), vocab_size)
     count_high = count_parameters(

@@ -18,7 +18,10 @@ layers = 3
 method = "strang"
 fields = { A = "ffn", B = "san+ca" }
 [embedding]
-position = "sinusoidal"              # or "learned" (with max_len)
+position = "sinusoidal"              # or "learned" (with max_len), or "floater":
+# floater = "floater"                # FLOATER's flow declaration (catalog name or .toml file)
+# floater_blocks = "all"             # "all" blocks, or "input" (the first block of each side)
+# floater_hidden = 256               # hidden width of the flow's MLP (default d_model)
 ```
 A side (`[encoder]`/`[decoder]`) takes `method` and either `field` (Runge-Kutta methods,
 multistep stacks, `"dlcl"`) or `fields` (splittings), plus `coefficients`, `step_size`,
@@ -62,8 +65,17 @@ SIDE_KEYS = (
     "starter",
     "init",
 )
-EMBEDDING_KEYS = ("position", "max_len", "share_embeddings", "scale")
-POSITIONS = ("sinusoidal", "learned")
+EMBEDDING_KEYS = (
+    "position",
+    "max_len",
+    "share_embeddings",
+    "scale",
+    "floater",
+    "floater_blocks",
+    "floater_hidden",
+)
+POSITIONS = ("sinusoidal", "learned", "floater")
+FLOATER_KEYS = ("floater", "floater_blocks", "floater_hidden")
 
 
 @final
@@ -96,6 +108,9 @@ class Recipe:
     scale_embeddings: bool = True
     param_budget: str | None = None
     source: str | None = None
+    floater: str | None = None  # position = "floater": the flow declaration (name or file)
+    floater_blocks: str = "all"
+    floater_hidden: int | None = None
 
 
 def _int(value: Any, key: str, source: str | None, minimum: int = 1) -> int:
@@ -189,6 +204,7 @@ def recipe_from_dict(data: Mapping[str, Any], source: str | Path | None = None) 
             valid="remove it (sinusoidal positions have no maximum)",
             source=src,
         )
+    floater = _floater(embedding, position, src)
     budget = data.get("param_budget")
     if budget is not None and not isinstance(budget, str):
         raise DeclarationError(
@@ -212,7 +228,51 @@ def recipe_from_dict(data: Mapping[str, Any], source: str | Path | None = None) 
         scale_embeddings=bool(embedding.get("scale", True)),
         param_budget=budget,
         source=src,
+        **floater,
     )
+
+
+def _floater(embedding: Mapping[str, Any], position: str, src: str | None) -> dict[str, Any]:
+    """The FLOATER options of `[embedding]`, validated (empty unless position = "floater")."""
+    if position != "floater":
+        for key in FLOATER_KEYS:
+            if key in embedding:
+                raise DeclarationError(
+                    f"{key} applies to position = 'floater' only",
+                    key=f"embedding.{key}",
+                    value=embedding[key],
+                    valid=f"remove it, or set position = 'floater' (position is '{position}')",
+                    source=src,
+                )
+        return {}
+    from .floater import FLOATER_BLOCKS, resolve_floater
+
+    name = embedding.get("floater")
+    if name is None:
+        raise DeclarationError(
+            "position = 'floater' needs the flow's declaration",
+            key="embedding.floater",
+            valid="floater = 'floater' (a continuous-dynamics declaration with grid = "
+            "'positions': a catalog name or a .toml file)",
+            source=src,
+        )
+    if isinstance(name, str) and src is not None and (name.endswith(".toml") or "/" in name):
+        beside = Path(src).parent / name  # a relative file is read beside the recipe
+        name = str(beside) if not Path(name).is_absolute() and beside.is_file() else name
+    resolve_floater(name, key="embedding.floater", source=src)
+    blocks = embedding.get("floater_blocks", "all")
+    if blocks not in FLOATER_BLOCKS:
+        raise DeclarationError(
+            "unknown FLOATER placement",
+            key="embedding.floater_blocks",
+            value=blocks,
+            valid="'all' (every block) or 'input' (the first block of each side)",
+            source=src,
+        )
+    hidden = embedding.get("floater_hidden")
+    if hidden is not None:
+        hidden = _int(hidden, "embedding.floater_hidden", src)
+    return {"floater": name, "floater_blocks": blocks, "floater_hidden": hidden}
 
 
 def recipe_names() -> list[str]:

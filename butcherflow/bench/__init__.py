@@ -60,7 +60,7 @@ def run_benchmark(args: argparse.Namespace) -> int:
 
     **Arguments:**
 
-    - `args`: parsed CLI arguments: `what` (`"order"` or `"block"`), `output`, `repeats`,
+    - `args`: parsed CLI arguments: `what` (`"order"`, `"block"` or `"beam"`), `output`, `repeats`,
       `no_nodepy`.
 
     **Returns:** the exit code, 0 (a missed target is reported, not an error).
@@ -70,6 +70,35 @@ def run_benchmark(args: argparse.Namespace) -> int:
         command += " --no-nodepy"
     if str(args.output) != "docs/benchmarks.md":
         command += f" --output {args.output}"
+    if args.what == "train":
+        from .train import run_train_bench
+
+        options = {
+            "data": args.data,
+            "vocab_size": args.vocab_size,
+            "max_tokens": args.max_tokens,
+            "updates": args.updates,
+            "device": args.device,
+            "precision": args.precision,
+        }
+        command = "butcherflow bench train " + " ".join(
+            f"--{k.replace('_', '-')} {v}" for k, v in options.items()
+        )
+        command += " --compile" * args.compile
+        if str(args.output) != "docs/benchmarks.md":
+            command += f" --output {args.output}"
+        run_train_bench(args.output, command, compile=args.compile, **options)
+        return 0
+    if args.what == "beam":
+        from .beam import run_beam
+
+        run_beam(output=args.output, repeats=args.repeats, command=command)
+        return 0
+    if args.what == "floater":
+        from .floater import run_floater
+
+        run_floater(output=args.output, repeats=args.repeats, command=command)
+        return 0
     if args.what == "block":
         from .block import run_block
 

@@ -17,7 +17,7 @@ from ..methods import (
     Splitting,
     catalog,
 )
-from ..nn import make_field
+from ..nn import ModuleField, MultiheadAttention, make_field
 from .coefficients import StageGate
 from .program import CompiledBlock, field_width
 from .runge_kutta import RungeKuttaBlock
@@ -61,8 +61,10 @@ def compile(
     **Arguments:**
 
     - `method`: a declaration, a catalog name or a declaration file.
-    - `field`: for Runge-Kutta methods, the field every stage evaluates: `"san"`, `"ffn"`,
-      `"san+ffn"`, `"ca"`, `"san+ca"`, `"san+ca+ffn"` or any `nn.Module` mapping y to dy.
+    - `field`: for Runge-Kutta methods and continuous dynamics (`grid = "interval"`: a
+      continuous-depth block, see `butcherflow.compiler.continuous`), the field every stage
+      evaluates: `"san"`, `"ffn"`, `"san+ffn"`, `"ca"`, `"san+ca"`, `"san+ca+ffn"` or any
+      `nn.Module` mapping y to dy.
     - `fields`: for splittings, a field per operator (`{"A": "ffn", "B": "san"}`).
     - `d_model`, `n_heads`, `d_ffn`, `dropout`, `activation`: sizes of named fields.
     - `coefficients`: `"exact"`, `"unit"`, `"learned"`, `"gated"` or `"tanh"` (see
@@ -155,11 +157,72 @@ def compile(
             valid="use bf.compile_stack(method, fields=[F_1, ..., F_L])",
         )
     if isinstance(resolved, ContinuousDynamics):
-        raise DeclarationError(
-            "continuous-depth blocks are not implemented yet (the continuous-dynamics issue)",
-            key="method",
-            value=resolved.name,
-            valid="a Runge-Kutta method or a splitting",
+        from .continuous import ContinuousBlock
+
+        if resolved.grid == "positions":
+            raise DeclarationError(
+                f"'{resolved.name}' declares position dynamics (grid = 'positions'): a position "
+                "encoder, not a block",
+                key="grid",
+                value=resolved.grid,
+                valid="use it as position = 'floater' in a recipe's [embedding], or declare "
+                "grid = 'interval' for a continuous-depth block",
+                source=resolved.source,
+            )
+        if field is None or fields is not None:
+            raise DeclarationError(
+                "a continuous-depth block evaluates one field: pass field=, not fields=",
+                key="field",
+                value=fields,
+                valid="e.g. field='san+ffn' or field=my_module",
+            )
+        solver = "its steps or tolerances" if not resolved.adaptive else "its tolerances"
+        refused: tuple[tuple[str, Any, Any], ...] = (
+            ("coefficients", coefficients, "exact"),
+            ("step_size", step_size, 1.0),
+            ("iterations", iterations, None),
+            ("gate", gate, None),
+            ("share", share, False),
+            ("post_norm", post_norm, False),
+        )
+        for option, value, default in refused:
+            if value != default:
+                raise DeclarationError(
+                    f"{option} does not apply to continuous dynamics: the declaration fixes the "
+                    f"solver, {solver} and the interval",
+                    key=option,
+                    value=value if option != "gate" else type(value).__name__,
+                    valid=f"leave {option} unset; change steps/step_size/rtol/atol in the "
+                    "ContinuousDynamics declaration",
+                )
+        built = make_field(field, **sizes)
+        rates = [
+            float(m.p if isinstance(m, nn.Dropout) else m.dropout)
+            for m in built.modules()
+            if isinstance(m, (nn.Dropout, MultiheadAttention))
+        ]
+        rates = [rate for rate in rates if rate > 0]
+        if resolved.adjoint and rates:
+            raise DeclarationError(
+                "the adjoint re-evaluates the field backwards in time, with fresh dropout masks: "
+                "its gradient would not be the forward's",
+                key="dropout",
+                value=max(rates),
+                valid="dropout=0 with adjoint = true, or adjoint = false",
+            )
+        if resolved.time == "concat" and isinstance(built, ModuleField) and d_model is None:
+            raise DeclarationError(
+                "with time = 'concat' a module field takes d_model + 1 input features, so its "
+                "width cannot be read from its parameters",
+                key="d_model",
+                value=None,
+                valid="pass d_model=...",
+            )
+        return ContinuousBlock(
+            resolved,
+            built,
+            d_model=field_width(built, d_model),
+            causal=built.needs_memory if causal is None else causal,
         )
     raise TypeError(f"cannot compile {type(resolved).__name__}")  # pragma: no cover
 

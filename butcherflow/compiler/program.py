@@ -114,7 +114,7 @@ class CompiledBlock(nn.Module):
     """A method compiled into a layer: `y_next = block(y, ...)`.
 
     Subclasses are final and set `method`, `program` (the fx GraphModule), `causal`,
-    `field_calls` and `policy`.
+    `field_calls` and `policy`; `incremental` is False where a `DecodeCache` cannot be used.
 
     **Attributes:**
 
@@ -126,10 +126,12 @@ class CompiledBlock(nn.Module):
     program: fx.GraphModule
     causal: bool
     policy: str
+    incremental: bool = True  # decodes token by token with a DecodeCache (see ContinuousBlock)
 
     @property
-    def field_calls(self) -> int:
-        """Field evaluations per forward, counted in the final graph (after dead-code removal)."""
+    def field_calls(self) -> int | None:
+        """Field evaluations per forward, counted in the final graph (after dead-code removal);
+        None where the count is chosen at run time (adaptive ODE solvers)."""
         from ..nn import Field
 
         return sum(
@@ -147,10 +149,11 @@ class CompiledBlock(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
-    def flops_per_token(self, length: int = 64) -> int:
+    def flops_per_token(self, length: int = 64) -> int | None:
         """Estimated forward FLOPs per token at sequence `length`: 2 per multiply-add in linear
         layers, attention scores and values (4·length·d_model per attention call), and one
-        axpy (2·d_model) per term of every linear combination."""
+        axpy (2·d_model) per term of every linear combination; None where the number of field
+        calls is chosen at run time (adaptive ODE solvers)."""
         from ..nn import MultiheadAttention
 
         total = 0

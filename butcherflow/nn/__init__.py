@@ -17,6 +17,7 @@ from .fields import (
     Sublayer,
     make_field,
 )
+from .floater import FloaterDynamics, FloaterPositions
 from .positions import LearnedPositions, Positions, SinusoidalPositions, token_positions
 
 __all__ = [
@@ -29,6 +30,8 @@ __all__ = [
     "FeedForward",
     "FeedForwardSublayer",
     "Field",
+    "FloaterDynamics",
+    "FloaterPositions",
     "LearnedPositions",
     "ModuleField",
     "MultiheadAttention",

@@ -1,0 +1,335 @@
+"""The ODE solver runtime of continuous dynamics (neural-ODE blocks and FLOATER positions).
+
+Every solve runs through torchdiffeq (`odeint`, or `odeint_adjoint` when the declaration asks
+for the adjoint). Adaptive declarations use torchdiffeq's own methods (`dopri5`, ...); fixed-step
+declarations run butcherflow's explicit Runge-Kutta step for the declared catalog tableau, as a
+torchdiffeq `FixedGridODESolver` registered in torchdiffeq's solver table under the name
+`"butcherflow"`. Being a torchdiffeq solver, it also integrates the adjoint system backwards, so
+`odeint_adjoint` works with every explicit catalog tableau, not only torchdiffeq's five.
+
+The fixed-step grid always contains every requested output time (`steps` sub-steps between two
+consecutive times, or as many equal sub-steps as keep each one at most `step_size` long), so no
+output is interpolated: the global error is the tableau's, C·hᵖ.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, final
+
+import sympy
+import torch
+from torch import Tensor, nn
+from torchdiffeq import odeint, odeint_adjoint
+from torchdiffeq._impl.odeint import SOLVERS
+from torchdiffeq._impl.solvers import FixedGridODESolver
+
+from ..errors import ButcherflowError, DeclarationError
+
+if TYPE_CHECKING:  # nn stays a leaf at run time: declarations are read through attributes
+    from ..methods import ButcherTableau, ContinuousDynamics
+
+SOLVER_NAME = "butcherflow"  # the key of butcherflow's fixed-step solver in torchdiffeq's table
+
+
+@final
+class _Coefficients:
+    """A tableau's coefficients as float64 tensors, and the stages that reach the output."""
+
+    def __init__(self, tableau: ButcherTableau) -> None:
+        s = tableau.stages
+        self.A = torch.tensor(
+            [[_float(x) for x in row] for row in tableau.A], dtype=torch.float64
+        ).reshape(s, s)
+        self.b = torch.tensor([_float(x) for x in tableau.b], dtype=torch.float64)
+        self.c = torch.tensor([_float(x) for x in tableau.c], dtype=torch.float64)
+        # stage i reads stage j < i where A[i][j] != 0; stages nobody weighs are never computed
+        self.reads = [[j for j in range(i) if self.A[i, j] != 0.0] for i in range(s)]
+        needed: set[int] = set()
+        todo = [i for i in range(s) if self.b[i] != 0.0]
+        while todo:
+            i = todo.pop()
+            if i not in needed:
+                needed.add(i)
+                todo.extend(self.reads[i])
+        self.stages = sorted(needed)
+        self.weighted = [i for i in self.stages if self.b[i] != 0.0]
+
+
+def _float(value: sympy.Expr) -> float:
+    return float(sympy.N(value, 30))
+
+
+@functools.lru_cache(maxsize=128)
+def coefficients(tableau: ButcherTableau) -> _Coefficients:
+    """The float64 coefficients of an explicit tableau (computed once per tableau)."""
+    return _Coefficients(tableau)
+
+
+def substeps(gaps: Tensor, steps: int | None, step_size: float | None) -> list[int]:
+    """Sub-steps per gap between output times: `steps` each, or ⌈gap / step_size⌉ each (a
+    relative slack of 1e-12 keeps a gap of exactly k steps at k despite rounding)."""
+    if steps is not None:
+        return [steps] * int(gaps.numel())
+    assert step_size is not None
+    ratios = gaps.detach().to("cpu", torch.float64) / step_size
+    return [max(1, math.ceil(r * (1.0 - 1e-12))) for r in ratios.tolist()]
+
+
+class ExplicitRungeKuttaSolver(FixedGridODESolver):
+    """butcherflow's explicit Runge-Kutta step as a torchdiffeq fixed-grid solver.
+
+    Registered as `SOLVERS["butcherflow"]`; `solve` selects it with
+    `method="butcherflow", options={"tableau": ..., "steps": ..., "max_step": ...}`.
+
+    **Arguments** (torchdiffeq passes `func`, `y0`, `rtol`, `atol`, `norm`; the rest are options):
+
+    - `tableau`: an explicit `ButcherTableau` without free symbols.
+    - `steps`: sub-steps between consecutive output times, or
+    - `max_step`: the longest sub-step (the declaration's `step_size`).
+    """
+
+    order = 0  # unused by the fixed-grid loop; the proved order is `bf.check(tableau).order`
+
+    def __init__(
+        self,
+        func: Callable[..., Tensor],
+        y0: Tensor,
+        *,
+        tableau: ButcherTableau,
+        steps: int | None = None,
+        max_step: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(func, y0, **kwargs)
+        numbers = coefficients(tableau)
+        self.numbers = numbers
+        self.steps, self.max_step = steps, max_step
+        # coefficients cast once to the state's dtype and device (0-dim tensors: no host sync)
+        self.a = numbers.A.to(y0).unbind(0)
+        self.b = numbers.b.to(y0)
+        self.c = numbers.c.to(y0.device)  # cast to the times' dtype in `integrate`
+
+    def _step_func(
+        self, func: Callable[..., Tensor], t0: Tensor, dt: Tensor, t1: Tensor, y0: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """One step: Kᵢ = f(t0 + cᵢ·dt, y0 + dt·Σⱼ aᵢⱼKⱼ); returns (dt·Σᵢ bᵢKᵢ, K₁)."""
+        n, c = self.numbers, self.c
+        k: dict[int, Tensor] = {}
+        for i in n.stages:
+            y = y0
+            if n.reads[i]:
+                total = sum_terms([(self.a[i][j], k[j]) for j in n.reads[i]])
+                y = y0 + dt.to(y0) * total
+            k[i] = func(t0 + c[i] * dt, y)
+        dy = dt.to(y0) * sum_terms([(self.b[i], k[i]) for i in n.weighted])
+        return dy, k[n.stages[0]]
+
+    def integrate(self, t: Tensor) -> Tensor:
+        """y at every time of `t` (increasing): sub-steps on a grid holding every t[j] exactly.
+
+        **Returns:** `(len(t), *y0.shape)`.
+        """
+        counts = substeps(t[1:] - t[:-1], self.steps, self.max_step)
+        self.c = self.numbers.c.to(t)
+        outputs = [self.y0]
+        y = self.y0
+        for j, count in enumerate(counts):
+            start, gap = t[j], t[j + 1] - t[j]
+            for n in range(count):
+                t0 = start + gap * (n / count)
+                t1 = t[j + 1] if n == count - 1 else start + gap * ((n + 1) / count)
+                dt = t1 - t0
+                self.func.callback_step(t0, y, dt)
+                dy, _ = self._step_func(self.func, t0, dt, t1, y)
+                y = y + dy
+            outputs.append(y)
+        return torch.stack(outputs)
+
+
+SOLVERS[SOLVER_NAME] = ExplicitRungeKuttaSolver
+
+
+def sum_terms(terms: Sequence[tuple[Tensor, Tensor]]) -> Tensor:
+    """Σ cᵢ·kᵢ for 0-dim coefficient tensors cᵢ."""
+    total = terms[0][0] * terms[0][1]
+    for c, k in terms[1:]:
+        total = total + c * k
+    return total
+
+
+def field_calls_per_step(tableau: ButcherTableau) -> int:
+    """Field evaluations of one fixed step: the stages that reach the output."""
+    return len(coefficients(tableau).stages)
+
+
+def check_times(times: Tensor, key: str = "times", source: str | None = None) -> None:
+    """Refuse time grids torchdiffeq would choke on, with an error naming `key`: fewer than two
+    points, not 1-D, not floating, non-finite or not strictly increasing."""
+    if not isinstance(times, Tensor) or times.dim() != 1 or not times.is_floating_point():
+        shape = tuple(times.shape) if isinstance(times, Tensor) else type(times).__name__
+        raise DeclarationError(
+            "the time grid must be a 1-D floating-point tensor",
+            key=key,
+            value=shape,
+            valid="e.g. torch.tensor([0.0, 1.0], dtype=torch.float64)",
+            source=source,
+        )
+    if times.numel() < 2:
+        raise DeclarationError(
+            "the time grid needs at least two points (the start and one output time)",
+            key=key,
+            value=times.tolist(),
+            valid="a start time followed by later output times",
+            source=source,
+        )
+    host = times.detach().to("cpu", torch.float64)
+    if not bool(torch.isfinite(host).all()):
+        raise DeclarationError(
+            "the time grid is not finite (NaN or inf)",
+            key=key,
+            value=_preview(host),
+            valid="finite times",
+            source=source,
+        )
+    if not bool((host[1:] > host[:-1]).all()):
+        bad = int(torch.nonzero(host[1:] <= host[:-1])[0, 0]) + 1
+        raise DeclarationError(
+            f"the time grid must be strictly increasing: times[{bad}] = {host[bad].item():g} "
+            f"follows times[{bad - 1}] = {host[bad - 1].item():g}",
+            key=key,
+            value=_preview(host),
+            valid="strictly increasing times (t[0] is the start)",
+            source=source,
+        )
+
+
+def _preview(host: Tensor) -> list[float]:
+    values: list[float] = host[:8].tolist()
+    return values
+
+
+def solve(
+    func: Callable[[Tensor, Tensor], Tensor],
+    y0: Tensor,
+    times: Tensor,
+    dynamics: ContinuousDynamics,
+    *,
+    adjoint_params: Sequence[Tensor] | None = None,
+) -> Tensor:
+    """Solve dy/dt = func(t, y), y(times[0]) = y0, as `dynamics` declares.
+
+    Fixed-step declarations run `dynamics.tableau` with `dynamics.steps` sub-steps between
+    consecutive times (or equal sub-steps of at most `dynamics.step_size`); adaptive ones run
+    torchdiffeq's `dynamics.method` with `rtol`, `atol` and `max_num_steps` (torchdiffeq counts
+    the budget between two consecutive output times). `dynamics.adjoint` backpropagates with
+    torchdiffeq's `odeint_adjoint` (memory constant in the number of steps; the field is
+    re-evaluated backwards in time, so it must be deterministic: no dropout).
+
+    **Arguments:**
+
+    - `func`: `func(t, y) -> dy/dt`, the same shape as `y`; `t` is a 0-dim tensor (float64 for
+      adaptive methods, the dtype of `times` for fixed steps).
+    - `y0`: the initial state, any shape (e.g. `(batch, length, d_model)` or `(d_model,)`).
+    - `times`: 1-D, finite, strictly increasing; `times[0]` is the start.
+    - `dynamics`: the `ContinuousDynamics` declaration (its `grid` is the caller's business).
+    - `adjoint_params`: with the adjoint, every tensor the gradient must reach besides `y0`
+      (by default `func.parameters()`, which needs `func` to be an `nn.Module`).
+
+    **Returns:** `(len(times), *y0.shape)`: y at every time, `y0` first.
+
+    **Raises:** `DeclarationError` for a bad grid (naming `times`); `ButcherflowError` when an
+    adaptive solver exceeds `max_num_steps` or the solution is not finite.
+    """
+    check_times(times, source=dynamics.source)
+    if not y0.is_floating_point():
+        raise DeclarationError("the initial state must be floating point", key="y0", value=y0.dtype)
+    times = times.to(y0.device)
+    params: tuple[Tensor, ...] | None = None
+    if dynamics.adjoint:
+        if adjoint_params is None:
+            if not isinstance(func, nn.Module):
+                raise DeclarationError(
+                    "the adjoint needs to know which tensors the gradient must reach",
+                    key="adjoint_params",
+                    value=None,
+                    valid="pass adjoint_params=[...] or make func an nn.Module",
+                    source=dynamics.source,
+                )
+            adjoint_params = list(func.parameters())
+        params = tuple(adjoint_params)
+
+    def checked(t: Tensor, y: Tensor) -> Tensor:
+        dy = func(t, y)
+        if not isinstance(dy, Tensor) or dy.shape != y.shape:
+            shape = getattr(dy, "shape", type(dy).__name__)
+            raise ValueError(
+                f"the ODE right-hand side returned {shape} for a state of shape "
+                f"{tuple(y.shape)}; func(t, y) must return dy/dt of the state's shape"
+            )
+        return dy
+
+    if dynamics.adaptive:
+        method = dynamics.method
+        tolerances: dict[str, Any] = {"rtol": dynamics.rtol, "atol": dynamics.atol}
+        options: dict[str, Any] = {"max_num_steps": dynamics.max_num_steps}
+    else:
+        method, tolerances = SOLVER_NAME, {}
+        step = None if dynamics.step_size is None else _float(dynamics.step_size)
+        options = {"tableau": dynamics.tableau, "steps": dynamics.steps, "max_step": step}
+    try:
+        if params is not None:
+            solution = odeint_adjoint(
+                checked,
+                y0,
+                times,
+                method=method,
+                options=options,
+                adjoint_params=params,
+                **tolerances,
+            )
+        else:
+            solution = odeint(checked, y0, times, method=method, options=options, **tolerances)
+    except (AssertionError, RuntimeError) as error:
+        known = _solver_error(error, dynamics)
+        if known is None:
+            raise
+        raise known from error
+    if not torch.compiler.is_compiling() and not bool(torch.isfinite(solution).all()):
+        raise ButcherflowError(
+            f"{_where(dynamics)}the solution of the dynamics is not finite (NaN or inf) with "
+            f"solver '{dynamics.method}': the state blew up; use smaller steps (steps or "
+            "step_size), an adaptive method, or smaller weights"
+        )
+    out: Tensor = solution
+    return out
+
+
+def _where(dynamics: ContinuousDynamics) -> str:
+    return f"{dynamics.source}: " if dynamics.source else ""
+
+
+def _solver_error(error: Exception, dynamics: ContinuousDynamics) -> ButcherflowError | None:
+    """torchdiffeq's assertions, restated as butcherflow errors naming the option."""
+    text = str(error)
+    if "max_num_steps" in text:
+        return ButcherflowError(
+            f"{_where(dynamics)}key 'max_num_steps': the adaptive solver '{dynamics.method}' "
+            f"needed more than max_num_steps = {dynamics.max_num_steps} steps between two output "
+            f"times at rtol = {dynamics.rtol:g}, atol = {dynamics.atol:g}; raise max_num_steps "
+            "or loosen rtol/atol (the dynamics may also be stiff or blowing up)"
+        )
+    if "underflow in dt" in text:
+        return ButcherflowError(
+            f"{_where(dynamics)}the adaptive solver '{dynamics.method}' shrank its step to zero "
+            f"(rtol = {dynamics.rtol:g}, atol = {dynamics.atol:g}): the dynamics are stiff or "
+            "not finite; loosen rtol/atol or check the field"
+        )
+    if "non-finite" in text:
+        return ButcherflowError(
+            f"{_where(dynamics)}the state became non-finite (NaN or inf) while solver "
+            f"'{dynamics.method}' integrated it: the dynamics blew up"
+        )
+    return None

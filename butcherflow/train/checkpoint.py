@@ -1,0 +1,550 @@
+"""Checkpoints: the save dir's files, written atomically, read back without executing pickles.
+
+A checkpoint called NAME (`checkpoint_last`, `checkpoint_best`, `checkpoint_<update>`) is three
+files in the save dir:
+
+- `NAME.safetensors`: the model weights (`safetensors.torch.save_model`, which stores a tensor
+  shared by several modules once and restores every alias on load);
+- `NAME.pt`: the trainer state (optimizer, GradScaler, RNG states, data position, counters), plain
+  tensors and Python values only, read with `torch.load(weights_only=True)`;
+- `NAME.json`: the *commit*: update, epoch, valid loss, and the size and sha256 of the other two.
+
+Every file is written to a temporary name in the same folder and moved into place with
+`os.replace`. Saving first removes NAME.json, then replaces the weights and the state, then writes
+NAME.json last; so a checkpoint killed half-way has no commit and is ignored, and a commit always
+describes the files beside it. A commit whose files do not match (a disk error, a truncated copy)
+is reported as corrupt, naming the file. The same bytes saved under several names are hard links.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import random
+import re
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file, save_model
+from torch import Tensor, nn
+from torch.amp import GradScaler
+from torch.optim import Optimizer
+
+from ..assemble import Recipe, Seq2Seq, recipe_from_dict
+from ..errors import ButcherflowError, DeclarationError
+from .vocab import Vocabulary
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CONFIG, VOCAB, LOG, CURVES = "config.json", "spm.model", "log.jsonl", "curves.png"
+LAST, BEST = "checkpoint_last", "checkpoint_best"
+INTERVAL = re.compile(r"checkpoint_(\d+)$")
+
+
+class CheckpointError(ButcherflowError):
+    """A checkpoint file is missing, corrupt, truncated, or belongs to another model."""
+
+
+# --- atomic writes ---------------------------------------------------------------------------
+
+
+def _temporary(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp")
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; on success it replaces `path` in one `os.replace`."""
+    tmp = _temporary(path)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as handle:  # on disk before the rename makes it visible
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write `text` to `path` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """Write `data` as indented JSON to `path` atomically."""
+    write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def remove_stale_temporaries(save_dir: Path) -> None:
+    """Delete the temporary files a killed run left behind (never a committed file)."""
+    for tmp in save_dir.glob(".*.tmp"):
+        tmp.unlink(missing_ok=True)
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    with atomic_path(target) as tmp:
+        try:
+            os.link(source, tmp)
+        except OSError:  # no hard links here (some network filesystems): copy the bytes
+            import shutil
+
+            shutil.copyfile(source, tmp)
+
+
+def _digest(path: Path) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(chunk)
+    return sha.hexdigest()
+
+
+# --- the recipe inside config.json ---------------------------------------------------------------
+
+
+def recipe_to_toml(recipe: Recipe) -> str:
+    """The recipe as a TOML recipe file (`recipe_from_dict` of its parse gives it back)."""
+    import tomli_w
+
+    data: dict[str, Any] = {
+        "name": recipe.name,
+        "title": recipe.title,
+        "reference": recipe.reference,
+        "description": recipe.description,
+    }
+    if recipe.param_budget is not None:
+        data["param_budget"] = recipe.param_budget
+    data["sizes"] = dict(recipe.sizes)
+    for where in ("encoder", "decoder"):
+        side = getattr(recipe, where)
+        if side is None:
+            continue
+        table: dict[str, Any] = {"layers": side.layers, "method": side.method}
+        if side.field is not None:
+            table["field"] = side.field
+        if side.fields is not None:
+            table["fields"] = dict(side.fields)
+        table.update(side.options)
+        data[where] = table
+    embedding: dict[str, Any] = {
+        "position": recipe.position,
+        "share_embeddings": recipe.share_embeddings,
+        "scale": recipe.scale_embeddings,
+    }
+    if recipe.position == "learned":
+        embedding["max_len"] = recipe.max_len
+    if recipe.position == "floater":  # FLOATER's flow and where it is injected
+        for key in ("floater", "floater_blocks", "floater_hidden"):
+            if getattr(recipe, key, None) is not None:
+                embedding[key] = getattr(recipe, key)
+    data["embedding"] = embedding
+    return tomli_w.dumps(data)
+
+
+def recipe_from_config(config: Mapping[str, Any], source: str | Path | None = None) -> Recipe:
+    """The resolved recipe stored in a save dir's `config.json`."""
+    text = config.get("recipe_toml")
+    if not isinstance(text, str):
+        raise CheckpointError(f"{source}: no 'recipe_toml' in the config")
+    try:
+        return recipe_from_dict(tomllib.loads(text), source=source)
+    except tomllib.TOMLDecodeError as error:
+        raise CheckpointError(f"{source}: 'recipe_toml' is not valid TOML: {error}") from None
+
+
+def read_config(save_dir: str | Path) -> dict[str, Any]:
+    """The save dir's `config.json` (a clear error when it is missing or unreadable)."""
+    path = Path(save_dir) / CONFIG
+    if not path.is_file():
+        raise CheckpointError(
+            f"{Path(save_dir)} is not a butcherflow save dir (no {CONFIG}); "
+            "give the --save-dir of a `butcherflow train` run"
+        )
+    return _read_json(path)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{path} is corrupt or truncated ({error})") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path} is corrupt: expected a JSON object")
+    return data
+
+
+# --- saving --------------------------------------------------------------------------------------
+
+
+def _files(save_dir: Path, name: str) -> tuple[Path, Path, Path]:
+    return (
+        save_dir / f"{name}.safetensors",
+        save_dir / f"{name}.pt",
+        save_dir / f"{name}.json",
+    )
+
+
+def save_checkpoint(
+    save_dir: Path,
+    names: Sequence[str],
+    model: nn.Module,
+    state: Mapping[str, Any],
+    summary: Mapping[str, Any],
+) -> None:
+    """Write one checkpoint under every name in `names` (the first is written, others linked).
+
+    **Arguments:**
+
+    - `save_dir`: the run's folder.
+    - `names`: e.g. `["checkpoint_12", "checkpoint_last", "checkpoint_best"]`.
+    - `model`: the bare model (not the DDP or compiled wrapper).
+    - `state`: the trainer state (tensors and plain Python values only).
+    - `summary`: small JSON-ready facts stored in the commit (`update`, `epoch`, `valid_loss`...).
+    """
+    first, *others = names
+    weights, trainer, commit = _files(save_dir, first)
+    commit.unlink(missing_ok=True)  # from here until the new commit, `first` does not exist
+    with atomic_path(weights) as tmp:
+        save_model(model, str(tmp), metadata={"format": "pt"})
+    with atomic_path(trainer) as tmp:
+        torch.save(dict(state), tmp)
+    record = {
+        **summary,
+        "weights": {
+            "file": weights.name,
+            "bytes": weights.stat().st_size,
+            "sha256": _digest(weights),
+        },
+        "state": {
+            "file": trainer.name,
+            "bytes": trainer.stat().st_size,
+            "sha256": _digest(trainer),
+        },
+    }
+    write_json(commit, record)
+    for name in others:
+        w, s, c = _files(save_dir, name)
+        c.unlink(missing_ok=True)
+        _link_or_copy(weights, w)
+        _link_or_copy(trainer, s)
+        write_json(
+            c,
+            {
+                **record,
+                "weights": {**record["weights"], "file": w.name},
+                "state": {**record["state"], "file": s.name},
+            },
+        )
+
+
+def remove_checkpoint(save_dir: Path, name: str) -> None:
+    """Delete a checkpoint, commit first (so a kill half-way leaves no half checkpoint)."""
+    for path in reversed(_files(save_dir, name)):
+        path.unlink(missing_ok=True)
+
+
+def interval_checkpoints(save_dir: Path) -> list[tuple[int, str]]:
+    """`(update, name)` of the committed `checkpoint_<update>` files, oldest first."""
+    found = []
+    for commit in save_dir.glob("checkpoint_*.json"):
+        match = INTERVAL.match(commit.stem)
+        if match:
+            found.append((int(match.group(1)), commit.stem))
+    return sorted(found)
+
+
+def prune(save_dir: Path, keep: int) -> list[str]:
+    """Keep the newest `keep` interval checkpoints (all when `keep` < 0); return those removed."""
+    if keep < 0:
+        return []
+    found = interval_checkpoints(save_dir)
+    old = found[: max(0, len(found) - keep)]
+    for _, name in old:
+        remove_checkpoint(save_dir, name)
+    return [name for _, name in old]
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+
+def read_commit(save_dir: Path, name: str, *, verify: bool = True) -> dict[str, Any] | None:
+    """The commit of checkpoint `name`, checked against its files; None when it has no commit.
+
+    A commit whose files are missing or differ in size or sha256 raises `CheckpointError`
+    naming the file (`verify=False` reads the commit alone).
+    """
+    weights, trainer, commit = _files(save_dir, name)
+    if not commit.is_file():
+        return None
+    record = _read_json(commit)
+    if not verify:
+        return record
+    for key, path in (("weights", weights), ("state", trainer)):
+        expected = record.get(key)
+        if not isinstance(expected, dict) or "sha256" not in expected or "bytes" not in expected:
+            raise CheckpointError(f"{commit} is corrupt: no '{key}' entry")
+        if not path.is_file():
+            raise CheckpointError(f"{path} is missing (its commit {commit.name} exists)")
+        size = path.stat().st_size
+        if size != expected["bytes"]:
+            raise CheckpointError(
+                f"{path} is truncated or corrupt: {size} bytes, its commit says {expected['bytes']}"
+            )
+        if _digest(path) != expected["sha256"]:
+            raise CheckpointError(f"{path} is corrupt: its sha256 differs from {commit.name}")
+    return record
+
+
+def latest_checkpoint(save_dir: Path) -> tuple[str, dict[str, Any]] | None:
+    """The committed checkpoint to resume from: the highest update, `checkpoint_last` on ties.
+
+    `checkpoint_last` is the normal answer; the others matter when a save was killed after
+    removing its commit (then `checkpoint_last` is ignored, with the files left for the next
+    save to replace). Only the chosen checkpoint's files are hashed.
+    """
+    names = [LAST, BEST] + [name for _, name in interval_checkpoints(save_dir)]
+    commits = []
+    for name in names:
+        record = read_commit(save_dir, name, verify=False)
+        if record is not None:
+            commits.append((int(record.get("update", -1)), name == LAST, name))
+    if not commits:
+        return None
+    name = max(commits)[2]
+    record = read_commit(save_dir, name)
+    assert record is not None
+    return name, record
+
+
+def load_state(path: Path) -> dict[str, Any]:
+    """The trainer state in `path`, read with `weights_only=True` (no pickled code runs)."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises RuntimeError, UnpicklingError, EOFError, ...
+        raise CheckpointError(f"{path} is corrupt or truncated: {error}") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path} is corrupt: expected a dict of trainer state")
+    return state
+
+
+def load_weights(path: Path) -> dict[str, Tensor]:
+    """The tensors of a `.safetensors` file (a clear error naming the file when unreadable)."""
+    if not path.is_file():
+        raise CheckpointError(f"{path} does not exist")
+    try:
+        return load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as error:
+        raise CheckpointError(f"{path} is corrupt or truncated: {error}") from None
+
+
+def assign_weights(model: nn.Module, tensors: Mapping[str, Tensor], source: str | Path) -> None:
+    """Copy `tensors` into `model`, as `safetensors.torch.load_model` does with a file.
+
+    A tensor shared by several modules is stored once (under one of its names): the other names
+    are aliases and count as loaded. Missing, unexpected or mis-shaped tensors mean the weights
+    belong to another architecture; the error names the first such key.
+    """
+    own = model.state_dict()
+    by_storage: dict[tuple[int, int], list[str]] = {}
+    for key, tensor in own.items():
+        by_storage.setdefault((tensor.untyped_storage().data_ptr(), tensor.numel()), []).append(key)
+    aliases = {k: group for group in by_storage.values() for k in group}
+    for key, tensor in tensors.items():
+        if key not in own:
+            raise CheckpointError(
+                f"{source}: tensor '{key}' is not in this model (trained with another recipe "
+                "or other sizes?)"
+            )
+        if tuple(tensor.shape) != tuple(own[key].shape):
+            raise CheckpointError(
+                f"{source}: tensor '{key}' has shape {tuple(tensor.shape)}, the model expects "
+                f"{tuple(own[key].shape)} (trained with other sizes?)"
+            )
+    for key in own:
+        if not any(alias in tensors for alias in aliases[key]):
+            raise CheckpointError(
+                f"{source}: no tensor '{key}' (trained with another recipe or other sizes?)"
+            )
+    model.load_state_dict({k: tensors[k] for k in tensors}, strict=False)
+
+
+def average_checkpoints(paths: Sequence[Path]) -> dict[str, Tensor]:
+    """The element-wise mean of the weights in `paths` (as fairseq's `average_checkpoints.py`).
+
+    Floating-point tensors are summed in float64 and cast back to their dtype; any other tensor
+    must be equal in every file.
+
+    **Arguments:**
+
+    - `paths`: `.safetensors` files of the same architecture.
+
+    **Returns:** name -> averaged tensor (shared tensors appear once, as in the files).
+    """
+    if not paths:
+        raise CheckpointError("average_checkpoints: no checkpoint to average")
+    first = load_weights(Path(paths[0]))
+    sums = {k: v.double() if v.is_floating_point() else v for k, v in first.items()}
+    for path in paths[1:]:
+        tensors = load_weights(Path(path))
+        if set(tensors) != set(first):
+            key = sorted(set(tensors) ^ set(first))[0]
+            raise CheckpointError(
+                f"{path}: tensor '{key}' is in one file but not in {paths[0]} "
+                "(checkpoints of different models cannot be averaged)"
+            )
+        for key, tensor in tensors.items():
+            if tensor.shape != first[key].shape:
+                raise CheckpointError(
+                    f"{path}: tensor '{key}' has shape {tuple(tensor.shape)}, "
+                    f"{paths[0]} has {tuple(first[key].shape)}"
+                )
+            if tensor.is_floating_point():
+                sums[key] += tensor.double()
+            elif not torch.equal(tensor, first[key]):
+                raise CheckpointError(f"{path}: integer tensor '{key}' differs between files")
+    return {
+        k: (v / len(paths)).to(first[k].dtype) if first[k].is_floating_point() else v
+        for k, v in sums.items()
+    }
+
+
+def save_weights(tensors: Mapping[str, Tensor], path: Path, metadata: Mapping[str, str]) -> None:
+    """Write `tensors` to a `.safetensors` file atomically (the output of `butcherflow average`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp), dict(metadata))
+
+
+def checkpoint_paths(save_dir: Path, checkpoint: str) -> list[Path]:
+    """The weight files named by `checkpoint` (`last`, `best`, `avg:N` or a file path)."""
+    if checkpoint in ("last", "best"):
+        name = LAST if checkpoint == "last" else BEST
+        if read_commit(save_dir, name) is None:
+            hint = (
+                "no validation has run yet; use --checkpoint last"
+                if checkpoint == "best"
+                else "the run has not saved a checkpoint yet"
+            )
+            raise CheckpointError(f"{save_dir}: no committed {name} ({hint})")
+        return [save_dir / f"{name}.safetensors"]
+    if checkpoint.startswith("avg:"):
+        count = checkpoint[4:]
+        if not count.isdigit() or int(count) < 1:
+            raise DeclarationError(
+                "bad checkpoint average",
+                key="--checkpoint",
+                value=checkpoint,
+                valid="avg:N with N >= 1, e.g. avg:5",
+            )
+        found = interval_checkpoints(save_dir)
+        if len(found) < int(count):
+            raise CheckpointError(
+                f"{save_dir}: avg:{count} needs {count} interval checkpoints, found "
+                f"{len(found)} (train with --save-interval-updates to keep some)"
+            )
+        chosen = [name for _, name in found[-int(count) :]]
+        for name in chosen:
+            read_commit(save_dir, name)
+        return [save_dir / f"{name}.safetensors" for name in chosen]
+    path = Path(checkpoint)
+    if not path.is_file():
+        raise DeclarationError(
+            "no such checkpoint",
+            key="--checkpoint",
+            value=checkpoint,
+            valid="last, best, avg:N or the path of a .safetensors file",
+        )
+    return [path]
+
+
+def load_model(
+    save_dir: str | Path, checkpoint: str = "best", device: str | torch.device = "cpu"
+) -> tuple[Seq2Seq, Vocabulary, dict[str, Any]]:
+    """The trained model of a save dir, in eval mode, with its vocabulary and config.
+
+    **Arguments:**
+
+    - `save_dir`: the `--save-dir` of a `butcherflow train` run.
+    - `checkpoint`: `"best"`, `"last"`, `"avg:N"` (the mean of the last N interval checkpoints)
+      or the path of a `.safetensors` file (e.g. written by `butcherflow average`).
+    - `device`: where the model goes.
+
+    **Returns:** `(model, vocabulary, config)`; `config` is the content of `config.json`.
+    """
+    folder = Path(save_dir)
+    config = read_config(folder)
+    recipe = recipe_from_config(config, source=folder / CONFIG)
+    vocab_path = folder / VOCAB
+    if not vocab_path.is_file():
+        raise CheckpointError(f"{vocab_path} is missing (the vocabulary of this run)")
+    vocab = Vocabulary.load(vocab_path)
+    model = Seq2Seq(recipe, int(config["vocab_size"]), pad_index=vocab.pad)
+    paths = checkpoint_paths(folder, checkpoint)
+    tensors = average_checkpoints(paths) if len(paths) > 1 else load_weights(paths[0])
+    assign_weights(model, tensors, paths[0] if len(paths) == 1 else f"{checkpoint} of {folder}")
+    return model.to(device).eval(), vocab, config
+
+
+# --- trainer state -------------------------------------------------------------------------------
+
+
+def rng_state() -> dict[str, Any]:
+    """The python, numpy, torch and CUDA random states as tensors and plain values (so that
+    `torch.load(weights_only=True)` reads them back)."""
+    name, keys, position, has_gauss, gauss = np.random.get_state(legacy=True)
+    return {
+        "python": random.getstate(),
+        "numpy": {
+            "name": str(name),
+            "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
+            "pos": int(position),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(gauss),
+        },
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+    }
+
+
+def set_rng_state(state: Mapping[str, Any]) -> None:
+    """Restore what `rng_state` returned."""
+    random.setstate(state["python"])
+    n = state["numpy"]
+    keys = n["keys"].numpy().astype(np.uint32)
+    np.random.set_state((n["name"], keys, n["pos"], n["has_gauss"], n["cached_gaussian"]))
+    torch.set_rng_state(state["torch"])
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def restore(
+    save_dir: Path, name: str, model: nn.Module, optimizer: Optimizer, scaler: GradScaler
+) -> dict[str, Any]:
+    """Load checkpoint `name` into the model, optimizer, GradScaler and random generators.
+
+    **Returns:** the trainer state (`progress`, `world_size`, ...) for the loop to go on from.
+    """
+    weights = save_dir / f"{name}.safetensors"
+    assign_weights(model, load_weights(weights), weights)
+    path = save_dir / f"{name}.pt"
+    state = load_state(path)
+    try:
+        optimizer.load_state_dict(state["optimizer"])
+        scaler.load_state_dict(state["scaler"])
+        set_rng_state(state["rng"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as error:
+        raise CheckpointError(
+            f"{path} is not a trainer state of this model ({type(error).__name__}: {error})"
+        ) from None
+    return state

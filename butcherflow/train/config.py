@@ -1,0 +1,338 @@
+"""The configuration of a training run: fairseq's names, validated once, frozen.
+
+`butcherflow train` flags map one to one onto the fields (`--max-tokens` -> `max_tokens`). Every
+bad value raises a `DeclarationError` naming the flag, the value and what would be valid; options
+that cancel each other (fp16 on a CPU, `--d-ffn` on a recipe whose `param_budget` sizes d_ffn,
+`--keep-last-checkpoints` without interval checkpoints) are rejected rather than ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, final
+
+import torch
+
+from ..assemble import Recipe, apply_param_budget, load_recipe
+from ..errors import DeclarationError
+
+DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+SIZE_OVERRIDES = ("d_model", "n_heads", "d_ffn", "encoder_layers", "decoder_layers")
+# A resumed run may change these (when to stop, what to keep, where to run, where the files are:
+# the corpus content is checked by its fingerprint instead); any other field must match the save
+# dir's config.json, or the resumed run would not be the run that was started.
+RESUMABLE_CHANGES = (
+    "save_dir",
+    "data",
+    "source_lang",
+    "target_lang",
+    "max_update",
+    "max_epoch",
+    "time_budget",
+    "save_interval_updates",
+    "keep_last_checkpoints",
+    "validate_interval_updates",
+    "log_interval",
+    "device",
+    "precision",
+    "compile",
+)
+
+
+def flag(name: str) -> str:
+    """`max_tokens` -> `--max-tokens` (the CLI flag of a field; the recipe is positional)."""
+    return "RECIPE" if name == "recipe" else "--" + name.replace("_", "-")
+
+
+@final
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a training run (fairseq's names and defaults where they exist).
+
+    **Arguments:**
+
+    - `recipe`: a built-in recipe name or a recipe `.toml` file.
+    - `data`: a corpus spec (`bible:de-en`, a folder in fairseq's raw layout, ...).
+    - `save_dir`: where checkpoints, `config.json`, `log.jsonl` and `curves.png` go.
+    - `source_lang`, `target_lang`: language suffixes of a raw-text folder (fairseq `-s/-t`).
+    - `max_tokens`: padded positions per batch (fairseq counting), per process.
+    - `update_freq`: micro-batches accumulated per update.
+    - `lr`, `warmup_updates`, `warmup_init_lr`: the inverse-sqrt schedule (linear warmup from
+      `warmup_init_lr` to `lr` over `warmup_updates` updates, then `lr·sqrt(warmup/update)`).
+    - `label_smoothing`, `dropout` (None keeps the recipe's), `clip_norm` (0 = no clipping),
+      `weight_decay`.
+    - `max_update`, `max_epoch` (0 = no limit), `time_budget` (seconds of wall clock, None = no
+      limit): the stop rules; the first one reached stops the run with a checkpoint.
+    - `seed`: initialisation, dropout and batch shuffling.
+    - `save_interval_updates` (0 = at epoch ends only), `keep_last_checkpoints` (-1 = all),
+      `validate_interval_updates` (0 = at epoch ends only), `log_interval` (updates per line of
+      `log.jsonl`).
+    - `vocab_size`: size of the joint sentencepiece vocabulary.
+    - `device` (`auto|cpu|cuda|cuda:N`), `precision` (`auto|fp32|bf16|fp16`), `compile`.
+    - `d_model`, `n_heads`, `d_ffn`, `encoder_layers`, `decoder_layers`: size overrides of the
+      recipe (None keeps the recipe's value).
+    """
+
+    recipe: str
+    data: str
+    save_dir: str
+    source_lang: str | None = None
+    target_lang: str | None = None
+    max_tokens: int = 4096
+    update_freq: int = 1
+    lr: float = 5e-4
+    warmup_updates: int = 4000
+    warmup_init_lr: float = 1e-7
+    label_smoothing: float = 0.1
+    dropout: float | None = None
+    clip_norm: float = 0.0
+    weight_decay: float = 0.0
+    max_update: int = 0
+    max_epoch: int = 0
+    seed: int = 1
+    save_interval_updates: int = 0
+    keep_last_checkpoints: int = -1
+    validate_interval_updates: int = 0
+    log_interval: int = 100
+    vocab_size: int = 8000
+    device: str = "auto"
+    precision: str = "auto"
+    compile: bool = False
+    time_budget: float | None = None
+    d_model: int | None = None
+    n_heads: int | None = None
+    d_ffn: int | None = None
+    encoder_layers: int | None = None
+    decoder_layers: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("recipe", "data", "save_dir"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise DeclarationError(
+                    "must not be empty", key=flag(name), value=value, valid="a name or a path"
+                )
+        _integer(self, "max_tokens", minimum=1)
+        _integer(self, "update_freq", minimum=1)
+        _integer(self, "warmup_updates", minimum=1, why="the inverse-sqrt schedule needs one")
+        _integer(self, "max_update", minimum=0, why="0 = no limit")
+        _integer(self, "max_epoch", minimum=0, why="0 = no limit")
+        _integer(self, "seed", minimum=0)
+        _integer(self, "save_interval_updates", minimum=0, why="0 = at epoch ends only")
+        _integer(self, "keep_last_checkpoints", minimum=-1, why="-1 = keep all")
+        _integer(self, "validate_interval_updates", minimum=0, why="0 = at epoch ends only")
+        _integer(self, "log_interval", minimum=1)
+        _integer(self, "vocab_size", minimum=16, why="4 ids are special, BPE needs the rest")
+        for name in SIZE_OVERRIDES:
+            if getattr(self, name) is not None:
+                _integer(self, name, minimum=1, why="or leave it out to keep the recipe's")
+        _number(self, "lr", low=0.0, low_open=True)
+        _number(self, "warmup_init_lr", low=0.0)
+        _number(self, "label_smoothing", low=0.0, high=1.0)
+        _number(self, "clip_norm", low=0.0, why="0 = no clipping")
+        _number(self, "weight_decay", low=0.0)
+        if self.dropout is not None:
+            _number(self, "dropout", low=0.0, high=1.0)
+        if self.time_budget is not None:
+            _number(self, "time_budget", low=0.0, low_open=True, why="seconds of wall clock")
+        if self.warmup_init_lr > self.lr:
+            raise DeclarationError(
+                "the warmup starts above the peak learning rate",
+                key="--warmup-init-lr",
+                value=self.warmup_init_lr,
+                valid=f"a value <= --lr ({self.lr})",
+            )
+        if not (self.device in DEVICES or _is_cuda_index(self.device)):
+            raise DeclarationError(
+                "unknown device",
+                key="--device",
+                value=self.device,
+                valid="auto, cpu, cuda or cuda:N",
+            )
+        if self.precision not in PRECISIONS:
+            raise DeclarationError(
+                "unknown precision", key="--precision", value=self.precision, valid=_one(PRECISIONS)
+            )
+        if self.device == "cpu" and self.precision == "fp16":
+            raise DeclarationError(
+                "fp16 needs a GPU (no GradScaler-backed fp16 training on CPU)",
+                key="--precision",
+                value="fp16",
+                valid="fp32 or bf16 with --device cpu, or --device cuda",
+            )
+        if self.keep_last_checkpoints >= 0 and self.save_interval_updates == 0:
+            raise DeclarationError(
+                "there are no interval checkpoints to keep",
+                key="--keep-last-checkpoints",
+                value=self.keep_last_checkpoints,
+                valid="also give --save-interval-updates N, or leave it out",
+            )
+        if (self.source_lang is None) != (self.target_lang is None):
+            missing = "--target-lang" if self.target_lang is None else "--source-lang"
+            raise DeclarationError(
+                "give both languages or neither",
+                key=missing,
+                value=None,
+                valid="e.g. --source-lang de --target-lang en",
+            )
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict (the `config.json` of the save dir)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrainConfig:
+        """The inverse of `to_json`; keys that are not fields (`recipe_toml`, ...) are ignored."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def differences(self, saved: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+        """`(field, saved value, this value)` for every field a resumed run may not change."""
+        mine = self.to_json()
+        return [
+            (name, saved.get(name), mine[name])
+            for name in mine
+            if name not in RESUMABLE_CHANGES and saved.get(name) != mine[name]
+        ]
+
+
+def resolve_recipe(config: TrainConfig, vocab_size: int) -> Recipe:
+    """The recipe actually trained: the size overrides applied, then its `param_budget` rule.
+
+    The budget recipe gets the same overrides, so `--d-model 128` on `macaron` still matches the
+    parameter count of `transformer-small` at d_model 128. The result has no `param_budget` left
+    (d_ffn is fixed), so `Seq2Seq(recipe, vocab_size)` rebuilds the same model from it.
+    """
+    recipe = _with_overrides(load_recipe(config.recipe), config)
+    if recipe.param_budget is not None:
+        if config.d_ffn is not None:
+            raise DeclarationError(
+                f"recipe '{recipe.name}' sizes d_ffn itself (param_budget = "
+                f"'{recipe.param_budget}')",
+                key="--d-ffn",
+                value=config.d_ffn,
+                valid="leave --d-ffn out for this recipe",
+            )
+        budget = _with_overrides(load_recipe(recipe.param_budget), config)
+        recipe = apply_param_budget(recipe, vocab_size, budget)
+        recipe = dataclasses.replace(recipe, param_budget=None)
+    d_model, n_heads = int(recipe.sizes["d_model"]), int(recipe.sizes["n_heads"])
+    if d_model % n_heads:
+        raise DeclarationError(
+            "d_model must be a multiple of n_heads",
+            key="--d-model" if config.d_model is not None else "--n-heads",
+            value=f"d_model={d_model}, n_heads={n_heads}",
+            valid="e.g. --d-model 256 --n-heads 4",
+        )
+    return recipe
+
+
+def _with_overrides(recipe: Recipe, config: TrainConfig) -> Recipe:
+    sizes = dict(recipe.sizes)
+    for name in ("d_model", "n_heads", "d_ffn", "dropout"):
+        value = getattr(config, name)
+        if value is not None:
+            sizes[name] = value
+    changes: dict[str, Any] = {"sizes": sizes}
+    for side in ("encoder", "decoder"):
+        layers, current = getattr(config, f"{side}_layers"), getattr(recipe, side)
+        if layers is not None and current is not None:
+            changes[side] = dataclasses.replace(current, layers=layers)
+    return dataclasses.replace(recipe, **changes)
+
+
+def resolve_device(config: TrainConfig, local_rank: int = 0) -> torch.device:
+    """`auto` is the process's GPU when CUDA works, else the CPU; `cuda` without one is an error."""
+    wanted = config.device
+    if wanted == "auto":
+        wanted = "cuda" if torch.cuda.is_available() else "cpu"
+    if wanted.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise DeclarationError(
+                "CUDA is not available on this machine",
+                key="--device",
+                value=config.device,
+                valid="--device cpu or auto",
+            )
+        return torch.device(wanted if ":" in wanted else f"cuda:{local_rank}")
+    if config.precision == "fp16":
+        raise DeclarationError(
+            "fp16 needs a GPU and none is available",
+            key="--precision",
+            value="fp16",
+            valid="fp32 or bf16 on CPU",
+        )
+    return torch.device("cpu")
+
+
+def resolve_precision(config: TrainConfig, device: torch.device) -> str:
+    """`auto` is bf16 on a GPU that supports it, fp16 (with a GradScaler) on older GPUs, fp32 on
+    CPU. An explicit bf16 on a GPU without bf16 is an error."""
+    if device.type == "cuda":
+        bf16 = torch.cuda.is_bf16_supported()
+        if config.precision == "auto":
+            return "bf16" if bf16 else "fp16"
+        if config.precision == "bf16" and not bf16:
+            raise DeclarationError(
+                f"{torch.cuda.get_device_name(device)} has no bf16",
+                key="--precision",
+                value="bf16",
+                valid="fp16 or fp32 on this GPU",
+            )
+        return config.precision
+    return "fp32" if config.precision == "auto" else config.precision
+
+
+def cache_dir() -> Path:
+    """Where vocabularies are cached: `$BUTCHERFLOW_CACHE`, else `~/.cache/butcherflow`."""
+    return Path(os.environ.get("BUTCHERFLOW_CACHE") or Path.home() / ".cache" / "butcherflow")
+
+
+def _integer(config: TrainConfig, name: str, *, minimum: int, why: str = "") -> None:
+    value = getattr(config, name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise DeclarationError(
+            f"must be an integer >= {minimum}",
+            key=flag(name),
+            value=value,
+            valid=f"an integer >= {minimum}" + (f" ({why})" if why else ""),
+        )
+
+
+def _number(
+    config: TrainConfig,
+    name: str,
+    *,
+    low: float,
+    high: float | None = None,
+    low_open: bool = False,
+    why: str = "",
+) -> None:
+    value = getattr(config, name)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok:
+        ok = (value > low if low_open else value >= low) and (high is None or value < high)
+    if not ok:
+        bounds = f"{'>' if low_open else '>='} {low:g}" + (
+            "" if high is None else f" and < {high:g}"
+        )
+        raise DeclarationError(
+            "out of range",
+            key=flag(name),
+            value=value,
+            valid=f"a number {bounds}" + (f" ({why})" if why else ""),
+        )
+
+
+def _is_cuda_index(device: str) -> bool:
+    head, _, index = device.partition(":")
+    return head == "cuda" and index.isdigit()
+
+
+def _one(options: tuple[str, ...]) -> str:
+    return "one of " + ", ".join(options)

@@ -1,0 +1,100 @@
+"""The glue between the training loop and `torch.distributed` (launched by `torchrun`).
+
+`torchrun --nproc-per-node N -m butcherflow train ...` sets `RANK`, `WORLD_SIZE`, `LOCAL_RANK`,
+`MASTER_ADDR` and `MASTER_PORT`; `init` reads them and joins the process group (NCCL on GPUs,
+gloo on CPUs). Without them the run is a single process and every helper here is a no-op, so the
+loop has one code path. DDP itself (gradient all-reduce, `no_sync`) is PyTorch's.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import final
+
+import torch
+import torch.distributed as dist
+
+from ..errors import ButcherflowError
+
+
+@final
+@dataclass(frozen=True)
+class Process:
+    """This process's place in the job: `rank` of `world_size`, `local_rank` on its node."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+
+def _env_int(name: str, default: int) -> int:
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ButcherflowError(f"environment variable {name}={text!r} is not an integer") from None
+
+
+def init(device_type: str) -> Process:
+    """Join the process group described by torchrun's environment variables (if any).
+
+    **Arguments:**
+
+    - `device_type`: `"cuda"` (NCCL backend) or `"cpu"` (gloo backend).
+
+    **Returns:** this process's `Process`; a single process when `WORLD_SIZE` is unset or 1.
+    """
+    world_size = _env_int("WORLD_SIZE", 1)
+    process = Process(_env_int("RANK", 0), world_size, _env_int("LOCAL_RANK", 0))
+    if world_size > 1 and not dist.is_initialized():
+        backend = "nccl" if device_type == "cuda" else "gloo"
+        if device_type == "cuda":
+            torch.cuda.set_device(process.local_rank)
+        dist.init_process_group(backend=backend, rank=process.rank, world_size=world_size)
+    return process
+
+
+def is_main() -> bool:
+    """True on rank 0 (and in a single-process run)."""
+    return not dist.is_initialized() or dist.get_rank() == 0
+
+
+def all_reduce_sum(values: list[float], device: torch.device) -> list[float]:
+    """Element-wise sums of `values` over all processes (float64, so token counts stay exact)."""
+    if not dist.is_initialized():
+        return list(values)
+    tensor = torch.tensor(values, dtype=torch.float64, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    return [float(x) for x in tensor.tolist()]
+
+
+def any_process(flag: bool, device: torch.device) -> bool:
+    """True when `flag` is true on any process (a stop decision all ranks must share)."""
+    if not dist.is_initialized():
+        return flag
+    tensor = torch.tensor([1.0 if flag else 0.0], device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return bool(tensor.item() > 0)
+
+
+def barrier() -> None:
+    """Wait for every process (no-op in a single-process run)."""
+    if dist.is_initialized():
+        dist.barrier()
+
+
+def cleanup() -> None:
+    """Leave the process group (no-op when none was joined)."""
+    if dist.is_initialized():
+        dist.destroy_process_group()

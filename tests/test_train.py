@@ -1,0 +1,666 @@
+"""The training stage: config validation, the loss and schedule, checkpoints, resume, DDP.
+
+Everything runs on CPU at tiny sizes (d_model 32, 1+1 layers, vocabulary 200) on the raw-text
+corpus in tests/data/tiny. One uninterrupted reference run (module fixture) is compared with
+runs that are SIGKILLed, interrupted mid-save, or resumed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+
+from butcherflow import DeclarationError
+from butcherflow.assemble import Seq2Seq, load_recipe, recipe_from_dict, recipe_names
+from butcherflow.cli import main
+from butcherflow.train import checkpoint as ckpt
+from butcherflow.train.batching import EncodedSplit, collate
+from butcherflow.train.config import TrainConfig, resolve_recipe
+from butcherflow.train.distributed import Process
+from butcherflow.train.loop import (
+    KILL_ENV,
+    TrainingError,
+    forward_backward,
+    inverse_sqrt_lr,
+    label_smoothed_loss,
+    optimizer_step,
+    shard,
+    train,
+)
+
+TINY = Path(__file__).parent / "data" / "tiny"
+SIZES: dict[str, Any] = {
+    "d_model": 32,
+    "n_heads": 2,
+    "d_ffn": 64,
+    "encoder_layers": 1,
+    "decoder_layers": 1,
+    "vocab_size": 200,
+}
+# 2048 padded positions per batch: about 10 updates per epoch of the 400 training pairs, so a
+# 14-update run crosses an epoch boundary.
+RUN: dict[str, Any] = {
+    **SIZES,
+    "max_tokens": 2048,
+    "warmup_updates": 3,
+    "lr": 2e-3,
+    "max_update": 14,
+    "save_interval_updates": 3,
+    "validate_interval_updates": 4,
+    "log_interval": 1,
+}
+CLI_FLAGS = [
+    f"--{k.replace('_', '-')}={v}" for k, v in RUN.items()
+]  # the same run as a command line
+
+
+def config(save_dir: Path, **changes: Any) -> TrainConfig:
+    return TrainConfig("transformer-small", f"{TINY}:de-en", str(save_dir), **{**RUN, **changes})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def vocab_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One vocabulary cache for the module (sentencepiece trains once)."""
+    folder = tmp_path_factory.mktemp("cache")
+    old = os.environ.get("BUTCHERFLOW_CACHE")
+    os.environ["BUTCHERFLOW_CACHE"] = str(folder)
+    yield folder
+    if old is None:
+        del os.environ["BUTCHERFLOW_CACHE"]
+    else:
+        os.environ["BUTCHERFLOW_CACHE"] = old
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The uninterrupted run every resumed run must reproduce."""
+    save_dir = tmp_path_factory.mktemp("reference")
+    return save_dir, train(config(save_dir))
+
+
+def weights(path: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(path))
+
+
+def assert_same_weights(a: Path, b: Path) -> None:
+    left, right = weights(a), weights(b)
+    assert left.keys() == right.keys()
+    for key in left:
+        assert torch.equal(left[key], right[key]), key
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --- the pieces ----------------------------------------------------------------------------------
+
+
+def fairseq_label_smoothed_nll_loss(
+    lprobs: torch.Tensor, target: torch.Tensor, epsilon: float, ignore_index: int
+) -> torch.Tensor:
+    """fairseq/criterions/label_smoothed_cross_entropy.py, `label_smoothed_nll_loss`, as written
+    there (reduce=True)."""
+    target = target.unsqueeze(-1)
+    nll_loss = -lprobs.gather(dim=-1, index=target)
+    smooth_loss = -lprobs.sum(dim=-1, keepdim=True)
+    pad_mask = target.eq(ignore_index)
+    nll_loss.masked_fill_(pad_mask, 0.0)
+    smooth_loss.masked_fill_(pad_mask, 0.0)
+    eps_i = epsilon / (lprobs.size(-1) - 1)
+    return (1.0 - epsilon - eps_i) * nll_loss.sum() + eps_i * smooth_loss.sum()
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.3])
+@pytest.mark.parametrize("vocab", [5, 200])
+def test_label_smoothing_is_fairseqs(epsilon: float, vocab: int) -> None:
+    torch.manual_seed(0)
+    logits = torch.randn(3, 7, vocab, dtype=torch.float64)
+    target = torch.randint(1, vocab, (3, 7))
+    target[0, 4:] = 0  # padding
+    target[2, 1:] = 0
+    ours = label_smoothed_loss(logits, target, epsilon, pad=0)
+    theirs = fairseq_label_smoothed_nll_loss(
+        F.log_softmax(logits, -1).reshape(-1, vocab), target.reshape(-1), epsilon, 0
+    )
+    torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
+
+
+def test_inverse_sqrt_is_fairseqs() -> None:
+    c = TrainConfig("transformer-small", "x", "y", lr=1e-3, warmup_updates=100)
+    assert inverse_sqrt_lr(0, c) == pytest.approx(1e-7)
+    assert inverse_sqrt_lr(50, c) == pytest.approx(1e-7 + 50 * (1e-3 - 1e-7) / 100)
+    assert inverse_sqrt_lr(100, c) == pytest.approx(1e-3)
+    assert inverse_sqrt_lr(400, c) == pytest.approx(5e-4)  # lr * sqrt(100 / 400)
+    rates = [inverse_sqrt_lr(u, c) for u in range(1000)]
+    assert max(rates) == pytest.approx(1e-3) and rates.index(max(rates)) == 100
+
+
+def test_shard_gives_every_process_as_many_batches() -> None:
+    batches = [[i] for i in range(7)]
+    parts = [shard(batches, Process(rank, 2)) for rank in range(2)]
+    assert [len(p) for p in parts] == [3, 3]
+    assert sorted(i for p in parts for (i,) in p) == [0, 1, 2, 3, 4, 5]  # the tail is dropped
+    assert shard(batches, Process()) == batches
+
+
+@pytest.mark.parametrize(
+    ("changes", "fragments"),
+    [
+        ({"max_tokens": 0}, ["--max-tokens", "0", ">= 1"]),
+        ({"update_freq": 1.5}, ["--update-freq", "1.5"]),
+        ({"lr": -1.0}, ["--lr", "-1.0", "> 0"]),
+        ({"label_smoothing": 1.0}, ["--label-smoothing", "1.0", "< 1"]),
+        ({"dropout": 1.2}, ["--dropout", "1.2"]),
+        ({"warmup_updates": 0}, ["--warmup-updates", "inverse-sqrt"]),
+        ({"time_budget": 0.0}, ["--time-budget", "0.0"]),
+        ({"device": "tpu"}, ["--device", "'tpu'", "cuda:N"]),
+        ({"precision": "fp8"}, ["--precision", "'fp8'", "bf16"]),
+        ({"device": "cpu", "precision": "fp16"}, ["--precision", "'fp16'", "GPU"]),
+        ({"keep_last_checkpoints": 2}, ["--keep-last-checkpoints", "--save-interval-updates"]),
+        ({"source_lang": "de"}, ["--target-lang", "both"]),
+        ({"d_model": 0}, ["--d-model", "0"]),
+        ({"warmup_init_lr": 1.0}, ["--warmup-init-lr", "1.0", "<= --lr"]),
+    ],
+)
+def test_bad_config_names_the_flag(changes: dict[str, Any], fragments: list[str]) -> None:
+    with pytest.raises(DeclarationError) as info:
+        TrainConfig("transformer-small", "bible:de-en", "out", **changes)
+    for fragment in fragments:
+        assert fragment in str(info.value)
+
+
+def test_size_overrides_and_param_budget() -> None:
+    base = TrainConfig("transformer-small", "x", "y", **SIZES)
+    recipe = resolve_recipe(base, 200)
+    assert recipe.sizes["d_model"] == 32 and recipe.sizes["d_ffn"] == 64
+    assert recipe.encoder is not None and recipe.encoder.layers == 1
+    # macaron sizes d_ffn to match transformer-small *at the same overrides*
+    sizes = {k: v for k, v in SIZES.items() if k != "d_ffn"}
+    macaron = resolve_recipe(TrainConfig("macaron", "x", "y", **sizes), 200)
+    small = resolve_recipe(TrainConfig("transformer-small", "x", "y", **sizes), 200)
+    with torch.device("meta"):
+        n_macaron = Seq2Seq(macaron, 200).num_parameters
+        n_small = Seq2Seq(small, 200).num_parameters
+    assert macaron.param_budget is None
+    assert abs(n_macaron - n_small) / n_small < 0.02
+    with pytest.raises(DeclarationError, match="--d-ffn"):
+        resolve_recipe(TrainConfig("macaron", "x", "y", d_ffn=64), 200)
+    with pytest.raises(DeclarationError, match="multiple of n_heads"):
+        resolve_recipe(TrainConfig("transformer-small", "x", "y", d_model=30, n_heads=4), 200)
+
+
+@pytest.mark.parametrize("name", recipe_names())
+def test_recipe_survives_config_json(name: str) -> None:
+    recipe = load_recipe(name)
+    back = recipe_from_dict(ckpt.tomllib.loads(ckpt.recipe_to_toml(recipe)))
+    assert back == dataclasses.replace(recipe, source=None)
+
+
+def test_shared_tensors_are_saved_once_and_restored(tmp_path: Path) -> None:
+    text = (TINY.parent.parent.parent / "models" / "ode-transformer-rk2-gated.toml").read_text()
+    text = text.replace('coefficients = "gated"', 'coefficients = "gated"\nshare_gate = true')
+    (tmp_path / "shared.toml").write_text(text)
+    sizes = {**SIZES, "encoder_layers": 3}
+    recipe = resolve_recipe(TrainConfig(str(tmp_path / "shared.toml"), "x", "y", **sizes), 50)
+    torch.manual_seed(0)
+    model = Seq2Seq(recipe, 50)
+    gates = [k for k in model.state_dict() if k.endswith("gate.proj.weight")]
+    assert len(gates) == 3  # one Linear shared by three blocks
+    ckpt.save_checkpoint(tmp_path, ["checkpoint_last"], model, {"x": 1}, {"update": 1})
+    stored = weights(tmp_path / "checkpoint_last.safetensors")
+    assert sum(k in stored for k in gates) == 1
+    torch.manual_seed(1)
+    fresh = Seq2Seq(recipe, 50)
+    ckpt.assign_weights(fresh, stored, "file")
+    for key, value in model.state_dict().items():
+        assert torch.equal(fresh.state_dict()[key], value), key
+    first, second = (fresh.encoder[i].program.get_submodule("gate") for i in (0, 1))
+    assert first is second
+
+
+def test_optimizer_step_outcomes_with_a_grad_scaler() -> None:
+    """The fp16 path (GradScaler) runs on CPU too: overflow skips, non-finite loss skips."""
+    param = torch.nn.Parameter(torch.ones(3))
+    optimizer = torch.optim.AdamW([param], lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+
+    def step(factor: float, finite: bool = True) -> tuple[str, float]:
+        scaler.scale(param.sum() * factor).backward()
+        return optimizer_step(optimizer, scaler, [param], 1.0, finite)
+
+    assert step(1.0) == ("ok", pytest.approx(math.sqrt(3)))
+    before = param.detach().clone()
+    outcome, gnorm = step(float("inf"))
+    assert outcome == "overflow" and math.isinf(gnorm) and scaler.get_scale() == 512.0
+    assert step(1.0, finite=False)[0] == "nonfinite"
+    assert torch.equal(param.detach(), before) and param.grad is None
+    assert step(1.0)[0] == "ok" and not torch.equal(param.detach(), before)
+
+
+# --- a whole run, its files, and loading it ------------------------------------------------------
+
+
+def test_run_writes_the_save_dir(reference: tuple[Path, dict[str, Any]]) -> None:
+    save_dir, summary = reference
+    assert summary["updates"] == 14 and summary["epochs_done"] >= 1
+    assert summary["stopped"] == "max_update 14 reached"
+    config_json = ckpt.read_config(save_dir)
+    assert config_json["vocab_size"] == 200 and config_json["max_tokens"] == 2048
+    assert "d_model = 32" in config_json["recipe_toml"]
+    for name in ("checkpoint_last", "checkpoint_best", "checkpoint_3", "checkpoint_12"):
+        for suffix in (".safetensors", ".pt", ".json"):
+            assert (save_dir / f"{name}{suffix}").is_file(), name + suffix
+    assert ckpt.read_commit(save_dir, "checkpoint_last")["update"] == 14  # type: ignore[index]
+    assert [u for u, _ in ckpt.interval_checkpoints(save_dir)] == [3, 6, 9, 12]
+    assert (save_dir / "spm.model").is_file()
+    assert (save_dir / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    log = [e for e in ckpt_log(save_dir)]
+    assert [e["update"] for e in log if e["kind"] == "train"] == list(range(1, 15))
+    valid = [e["update"] for e in log if e["kind"] == "valid"]
+    assert {4, 8, 12, 14} <= set(valid)  # the intervals, the epoch end, the stop
+    assert all(math.isfinite(e["valid_loss"]) for e in log if e["kind"] == "valid")
+    assert not list(save_dir.glob(".*.tmp"))
+
+
+def ckpt_log(save_dir: Path) -> list[dict[str, Any]]:
+    from butcherflow.train.curves import read_log
+
+    return read_log(save_dir / "log.jsonl")
+
+
+def test_load_model_best_last_avg_and_file(reference: tuple[Path, dict[str, Any]]) -> None:
+    save_dir, _ = reference
+    model, vocab, config_json = ckpt.load_model(save_dir, "last")
+    assert not model.training and len(vocab) == 200 and config_json["d_model"] == 32
+    last = weights(save_dir / "checkpoint_last.safetensors")
+    for key, value in model.state_dict().items():
+        assert torch.equal(value, last[key])
+    averaged, _, _ = ckpt.load_model(save_dir, "avg:2")
+    a, b = (
+        weights(save_dir / "checkpoint_9.safetensors"),
+        weights(save_dir / "checkpoint_12.safetensors"),
+    )
+    for key, value in averaged.state_dict().items():
+        assert torch.equal(value, ((a[key].double() + b[key].double()) / 2).float())
+    best, _, _ = ckpt.load_model(save_dir, "best")
+    from_file, _, _ = ckpt.load_model(save_dir, str(save_dir / "checkpoint_best.safetensors"))
+    for key, value in best.state_dict().items():
+        assert torch.equal(value, from_file.state_dict()[key])
+    with pytest.raises(ckpt.CheckpointError, match="avg:9 needs 9 interval checkpoints, found 4"):
+        ckpt.load_model(save_dir, "avg:9")
+
+
+def test_average_command(reference: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    save_dir, _ = reference
+    out = tmp_path / "avg.safetensors"
+    assert main(["average", str(save_dir), "--last", "3", "-o", str(out)]) == 0
+    averaged = weights(out)
+    parts = [weights(save_dir / f"checkpoint_{u}.safetensors") for u in (6, 9, 12)]
+    for key, value in averaged.items():
+        mean = sum(p[key].double() for p in parts) / 3
+        assert torch.equal(value, mean.float()), key
+    model, _, _ = ckpt.load_model(save_dir, str(out))
+    assert torch.equal(model.state_dict()["encoder_norm.weight"], averaged["encoder_norm.weight"])
+
+
+def test_average_checkpoints_is_the_mean(tmp_path: Path) -> None:
+    a = {"w": torch.tensor([1.0, 2.0]), "n": torch.tensor([3])}
+    b = {"w": torch.tensor([3.0, 6.0]), "n": torch.tensor([3])}
+    save_file(a, str(tmp_path / "a.safetensors"))
+    save_file(b, str(tmp_path / "b.safetensors"))
+    out = ckpt.average_checkpoints([tmp_path / "a.safetensors", tmp_path / "b.safetensors"])
+    assert torch.equal(out["w"], torch.tensor([2.0, 4.0])) and torch.equal(out["n"], a["n"])
+    save_file({"n": torch.tensor([3]), "v": torch.zeros(2)}, str(tmp_path / "c.safetensors"))
+    with pytest.raises(ckpt.CheckpointError, match="'v'"):
+        ckpt.average_checkpoints([tmp_path / "a.safetensors", tmp_path / "c.safetensors"])
+
+
+# --- resume --------------------------------------------------------------------------------------
+
+
+def test_sigkill_then_resume_gives_the_same_weights(
+    reference: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    save_dir = tmp_path / "killed"
+    command = [sys.executable, "-m", "butcherflow.cli", "train", "transformer-small"]
+    command += ["--data", f"{TINY}:de-en", "--save-dir", str(save_dir), *CLI_FLAGS]
+    env = {**os.environ, KILL_ENV: "7", "OMP_NUM_THREADS": "1"}
+    killed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert ckpt.read_commit(save_dir, "checkpoint_last")["update"] == 6  # type: ignore[index]
+    # the same command again (in this process: the kill hook is not set here)
+    summary = train(config(save_dir))
+    assert (
+        f"resuming from {save_dir}/checkpoint_last (update 6, epoch 1)" in capsys.readouterr().out
+    )
+    assert summary["updates"] == 14
+    assert_same_weights(
+        reference[0] / "checkpoint_last.safetensors", save_dir / "checkpoint_last.safetensors"
+    )
+    assert_same_weights(
+        reference[0] / "checkpoint_best.safetensors", save_dir / "checkpoint_best.safetensors"
+    )
+    valid = [(e["update"], e["valid_loss"]) for e in ckpt_log(save_dir) if e["kind"] == "valid"]
+    assert valid == [
+        (e["update"], e["valid_loss"]) for e in ckpt_log(reference[0]) if e["kind"] == "valid"
+    ]
+
+
+def test_a_save_killed_before_its_commit_is_ignored(
+    reference: tuple[Path, dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    real = ckpt.write_json
+
+    def crash(path: Path, data: Any) -> None:
+        if path.name == "checkpoint_last.json" and data.get("update") == 9:
+            raise KeyboardInterrupt  # as if killed between the files and the commit
+        real(path, data)
+
+    monkeypatch.setattr(ckpt, "write_json", crash)
+    with pytest.raises(KeyboardInterrupt):
+        train(config(tmp_path))
+    assert ckpt.read_commit(tmp_path, "checkpoint_last") is None  # uncommitted: ignored
+    monkeypatch.setattr(ckpt, "write_json", real)
+    train(config(tmp_path))
+    assert f"resuming from {tmp_path}/checkpoint_9 (update 9, epoch 1)" in capsys.readouterr().out
+    assert_same_weights(
+        reference[0] / "checkpoint_last.safetensors", tmp_path / "checkpoint_last.safetensors"
+    )
+
+
+def test_a_finished_run_resumes_to_nothing_and_extends(
+    reference: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    save_dir = tmp_path / "copy"
+    shutil.copytree(reference[0], save_dir)
+    assert train(config(save_dir))["updates"] == 14
+    assert "nothing to do: max_update 14 reached" in capsys.readouterr().out
+    summary = train(config(save_dir, max_update=16, keep_last_checkpoints=1))
+    assert summary["updates"] == 16
+    assert "resuming from" in capsys.readouterr().out
+    assert ckpt.interval_checkpoints(save_dir) == [(15, "checkpoint_15")]  # pruned to 1
+    assert not (save_dir / "checkpoint_12.safetensors").exists()
+
+
+def test_another_recipe_or_setting_is_refused(
+    reference: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    save_dir = tmp_path / "copy"
+    shutil.copytree(reference[0], save_dir)
+    with pytest.raises(DeclarationError) as info:
+        train(dataclasses.replace(config(save_dir), recipe="ode-transformer-rk2-gated"))
+    assert "RECIPE" in str(info.value) and "'transformer-small'" in str(info.value)
+    with pytest.raises(DeclarationError, match="--lr"):
+        train(config(save_dir, lr=1e-3))
+    # weights of another architecture, given as a file
+    torch.manual_seed(0)
+    other = Seq2Seq(
+        resolve_recipe(TrainConfig("ode-transformer-rk2-gated", "x", "y", **SIZES), 200), 200
+    )
+    ckpt.save_checkpoint(tmp_path, ["other"], other, {}, {"update": 0})
+    with pytest.raises(ckpt.CheckpointError, match=r"other.safetensors: tensor 'encoder\.0"):
+        ckpt.load_model(save_dir, str(tmp_path / "other.safetensors"))
+
+
+def test_corrupt_files_are_named(reference: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    save_dir = tmp_path / "copy"
+    shutil.copytree(reference[0], save_dir)
+    weights_file = save_dir / "checkpoint_last.safetensors"
+    weights_file.write_bytes(weights_file.read_bytes()[:1000])  # truncated
+    with pytest.raises(ckpt.CheckpointError, match=r"checkpoint_last\.safetensors is truncated"):
+        ckpt.load_model(save_dir, "last")
+    with pytest.raises(ckpt.CheckpointError, match=r"checkpoint_last\.safetensors is truncated"):
+        train(config(save_dir, max_update=20))
+    with pytest.raises(ckpt.CheckpointError, match=r"checkpoint_last\.safetensors is corrupt"):
+        ckpt.load_model(save_dir, str(weights_file))
+    state = save_dir / "checkpoint_best.pt"
+    data = bytearray(state.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size, other bytes
+    state.write_bytes(bytes(data))
+    with pytest.raises(ckpt.CheckpointError, match=r"checkpoint_best\.pt is corrupt"):
+        ckpt.read_commit(save_dir, "checkpoint_best")
+    state.write_bytes(bytes(data[:5000]))  # truncated: torch.load itself fails
+    with pytest.raises(ckpt.CheckpointError, match=r"checkpoint_best\.pt is corrupt or truncated"):
+        ckpt.load_state(state)
+    (save_dir / "checkpoint_3.json").write_text("{not json")
+    with pytest.raises(ckpt.CheckpointError, match=r"checkpoint_3\.json is corrupt"):
+        ckpt.read_commit(save_dir, "checkpoint_3")
+    with pytest.raises(ckpt.CheckpointError, match="not a butcherflow save dir"):
+        ckpt.load_model(tmp_path / "nowhere")
+
+
+def test_time_budget_and_max_epoch_stop_with_a_checkpoint(tmp_path: Path) -> None:
+    budget = train(config(tmp_path / "budget", max_update=0, time_budget=1e-3))
+    assert budget["updates"] == 1 and budget["stopped"] == "time budget of 0.001 s spent"
+    assert ckpt.read_commit(tmp_path / "budget", "checkpoint_last")["update"] == 1  # type: ignore[index]
+    epoch = train(config(tmp_path / "epoch", max_update=0, max_epoch=1, save_interval_updates=0))
+    assert epoch["stopped"] == "max_epoch 1 reached" and epoch["epochs_done"] == 1
+    commit = ckpt.read_commit(tmp_path / "epoch", "checkpoint_last")
+    assert commit is not None and commit["update"] == epoch["updates"] and commit["epoch"] == 2
+
+
+# --- non-finite losses ---------------------------------------------------------------------------
+
+
+def poison(monkeypatch: pytest.MonkeyPatch, bad: set[int]) -> None:
+    """Make the training forward passes numbered in `bad` (1-based) return NaN logits."""
+    real = Seq2Seq.forward
+    calls = [0]
+
+    def forward(self: Seq2Seq, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        out = real(self, src, tgt)
+        if torch.is_grad_enabled():
+            calls[0] += 1
+            if calls[0] in bad or (-1 in bad and calls[0] >= min(bad - {-1})):
+                return out * float("nan")
+        return out
+
+    monkeypatch.setattr(Seq2Seq, "forward", forward)
+
+
+def test_a_non_finite_loss_skips_the_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    poison(monkeypatch, {2, 3})
+    summary = train(config(tmp_path, max_update=4, validate_interval_updates=0))
+    assert summary["updates"] == 4 and summary["nonfinite_skipped"] == 2
+    assert "non-finite loss at update 2" in capsys.readouterr().err
+    log = ckpt_log(tmp_path)
+    assert [e["update"] for e in log if e["kind"] == "skip"] == [1, 1]
+    model, _, _ = ckpt.load_model(tmp_path, "last")
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_too_many_non_finite_losses_stop_and_keep_the_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    poison(monkeypatch, {4, -1})  # every training forward from the 4th on
+    with pytest.raises(TrainingError, match="10 non-finite losses in a row after update 3"):
+        train(config(tmp_path, max_update=30))
+    assert ckpt.read_commit(tmp_path, "checkpoint_last")["update"] == 3  # type: ignore[index]
+    model, _, _ = ckpt.load_model(tmp_path, "last")
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragments"),
+    [
+        (["--max-tokens", "0"], ["--max-tokens", "0"]),
+        (["--precision", "fp8"], ["--precision", "fp8"]),
+        (["--device", "cpu", "--precision", "fp16"], ["--precision", "GPU"]),
+        (["--keep-last-checkpoints", "2"], ["--keep-last-checkpoints"]),
+        (["--max-tokens", "8"], ["--max-tokens", "8", "positions"]),
+        (["--vocab-size", "100000"], ["--vocab-size", "100000"]),
+    ],
+)
+def test_bad_flags_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], fragments: list[str]
+) -> None:
+    argv = ["train", "transformer-small", "--data", f"{TINY}:de-en", "--save-dir", str(tmp_path)]
+    assert main(argv + flags) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in err
+
+
+def test_a_failed_first_attempt_does_not_hold_the_save_dir(tmp_path: Path) -> None:
+    with pytest.raises(DeclarationError, match="--max-tokens"):
+        train(config(tmp_path, max_tokens=8))
+    assert train(config(tmp_path, max_update=1))["updates"] == 1  # the corrected command
+
+
+def test_a_non_number_is_an_argparse_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["train", "transformer-small", "--data", "x", "--save-dir", "y", "--lr", "fast"])
+    assert info.value.code == 2 and "--lr: invalid float value: 'fast'" in capsys.readouterr().err
+
+
+# --- DDP -----------------------------------------------------------------------------------------
+
+
+def _batches(count: int) -> list[Any]:
+    generator = torch.Generator().manual_seed(3)
+    split = EncodedSplit(
+        [
+            torch.randint(4, 50, (int(n),), generator=generator).tolist()
+            for n in range(3, 3 + 4 * count)
+        ],
+        [
+            torch.randint(4, 50, (int(n),), generator=generator).tolist()
+            for n in range(2, 2 + 4 * count)
+        ],
+    )
+    return [collate(split, list(range(4 * i, 4 * i + 4))) for i in range(count)]
+
+
+def _model() -> Seq2Seq:
+    recipe = resolve_recipe(TrainConfig("transformer-small", "x", "y", dropout=0.0, **SIZES), 50)
+    torch.manual_seed(0)
+    return Seq2Seq(recipe, 50).double()
+
+
+def _gradients(
+    model: torch.nn.Module, batches: list[Any], world_size: int
+) -> tuple[float, dict[str, torch.Tensor]]:
+    loss, _ = forward_backward(
+        model,
+        batches,
+        epsilon=0.1,
+        pad=0,
+        device=torch.device("cpu"),
+        autocast=__import__("contextlib").nullcontext,
+        scaler=torch.amp.GradScaler("cpu", enabled=False),
+        world_size=world_size,
+    )
+    inner = getattr(model, "module", model)
+    return loss, {k: p.grad.clone() for k, p in inner.named_parameters() if p.grad is not None}
+
+
+def _ddp_worker(rank: int, port: int) -> None:
+    torch.set_num_threads(1)
+    batches = _batches(4)
+    loss_one, grads_one = _gradients(_model(), batches, world_size=1)  # one process, all four
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.distributed.init_process_group("gloo", rank=rank, world_size=2)
+    try:
+        ddp = torch.nn.parallel.DistributedDataParallel(_model())
+        # rank r gets micro-batches 2r and 2r+1: update_freq 2, no_sync on the first
+        loss_two, grads_two = _gradients(ddp, batches[2 * rank : 2 * rank + 2], world_size=2)
+        assert math.isclose(loss_one, loss_two, rel_tol=1e-12)
+        assert grads_one.keys() == grads_two.keys()
+        for key in grads_one:
+            torch.testing.assert_close(grads_two[key], grads_one[key], rtol=1e-10, atol=1e-12)
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def test_two_process_ddp_computes_the_one_process_gradients() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    torch.multiprocessing.spawn(_ddp_worker, args=(port,), nprocs=2, join=True)
+
+
+# --- the benchmark -------------------------------------------------------------------------------
+
+
+def test_bench_train_writes_its_section(tmp_path: Path) -> None:
+    from butcherflow.bench.train import run_train_bench
+
+    output = tmp_path / "benchmarks.md"
+    output.write_text(
+        "# Benchmarks\n\n<!-- bench:block:start -->\nkept\n<!-- bench:block:end -->\n"
+    )
+    rows = run_train_bench(
+        str(output),
+        "butcherflow bench train (test)",
+        data=f"{TINY}:de-en",
+        vocab_size=200,
+        max_tokens=512,
+        updates=2,
+        warmup=1,
+        sizes={k: v for k, v in SIZES.items() if k != "vocab_size"},
+    )
+    names = [r.name for r in rows]
+    assert names[0] == "transformer-small" and names[2] == "ode-transformer-rk2-gated"
+    assert names[1].startswith("torch.nn.Transformer (32/2/64, 1+1 layers)") and len(rows) == 3
+    assert rows[0].parameters == rows[1].parameters  # the same sizes
+    assert all(r.tokens > 0 and r.seconds > 0 for r in rows)
+    assert rows[2].reference == names[1]
+    text = output.read_text()
+    assert "kept" in text and "<!-- bench:train:start -->" in text
+    assert "| transformer-small | " in text
+
+
+@pytest.mark.slow
+def test_torchrun_two_processes_match_one_process_with_update_freq_2(tmp_path: Path) -> None:
+    """The whole loop under torchrun (gloo): 2 processes x 1 micro-batch take the same global
+    batches as 1 process x update_freq 2, so the weights agree (to rounding)."""
+    flags = [*CLI_FLAGS, "--dropout=0", "--max-update=6", "--max-tokens=1024"]
+    base = ["-m", "butcherflow.cli", "train", "transformer-small", "--data", f"{TINY}:de-en"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2"]
+    two = subprocess.run(
+        [*torchrun, *base, "--save-dir", str(tmp_path / "two"), *flags],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert "2 process(es)" in two.stdout
+    one = subprocess.run(
+        [sys.executable, *base, "--save-dir", str(tmp_path / "one"), *flags, "--update-freq=2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert one.returncode == 0, one.stderr[-3000:]
+    left = weights(tmp_path / "two" / "checkpoint_last.safetensors")
+    right = weights(tmp_path / "one" / "checkpoint_last.safetensors")
+    for key in left:
+        torch.testing.assert_close(left[key], right[key], rtol=1e-4, atol=1e-5)
