@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # `make test TORCH_SPEC=torch`.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install test lint typecheck pytest test-slow demo bench clean
+.PHONY: install test lint typecheck pytest test-slow demo bench clean docs docs-check
 
 install: $(STAMP)
 
@@ -41,3 +41,27 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+
+# The docs site. `make docs`: the gallery generated from the catalog (docs/gallery, not committed),
+# then `mkdocs build --strict`; docs/hooks.py fails the build on a broken link, a missing image or
+# a resource from another host. mkdocs refuses a site_dir inside docs/, so the site is built in
+# build/ and moved to docs/_build/site. `make docs-check` opens the built site in headless
+# Chromium (Debian's `chromium`): no console errors, no request to another host; screenshots go
+# to docs/_build/screenshots.
+DOCS_STAMP := $(VENV)/.docs-installed
+DOCS_SITE := docs/_build/site
+GALLERY_JOBS ?= 2
+
+$(DOCS_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e ".[docs]"
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(VENV)/bin/butcherflow gallery --out docs/gallery --jobs $(GALLERY_JOBS)
+	rm -rf build/docs-site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/docs-site
+	rm -rf $(DOCS_SITE) && mkdir -p docs/_build && mv build/docs-site $(DOCS_SITE)
+	@echo "docs: $(DOCS_SITE)/index.html"
+
+docs-check: $(DOCS_STAMP)
+	$(PY) -m butcherflow.gallery.browser $(DOCS_SITE) --screenshots docs/_build/screenshots

@@ -216,7 +216,7 @@ class ButcherTableau(Method):
         return found
 
     def is_zero(self, i: int, j: int) -> bool:
-        """A[i][j] is exactly zero (the compiler skips such terms)."""
+        """`A[i][j]` is exactly zero (the compiler skips such terms)."""
         return self._zero[i][j]
 
     def with_weights(self, b: Sequence[Any], *, name: str | None = None) -> ButcherTableau:

@@ -1,0 +1,407 @@
+"""Empirical convergence beside every proof: the global error at halving steps, and its slope.
+
+The log-log slope of the global error against the step count must match the order `bf.check`
+proves; the tests assert it for every catalog entry and the gallery plots it.
+
+- Runge-Kutta (and continuous declarations, through their solver tableau): the non-autonomous
+  y' = −y + cos t on [0, 1], y(0) = 1, exact y = (cos t + sin t)/2 + e^{−t}/2 (the nodes c matter).
+  f is affine in y, so implicit stages are solved exactly by one linear solve per step size.
+- Multistep: the same problem, started from exact values.
+- Splittings: y' = (L_A + L_B [+ L_C ...]) y with non-commuting 3×3 matrices; sub-flows exact
+  (matrix exponentials by mpmath, no scipy) or advanced by the declared Runge-Kutta sub-step.
+
+Orders ≤ 4 run in float64; higher orders in mpmath at 60 digits, so that rounding does not flatten
+the slope. The step counts keep every error far above the arithmetic's noise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, final
+
+import mpmath
+import sympy
+
+from ..methods import ButcherTableau, ContinuousDynamics, LinearMultistep, Method, Splitting
+from .report import Report
+
+GENERIC = sympy.Rational(1, 3)  # the value every symbol of a parametrised family takes
+
+Matrix = list[list[Any]]
+
+
+# -- arithmetic ---------------------------------------------------------------------------------
+
+
+@final
+@dataclass(frozen=True)
+class Arithmetic:
+    """float64, or mpmath at `dps` digits: scalars, cos/exp, and matrix exponentials."""
+
+    dps: int | None  # None: float64
+
+    @property
+    def name(self) -> str:
+        return "float64" if self.dps is None else f"mpmath-{self.dps}"
+
+    def num(self, value: Any) -> Any:
+        if self.dps is None:
+            return float(sympy.N(value, 30))
+        return mpmath.mpf(sympy.N(value, self.dps + 10))
+
+    def cos(self, x: Any) -> Any:
+        return math.cos(x) if self.dps is None else mpmath.cos(x)
+
+    def exp(self, x: Any) -> Any:
+        return math.exp(x) if self.dps is None else mpmath.exp(x)
+
+    def sin(self, x: Any) -> Any:
+        return math.sin(x) if self.dps is None else mpmath.sin(x)
+
+    def expm(self, M: Matrix) -> Matrix:
+        with mpmath.workdps((self.dps or 15) + 20):
+            E = mpmath.expm(mpmath.matrix(M))
+            return [[self._round(E[i, j]) for j in range(E.cols)] for i in range(E.rows)]
+
+    def _round(self, x: Any) -> Any:
+        return float(x) if self.dps is None else +x
+
+
+FLOAT64 = Arithmetic(None)
+MP60 = Arithmetic(60)
+
+
+def arithmetic_for(order: int) -> Arithmetic:
+    """float64 up to order 4, mpmath at 60 digits beyond."""
+    return FLOAT64 if order <= 4 else MP60
+
+
+def steps_for(order: int) -> list[int]:
+    """Three step counts N, 2N, 4N: fine enough to be asymptotic (high orders approach their
+    slope slowly: Feagin 10 measures 10.4 at N = 32 → 64, 10.1 at 128 → 256), coarse enough to
+    stay far above the noise of the arithmetic chosen for that order."""
+    if order <= 1:
+        return [64, 128, 256]
+    if order == 2:
+        return [32, 64, 128]
+    if order <= 7:
+        return [16, 32, 64]
+    return [64, 128, 256]
+
+
+def slopes(counts: Sequence[int], errors: Sequence[Any]) -> list[float]:
+    """log(e_i / e_{i+1}) / log(N_{i+1} / N_i) for consecutive measurements."""
+    return [
+        math.log(float(errors[i]) / float(errors[i + 1])) / math.log(counts[i + 1] / counts[i])
+        for i in range(len(errors) - 1)
+    ]
+
+
+# -- linear algebra on lists (works for floats and mpmath numbers) ------------------------------
+
+
+def inverse(M: Matrix, one: Any) -> Matrix:
+    """Gauss-Jordan inverse with partial pivoting."""
+    n = len(M)
+    aug = [list(row) + [one if i == j else one * 0 for j in range(n)] for i, row in enumerate(M)]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(aug[r][col]))
+        aug[col], aug[pivot] = aug[pivot], aug[col]
+        p = aug[col][col]
+        aug[col] = [x / p for x in aug[col]]
+        for r in range(n):
+            if r != col and aug[r][col] != 0:
+                f = aug[r][col]
+                aug[r] = [x - f * y for x, y in zip(aug[r], aug[col], strict=True)]
+    return [row[n:] for row in aug]
+
+
+def matmul(X: Matrix, Y: Matrix) -> Matrix:
+    cols = list(zip(*Y, strict=True))
+    return [[sum(a * b for a, b in zip(row, col, strict=True)) for col in cols] for row in X]
+
+
+def matvec(X: Matrix, v: list[Any]) -> list[Any]:
+    return [sum(a * b for a, b in zip(row, v, strict=True)) for row in X]
+
+
+def identity(n: int, one: Any) -> Matrix:
+    return [[one if i == j else one * 0 for j in range(n)] for i in range(n)]
+
+
+# -- Runge-Kutta on y' = −y + cos t ------------------------------------------------------------
+
+
+def exact_solution(t: Any, ar: Arithmetic) -> Any:
+    """y(t) of y' = −y + cos t, y(0) = 1."""
+    return (ar.cos(t) + ar.sin(t)) / 2 + ar.exp(-t) / 2
+
+
+def rk_error(tableau: ButcherTableau, n: int, ar: Arithmetic) -> Any:
+    """|y_N − y(1)| after N steps of the tableau on y' = −y + cos t (stages solved exactly)."""
+    one = ar.num(1)
+    h = one / n
+    s = tableau.stages
+    A = [[ar.num(x) for x in row] for row in tableau.A]
+    b = [ar.num(x) for x in tableau.b]
+    c = [ar.num(x) for x in tableau.c]
+    # K = f(t + c h, y + h A K) = −y 1 − h A K + cos(t + c h)  ⇔  (I + hA) K = −y 1 + cos(t + c h)
+    M = inverse(
+        [[(one if i == j else 0 * one) + h * A[i][j] for j in range(s)] for i in range(s)], one
+    )
+    u = [sum(row) for row in M]
+    y = one
+    for step in range(n):
+        t = step * h
+        forcing = [ar.cos(t + ci * h) for ci in c]
+        K = [-y * ui + mf for ui, mf in zip(u, matvec(M, forcing), strict=True)]
+        y = y + h * sum(bi * ki for bi, ki in zip(b, K, strict=True))
+    return abs(y - exact_solution(one, ar))
+
+
+# -- multistep on the same problem -------------------------------------------------------------
+
+
+def lmm_error(method: LinearMultistep, n: int, ar: Arithmetic) -> Any:
+    """|y_N − y(1)| of the multistep method on y' = −y + cos t, started from exact values."""
+    one = ar.num(1)
+    h = one / n
+    alpha = [ar.num(x) for x in method.alpha]
+    beta = [ar.num(x) for x in method.beta]
+    k = method.steps
+    ys = [exact_solution(j * h, ar) for j in range(k)]
+    for m in range(n - k + 1):
+        # Σ αⱼ y_{m+j} = h Σ βⱼ (−y_{m+j} + cos t_{m+j}), solved for y_{m+k}
+        rhs = sum(h * beta[j] * ar.cos((m + j) * h) for j in range(k + 1))
+        rhs -= sum((alpha[j] + h * beta[j]) * ys[m + j] for j in range(k))
+        ys.append(rhs / (alpha[k] + h * beta[k]))
+    return abs(ys[n] - exact_solution(one, ar))
+
+
+# -- splittings of y' = Σ L_X y ----------------------------------------------------------------
+
+OPERATORS: list[list[list[Any]]] = [
+    [[0, 1, 0], [-1, 0, "1/2"], [0, 0, "-1/4"]],
+    [["-1/2", 0, 0], ["1/3", "-1", 1], [0, "-1/2", 0]],
+    [[0, 0, "1/2"], [0, "-1/3", 0], ["-1", "1/5", 0]],
+    [["1/4", 0, 0], [0, 0, "1/3"], ["1/2", 0, "-1/2"]],
+]
+Y0: list[Any] = [1, "1/2", "-1/3"]
+
+
+def operator_matrices(ops: Sequence[str], ar: Arithmetic) -> dict[str, Matrix]:
+    """The test matrices L_X, one per operator (at most four operators)."""
+    if len(ops) > len(OPERATORS):
+        raise ValueError(
+            f"the convergence problem has test matrices for {len(OPERATORS)} "
+            f"operators, not {len(ops)}"
+        )
+    return {
+        op: [[ar.num(sympy.Rational(x)) for x in row] for row in OPERATORS[i]]
+        for i, op in enumerate(ops)
+    }
+
+
+def rk_substep_matrix(L: Matrix, scale: Any, tableau: ButcherTableau, ar: Arithmetic) -> Matrix:
+    """One explicit RK step of size `scale` on y' = L y, as the matrix that maps y to y_new."""
+    one = ar.num(1)
+    n = len(L)
+    A = [[ar.num(x) for x in row] for row in tableau.A]
+    b = [ar.num(x) for x in tableau.b]
+    stages: list[Matrix] = []  # K_i as matrices: K_i = L (I + scale Σ_j a_ij K_j)
+    for i in range(tableau.stages):
+        arg = identity(n, one)
+        for j in range(i):
+            if A[i][j] != 0:
+                arg = [
+                    [x + scale * A[i][j] * y for x, y in zip(r1, r2, strict=True)]
+                    for r1, r2 in zip(arg, stages[j], strict=True)
+                ]
+        stages.append(matmul(L, arg))
+    step = identity(n, one)
+    for bi, K in zip(b, stages, strict=True):
+        step = [
+            [x + scale * bi * y for x, y in zip(r1, r2, strict=True)]
+            for r1, r2 in zip(step, K, strict=True)
+        ]
+    return step
+
+
+def splitting_error(method: Splitting, n: int, ar: Arithmetic, *, exact_flows: bool = False) -> Any:
+    """max-norm error at t = 1 of N splitting steps on y' = Σ L_X y."""
+    one = ar.num(1)
+    h = one / n
+    mats = operator_matrices(method.operators, ar)
+    size = len(OPERATORS[0])
+    step = identity(size, one)
+    for op, coefficient in method.steps:  # the first step acts first
+        scale = ar.num(coefficient) * h
+        L = mats[op]
+        if exact_flows or method.substep is None:
+            flow = ar.expm([[scale * x for x in row] for row in L])
+        else:
+            flow = rk_substep_matrix(L, scale, method.substep, ar)
+        step = matmul(flow, step)
+    y = [ar.num(sympy.Rational(x)) for x in Y0]
+    for _ in range(n):
+        y = matvec(step, y)
+    total = [[sum(mats[op][i][j] for op in mats) for j in range(size)] for i in range(size)]
+    exact = matvec(ar.expm(total), [ar.num(sympy.Rational(x)) for x in Y0])
+    return max(abs(a - e) for a, e in zip(y, exact, strict=True))
+
+
+# -- members of parametrised families ----------------------------------------------------------
+
+
+def generic_member(method: Method) -> Method:
+    """Every symbol replaced by 1/3 (methods without symbols are returned as they are)."""
+    if isinstance(method, ButcherTableau):
+        return method.subs({str(s): GENERIC for s in method.symbols}) if method.symbols else method
+    if isinstance(method, LinearMultistep) and method.symbols:
+        values = {s: GENERIC for s in method.symbols}
+        return LinearMultistep(
+            [x.subs(values) for x in method.alpha],
+            [x.subs(values) for x in method.beta],
+            name=method.name,
+        )
+    if isinstance(method, Splitting):
+        symbols = {s for _, c in method.steps for s in c.free_symbols}
+        if symbols:
+            values = {s: GENERIC for s in symbols}
+            return Splitting(
+                [(op, c.subs(values)) for op, c in method.steps],
+                substep=method.substep if method.substep is not None else "exact",
+                name=method.name,
+            )
+    return method
+
+
+def has_symbols(method: Method) -> bool:
+    """A parametrised family (its convergence is measured on `generic_member`)."""
+    if isinstance(method, Splitting):
+        return any(c.free_symbols for _, c in method.steps)
+    return bool(getattr(method, "symbols", set()))
+
+
+# -- the measurement ---------------------------------------------------------------------------
+
+
+def measure(
+    order: int, error: Callable[[int, Arithmetic], Any], *, coarser: int = 0, minimum: int = 2
+) -> tuple[list[int], list[Any]]:
+    """Errors at the step counts of `steps_for(order)`, preceded by up to `coarser` halvings of
+    the first (N/2, N/4, ... down to `minimum` steps: more points for a plot, each cheaper).
+
+    **Returns:** `(counts, errors)`, counts increasing.
+    """
+    ar = arithmetic_for(order)
+    counts = steps_for(order)
+    for _ in range(coarser):
+        if counts[0] % 2 == 0 and counts[0] // 2 >= minimum:
+            counts.insert(0, counts[0] // 2)
+    with mpmath.workdps(ar.dps or 15):
+        return counts, [error(n, ar) for n in counts]
+
+
+@final
+@dataclass(frozen=True)
+class Convergence:
+    """One measured convergence curve of a method.
+
+    **Attributes:**
+
+    - `label`: what was integrated (e.g. `"rk4"`, `"strang (euler sub-steps)"`).
+    - `order`: the order the proof predicts for this curve.
+    - `counts`: step counts N, increasing; `errors`: the global errors at t = 1 (floats).
+    - `arithmetic`: `"float64"` or `"mpmath-60"`.
+    """
+
+    label: str
+    order: int
+    counts: tuple[int, ...]
+    errors: tuple[float, ...]
+    arithmetic: str
+
+    @property
+    def slope(self) -> float:
+        """The measured order: the slope between the two finest step counts (nan when an
+        error is zero or not finite)."""
+        return self.slopes[-1]
+
+    @property
+    def slopes(self) -> list[float]:
+        """The slope between each pair of consecutive step counts (nan where undefined)."""
+        out = []
+        for i in range(len(self.errors) - 1):
+            a, b = self.errors[i], self.errors[i + 1]
+            ok = a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)
+            pair = slopes(self.counts[i : i + 2], (a, b))[0] if ok else math.nan
+            out.append(pair)
+        return out
+
+
+def _curve(
+    label: str,
+    order: int,
+    error: Callable[[int, Arithmetic], Any],
+    coarser: int,
+    minimum: int = 2,
+) -> Convergence:
+    counts, errors = measure(order, error, coarser=coarser, minimum=minimum)
+    return Convergence(
+        label, order, tuple(counts), tuple(float(e) for e in errors), arithmetic_for(order).name
+    )
+
+
+def convergence(method: Method, report: Report, *, coarser: int = 0) -> list[Convergence]:
+    """The convergence curves that test a report's proved orders.
+
+    **Arguments:**
+
+    - `method`: a declaration without free symbols (use `generic_member` for a family).
+    - `report`: `bf.check(method)`.
+    - `coarser`: extra, coarser step counts before the three of `steps_for` (for plots).
+
+    **Returns:** one curve for a Runge-Kutta method, a continuous declaration (its solver) or a
+    zero-stable multistep method; none for a multistep method that is not zero-stable (it
+    diverges however small h is); two for a splitting with a sub-step (exact sub-flows, then the
+    sub-step), one with exact sub-flows only.
+    """
+    if isinstance(method, ButcherTableau):
+        tableau = method
+        return [_curve(method.name, report.order, lambda n, ar: rk_error(tableau, n, ar), coarser)]
+    if isinstance(method, ContinuousDynamics):
+        solver = method.solver_tableau()
+        label = f"{method.name} (solver {solver.name})"
+        return [_curve(label, report.order, lambda n, ar: rk_error(solver, n, ar), coarser)]
+    if isinstance(method, LinearMultistep):
+        if not getattr(report, "zero_stable", False):
+            return []
+        lmm = method
+        # at least 4k steps, so that the plot does not show the exact starting values alone
+        error = lambda n, ar: lmm_error(lmm, n, ar)  # noqa: E731
+        return [_curve(method.name, report.order, error, coarser, 4 * method.steps)]
+    if isinstance(method, Splitting):
+        split = method
+        curves = [
+            _curve(
+                f"{method.name} (exact sub-flows)",
+                report.order,
+                lambda n, ar: splitting_error(split, n, ar, exact_flows=True),
+                coarser,
+            )
+        ]
+        if method.substep is not None:
+            effective = int(getattr(report, "effective_order", report.order))
+            curves.append(
+                _curve(
+                    f"{method.name} ({method.substep_name} sub-steps)",
+                    effective,
+                    lambda n, ar: splitting_error(split, n, ar),
+                    coarser,
+                )
+            )
+        return curves
+    raise TypeError(f"no convergence measurement for {type(method).__name__}")

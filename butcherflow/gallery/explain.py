@@ -1,0 +1,358 @@
+"""The prose of a gallery page, derived from the declaration and its report: the step written
+out with exact coefficients ("what it computes") and the proved accuracy ("how accurate")."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import sympy
+
+from ..analysis import Report
+from ..analysis.report import show
+from ..methods import ButcherTableau, ContinuousDynamics, LinearMultistep, Method, Splitting
+from .text import exact, fence
+
+SPLIT_FIELDS = {
+    "A": "ffn",
+    "B": "san",
+    "C": "ca",
+}  # the fields a splitting's block gets (as `show`)
+
+
+def _term(coefficient: sympy.Expr, name: str, numeric: bool) -> tuple[str, str]:
+    """(sign, magnitude·name) of one term of a linear combination."""
+    if coefficient == 1:
+        return "+", name
+    if coefficient == -1:
+        return "−", name
+    text = exact(coefficient, numeric)
+    if text.startswith("−") and " " not in text:
+        return "−", f"{text[1:]}·{name}"
+    if " " in text:
+        text = f"({text})"
+    return "+", f"{text}·{name}"
+
+
+def combination(base: str | None, terms: Sequence[tuple[sympy.Expr, str]], numeric: bool) -> str:
+    """`y + 1/2·k1 − k2`, zero terms dropped."""
+    parts = [] if base is None else [base]
+    for coefficient, name in terms:
+        if coefficient == 0:
+            continue
+        sign, text = _term(coefficient, name, numeric)
+        parts.append(f"{sign} {text}" if parts else ("−" + text if sign == "−" else text))
+    return " ".join(parts) if parts else "0"
+
+
+def rk_equations(tableau: ButcherTableau, field: str = "F") -> list[str]:
+    """The stages and the update of one step (h = 1), with the tableau's exact coefficients."""
+    numeric = tableau.numeric
+    lines = []
+    for i, row in enumerate(tableau.A):
+        terms = [(a, f"k{j + 1}") for j, a in enumerate(row)]
+        lines.append(f"k{i + 1} = {field}({combination('y', terms, numeric)})")
+    weights = [(b, f"k{i + 1}") for i, b in enumerate(tableau.b)]
+    lines.append(f"y_next = {combination('y', weights, numeric)}")
+    return lines
+
+
+def splitting_equations(method: Splitting) -> list[str]:
+    """One line per sub-step: which operator moves, by how much, from which state."""
+    lines = []
+    state = "y"
+    numeric = method.numeric
+    for k, (op, c) in enumerate(method.steps, start=1):
+        new = "y_next" if k == len(method.steps) else f"y{k}"
+        if method.substep is not None and method.substep.stages == 1 and method.substep.b[0] == 1:
+            lines.append(f"{new} = {combination(state, [(c, f'{op}({state})')], numeric)}")
+        else:
+            how = "exact flow" if method.substep is None else f"one {method.substep.name} step"
+            lines.append(f"{new} = {how} of {op} over {exact(c, numeric)}·h from {state}")
+        state = new
+    return lines
+
+
+def multistep_equation(method: LinearMultistep) -> str:
+    """y_{n+k} solved from Σ αⱼ y_{n+j} = Σ βⱼ F(y_{n+j}) (h = 1)."""
+    k = method.steps
+    lead = method.alpha[k]
+    numeric = method.numeric
+    terms: list[tuple[sympy.Expr, str]] = []
+    for j in range(k):
+        terms.append((sympy.simplify(-method.alpha[j] / lead), f"y[n+{j}]" if j else "y[n]"))
+    for j in range(k + 1):
+        name = f"y[n+{j}]" if j else "y[n]"
+        terms.append((sympy.simplify(method.beta[j] / lead), f"F({name})"))
+    return f"y[n+{k}] = {combination(None, terms, numeric)}"
+
+
+def explain_rk(m: ButcherTableau) -> list[str]:
+    calls = m.stages
+    out = [
+        f"One block is one step (h = 1) of this {m.kind} {m.stages}-stage Runge-Kutta method "
+        "applied to y' = F(y), where F is the block's field: the residual-free branch of a "
+        "pre-norm Transformer layer (for `san+ffn`, F(y) = L(y) − y). Every stage calls the "
+        "same F, so the parameters are those of one layer while the compute is "
+        f"{calls} layer evaluations:",
+        "",
+        fence("\n".join(rk_equations(m))),
+        "",
+    ]
+    if m.is_implicit:
+        out += [
+            "The stages appear on both sides (an implicit method): the compiled layer solves "
+            f"them by {m.iterations or 'a declared number of'} fixed-point sweeps starting "
+            "from F(y).",
+            "",
+        ]
+    if m.symbols:
+        out += [
+            f"The coefficients contain the free symbols {', '.join(sorted(map(str, m.symbols)))}"
+            ": this is a family, compiled with learned or gated coefficients.",
+            "",
+        ]
+    return out
+
+
+def accuracy_rk(m: ButcherTableau, r: Any) -> list[str]:
+    p = r.order
+    lines = [
+        f"**Order {p}{'+' if r.order_is_lower_bound else ''}, proved "
+        f"{'exactly' if r.exact else 'from the digits given'}** over every rooted tree with at "
+        f"most {p} nodes: one step has local error O({power('h', p + 1)}) and the global error "
+        f"of n steps falls as {power('h', p)}.",
+    ]
+    if r.failing:
+        lines.append(
+            f"The order stops there: {len(r.failing)} condition(s) of order {p + 1} fail "
+            f"(principal error norm {show(r.principal_error_norm)}; the first are listed below)."
+        )
+    lines.append(f"Stage order {r.stage_order}.")
+    stab = r.stability
+    if stab.real_interval is not None:
+        lines.append(
+            f"For the linear test equation y' = λy, the step is stable on the real interval "
+            f"{stab.real_interval_text} and the imaginary interval "
+            f"{stab.imaginary_interval_text} of hλ" + (" (A-stable)." if stab.a_stable else ".")
+        )
+    return [" ".join(lines), ""]
+
+
+def what(method: Method) -> str:
+    """One phrase naming the declaration's kind: "an explicit 4-stage Runge-Kutta method"."""
+    if isinstance(method, ButcherTableau):
+        article = "an" if method.kind[0] in "aeiou" else "a"
+        return f"{article} {method.kind} {method.stages}-stage Runge-Kutta method"
+    if isinstance(method, Splitting):
+        return f"a splitting of the operators {', '.join(method.operators)}"
+    if isinstance(method, LinearMultistep):
+        explicit = "explicit" if method.is_explicit else "implicit"
+        return f"an {explicit} {method.steps}-step linear multistep method"
+    if isinstance(method, ContinuousDynamics):
+        if method.grid == "positions":
+            return f"a position flow (FLOATER) solved by {method.method}"
+        return f"a continuous-depth block solved by {method.method}"
+    return f"a {method.family} declaration"
+
+
+def scientific(value: float) -> str:
+    """`1e-08` as `10⁻⁸`, `2.5e-05` as `3·10⁻⁵` (one significant digit)."""
+    mantissa, exponent = f"{value:.0e}".split("e")
+    power_of_ten = "10" + str(int(exponent)).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return power_of_ten if mantissa == "1" else f"{mantissa}·{power_of_ten}"
+
+
+def power(base: str, exponent: int) -> str:
+    """`h⁵`: an exponent as superscript digits."""
+    return base + str(exponent).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
+
+
+def computes(method: Method, compiled_fields: bool) -> list[str]:
+    """The "what it computes" section: the step written out with the exact coefficients.
+
+    **Arguments:**
+
+    - `method`: the declaration.
+    - `compiled_fields`: a splitting's block is shown compiled with `SPLIT_FIELDS`: say so.
+    """
+    positions = isinstance(method, ContinuousDynamics) and method.grid == "positions"
+    md = ["## What it computes" if positions else "## What the layer computes", ""]
+    if isinstance(method, ButcherTableau):
+        md += explain_rk(method)
+    elif isinstance(method, Splitting):
+        ops = ", ".join(method.operators)
+        md += [
+            f"The field is split into operators {ops}, y' = "
+            + " + ".join(f"{op}(y)" for op in method.operators)
+            + ", and one block advances them one after another, each by its fraction of the "
+            "step h = 1. Each step has its own module (a layer with separate weights, as "
+            "Macaron's two half-step FFNs):",
+            "",
+            fence("\n".join(splitting_equations(method))),
+            "",
+        ]
+        if compiled_fields:
+            fields = ", ".join(f"{op} = {SPLIT_FIELDS.get(op, 'ffn')}" for op in method.operators)
+            md += [f"On this page the block is compiled with {fields}.", ""]
+    elif isinstance(method, LinearMultistep):
+        md += [
+            f"A {method.steps}-step method spans layers: layer n+{method.steps} combines the "
+            f"states and field outputs of the {method.steps} layers before it (each layer has "
+            "its own field F, with its own weights; h = 1):",
+            "",
+            fence(multistep_equation(method)),
+            "",
+            "The first layers, before k states exist, are started by forward Euler.",
+            "",
+        ]
+    elif isinstance(method, ContinuousDynamics):
+        md += explain_continuous(method)
+    return md
+
+
+def explain_continuous(m: ContinuousDynamics) -> list[str]:
+    solver = m.solver_tableau()
+    if m.adaptive:
+        how = (
+            f"torchdiffeq's adaptive `{m.method}` (the tableau {solver.name}), with "
+            f"rtol = {m.rtol:g}, atol = {m.atol:g} and at most {m.max_num_steps} steps"
+        )
+    else:
+        per = (
+            f"steps of length {exact(m.step_size)}"
+            if m.step_size is not None
+            else f"{m.steps} step(s) of {solver.name}"
+        )
+        how = f"{per} ({solver.stages} field calls per step)"
+    time = {
+        "concat": "t is appended to its input",
+        "embedding": "a sinusoidal embedding of t is added to its input",
+        "none": "it does not see t",
+    }.get(m.time, m.time)
+    if m.grid == "positions":
+        delta = exact(m.delta)
+        gaps = (
+            f"{m.steps} {solver.name} step(s) between neighbouring positions"
+            if not m.adaptive and m.step_size is None
+            else how
+        )
+        return [
+            "Not a block but a **position encoding** (FLOATER, Liu et al. 2020). A flow "
+            "p(t) ∈ ℝᵈ solves the neural ODE dp/dt = h(t, p; w), where h is a small two-layer "
+            f"MLP ({time}), from a learned initial value p(0). Token i reads the flow at "
+            f"t_i = i·Δ with Δ = {delta}:",
+            "",
+            fence(
+                "p(t_0) = p0                      # a learned initial value\n"
+                "p(t_(i+1)) = p(t_i) + ∫ h(t, p) dt over [iΔ, (i+1)Δ]\n"
+                f"                                 # {gaps}\n"
+                "bias_q(i) = p_q(t_i),  bias_k(i) = p_k(t_i),  bias_v(i) = p_v(t_i)"
+            ),
+            "",
+            'In a model (`position = "floater"` in a recipe\'s `[embedding]`), the encodings are '
+            "injected at every block as position-aware biases on the query, key and value "
+            "projections of its attention, added to the sinusoidal input encoding. The dynamics "
+            "h are shared by every block; each block (and each of q, k, v) has its own learned "
+            "initial value, so the biases differ per block while the parameters of h are paid "
+            "once. Lengths are unbounded: a longer sequence integrates further. With h = 0 and "
+            "zero initial values every bias is zero, so a FLOATER model computes exactly the "
+            "sinusoidal Transformer it can be warm-started from.",
+            "",
+        ]
+    return [
+        "A **continuous-depth block**: the state flows through the neural ODE "
+        f"y' = F(t, y) from t = {exact(m.t0)} to t = {exact(m.t1)}, where F is the block's "
+        f"field ({time}):",
+        "",
+        fence(f"y_next = y + ∫ F(t, y(t)) dt over [{exact(m.t0)}, {exact(m.t1)}]"),
+        "",
+        f"The integral is computed by {how}"
+        + (", backpropagating with the adjoint ODE." if m.adjoint else "."),
+        "",
+    ]
+
+
+def accuracy(method: Method, report: Report) -> list[str]:
+    """The "how accurate" section's text: proved orders, error constants, stability."""
+    md = ["## How accurate the integrator is", ""]
+    if isinstance(method, ButcherTableau):
+        md += accuracy_rk(method, report)
+    elif isinstance(method, Splitting):
+        r: Any = report
+        text = (
+            f"**Order {r.order} with exact sub-flows**, proved in the free algebra of the "
+            f"operators (every word of length ≤ {r.order} has the exact flow's coefficient). "
+        )
+        if method.substep is not None:
+            text += (
+                f"**Effective order {r.effective_order} with {method.substep_name} sub-steps** "
+                "(what the compiled layer computes), proved with coloured trees: "
+            )
+            sub_order = method.substep.order
+            why = (
+                f" (each {method.substep_name} sub-step is itself of order {sub_order}, and the "
+                f"composition does not cancel its local error O({power('h', sub_order + 1)}))"
+                if sub_order is not None and sub_order < r.order
+                else ""
+            )
+            text += (
+                f"the {method.substep_name} sub-steps lower the order from {r.order}{why}."
+                if r.effective_order < r.order
+                else "the sub-steps keep the splitting's order."
+            )
+        md += [text, ""]
+    elif isinstance(method, LinearMultistep):
+        r = report
+        stable = "zero-stable" if r.zero_stable else "**not zero-stable** (it diverges)"
+        text = f"**Order {r.order}**, {stable}"
+        if r.error_constant is not None:
+            text += f", error constant C = {exact(r.error_constant)}"
+        if r.real_interval is not None:
+            ri = "(−∞, 0]" if r.real_interval == math.inf else f"[−{r.real_interval:.4g}, 0]"
+            text += f"; real stability interval {ri}"
+        md += [text + ".", ""]
+    elif isinstance(method, ContinuousDynamics):
+        md += accuracy_continuous(method, report)
+    return md
+
+
+def accuracy_continuous(method: ContinuousDynamics, report: Report) -> list[str]:
+    solver = method.solver_tableau()
+    p = report.order
+    text = (
+        f"**Order {p}**: the order of the solver [{solver.name}]({solver.name}.md), proved "
+        f"like every Runge-Kutta method: the computed flow's error falls as {power('s', p)} "
+        "with the solver's step s"
+    )
+    if method.adaptive:
+        return [text + " (the adaptive solver picks h to meet its tolerances).", ""]
+    interval = getattr(getattr(report, "solver", None), "stability", None)
+    real = None if interval is None else interval.real_interval
+    if method.grid == "positions":
+        step = method.delta / method.steps if method.step_size is None else method.step_size
+        size = float(step)
+        text += (
+            f". Here the step is {exact(step)} (Δ = {exact(method.delta)}"
+            + (f", {method.steps} step(s) per gap)" if method.step_size is None else ")")
+            + f": between neighbouring tokens the solver commits a local error of order "
+            f"({exact(step)}){power('', p + 1)} ≈ {scientific(size ** (p + 1))} (times "
+            "derivatives of the flow), and the error of p(t) grows at most linearly in t, "
+            f"staying near ({exact(step)}){power('', p)} ≈ {scientific(size**p)} per unit of t "
+            f"for a smooth flow (token i sits at t = i·{exact(method.delta)})."
+        )
+        if real is not None and math.isfinite(real) and real > 0:
+            text += (
+                f" The step is stable while the step times the eigenvalues of the dynamics' "
+                f"Jacobian stays in the region below; on the real axis down to −{real:.3g}, "
+                f"i.e. for eigenvalues down to −{real / size:.3g}."
+            )
+        return [text, ""]
+    steps = method.steps if method.step_size is None else None
+    if steps is not None:
+        h = (method.t1 - method.t0) / steps
+        text += (
+            f"; here {steps} step(s) over [{exact(method.t0)}, {exact(method.t1)}], h = {exact(h)}"
+        )
+    return [text + ".", ""]

@@ -1,0 +1,243 @@
+"""One gallery page per model recipe (`models/*.toml`): the recipe, its sides, size and code."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..assemble import LanguageModel, Recipe, Seq2Seq, apply_param_budget, load_recipe
+from ..assemble.recipe import Side
+from ..compiler import CompiledBlock
+from ..methods.catalog import _catalog_dir, read_toml
+from .diagram import block_svg
+from .solver_page import LENGTH, IndexRow, _Attempt
+from .text import Measured, fence, flops, measured_section, table
+
+VOCAB = 32_000  # the vocabulary of the parameter counts (as `butcherflow show`)
+BENCHMARKS_LINK = "../../benchmarks.md"
+
+
+def build_model(recipe: Recipe) -> nn.Module:
+    """The recipe's model (a `Seq2Seq`, or a `LanguageModel` for a one-sided recipe) at
+    `VOCAB`, built on the meta device (no memory) when every module allows it."""
+    kind = Seq2Seq if recipe.encoder is not None and recipe.decoder is not None else LanguageModel
+    try:
+        with torch.device("meta"):
+            return kind(recipe, VOCAB)
+    except RuntimeError:  # a module that computes from its initial values needs real tensors
+        return kind(recipe, VOCAB)
+
+
+def _blocks(model: nn.Module, where: str) -> list[CompiledBlock]:
+    side = getattr(model, where, None)
+    if side is None:
+        return []
+    return [b for b in side if isinstance(b, CompiledBlock)]
+
+
+def _params(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+def _linked(value: Any, rows: Mapping[str, IndexRow]) -> str:
+    """A catalog name as a link to its page, anything else as code."""
+    if isinstance(value, str) and value in rows:
+        return f"[{value}](../solvers/{value}.md)"
+    return f"`{value}`"
+
+
+def _side_rows(side: Side, rows: Mapping[str, IndexRow]) -> list[tuple[str, str]]:
+    method = side.method
+    known = rows.get(method)
+    order = "—"
+    if known is not None:
+        order = known.order
+        if known.effective_order != known.order:
+            order += f" (effective {known.effective_order})"
+    fields = side.field if side.field is not None else dict(side.fields or {})
+    out = [
+        ("layers", str(side.layers)),
+        ("method", _linked(method, rows)),
+        ("proved order of the method", order),
+        ("field" if side.field is not None else "fields", f"`{fields}`"),
+    ]
+    out += [(key, f"`{value}`") for key, value in side.options.items()]
+    return out
+
+
+def _overview(recipe: Recipe, rows: Mapping[str, IndexRow]) -> str:
+    """One sentence per side: how many blocks of which method and field, and the positions."""
+    parts = []
+    for where, side in (("encoder", recipe.encoder), ("decoder", recipe.decoder)):
+        if side is None:
+            continue
+        fields = (
+            side.field
+            if side.field is not None
+            else ", ".join(f"{op} = {f}" for op, f in (side.fields or {}).items())
+        )
+        known = rows.get(side.method)
+        order = ""
+        if known is not None and known.order != "—":
+            order = f", order {known.effective_order}"
+        options = "".join(f", {k} = {v}" for k, v in side.options.items())
+        parts.append(
+            f"the {where} is {side.layers} layer(s) of {_linked(side.method, rows)} "
+            f"(field `{fields}`{order}{options})"
+        )
+    text = "; ".join(parts)
+    positions = f"{recipe.position} positions"
+    if recipe.position == "floater":
+        flow = getattr(recipe, "floater", None)
+        blocks = getattr(recipe, "floater_blocks", "all")
+        where = "every block" if blocks == "all" else "the first block of each side"
+        positions = (
+            f"sinusoidal positions plus FLOATER biases at {where} (flow {_linked(flow, rows)})"
+        )
+    return text[0].upper() + text[1:] + f"; {positions}." if text else positions
+
+
+def model_page(
+    name: str,
+    folder: Path,
+    measured: Mapping[str, Sequence[Measured]],
+    rows: Mapping[str, IndexRow],
+) -> IndexRow:
+    """Write `folder/NAME.md` (figures under `folder/NAME/`) for one model recipe.
+
+    **Arguments:**
+
+    - `name`: the recipe's name (`models/NAME.toml`).
+    - `folder`: the gallery's `models/` folder.
+    - `measured`: benchmark rows by entry name.
+    - `rows`: the solver pages' index rows by name (for links and proved orders).
+
+    **Returns:** the recipe's `IndexRow`.
+    """
+    attempt = _Attempt([])
+    path = _catalog_dir("models") / f"{name}.toml"
+    source = path.read_text(encoding="utf-8")
+    data = attempt.run("reading the file", lambda: read_toml(path)) or {}
+    recipe = attempt.run("loading the recipe", lambda: load_recipe(name))
+    sized = (
+        attempt.run("param_budget", lambda: apply_param_budget(recipe, VOCAB)) if recipe else None
+    )
+    model = attempt.run("building the model", lambda: build_model(sized)) if sized else None
+    assets = folder / name
+    assets.mkdir(parents=True, exist_ok=True)
+    title = recipe.title if recipe is not None else str(data.get("title", name))
+
+    md = [f"# {name}: {title}", ""]
+    if data.get("description"):
+        md += [f"> {data['description']}", ""]
+    md += [f"**Reference:** {data.get('reference') or '—'} · **file:** `models/{name}.toml`", ""]
+
+    if recipe is not None:
+        md += [_overview(recipe, rows), ""]
+    total = None
+    if model is not None:
+        total = _params(model)
+        embedding = _params(getattr(model, "embedding", nn.Module()))
+        md += [
+            f"**{total:,} parameters** at a vocabulary of {VOCAB:,} "
+            f"({total - embedding:,} outside the shared embedding), "
+            f"built as `{type(model).__name__}`.",
+            "",
+        ]
+    md += ["## Recipe", "", fence(source, "toml"), ""]
+
+    if recipe is not None and sized is not None:
+        md += ["## Architecture", ""]
+        sizes = [(k, f"`{v}`") for k, v in sized.sizes.items()]
+        if recipe.param_budget:
+            md += [
+                f'`param_budget = "{recipe.param_budget}"`: d_ffn is sized to '
+                f"{sized.sizes['d_ffn']} so that the model has the parameters of "
+                f"[{recipe.param_budget}]({recipe.param_budget}.md) at this vocabulary.",
+                "",
+            ]
+        md += [table(("size", "value"), sizes), ""]
+        for where in ("encoder", "decoder"):
+            side = getattr(recipe, where)
+            if side is not None:
+                md += [f"### {where.capitalize()}", "", table(("", ""), _side_rows(side, rows)), ""]
+        embedding_data = data.get("embedding", {})
+        if isinstance(embedding_data, Mapping) and embedding_data:
+            shown = [(k, _linked(v, rows)) for k, v in embedding_data.items()]
+            md += ["### Embedding and positions", "", table(("", ""), shown), ""]
+            if recipe.position == "floater":
+                md += [
+                    "FLOATER positions: a neural ODE over positions (dynamics shared by every "
+                    "block, one learned initial value per attention module and q/k/v) adds "
+                    "position-aware biases to the query, key and value projections; see the "
+                    "flow's page for its solver and accuracy.",
+                    "",
+                ]
+
+    flops_total: int | None = None
+    if model is not None:
+        parts = [(n, f"{_params(m):,}") for n, m in model.named_children()]
+        md += ["## Parameters by part", "", table(("module", "parameters"), parts, "lr"), ""]
+        flops_total = 0
+        for where in ("encoder", "decoder"):
+            blocks = _blocks(model, where)
+            if not blocks:
+                continue
+            counts = [b.flops_per_token(LENGTH) for b in blocks]
+            known = [c for c in counts if c is not None]
+            side_flops = sum(known) if len(known) == len(counts) else None
+            if side_flops is None or flops_total is None:
+                flops_total = None
+            else:
+                flops_total += side_flops
+            first = blocks[0]
+            md += [
+                f"## {where.capitalize()} blocks",
+                "",
+                f"{len(blocks)} compiled block(s) `{type(first).__name__}`; the first has "
+                f"{first.num_parameters:,} parameters and "
+                + (
+                    f"{flops(first.flops_per_token(LENGTH))}FLOPs per token (length {LENGTH})."
+                    if first.flops_per_token(LENGTH) is not None
+                    else "a data-dependent cost."
+                ),
+                "",
+            ]
+            draw = functools.partial(block_svg, first.program, f"{name}: first {where} block")
+            svg = attempt.run(f"the {where} diagram", draw)
+            if svg is not None:
+                (assets / f"{where}.svg").write_text(svg, encoding="utf-8")
+                md += [f"![Data flow of the first {where} block]({name}/{where}.svg)", ""]
+            md += [fence(first.code.strip("\n"), "python"), ""]
+
+    rows_measured = measured.get(name, [])
+    if rows_measured:
+        md += ["## Measured", "", measured_section(rows_measured, BENCHMARKS_LINK), ""]
+    if attempt.problems:
+        md += ["## Problems", "", "Parts of this page could not be derived:", ""]
+        md += [f"- `{p}`" for p in attempt.problems]
+        md.append("")
+    (folder / f"{name}.md").write_text("\n".join(md).rstrip() + "\n", encoding="utf-8")
+
+    stages = "—"
+    if recipe is not None:
+        stages = " + ".join(str(s.layers) for s in (recipe.encoder, recipe.decoder) if s)
+    return IndexRow(
+        name=name,
+        kind="model",
+        page=f"models/{name}.md",
+        family="model",
+        title=title,
+        stages=stages,
+        order="—",
+        effective_order="—",
+        interval="—",
+        params=total,
+        flops=flops_total,
+        problem="; ".join(attempt.problems),
+    )

@@ -1,0 +1,309 @@
+"""The docs gallery: a page for every catalog entry and recipe, with its plots, code and links;
+the block diagram; the CLI reference; the built-site check."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import torch
+
+import butcherflow as bf
+from butcherflow.analysis.convergence import generic_member
+from butcherflow.analysis.layer import layer_verdict
+from butcherflow.assemble import recipe_names
+from butcherflow.cli import build_parser, main
+from butcherflow.gallery import GalleryResult, build_gallery, cli_reference, read_block, render_svg
+from butcherflow.gallery.diagram import number
+from butcherflow.gallery.sitecheck import check_site
+from butcherflow.gallery.text import exact, read_benchmarks
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "docs" / "benchmarks.md"
+NAMES = sorted(bf.catalog)
+RECIPES = recipe_names()
+LINK = re.compile(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+@pytest.fixture(scope="module")
+def gallery(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, GalleryResult]:
+    """The whole catalog's gallery, built once for this module (about 20 s on one core)."""
+    out = tmp_path_factory.mktemp("docs") / "gallery"
+    return out, build_gallery(out, benchmarks=BENCHMARKS)
+
+
+def _figure_count(svg: Path) -> int:
+    return svg.read_text(encoding="utf-8").count('class="field-call"')
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_catalog_entry_has_its_page(gallery: tuple[Path, GalleryResult], name: str) -> None:
+    out, result = gallery
+    method = bf.catalog[name]
+    page = out / "solvers" / f"{name}.md"
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith(f"# {name}: {method.title}")
+    assert bf.catalog.path(name).read_text(encoding="utf-8").strip() in text  # the declaration
+    assert "## What " in text and "## Order report" in text and "## How accurate" in text
+    row = next(r for r in result.rows if r.name == name)
+    assert row.problem == "", f"{name}: {row.problem}"
+    assert "## Problems" not in text
+    assert method.order is None or row.order == str(method.order)  # claims hold (catalog tests)
+
+    symbolic = bool(getattr(method, "symbols", set()))
+    if isinstance(method, bf.ButcherTableau):
+        assert '<table class="butcher">' in text
+    if isinstance(method, bf.Splitting):
+        assert "## Splitting sequence" in text
+    if isinstance(method, bf.LinearMultistep):
+        assert "## Coefficients α, β" in text
+
+    region = out / "solvers" / name / "stability.svg"
+    has_region = method.family in ("runge-kutta", "multistep", "continuous") and not symbolic
+    assert region.is_file() == has_region
+    if has_region:
+        assert f"({name}/stability.svg)" in text
+        ET.fromstring(region.read_text(encoding="utf-8"))  # well-formed SVG
+    diverges = False
+    if isinstance(method, bf.LinearMultistep):  # a family is measured at its generic member
+        diverges = not bf.check(generic_member(method)).zero_stable  # type: ignore[attr-defined]
+    convergence = out / "solvers" / name / "convergence.svg"
+    assert convergence.is_file() != diverges
+    if not diverges:
+        assert f"({name}/convergence.svg)" in text and "| slope |" in text
+
+    compiles, why = layer_verdict(method)
+    diagram = out / "solvers" / name / "block.svg"
+    if compiles:
+        assert "### Generated code" in text and "def forward(self, y, ctx):" in text
+        assert diagram.is_file() and f"({name}/block.svg)" in text
+        boxes = _figure_count(diagram)
+        if isinstance(method, bf.ContinuousDynamics):
+            step = bf.compile(method.solver_tableau(), field="ffn", d_model=8, n_heads=1, d_ffn=8)
+            assert boxes == step.field_calls  # one drawn step of the solve
+        elif isinstance(method, bf.LinearMultistep):
+            assert boxes == 6 * int(row.stages)  # the 6-layer stack, one field per layer
+        else:
+            assert boxes == int(row.stages)
+        assert row.params is not None and row.params > 0
+    else:
+        assert f"Not compiled: {why}" in text
+        assert not diagram.exists() and row.params is None
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_every_recipe_has_its_page(gallery: tuple[Path, GalleryResult], name: str) -> None:
+    out, result = gallery
+    recipe = bf.load_recipe(name)
+    text = (out / "models" / f"{name}.md").read_text(encoding="utf-8")
+    row = next(r for r in result.rows if r.name == name and r.kind == "model")
+    assert row.problem == "", f"{name}: {row.problem}"
+    source = (ROOT / "models" / f"{name}.toml").read_text(encoding="utf-8")
+    assert source.strip() in text
+    assert row.params is not None and f"**{row.params:,} parameters**" in text
+    for side in (recipe.encoder, recipe.decoder):
+        if side is not None and side.method in bf.catalog:
+            assert f"[{side.method}](../solvers/{side.method}.md)" in text
+    assert "def forward(self, y, ctx):" in text
+    assert (out / "models" / name / "encoder.svg").is_file()
+
+
+def test_recipe_parameter_count_matches_the_model(gallery: tuple[Path, GalleryResult]) -> None:
+    """The page's count is the model `Seq2Seq.from_recipe` builds (param_budget applied)."""
+    _, result = gallery
+    counts = {r.name: r.params for r in result.rows if r.kind == "model"}
+    for name in ("macaron", "transformer-small"):
+        with torch.device("meta"):
+            model = bf.Seq2Seq.from_recipe(name, 32_000)
+        assert counts[name] == model.num_parameters
+
+
+def test_index_lists_every_entry(gallery: tuple[Path, GalleryResult]) -> None:
+    out, result = gallery
+    index = (out / "index.md").read_text(encoding="utf-8")
+    assert '<div class="sortable" markdown>' in index
+    for name in NAMES:
+        assert f"[{name}](solvers/{name}.md " in index
+    for name in RECIPES:
+        assert f"[{name}](models/{name}.md " in index
+    assert len(result.rows) == len(NAMES) + len(RECIPES)
+    rk4 = next(line for line in index.splitlines() if line.startswith("| [rk4]"))
+    assert "| 4 | 4 | 4 | 2.785 | 3,152,384 |" in rk4  # stages, order, effective, interval
+
+
+def test_links_and_images_resolve(gallery: tuple[Path, GalleryResult]) -> None:
+    """Every relative link of every page points at a file: inside the gallery, or (for links
+    that leave it) in the docs folder the gallery is generated into."""
+    out, _ = gallery
+    checked = 0
+    for page in out.rglob("*.md"):
+        for target in LINK.findall(page.read_text(encoding="utf-8")):
+            if target.startswith(("http://", "https://", "#", "mailto:")):
+                continue
+            path = (page.parent / target.split("#")[0]).resolve()
+            if out.resolve() not in path.parents:
+                path = ROOT / "docs" / path.relative_to(out.parent.resolve())
+            assert path.is_file(), f"{page.relative_to(out)}: broken link {target}"
+            checked += 1
+    assert checked > 3 * len(NAMES)
+
+
+def test_measured_results_appear(gallery: tuple[Path, GalleryResult]) -> None:
+    out, _ = gallery
+    measured = read_benchmarks(BENCHMARKS)
+    assert "rk4" in measured
+    text = (out / "solvers" / "rk4.md").read_text(encoding="utf-8")
+    assert "## Measured" in text and "(../../benchmarks.md)" in text
+
+
+def test_a_broken_declaration_gets_a_page_with_the_reason(
+    isolated_catalog: bf.methods.Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import butcherflow.gallery.solver_page as solver_page
+    from butcherflow.gallery import build as build_module
+
+    monkeypatch.setattr(solver_page, "catalog", isolated_catalog)
+    monkeypatch.setattr(build_module, "catalog", isolated_catalog)
+    folder = isolated_catalog.directory
+    (folder / "broken.toml").write_text(
+        'name = "broken"\nfamily = "runge-kutta"\nA = [[0, 0], [1]]\nb = [1, 0]\n',
+        encoding="utf-8",
+    )
+    (folder / "implicit-ab.toml").write_text(
+        'name = "implicit-ab"\nfamily = "multistep"\nalpha = [-1, 1]\nbeta = ["1/2", "1/2"]\n',
+        encoding="utf-8",
+    )
+    result = build_gallery(tmp_path / "gallery", recipes=[])
+    broken = (tmp_path / "gallery" / "solvers" / "broken.md").read_text(encoding="utf-8")
+    assert "## Problems" in broken and "A must be square" in broken
+    assert 'name = "broken"' in broken  # the source is shown all the same
+    assert [name for name, _ in result.problems] == ["broken"]
+    index = (tmp_path / "gallery" / "index.md").read_text(encoding="utf-8")
+    assert "[broken](solvers/broken.md" in index and "⚠" in index
+    implicit = (tmp_path / "gallery" / "solvers" / "implicit-ab.md").read_text(encoding="utf-8")
+    assert "Not compiled: not compiled: implicit" in implicit
+    assert "## Problems" not in implicit
+
+
+def test_the_gallery_replaces_only_its_own_folder(tmp_path: Path) -> None:
+    stranger = tmp_path / "notes"
+    stranger.mkdir()
+    (stranger / "mine.txt").write_text("keep me", encoding="utf-8")
+    with pytest.raises(bf.ButcherflowError, match="no gallery build wrote"):
+        build_gallery(stranger, names=["euler"], recipes=[])
+    assert (stranger / "mine.txt").read_text(encoding="utf-8") == "keep me"
+    a_file = tmp_path / "file.md"
+    a_file.write_text("x", encoding="utf-8")
+    assert main(["gallery", "--out", str(a_file), "--only", "euler"]) == 1
+    assert a_file.read_text(encoding="utf-8") == "x"
+    # a gallery folder is replaced whole: a page of a removed entry does not survive
+    out = tmp_path / "gallery"
+    build_gallery(out, names=["euler", "heun"], recipes=[])
+    assert main(["gallery", "--out", str(out), "--only", "euler"]) == 0
+    assert (out / "solvers" / "euler.md").is_file()
+    assert not (out / "solvers" / "heun.md").exists()
+
+
+# -- the block diagram -------------------------------------------------------------------------
+
+
+def _blocks() -> dict[str, bf.CompiledBlock]:
+    sizes = {"d_model": 16, "n_heads": 2, "d_ffn": 32}
+    return {
+        "rk4": bf.compile("rk4", field="ffn", **sizes),
+        "heun gated": bf.compile("heun", field="san+ffn", coefficients="gated", **sizes),
+        "rk4 learned": bf.compile("rk4", field="ffn", coefficients="learned", **sizes),
+        "backward-euler": bf.compile("backward-euler", field="ffn", iterations=3, **sizes),
+        "strang": bf.compile("strang", fields={"A": "ffn", "B": "san"}, **sizes),
+        "yoshida-4-rk4": bf.compile("yoshida-4-rk4", fields={"A": "ffn", "B": "san"}, **sizes),
+        "leapfrog": bf.compile_stack("leapfrog", ["ffn"] * 4, **sizes),
+        "lm-resnet": bf.compile_stack(
+            "lm-resnet", ["ffn"] * 3, coefficients="learned", init={"k": 1}, **sizes
+        ),
+        "dlcl": bf.compile_stack("dlcl", ["ffn"] * 3, **sizes),
+    }
+
+
+@pytest.mark.parametrize("name", list(_blocks()))
+def test_diagram_has_one_box_per_field_call(name: str) -> None:
+    block = _blocks()[name]
+    diagram = read_block(block.program)
+    assert diagram.field_boxes == block.field_calls
+    svg = render_svg(diagram, name)
+    root = ET.fromstring(svg)  # well-formed, standalone
+    rects = [e for e in root.iter("{http://www.w3.org/2000/svg}rect")]
+    assert sum(1 for r in rects if r.get("class") == "field-call") == block.field_calls
+    assert "http" not in svg.replace("http://www.w3.org/2000/svg", "")  # nothing external
+    kinds = [box.kind for box in diagram.boxes]
+    assert kinds[0] == "input" and kinds[-1] == "output"
+    for source, target in diagram.edges:
+        assert source < target  # program order: data flows down the column
+
+
+def test_diagram_shows_the_exact_weights() -> None:
+    diagram = read_block(_blocks()["rk4"].program)
+    sums = [" ".join(box.lines) for box in diagram.boxes if box.kind == "sum"]
+    assert sums[:3] == ["y2 = y + 1/2·k1", "y3 = y + 1/2·k2", "y4 = y + k3"]
+    assert sums[-1].endswith("= y + 1/6·k1 + 1/3·k2 + 1/3·k3 + 1/6·k4")
+    assert diagram.legend == (
+        ("field", "ffn field: 1,104 parameters, one module shared by all 4 calls"),
+    )
+    gated = read_block(_blocks()["heun gated"].program)
+    assert any("gate(k1, k2)" in box.lines[0] for box in gated.boxes if box.kind == "module")
+    assert any("g1·k1 + g2·k2" in " ".join(box.lines) for box in gated.boxes)
+    lm = read_block(_blocks()["lm-resnet"].program)
+    assert any("(1 − k1)·y" in " ".join(box.lines) for box in lm.boxes)
+
+
+def test_numbers_are_shown_exactly() -> None:
+    assert [number(x) for x in (0.5, 1 / 6, -2.0, 1 / 3, 0.1)] == [
+        "1/2",
+        "1/6",
+        "−2",
+        "1/3",
+        "1/10",
+    ]
+    assert number(2**0.5) == "1.41421"
+    import sympy
+
+    assert exact(sympy.sympify("1/4 - sqrt(3)/6")) == "1/4 − √3/6"
+    assert exact(sympy.Rational(1234567, 10**7), numeric=True) == "0.1234567"
+
+
+# -- the CLI reference and the site check ------------------------------------------------------
+
+
+def test_cli_reference_lists_every_subcommand_and_flag() -> None:
+    parser = build_parser()
+    text = cli_reference(parser)
+    subparsers = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert subparsers.choices  # type: ignore[attr-defined]
+    for name, sub in subparsers.choices.items():  # type: ignore[attr-defined]
+        assert f"## `butcherflow {name}`" in text
+        for action in sub._actions:
+            for flag in action.option_strings:
+                if flag not in ("-h", "--help"):
+                    assert f"`{flag}`" in text, f"{name}: {flag} missing"
+    assert "one of `text`, `markdown`, `json`; default `text`" in text
+
+
+def test_site_check_finds_broken_links_and_foreign_resources(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "page").mkdir(parents=True)
+    (site / "a.svg").write_text("<svg/>", encoding="utf-8")
+    (site / "page" / "index.html").write_text('<h1 id="top">x</h1>', encoding="utf-8")
+    good = '<img src="a.svg"><a href="page/#top">p</a><a href="https://example.org/">out</a>'
+    (site / "index.html").write_text(good, encoding="utf-8")
+    assert check_site(site) == []
+    bad = (
+        '<img src="missing.svg"><a href="page/#nowhere">p</a><a href="gone/">g</a>'
+        '<script src="https://cdn.example.org/x.js"></script>'
+    )
+    (site / "index.html").write_text(bad, encoding="utf-8")
+    problems = "\n".join(check_site(site))
+    assert "broken image <img src='missing.svg'>" in problems
+    assert "missing anchor #nowhere" in problems
+    assert "broken link <a href='gone/'>" in problems
+    assert "loads from another host: https://cdn.example.org/x.js" in problems
