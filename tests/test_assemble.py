@@ -148,3 +148,11 @@ def test_show_a_name_that_is_both_method_and_recipe(capsys: pytest.CaptureFixtur
     assert main(["show", "leapfrog", "--d-model", "16", "--n-heads", "2", "--d-ffn", "32"]) == 0
     out = capsys.readouterr().out
     assert "multistep" in out and "Leapfrog stack" in out and "parameters" in out
+
+
+@pytest.mark.parametrize("name", recipe_names())
+def test_every_recipe_counts_its_parameters_on_the_meta_device(name: str) -> None:
+    # Gates computed their starting logits with .item() once, which the meta device refuses.
+    with torch.device("cpu"):
+        expected = bf.Seq2Seq.from_recipe(name, 64).num_parameters
+    assert count_parameters(bf.Seq2Seq.from_recipe(name, 64).recipe, 64) == expected

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import final
 
 import torch
@@ -55,16 +56,18 @@ class StageGate(nn.Module):
         self.register_buffer("start", self._start_logits(init, outputs))
 
     def _start_logits(self, weights: tuple[float, ...] | None, outputs: int) -> torch.Tensor:
-        start = torch.zeros(outputs, dtype=torch.float64)
-        if weights is None:
-            return start
-        b = torch.tensor(weights, dtype=torch.float64)
-        if self.kind == "tanh":
-            if bool((b.abs() < 1).all()):
-                start = torch.atanh(b)
-        elif bool((b > 0).all()) and abs(float(b.sum()) - 1.0) < 1e-12:
-            start = torch.log(b[:1] / b[1:]) if self.stages == 2 else torch.log(b)
-        return start
+        # Plain floats, not tensors: models are also built on the meta device (parameter counts).
+        start = [0.0] * outputs
+        if weights is not None:
+            if self.kind == "tanh":
+                if all(abs(w) < 1 for w in weights):
+                    start = [math.atanh(w) for w in weights]
+            elif all(w > 0 for w in weights) and abs(sum(weights) - 1.0) < 1e-12:
+                if self.stages == 2:
+                    start = [math.log(weights[0] / weights[1])]
+                else:
+                    start = [math.log(w) for w in weights]
+        return torch.tensor(start, dtype=torch.float64)
 
     def forward(self, *stages: Tensor) -> tuple[Tensor, ...]:
         if len(stages) != self.stages:
