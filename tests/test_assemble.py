@@ -156,3 +156,14 @@ def test_every_recipe_counts_its_parameters_on_the_meta_device(name: str) -> Non
     with torch.device("cpu"):
         expected = bf.Seq2Seq.from_recipe(name, 64).num_parameters
     assert count_parameters(bf.Seq2Seq.from_recipe(name, 64).recipe, 64) == expected
+
+
+def test_decode_last_only_is_the_last_row_of_the_full_decode() -> None:
+    torch.manual_seed(0)
+    model = bf.Seq2Seq("transformer-small", 50).double().eval()
+    src, tgt = torch.randint(4, 50, (2, 6)), torch.randint(4, 50, (2, 5))
+    memory, padding = model.encode(src)
+    full = model.decode(tgt, memory, padding)
+    last = model.decode(tgt, memory, padding, last_only=True)
+    assert last.shape == (2, 1, 50)
+    torch.testing.assert_close(last, full[:, -1:], rtol=0, atol=1e-12)

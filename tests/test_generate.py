@@ -72,9 +72,15 @@ class EosBiased(nn.Module):
         return self.inner.encode(src)
 
     def decode(
-        self, tgt: Tensor, memory: Tensor, padding: Tensor, cache: DecodeCache | None = None
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        padding: Tensor,
+        cache: DecodeCache | None = None,
+        *,
+        last_only: bool = False,
     ) -> Tensor:
-        return self.inner.decode(tgt, memory, padding, cache) + self.bias
+        return self.inner.decode(tgt, memory, padding, cache, last_only=last_only) + self.bias
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         memory, padding = self.encode(src)
@@ -227,11 +233,17 @@ class Bigram(nn.Module):
         return torch.zeros(*src.shape, 1, dtype=torch.float64), src.eq(PAD)
 
     def decode(
-        self, tgt: Tensor, memory: Tensor, padding: Tensor, cache: DecodeCache | None = None
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        padding: Tensor,
+        cache: DecodeCache | None = None,
+        *,
+        last_only: bool = False,
     ) -> Tensor:
         if cache is not None:
             cache.advance(tgt.shape[1])
-        return self.logits[tgt]
+        return self.logits[tgt[:, -1:] if last_only else tgt]
 
 
 # from bos: token 4; after 4: eos (0.55) or 5 (0.45); after 5: eos. Hypotheses: [4] with
@@ -266,10 +278,16 @@ def test_a_model_without_cache_support_is_decoded_by_recomputation() -> None:
         supports_cache = False
 
         def decode(
-            self, tgt: Tensor, memory: Tensor, padding: Tensor, cache: DecodeCache | None = None
+            self,
+            tgt: Tensor,
+            memory: Tensor,
+            padding: Tensor,
+            cache: DecodeCache | None = None,
+            *,
+            last_only: bool = False,
         ) -> Tensor:
             assert cache is None, "the search must not pass a cache to this model"
-            return super().decode(tgt, memory, padding, cache)
+            return super().decode(tgt, memory, padding, cache, last_only=last_only)
 
     torch.manual_seed(0)
     inner = bf.Seq2Seq(tiny("transformer-small"), VOCAB).double().eval()

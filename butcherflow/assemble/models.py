@@ -193,10 +193,18 @@ class Seq2Seq(nn.Module):
         return self.encoder_norm(x), padding
 
     def decode(
-        self, tgt: Tensor, memory: Tensor, memory_padding: Tensor, cache: DecodeCache | None = None
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        memory_padding: Tensor,
+        cache: DecodeCache | None = None,
+        *,
+        last_only: bool = False,
     ) -> Tensor:
         """Logits for target tokens `(batch, new)`. With a cache, `tgt` holds only the new tokens
-        (the cache is advanced here) and the result equals the full causal forward."""
+        (the cache is advanced here) and the result equals the full causal forward.
+        `last_only` projects only the last position onto the vocabulary (`(batch, 1, vocab)`):
+        all that search needs when it recomputes the whole prefix."""
         offset = 0 if cache is None else cache.length
         bias = None
         if self.floater is not None:  # cross k/v biases only while the cross keys are computed
@@ -212,6 +220,8 @@ class Seq2Seq(nn.Module):
         x = _run(self.decoder, self.embedding(tgt, None, offset), ctx)
         if cache is not None:
             cache.advance(tgt.shape[1])
+        if last_only:
+            x = x[:, -1:]
         return self.decoder_norm(x) @ self.embedding.tokens.weight.T
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:

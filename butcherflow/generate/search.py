@@ -167,7 +167,7 @@ class _Decoder:
     def logits(self, tokens: Tensor) -> Tensor:
         """**Arguments:** `tokens` `(rows, step + 1)`. **Returns:** `(rows, vocab)` logits."""
         if self.cache is None:
-            out = self.model.decode(tokens, self.memory, self.padding)
+            out = self.model.decode(tokens, self.memory, self.padding, last_only=True)
         else:
             out = self.model.decode(tokens[:, -1:], self.memory, self.padding, self.cache)
         logits = out[:, -1]
