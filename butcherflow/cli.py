@@ -336,6 +336,7 @@ def _train_flags(p: argparse.ArgumentParser) -> None:
         ("--d-ffn", int, "override the recipe's d_ffn"),
         ("--encoder-layers", int, "override the recipe's encoder layers"),
         ("--decoder-layers", int, "override the recipe's decoder layers"),
+        ("--task", str, "translation (default) or language_model (decoder-only, target side)"),
     ]
     for name, kind, text in flags:
         p.add_argument(name, type=kind, default=argparse.SUPPRESS, help=text)
@@ -355,6 +356,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import run_benchmark
 
     return run_benchmark(args)
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from .experiments import run_experiment
+
+    outcome = run_experiment(
+        args.name,
+        budget=args.budget,
+        device=args.device,
+        sizes=args.sizes,
+        out=args.out,
+        runs_dir=args.runs_dir,
+        seeds=args.seeds,
+        data=args.data,
+    )
+    print(
+        f"{args.name}: {len(outcome.trained)} run(s) trained, {len(outcome.skipped)} already "
+        f"done; report {outcome.report}, index {outcome.index}"
+    )
+    return 0
 
 
 def cmd_gallery(args: argparse.Namespace) -> int:
@@ -454,6 +475,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--benchmarks", default="docs/benchmarks.md", help="measured results")
     p.add_argument("--jobs", type=int, default=1, help="worker processes for the pages")
     p.set_defaults(run=cmd_gallery)
+
+    p = sub.add_parser(
+        "experiment",
+        help="run one of the papers' experiments (resumable) and write its table and plot",
+    )
+    p.add_argument("name", help="truncation, translation, coefficients, extrapolation or depth")
+    p.add_argument("--budget", type=int, default=None, help="updates per run (default: its own)")
+    p.add_argument("--device", default="auto", help="auto (default), cpu, cuda or cuda:N")
+    p.add_argument(
+        "--sizes", default="small", help="small (CPU, default), base (transformer-base, GPU), tiny"
+    )
+    p.add_argument("--out", default="docs/experiments", help="NAME.md, NAME.png, index.md")
+    p.add_argument("--runs-dir", default="runs/experiments", help="a save dir per run and seed")
+    p.add_argument("--seeds", type=int, nargs="+", default=None, help="replace every run's seeds")
+    p.add_argument("--data", default=None, help="replace the experiment's corpus (e.g. a test one)")
+    p.set_defaults(run=cmd_experiment)
     return parser
 
 

@@ -29,7 +29,7 @@ from butcherflow import DeclarationError
 from butcherflow.assemble import Seq2Seq, load_recipe, recipe_from_dict, recipe_names
 from butcherflow.cli import main
 from butcherflow.train import checkpoint as ckpt
-from butcherflow.train.batching import EncodedSplit, collate
+from butcherflow.train.batching import EncodedSplit, collate, encode_split, target_side
 from butcherflow.train.config import TrainConfig, resolve_recipe
 from butcherflow.train.distributed import Process
 from butcherflow.train.loop import (
@@ -499,6 +499,95 @@ def test_too_many_non_finite_losses_stop_and_keep_the_checkpoint(
     assert ckpt.read_commit(tmp_path, "checkpoint_last")["update"] == 3  # type: ignore[index]
     model, _, _ = ckpt.load_model(tmp_path, "last")
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+# --- the language-model task ---------------------------------------------------------------------
+
+
+def lm_config(save_dir: Path, **changes: Any) -> TrainConfig:
+    """A one-block language model on the English side of the tiny corpus (RK2 blocks)."""
+    settings = {**RUN, "max_update": 4, "save_interval_updates": 2, "validate_interval_updates": 2}
+    return TrainConfig(
+        "ode-transformer-rk2",
+        f"{TINY}:de-en",
+        str(save_dir),
+        task="language_model",
+        **{**settings, **changes},
+    )
+
+
+def test_target_side_batches_ignore_the_source() -> None:
+    split = EncodedSplit([[5] * 40, [6] * 2], [[7] * 3, [8] * 9])
+    only = target_side(split)
+    assert only.src == [[], []] and only.tgt == split.tgt
+    assert only.sizes().tolist() == [4, 10]  # len(tgt) + 1; the 40-token source is gone
+    batch = collate(only, [0, 1])
+    assert batch.src.tolist() == [[0], [0]] and batch.ntokens == 4 + 10
+
+
+def test_language_model_trains_validates_and_loads(
+    reference: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    from butcherflow.assemble import LanguageModel
+    from butcherflow.train.loop import validate
+
+    summary = train(lm_config(tmp_path))
+    assert summary["updates"] == 4 and summary["stopped"] == "max_update 4 reached"
+    assert ckpt.read_config(tmp_path)["task"] == "language_model"
+    commit = ckpt.read_commit(tmp_path, "checkpoint_last")
+    assert commit is not None and commit["update"] == 4
+    assert math.isclose(commit["valid_ppl"], 2 ** commit["valid_nll_loss"], rel_tol=1e-12)
+    model, vocab, _ = ckpt.load_language_model(tmp_path, "last")
+    assert isinstance(model, LanguageModel) and len(model.blocks) == 1  # --encoder-layers 1
+    # the perplexity in the commit is the model's on the target side of valid, recomputed here
+    from butcherflow.train.corpus import load_corpus
+
+    valid = target_side(encode_split(load_corpus(f"{TINY}:de-en").valid, vocab))
+    nullcontext = __import__("contextlib").nullcontext
+    again = validate(model, valid, lm_config(tmp_path), torch.device("cpu"), nullcontext, Process())
+    assert math.isclose(again["valid_ppl"], commit["valid_ppl"], rel_tol=1e-9)
+    with pytest.raises(ckpt.CheckpointError, match="language_model run, not a translation"):
+        ckpt.load_model(tmp_path, "last")
+    with pytest.raises(ckpt.CheckpointError, match="translation run, not a language model"):
+        ckpt.load_language_model(reference[0], "last")
+
+
+def test_language_model_resumes_to_the_same_weights(tmp_path: Path) -> None:
+    whole = tmp_path / "whole"
+    train(lm_config(whole))
+    parts = tmp_path / "parts"
+    assert train(lm_config(parts, max_update=2))["updates"] == 2
+    assert train(lm_config(parts))["updates"] == 4  # resumed from update 2
+    assert_same_weights(
+        whole / "checkpoint_last.safetensors", parts / "checkpoint_last.safetensors"
+    )
+    with pytest.raises(DeclarationError, match="--task"):  # a translation run is another run
+        train(dataclasses.replace(lm_config(parts, max_update=6), task="translation"))
+
+
+@pytest.mark.parametrize(
+    ("changes", "fragments"),
+    [
+        ({"task": "lm"}, ["--task", "'lm'", "translation, language_model"]),
+        ({"recipe": "macaron"}, ["RECIPE", "param_budget", "language model"]),
+    ],
+)
+def test_bad_language_model_settings(
+    tmp_path: Path, changes: dict[str, Any], fragments: list[str]
+) -> None:
+    with pytest.raises(DeclarationError) as info:
+        train(dataclasses.replace(lm_config(tmp_path), **changes))
+    for fragment in fragments:
+        assert fragment in str(info.value)
+
+
+def test_language_model_refuses_validation_bleu(tmp_path: Path) -> None:
+    with pytest.raises(DeclarationError, match="--validate-bleu"):
+        train(lm_config(tmp_path), validate_bleu=lambda *args: 0.0)
+    argv = ["train", "ode-transformer-rk2", "--data", f"{TINY}:de-en", "--task", "language_model"]
+    argv += [f for f in CLI_FLAGS if not f.startswith("--max-update")]
+    argv += ["--save-dir", str(tmp_path), "--max-update", "1"]
+    assert main(argv) == 0 and ckpt.read_config(tmp_path)["task"] == "language_model"
 
 
 # --- the command line ----------------------------------------------------------------------------

@@ -6,7 +6,7 @@ distributed.py, curves.py.
 
 from .batching import Batch, EncodedSplit, collate, encode_split, make_batches
 from .bible import BibleSpec, parse_bible_spec, read_bible
-from .checkpoint import CheckpointError, average_checkpoints, load_model
+from .checkpoint import CheckpointError, average_checkpoints, load_language_model, load_model
 from .config import TrainConfig
 from .corpus import ParallelCorpus, load_corpus
 from .loop import TrainingError, train
@@ -26,6 +26,7 @@ __all__ = [
     "collate",
     "encode_split",
     "load_corpus",
+    "load_language_model",
     "load_model",
     "make_batches",
     "parse_bible_spec",

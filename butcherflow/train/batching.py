@@ -113,6 +113,15 @@ def encode_split(
     return EncodedSplit(src, tgt)
 
 
+def target_side(split: EncodedSplit) -> EncodedSplit:
+    """The target sentences alone, with empty sources: what a language model trains on.
+
+    A pair's size becomes `len(tgt) + 1`, so batches are cut on the target side only; `collate`
+    then gives `src` one pad column, which a `LanguageModel` never reads.
+    """
+    return EncodedSplit([[] for _ in split.tgt], split.tgt)
+
+
 def make_batches(
     split: EncodedSplit, max_tokens: int, *, shuffle: bool, seed: int, epoch: int
 ) -> list[list[int]]:

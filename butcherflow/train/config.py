@@ -20,6 +20,7 @@ import torch
 from ..assemble import Recipe, apply_param_budget, load_recipe
 from ..errors import DeclarationError
 
+TASKS = ("translation", "language_model")
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 SIZE_OVERRIDES = ("d_model", "n_heads", "d_ffn", "encoder_layers", "decoder_layers")
@@ -76,6 +77,10 @@ class TrainConfig:
     - `device` (`auto|cpu|cuda|cuda:N`), `precision` (`auto|fp32|bf16|fp16`), `compile`.
     - `d_model`, `n_heads`, `d_ffn`, `encoder_layers`, `decoder_layers`: size overrides of the
       recipe (None keeps the recipe's value).
+    - `task`: `"translation"` (a `Seq2Seq` on the pairs) or `"language_model"` (a decoder-only
+      `LanguageModel` on the target side alone: `Batch.prev_output -> Batch.target`, with the
+      run's joint vocabulary). A language model is built from the side `LanguageModel` picks (the
+      encoder side of a translation recipe, made causal: `--encoder-layers` sizes it).
     """
 
     recipe: str
@@ -109,6 +114,7 @@ class TrainConfig:
     d_ffn: int | None = None
     encoder_layers: int | None = None
     decoder_layers: int | None = None
+    task: str = "translation"
 
     def __post_init__(self) -> None:
         for name in ("recipe", "data", "save_dir"):
@@ -154,6 +160,8 @@ class TrainConfig:
                 value=self.device,
                 valid="auto, cpu, cuda or cuda:N",
             )
+        if self.task not in TASKS:
+            raise DeclarationError("unknown task", key="--task", value=self.task, valid=_one(TASKS))
         if self.precision not in PRECISIONS:
             raise DeclarationError(
                 "unknown precision", key="--precision", value=self.precision, valid=_one(PRECISIONS)
@@ -192,12 +200,17 @@ class TrainConfig:
         return cls(**{k: v for k, v in data.items() if k in names})
 
     def differences(self, saved: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-        """`(field, saved value, this value)` for every field a resumed run may not change."""
+        """`(field, saved value, this value)` for every field a resumed run may not change.
+
+        A field missing from `saved` (a save dir written before the field existed) counts as its
+        default, so older runs still resume.
+        """
         mine = self.to_json()
+        default = {f.name: f.default for f in dataclasses.fields(self)}
         return [
-            (name, saved.get(name), mine[name])
+            (name, saved.get(name, default[name]), mine[name])
             for name in mine
-            if name not in RESUMABLE_CHANGES and saved.get(name) != mine[name]
+            if name not in RESUMABLE_CHANGES and saved.get(name, default[name]) != mine[name]
         ]
 
 
@@ -209,6 +222,14 @@ def resolve_recipe(config: TrainConfig, vocab_size: int) -> Recipe:
     (d_ffn is fixed), so `Seq2Seq(recipe, vocab_size)` rebuilds the same model from it.
     """
     recipe = _with_overrides(load_recipe(config.recipe), config)
+    if recipe.param_budget is not None and config.task == "language_model":
+        raise DeclarationError(
+            f"recipe '{recipe.name}' matches the parameter count of the encoder-decoder "
+            f"'{recipe.param_budget}' (param_budget), which says nothing about a language model",
+            key="RECIPE",
+            value=config.recipe,
+            valid="a recipe without param_budget for --task language_model",
+        )
     if recipe.param_budget is not None:
         if config.d_ffn is not None:
             raise DeclarationError(

@@ -1,6 +1,7 @@
 """The training loop, readable in one sitting (in the spirit of nanoGPT's `train.py`).
 
-`train(config)` runs: corpus -> joint BPE vocabulary -> `Seq2Seq` from the recipe -> updates of
+`train(config)` runs: corpus -> joint BPE vocabulary -> `Seq2Seq` from the recipe (or, with
+`task = "language_model"`, a decoder-only `LanguageModel` on the target side alone) -> updates of
 Adam(0.9, 0.98) under fairseq's `inverse_sqrt` schedule on fairseq's label-smoothed cross-entropy,
 with gradient accumulation, clipping, mixed precision, optional `torch.compile` and DDP, periodic
 validation, atomic checkpoints and automatic resume. Rerunning the same command on the same save
@@ -34,10 +35,10 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
-from ..assemble import Recipe, Seq2Seq
+from ..assemble import LanguageModel, Recipe, Seq2Seq
 from ..errors import ButcherflowError, DeclarationError
 from . import distributed
-from .batching import Batch, EncodedSplit, collate, encode_split, make_batches
+from .batching import Batch, EncodedSplit, collate, encode_split, make_batches, target_side
 from .checkpoint import (
     BEST,
     CONFIG,
@@ -139,12 +140,14 @@ def forward_backward(
     autocast: Callable[[], contextlib.AbstractContextManager[Any]],
     scaler: torch.amp.GradScaler,
     world_size: int,
+    language_model: bool = False,
 ) -> tuple[float, float]:
     """Accumulate the gradients of one update; return `(loss sum, target tokens)`, all processes.
 
     The gradient is fairseq's: the sum of the loss over every token of every micro-batch of every
     process, divided by the total token count. DDP averages gradients over processes, hence the
     factor `world_size / ntokens`; only the last micro-batch synchronises (`no_sync` before).
+    A `language_model` reads `prev_output` alone (no source).
     """
     local = float(sum(b.ntokens for b in micro_batches))
     (ntokens,) = distributed.all_reduce_sum([local], device)
@@ -155,7 +158,10 @@ def forward_backward(
         sync = model.no_sync() if isinstance(model, DDP) and not last else contextlib.nullcontext()
         with sync:
             with autocast():
-                logits = model(batch.src, batch.prev_output)
+                if language_model:
+                    logits = model(batch.prev_output)
+                else:
+                    logits = model(batch.src, batch.prev_output)
                 loss = label_smoothed_loss(logits, batch.target, epsilon, pad)
             scaler.scale(loss * (world_size / ntokens)).backward()
         total += loss.detach().double()
@@ -165,7 +171,7 @@ def forward_backward(
 
 @torch.no_grad()
 def validate(
-    model: Seq2Seq,
+    model: Seq2Seq | LanguageModel,
     split: EncodedSplit,
     config: TrainConfig,
     device: torch.device,
@@ -179,7 +185,10 @@ def validate(
     for indices in batches[process.rank :: process.world_size]:
         batch = collate(split, indices).to(device)
         with autocast():
-            logits = model(batch.src, batch.prev_output)
+            if isinstance(model, LanguageModel):
+                logits = model(batch.prev_output)
+            else:
+                logits = model(batch.src, batch.prev_output)
         target = batch.target.reshape(-1)
         loss += float(
             label_smoothed_loss(logits, batch.target, config.label_smoothing, model.pad_index)
@@ -337,12 +346,20 @@ def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict
 
     - `config`: the run.
     - `validate_bleu`: optional `(model, vocab, valid_pairs, device) -> BLEU`, called on the main
-      process at every validation (the CLI passes greedy decoding of a slice of valid).
+      process at every validation (the CLI passes greedy decoding of a slice of valid); a
+      translation task only.
 
     **Returns:** a summary: `save_dir`, `updates`, `epoch` (the one being trained), `epochs_done`,
     `best_valid_loss`, `valid_loss` (bits per target token), `stopped` (the stop rule that ended
     the run), `nonfinite_skipped`, `train_tokens`, `seconds`.
     """
+    if validate_bleu is not None and config.task != "translation":
+        raise DeclarationError(
+            "BLEU needs a translation task",
+            key="--validate-bleu",
+            value=config.task,
+            valid="leave --validate-bleu out for --task language_model",
+        )
     device = resolve_device(config, int(os.environ.get("LOCAL_RANK", "0") or 0))
     joined = not torch.distributed.is_initialized()
     process = distributed.init(device.type)
@@ -384,6 +401,9 @@ def _train(
     max_positions = recipe.max_len if recipe.position == "learned" else None
     train_split = encode_split(corpus.train, vocab, max_positions)
     valid_split = encode_split(corpus.valid, vocab, max_positions)
+    language_model = config.task == "language_model"
+    if language_model:  # the target side alone: batches are cut on it, the source is dropped
+        train_split, valid_split = target_side(train_split), target_side(valid_split)
     if config.label_smoothing * len(vocab) / (len(vocab) - 1) > 1:
         raise DeclarationError(
             "too large for this vocabulary",
@@ -394,7 +414,12 @@ def _train(
     torch.manual_seed(config.seed)
     random.seed(config.seed)
     np.random.seed(config.seed)
-    raw_model = Seq2Seq(recipe, len(vocab), pad_index=vocab.pad).to(device)
+    raw_model: Seq2Seq | LanguageModel
+    if language_model:
+        raw_model = LanguageModel(recipe, len(vocab), pad_index=vocab.pad)
+    else:
+        raw_model = Seq2Seq(recipe, len(vocab), pad_index=vocab.pad)
+    raw_model.to(device)
     # fairseq's Adam decays weights apart from the gradient (Loshchilov & Hutter): that is AdamW.
     optimizer = torch.optim.AdamW(
         raw_model.parameters(),
@@ -405,8 +430,10 @@ def _train(
     )
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
     say(
-        f"{recipe.name}: {raw_model.num_parameters:,} parameters, vocabulary {len(vocab):,}; "
-        f"{corpus.name}: {len(corpus.train):,} train / {len(corpus.valid):,} valid pairs"
+        f"{recipe.name}{' (language model)' if language_model else ''}: "
+        f"{raw_model.num_parameters:,} parameters, vocabulary {len(vocab):,}; "
+        f"{corpus.name}: {len(corpus.train):,} train / {len(corpus.valid):,} valid "
+        + (f"{corpus.target_lang} sentences" if language_model else "pairs")
     )
     for note in corpus.notes:
         say(f"  {note}")
@@ -466,7 +493,7 @@ def _train(
             return False
         last_valid = validate(raw_model, valid_split, config, device, autocast, process)
         shown = dict(last_valid)
-        if validate_bleu is not None and main:
+        if validate_bleu is not None and main and isinstance(raw_model, Seq2Seq):
             raw_model.eval()
             shown["valid_bleu"] = float(validate_bleu(raw_model, vocab, corpus.valid, device))
             raw_model.train()
@@ -564,6 +591,7 @@ def _train(
                 autocast=autocast,
                 scaler=scaler,
                 world_size=process.world_size,
+                language_model=language_model,
             )
             outcome, gnorm = optimizer_step(
                 optimizer,

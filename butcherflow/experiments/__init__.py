@@ -1,0 +1,31 @@
+"""Stage "experiments": the papers' claims as declared experiments, run, tabulated and judged.
+
+`spec.py` (what an experiment is), `catalog.py` (the five experiments and the size presets),
+`runner.py` (train, evaluate, `result.json`, resume), `report.py` (tables, figures, index),
+`verdict.py` (mean ± std over seeds and the rule that turns numbers into a verdict).
+"""
+
+from .catalog import EXPERIMENTS, PRESETS
+from .runner import Outcome, get_experiment, get_preset, plan, run_experiment
+from .spec import Claim, Comparison, Experiment, Preset, Run, Variant
+from .verdict import Verdict, combine, judge, mean_std
+
+__all__ = [
+    "EXPERIMENTS",
+    "PRESETS",
+    "Claim",
+    "Comparison",
+    "Experiment",
+    "Outcome",
+    "Preset",
+    "Run",
+    "Variant",
+    "Verdict",
+    "combine",
+    "get_experiment",
+    "get_preset",
+    "judge",
+    "mean_std",
+    "plan",
+    "run_experiment",
+]

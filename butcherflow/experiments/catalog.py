@@ -1,0 +1,336 @@
+"""The five experiments of the papers, declared, and the size presets they train at.
+
+Presets (`--sizes`), documented here and nowhere else:
+
+- `small` (the CPU scale, default): `make demo`'s settings, tuned for a few CPU minutes per run:
+  d_model 128, 4 heads, d_ffn 512, 2 + 2 layers, joint BPE vocabulary 4000, max_tokens 2500,
+  lr 3e-3 (inverse sqrt), 150 warmup updates, dropout 0, label smoothing 0.1.
+- `base` (the GPU recipe): transformer-base sizes: d_model 512, 8 heads, d_ffn 2048, 6 + 6
+  layers, vocabulary 8000, max_tokens 8192, lr 7e-4, 1000 warmup updates, dropout 0.3 (the corpus
+  is small, ~29k verse pairs), label smoothing 0.1. An untuned starting point, not a tuned one.
+- `tiny`: d_model 16, 1 + 1 layers, vocabulary 200: a smoke test of the pipeline (tests and
+  `--data tests/data/tiny`), never a result.
+
+Every run of an experiment trains at the preset's sizes; a run overrides only what the experiment
+varies (the depth of a language model or of the encoder). Decoders are residual in every
+translation recipe (as in the ODE Transformer paper, which changes the encoder only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from .spec import Claim, Comparison, Experiment, Preset, Run, Variant
+
+PRESETS: Mapping[str, Preset] = MappingProxyType(
+    {
+        "small": Preset(
+            name="small",
+            description="CPU scale: make demo's sizes (128/4/512, 2+2 layers, vocabulary 4000)",
+            d_model=128,
+            n_heads=4,
+            d_ffn=512,
+            encoder_layers=2,
+            decoder_layers=2,
+            vocab_size=4000,
+            max_tokens=2500,
+            lr=3e-3,
+            warmup_updates=150,
+            dropout=0.0,
+        ),
+        "base": Preset(
+            name="base",
+            description="GPU recipe: transformer-base sizes (512/8/2048, 6+6 layers, vocab 8000)",
+            d_model=512,
+            n_heads=8,
+            d_ffn=2048,
+            encoder_layers=6,
+            decoder_layers=6,
+            vocab_size=8000,
+            max_tokens=8192,
+            lr=7e-4,
+            warmup_updates=1000,
+            dropout=0.3,
+        ),
+        "tiny": Preset(
+            name="tiny",
+            description="smoke test of the pipeline (16/2/32, 1+1 layers, vocabulary 200)",
+            d_model=16,
+            n_heads=2,
+            d_ffn=32,
+            encoder_layers=1,
+            decoder_layers=1,
+            vocab_size=200,
+            max_tokens=2048,
+            lr=2e-3,
+            warmup_updates=2,
+            dropout=0.0,
+        ),
+    }
+)
+
+ODE = "ODE Transformer (Li et al., 2022)"
+MACARON = "Macaron Net (Lu et al., 2019)"
+FLOATER = "FLOATER (Liu et al., 2020)"
+THREE = (1, 2, 3)
+
+# --- 1. truncation error: one- and two-layer language models -------------------------------------
+
+_BLOCKS = (
+    ("residual", "residual (Euler)", "transformer-small"),
+    ("rk2", "RK2 (Heun)", "ode-transformer-rk2"),
+    ("rk2-gated", "RK2-gated", "ode-transformer-rk2-gated"),
+    ("rk4", "RK4", "ode-transformer-rk4"),
+)
+_LM_RUNS = tuple(
+    Run(
+        f"{name}-{layers}layer",
+        label,
+        recipe,
+        THREE,
+        encoder_layers=layers,
+        column=f"{layers} layer" + ("s" if layers > 1 else ""),
+    )
+    for layers in (1, 2)
+    for name, label, recipe in _BLOCKS
+)
+
+
+def _beats(better: str, worse: tuple[str, ...], metric: str) -> tuple[Comparison, ...]:
+    return tuple(Comparison(better, other, metric) for other in worse)
+
+
+TRUNCATION = Experiment(
+    name="truncation",
+    title="Truncation error: one- and two-layer language models",
+    analogue=f"{ODE}, Table 5 (Penn Treebank perplexity of 1- and 2-layer language models); "
+    "here: the English side of bible:de-en (World English Bible), the run's joint de+en BPE "
+    "vocabulary, validation perplexity per subword token",
+    data="bible:de-en",
+    task="language_model",
+    runs=_LM_RUNS,
+    claims=(
+        Claim(
+            f"{ODE}, Table 5",
+            "With one layer (no error propagated between layers), every higher-order block "
+            "reaches a lower perplexity than the residual (Euler) block.",
+            tuple(
+                Comparison(f"{n}-1layer", "residual-1layer", "ppl")
+                for n in ("rk2", "rk2-gated", "rk4")
+            ),
+        ),
+        Claim(
+            f"{ODE}, Table 5",
+            "RK4 reaches the lowest perplexity, at one layer and at two.",
+            _beats("rk4-1layer", ("residual-1layer", "rk2-1layer", "rk2-gated-1layer"), "ppl")
+            + _beats("rk4-2layer", ("residual-2layer", "rk2-2layer", "rk2-gated-2layer"), "ppl"),
+        ),
+        Claim(
+            f"{ODE}, Table 5",
+            "A one-layer RK2 block reaches a lower perplexity than a two-layer residual stack.",
+            (Comparison("rk2-1layer", "residual-2layer", "ppl"),),
+        ),
+    ),
+    budget=1000,
+    table="grid",
+    metric="ppl",
+    plot="grouped-points",
+    x_label="layers",
+)
+
+# --- 2. translation quality ----------------------------------------------------------------------
+
+TRANSLATION = Experiment(
+    name="translation",
+    title="Translation quality: Runge-Kutta, splitting, multistep and FLOATER models",
+    analogue=f"{ODE} Tables 1 and 7, {MACARON} Table 1, {FLOATER} Table 2; here: German -> "
+    "English Bible verses, every model trained for the same number of updates",
+    data="bible:de-en",
+    task="translation",
+    runs=(
+        Run("residual", "residual (transformer-small)", "transformer-small", THREE),
+        Run("rk2", "RK2", "ode-transformer-rk2"),
+        Run("rk2-unit", "RK2, γ = 1", "ode-transformer-rk2-unit"),
+        Run("rk2-gated", "RK2-gated", "ode-transformer-rk2-gated", THREE),
+        Run("rk4", "RK4", "ode-transformer-rk4", THREE),
+        Run("macaron", "Macaron (parameter-matched)", "macaron", THREE),
+        Run("leapfrog", "leapfrog", "leapfrog"),
+        Run("dlcl", "DLCL", "dlcl"),
+        Run("floater", "FLOATER", "floater", THREE),
+    ),
+    claims=(
+        Claim(
+            f"{ODE}, Table 1",
+            "Runge-Kutta encoder blocks (RK2, RK2-gated, RK4) translate better than the "
+            "residual Transformer of the same depth.",
+            _beats("rk2-gated", ("residual",), "bleu")
+            + _beats("rk4", ("residual",), "bleu")
+            + _beats("rk2", ("residual",), "bleu"),
+        ),
+        Claim(
+            f"{ODE}, Table 7",
+            "Runge-Kutta blocks beat the multistep schemas (leapfrog, DLCL).",
+            _beats("rk2-gated", ("leapfrog", "dlcl"), "bleu")
+            + _beats("rk4", ("leapfrog", "dlcl"), "bleu"),
+        ),
+        Claim(
+            f"{MACARON}, Table 1",
+            "The Strang-splitting layer FFN(½)-SAN-FFN(½) beats the Transformer at the same "
+            "parameter count.",
+            (Comparison("macaron", "residual", "bleu"),),
+        ),
+        Claim(
+            f"{FLOATER}, Table 2",
+            "FLOATER position biases at every block beat sinusoidal positions alone.",
+            (Comparison("floater", "residual", "bleu"),),
+        ),
+    ),
+    budget=1200,
+    table="runs",
+    metric="bleu",
+    plot="points",
+)
+
+# --- 3. coefficient policies of the RK2 block ----------------------------------------------------
+
+COEFFICIENTS = Experiment(
+    name="coefficients",
+    title="Coefficient policies of the RK2 block",
+    analogue=f"{ODE}, Table 10 (scaling functions of the RK2 block on WMT'14 En-De); here: "
+    "bible:de-en, the encoder's RK2 blocks under five coefficient policies",
+    data="bible:de-en",
+    task="translation",
+    runs=(
+        Run("exact", "exact (½, ½)", "ode-transformer-rk2", THREE),
+        Run("unit", "unit (γ = 1)", "ode-transformer-rk2-unit", THREE),
+        Run(
+            "learned",
+            "learned scalars",
+            Variant(
+                "ode-transformer-rk2-learned",
+                "ode-transformer-rk2",
+                encoder={"coefficients": "learned"},
+                description="coefficients = 'learned' (one scalar per b_i, starting at 1/2)",
+            ),
+            THREE,
+        ),
+        Run("gated", "gated (g, 1 − g)", "ode-transformer-rk2-gated", THREE),
+        Run(
+            "tanh",
+            "tanh",
+            Variant(
+                "ode-transformer-rk2-tanh",
+                "ode-transformer-rk2",
+                encoder={"coefficients": "tanh"},
+                description="coefficients = 'tanh' (per-token tanh weights, one per stage)",
+            ),
+            THREE,
+        ),
+    ),
+    claims=(
+        Claim(
+            f"{ODE}, Table 10",
+            "The sigmoid gate (γ₁ = g, γ₂ = 1 − g) gives the best RK2 block.",
+            _beats("gated", ("exact", "unit", "learned", "tanh"), "bleu"),
+        ),
+        Claim(
+            f"{ODE}, Table 10",
+            "tanh coefficients hurt: they do worse than the exact RK2 weights.",
+            (Comparison("exact", "tanh", "bleu"),),
+        ),
+    ),
+    budget=1200,
+    table="runs",
+    metric="bleu",
+    plot="points",
+)
+
+# --- 4. length extrapolation ---------------------------------------------------------------------
+
+LEARNED_POSITIONS = Variant(
+    "transformer-small-learned",
+    "transformer-small",
+    embedding={"position": "learned", "max_len": 1024},
+    description="learned positions (max_len = 1024, fairseq's default); positions beyond the "
+    "training lengths are never updated",
+)
+
+EXTRAPOLATION = Experiment(
+    name="extrapolation",
+    title="Length extrapolation: train on short verses, test on long ones",
+    analogue=f"{FLOATER}, Figure 2 (WMT'14 En-De short-to-long, BLEU by source-length bin); "
+    "here: bible:de-en:short2long (train = verses up to the 75th length percentile, test = "
+    "verses beyond the 95th)",
+    data="bible:de-en:short2long",
+    task="translation",
+    runs=(
+        Run("sinusoidal", "sinusoidal", "transformer-small"),
+        Run("learned", "learned", LEARNED_POSITIONS),
+        Run("floater", "FLOATER", "floater"),
+    ),
+    claims=(
+        Claim(
+            f"{FLOATER}, Figure 2",
+            "FLOATER extrapolates best: on the longest test sources it beats sinusoidal and "
+            "learned positions.",
+            _beats("floater", ("sinusoidal", "learned"), "bleu_bin4"),
+        ),
+    ),
+    budget=600,
+    table="bins",
+    metric="bleu",
+    plot="bins",
+)
+
+# --- 5. order against depth ----------------------------------------------------------------------
+
+DEPTHS = (1, 2, 3, 6)
+_DEPTH_RECIPES = (
+    ("residual", "residual", "transformer-small"),
+    ("rk2-gated", "RK2-gated", "ode-transformer-rk2-gated"),
+    ("rk4", "RK4", "ode-transformer-rk4"),
+)
+
+DEPTH = Experiment(
+    name="depth",
+    title="BLEU against encoder depth",
+    analogue=f"{ODE}, Figure 3 left (BLEU against encoder depth 6-48 on WMT'14 En-De); here: "
+    f"bible:de-en, encoder depths {', '.join(map(str, DEPTHS))}, the preset's decoder",
+    data="bible:de-en",
+    task="translation",
+    runs=tuple(
+        Run(f"{name}-enc{depth}", label, recipe, encoder_layers=depth, column=str(depth))
+        for name, label, recipe in _DEPTH_RECIPES
+        for depth in DEPTHS
+    ),
+    claims=(
+        Claim(
+            f"{ODE}, Figure 3",
+            "Runge-Kutta blocks (RK2-gated, RK4) beat the residual baseline at every encoder "
+            "depth.",
+            tuple(
+                Comparison(f"{name}-enc{depth}", f"residual-enc{depth}", "bleu")
+                for name in ("rk2-gated", "rk4")
+                for depth in DEPTHS
+            ),
+        ),
+        Claim(
+            f"{ODE}, Figure 3",
+            "RK4 leads at the shallowest depth; RK2-gated overtakes it when the encoder deepens.",
+            (
+                Comparison(f"rk4-enc{DEPTHS[0]}", f"rk2-gated-enc{DEPTHS[0]}", "bleu"),
+                Comparison(f"rk2-gated-enc{DEPTHS[-1]}", f"rk4-enc{DEPTHS[-1]}", "bleu"),
+            ),
+        ),
+    ),
+    budget=600,
+    table="grid",
+    metric="bleu",
+    plot="lines",
+    x_label="encoder layers",
+)
+
+EXPERIMENTS: Mapping[str, Experiment] = MappingProxyType(
+    {e.name: e for e in (TRUNCATION, TRANSLATION, COEFFICIENTS, EXTRAPOLATION, DEPTH)}
+)

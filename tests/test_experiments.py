@@ -1,0 +1,470 @@
+"""The experiments stage: the five declarations, the verdict rule, and the runner end to end.
+
+The runner runs at the `tiny` preset (d_model 16, vocabulary 200) on tests/data/tiny with a
+budget of 2 updates; the numbers it produces mean nothing, the files and the bookkeeping do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from butcherflow import DeclarationError
+from butcherflow.assemble import count_parameters, load_recipe
+from butcherflow.cli import main
+from butcherflow.errors import ButcherflowError, UnknownNameError
+from butcherflow.experiments import (
+    EXPERIMENTS,
+    PRESETS,
+    Claim,
+    Comparison,
+    Experiment,
+    Run,
+    Variant,
+    combine,
+    judge,
+    plan,
+    run_experiment,
+)
+from butcherflow.experiments.runner import (
+    length_bins,
+    prepare_recipe,
+    throughput,
+    train_config,
+)
+from butcherflow.experiments.verdict import (
+    NOT_MEASURED,
+    NOT_SUPPORTED,
+    ONE_SEED,
+    SUPPORTED,
+    WITHIN_NOISE,
+    format_mean_std,
+)
+from butcherflow.train.config import resolve_recipe
+from butcherflow.train.curves import read_log
+
+ROOT = Path(__file__).parent.parent
+TINY = Path(__file__).parent / "data" / "tiny"
+TINY_DATA = f"{TINY}:de-en"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def vocab_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One vocabulary cache for the module (sentencepiece trains once)."""
+    folder = tmp_path_factory.mktemp("cache")
+    old = os.environ.get("BUTCHERFLOW_CACHE")
+    os.environ["BUTCHERFLOW_CACHE"] = str(folder)
+    yield folder
+    if old is None:
+        del os.environ["BUTCHERFLOW_CACHE"]
+    else:
+        os.environ["BUTCHERFLOW_CACHE"] = old
+
+
+# --- the declarations ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_every_declaration_is_well_formed(name: str) -> None:
+    experiment = EXPERIMENTS[name]
+    assert experiment.name == name and experiment.claims and experiment.budget >= 1
+    recipes = experiment.recipes()  # every recipe and variant loads and validates
+    names = [run.name for run in experiment.runs]
+    assert len(set(names)) == len(names) and set(recipes) == set(names)
+    for run in experiment.runs:
+        assert re.fullmatch(r"[a-z0-9-]+", run.name), run.name  # a save-dir name
+        assert len(set(run.seeds)) == len(run.seeds) >= 1
+        if experiment.task == "translation":  # the decoder cross-attends: a Seq2Seq recipe
+            assert recipes[run.name].decoder is not None
+    for claim in experiment.claims:
+        for comparison in claim.comparisons:
+            assert {comparison.better, comparison.worse} <= set(names)
+            assert comparison.better != comparison.worse
+
+
+def seeds(name: str) -> dict[str, int]:
+    return {run.name: len(run.seeds) for run in EXPERIMENTS[name].runs}
+
+
+def test_seeds_are_the_ones_issue_7_asks_for() -> None:
+    assert seeds("translation") == {
+        "residual": 3,
+        "rk2": 1,
+        "rk2-unit": 1,
+        "rk2-gated": 3,
+        "rk4": 3,
+        "macaron": 3,
+        "leapfrog": 1,
+        "dlcl": 1,
+        "floater": 3,
+    }
+    assert set(seeds("truncation").values()) == {3} and len(seeds("truncation")) == 8
+    assert seeds("coefficients") == dict.fromkeys(("exact", "unit", "learned", "gated", "tanh"), 3)
+
+
+def test_the_runs_vary_what_the_issue_says() -> None:
+    truncation = EXPERIMENTS["truncation"]
+    assert truncation.task == "language_model" and truncation.data == "bible:de-en"
+    methods = {
+        (load_recipe(run.recipe_name).encoder.method, run.encoder_layers)  # type: ignore[union-attr]
+        for run in truncation.runs
+    }
+    assert methods == {(m, n) for m in ("euler", "heun", "rk4") for n in (1, 2)}
+    gated = [r for r in truncation.runs if r.recipe_name == "ode-transformer-rk2-gated"]
+    assert {r.encoder_layers for r in gated} == {1, 2}
+    policies = {
+        run.name: recipe.encoder.options.get("coefficients", "exact")  # type: ignore[union-attr]
+        for run, recipe in zip(
+            EXPERIMENTS["coefficients"].runs,
+            EXPERIMENTS["coefficients"].recipes().values(),
+            strict=True,
+        )
+    }
+    assert policies == {p: p for p in ("exact", "unit", "learned", "gated", "tanh")}
+    assert all(
+        r.encoder.method == "heun"  # type: ignore[union-attr]
+        for r in EXPERIMENTS["coefficients"].recipes().values()
+    )
+    extrapolation = EXPERIMENTS["extrapolation"]
+    assert extrapolation.data == "bible:de-en:short2long"
+    positions = {n: r.position for n, r in extrapolation.recipes().items()}
+    assert positions == {"sinusoidal": "sinusoidal", "learned": "learned", "floater": "floater"}
+    assert extrapolation.recipes()["learned"].max_len == 1024
+    depth = EXPERIMENTS["depth"]
+    assert {(r.recipe_name, r.encoder_layers) for r in depth.runs} == {
+        (recipe, n)
+        for recipe in ("transformer-small", "ode-transformer-rk2-gated", "ode-transformer-rk4")
+        for n in (1, 2, 3, 6)
+    }
+
+
+def test_the_small_preset_is_make_demos() -> None:
+    """The CPU preset and the Makefile's demo target must not drift apart."""
+    demo = (ROOT / "Makefile").read_text().split("\ndemo:", 1)[1].split("\n\n", 1)[0]
+    flags = dict(re.findall(r"--([a-z-]+) ([0-9.e-]+)", demo))
+    small = PRESETS["small"]
+    for field in ("d_model", "n_heads", "d_ffn", "encoder_layers", "decoder_layers"):
+        assert int(flags[field.replace("_", "-")]) == getattr(small, field), field
+    for field in ("vocab_size", "max_tokens", "warmup_updates"):
+        assert int(flags[field.replace("_", "-")]) == getattr(small, field), field
+    assert float(flags["lr"]) == small.lr and float(flags["dropout"]) == small.dropout
+    base = PRESETS["base"]
+    transformer_base = load_recipe("transformer-base")
+    assert (base.d_model, base.n_heads, base.d_ffn) == tuple(
+        transformer_base.sizes[k] for k in ("d_model", "n_heads", "d_ffn")
+    )
+    assert base.encoder_layers == transformer_base.encoder.layers == 6  # type: ignore[union-attr]
+
+
+def test_macaron_matches_the_residual_model_at_the_preset(tmp_path: Path) -> None:
+    """param_budget is applied at the preset's sizes, d_ffn included (not transformer-small's)."""
+    invocation = plan("translation", sizes="small", runs_dir=tmp_path)
+    macaron = train_config(invocation, invocation.experiment.run("macaron"), 1)
+    residual = train_config(invocation, invocation.experiment.run("residual"), 1)
+    assert macaron.d_ffn is None and residual.d_ffn == 512
+    vocab = 4000
+    matched = count_parameters(resolve_recipe(macaron, vocab), vocab)
+    target = count_parameters(resolve_recipe(residual, vocab), vocab)
+    assert abs(matched - target) / target < 0.005, (matched, target)
+    recipe, budgeted = prepare_recipe(invocation.experiment.run("rk4"), PRESETS["small"], tmp_path)
+    assert (recipe, budgeted) == ("ode-transformer-rk4", False)  # a catalog recipe: no file
+
+
+def test_a_variant_is_validated_like_a_recipe_file() -> None:
+    bad = Variant("x", "transformer-small", embedding={"max_len": 9})  # sinusoidal has no max
+    with pytest.raises(DeclarationError, match=r"embedding\.max_len"):
+        bad.recipe()
+    tanh = Variant("rk2-tanh", "ode-transformer-rk2", encoder={"coefficients": "tanh"}).recipe()
+    assert tanh.name == "rk2-tanh" and tanh.encoder.options["coefficients"] == "tanh"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("changes", "fragment"),
+    [
+        ({"runs": (Run("a", "A", "transformer-small"), Run("a", "B", "dlcl"))}, "same name"),
+        (
+            {"claims": (Claim("p", "t", (Comparison("a", "nowhere", "bleu"),)),)},
+            "'nowhere'",
+        ),
+        ({"task": "language_model"}, "perplexity"),
+        ({"table": "pie"}, "'pie'"),
+        ({"metric": "rouge"}, "'rouge'"),
+        ({"budget": 0}, "budget"),
+        ({"runs": (Run("a", "A", "transformer-small", seeds=(1, 1)),)}, "seeds"),
+        ({"table": "grid"}, "column"),
+        ({"runs": (Run("A b", "A", "transformer-small"),)}, "save dir"),
+    ],
+)
+def test_bad_declarations_are_refused(changes: dict[str, Any], fragment: str) -> None:
+    good = dict(
+        name="x",
+        title="x",
+        analogue="x",
+        data="bible:de-en",
+        task="translation",
+        runs=(Run("a", "A", "transformer-small"), Run("b", "B", "dlcl")),
+        claims=(Claim("p", "t", (Comparison("a", "b", "bleu"),)),),
+        budget=1,
+        table="runs",
+        metric="bleu",
+        plot="points",
+    )
+    Experiment(**good)  # type: ignore[arg-type]
+    with pytest.raises(DeclarationError) as info:
+        Experiment(**{**good, **changes})  # type: ignore[arg-type]
+    assert fragment in str(info.value)
+
+
+# --- the verdict rule ----------------------------------------------------------------------------
+
+
+def test_the_verdict_rule_on_constructed_numbers() -> None:
+    # d = 1.0, s = stdev([20, 21, 22]) = 1.0 for the baseline: d > s needs more than one std
+    assert judge([21.0, 22.0, 23.0], [20.0, 21.0, 22.0], True).text == WITHIN_NOISE
+    clear = judge([23.0, 23.5, 24.0], [20.0, 21.0, 22.0], True)
+    assert clear.text == SUPPORTED and clear.difference == pytest.approx(2.5)
+    assert clear.spread == pytest.approx(1.0)  # the larger of 0.5 and 1.0
+    assert judge([17.0, 18.0, 19.0], [20.0, 21.0, 22.0], True).text == NOT_SUPPORTED
+    # perplexity: lower is better, the sign follows
+    assert judge([100.0, 101.0, 102.0], [110.0, 111.0, 112.0], False).text == SUPPORTED
+    assert judge([110.0, 111.0, 112.0], [100.0, 101.0, 102.0], False).text == NOT_SUPPORTED
+    # one seed borrows the other side's spread; one seed on both sides has none
+    assert judge([25.0], [20.0, 21.0, 22.0], True).text == SUPPORTED
+    assert judge([21.5], [20.0, 21.0, 22.0], True).text == WITHIN_NOISE
+    lonely = judge([25.0], [20.0], True)
+    assert lonely.text == ONE_SEED and lonely.difference == 5.0 and lonely.spread is None
+    assert judge([], [1.0], True).text == NOT_MEASURED
+    # exactly one standard deviation is still noise
+    assert judge([22.0], [20.0, 22.0], True).text == WITHIN_NOISE  # s = √2, d = 1
+    with pytest.raises(ValueError, match="non-finite"):
+        judge([math.nan], [1.0, 2.0], True)
+
+
+def test_a_claim_combines_its_comparisons() -> None:
+    def v(text: str) -> Any:
+        return judge([0.0], [0.0], True).__class__(text)
+
+    assert combine([v(SUPPORTED), v(SUPPORTED)]) == SUPPORTED
+    assert combine([v(SUPPORTED), v(NOT_SUPPORTED), v(WITHIN_NOISE)]) == NOT_SUPPORTED
+    assert combine([v(SUPPORTED), v(WITHIN_NOISE)]) == WITHIN_NOISE
+    assert combine([v(ONE_SEED), v(SUPPORTED)]) == ONE_SEED
+    assert combine([v(NOT_MEASURED)]) == NOT_MEASURED
+    assert combine([v(SUPPORTED), v(NOT_MEASURED)]).startswith("inconclusive: not every")
+
+
+def test_mean_and_std_are_formatted_with_a_dash_for_one_seed() -> None:
+    assert format_mean_std([20.0, 21.0, 22.0]) == "21.00 ± 1.00"
+    assert format_mean_std([123.456], 1) == "123.5 ± —"
+    assert format_mean_std([]) == "—"
+
+
+# --- the runner's pieces -------------------------------------------------------------------------
+
+
+def test_length_bins_cut_at_the_test_quartiles() -> None:
+    sources = [" ".join(["w"] * n) for n in (8, 7, 6, 5, 4, 3, 2, 1)]
+    references = [f"this is the reference sentence number {i} of eight" for i in range(8)]
+    hypotheses = references[:4] + ["nothing alike"] * 4  # right for the long half only
+    bins = length_bins(sources, references, hypotheses)
+    assert [(b["low"], b["high"], b["n"]) for b in bins] == [
+        (1, 2, 2),
+        (3, 4, 2),
+        (5, 6, 2),
+        (7, 8, 2),
+    ]
+    assert [round(b["bleu"]) for b in bins] == [0, 0, 100, 100]
+    ties = length_bins(["a b"] * 5 + ["a b c d e f"], ["x y"] * 6, ["x y"] * 6)
+    assert [b["n"] for b in ties] == [5, 0, 0, 1] and ties[1]["bleu"] is None
+
+
+def test_throughput_skips_the_window_after_a_resume(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    entries = [
+        {"kind": "train", "train_tokens": 100, "tokens_per_s": 50.0},  # 2 s
+        {"kind": "train", "train_tokens": 300, "tokens_per_s": 100.0},  # 2 s
+        {"kind": "resume"},
+        {"kind": "train", "train_tokens": 700, "tokens_per_s": 1.0},  # straddles the kill
+        {"kind": "train", "train_tokens": 800, "tokens_per_s": 25.0},  # 4 s
+    ]
+    log.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    assert throughput(log) == pytest.approx((100 + 200 + 100) / (2 + 2 + 4))
+    assert throughput(tmp_path / "missing.jsonl") is None
+
+
+# --- end to end ----------------------------------------------------------------------------------
+
+CLI = ["--sizes", "tiny", "--budget", "2", "--data", TINY_DATA, "--seeds", "1"]
+
+
+def test_the_command_end_to_end_then_skips_then_extends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, runs = tmp_path / "docs", tmp_path / "runs"
+    where = ["--out", str(out), "--runs-dir", str(runs)]
+    assert main(["experiment", "extrapolation", *CLI, *where]) == 0
+    assert "3 run(s) trained, 0 already done" in capsys.readouterr().out
+    results = {}
+    for name in ("sinusoidal", "learned", "floater"):
+        path = runs / "extrapolation" / f"{name}-seed1" / "result.json"
+        results[name] = json.loads(path.read_text())
+        r = results[name]
+        assert r["updates"] == 2 and r["budget"] == 2 and r["sizes"] == "tiny"
+        assert r["evaluation"]["beam"] == 1 and r["evaluation"]["sentences"] == 30
+        assert 0 <= r["metrics"]["bleu"] <= 100 and r["tokens_per_s"] > 0
+        assert sum(b["n"] for b in r["bins"]) == 30 and len(r["bins"]) == 4
+        assert r["positions"]["longest_train_source"] > 0
+    assert results["learned"]["positions"]["max_len"] == 1024
+    assert results["learned"]["positions"]["test_sources_cut"] == 0
+    assert results["sinusoidal"]["positions"]["max_len"] is None
+    assert (runs / "extrapolation" / "recipes" / "transformer-small-learned.toml").is_file()
+
+    report = (out / "extrapolation.md").read_text()
+    assert "| test BLEU / source length |" in report and "| learned |" in report
+    assert "| FLOATER |" in report and "![" in report
+    command = "butcherflow experiment extrapolation --budget 2 --sizes tiny --device auto"
+    assert f"`{command} --seeds 1 --data {TINY_DATA} --out {out} --runs-dir {runs}`" in report
+    assert "Budget: 2 updates per run" in report and "Machine: " in report
+    bleu = format_mean_std([results["floater"]["metrics"]["bleu"]])
+    assert f"| FLOATER | `floater` | 1 | {bleu} |" in report
+    assert (out / "extrapolation.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    index = (out / "index.md").read_text()
+    assert "## How a verdict is decided" in index and ONE_SEED in index
+    assert "FLOATER extrapolates best" in index and "[extrapolation](extrapolation.md)" in index
+    assert "not run yet: `butcherflow experiment translation`" in index
+    assert json.loads((out / "extrapolation.json").read_text())["command"].startswith(command)
+
+    # a rerun skips the finished runs and rewrites only the reports
+    stamp = (runs / "extrapolation" / "sinusoidal-seed1" / "result.json").stat().st_mtime_ns
+    assert main(["experiment", "extrapolation", *CLI, *where]) == 0
+    assert "0 run(s) trained, 3 already done" in capsys.readouterr().out
+    assert (runs / "extrapolation" / "sinusoidal-seed1" / "result.json").stat().st_mtime_ns == stamp
+
+    # a larger budget resumes every run from its checkpoint and evaluates it again
+    outcome = run_experiment(
+        "extrapolation",
+        sizes="tiny",
+        budget=3,
+        data=TINY_DATA,
+        seeds=[1],
+        out=out,
+        runs_dir=runs,
+        echo=lambda line: None,
+    )
+    assert len(outcome.trained) == 3 and all(r["updates"] == 3 for r in outcome.results)
+    log = read_log(runs / "extrapolation" / "learned-seed1" / "log.jsonl")
+    assert [e["kind"] for e in log].count("resume") == 1
+    assert "--budget 3" in (out / "extrapolation.md").read_text()
+
+
+def test_a_language_model_experiment_with_seeds_gives_verdicts(tmp_path: Path) -> None:
+    experiment = Experiment(
+        name="lm-check",
+        title="two blocks",
+        analogue="a test",
+        data=TINY_DATA,
+        task="language_model",
+        runs=(
+            Run("euler-1", "Euler", "transformer-small", (1, 2), encoder_layers=1, column="1"),
+            Run("rk4-1", "RK4", "ode-transformer-rk4", (1, 2), encoder_layers=1, column="1"),
+        ),
+        claims=(Claim("a paper", "RK4 wins", (Comparison("rk4-1", "euler-1", "ppl"),)),),
+        budget=2,
+        table="grid",
+        metric="ppl",
+        plot="grouped-points",
+        x_label="layers",
+    )
+    outcome = run_experiment(
+        experiment, sizes="tiny", out=tmp_path / "docs", runs_dir=tmp_path / "runs", echo=print
+    )
+    ppl = {(r["run"], r["seed"]): r["metrics"]["ppl"] for r in outcome.results}
+    assert len(ppl) == 4 and all(math.isfinite(v) and v > 1 for v in ppl.values())
+    rk4, euler = [ppl[("rk4-1", s)] for s in (1, 2)], [ppl[("euler-1", s)] for s in (1, 2)]
+    expected = judge(rk4, euler, higher_is_better=False)
+    report = (tmp_path / "docs" / "lm-check.md").read_text()
+    assert f"| RK4 | {format_mean_std(rk4, 1)} |" in report
+    assert f"**Verdict: {expected.text}.**" in report and expected.spread is not None
+    assert outcome.figure is not None and outcome.figure.is_file()
+    config = json.loads(
+        (tmp_path / "runs" / "lm-check" / "rk4-1-seed2" / "config.json").read_text()
+    )
+    assert config["task"] == "language_model" and config["encoder_layers"] == 1
+    assert config["seed"] == 2 and config["decoder_layers"] is None
+
+
+def test_learned_positions_shorter_than_the_test_sources_are_reported(tmp_path: Path) -> None:
+    short = Variant(
+        "learned-8", "transformer-small", embedding={"position": "learned", "max_len": 8}
+    )
+    experiment = dataclasses.replace(
+        EXPERIMENTS["extrapolation"],
+        name="short-positions",
+        runs=(Run("learned", "learned, 8 positions", short),),
+        claims=(),
+    )
+    outcome = run_experiment(
+        experiment,
+        sizes="tiny",
+        budget=1,
+        data=TINY_DATA,
+        out=tmp_path / "docs",
+        runs_dir=tmp_path / "runs",
+        echo=lambda line: None,
+    )
+    positions = outcome.results[0]["positions"]
+    assert positions["max_len"] == 8 and positions["test_sources_cut"] > 0
+    assert positions["test_sources_cut"] <= 30
+    assert f"| 8 ({positions['test_sources_cut']}) |" in outcome.report.read_text()
+
+
+# --- bad inputs ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragments"),
+    [
+        (["experiment", "truncaton"], ["'truncaton'", "did you mean truncation", "depth"]),
+        (["experiment", "depth", "--budget", "0"], ["--budget", "0", ">= 1"]),
+        (["experiment", "depth", "--budget", "-5"], ["--budget", "-5"]),
+        (["experiment", "depth", "--sizes", "huge"], ["--sizes", "'huge'", "small, base"]),
+        (["experiment", "depth", "--seeds", "1", "1"], ["--seeds", "(1, 1)", "distinct"]),
+        (["experiment", "depth", "--device", "tpu"], ["--device", "'tpu'", "cuda"]),
+    ],
+)
+def test_bad_options_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], fragments: list[str]
+) -> None:
+    where = ["--out", str(tmp_path / "docs"), "--runs-dir", str(tmp_path / "runs")]
+    assert main(argv + where) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "docs").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_a_gpu_fails_before_anything_is_written(tmp_path: Path) -> None:
+    with pytest.raises(DeclarationError, match="CUDA is not available"):
+        run_experiment("depth", device="cuda", out=tmp_path / "d", runs_dir=tmp_path / "r")
+    assert not any(tmp_path.iterdir())
+
+
+def test_bad_options_raise_the_library_errors() -> None:
+    with pytest.raises(UnknownNameError, match="experiments: truncation, translation"):
+        plan("nope")
+    with pytest.raises(DeclarationError, match="--budget"):
+        plan("depth", budget=True)  # type: ignore[arg-type]
+    with pytest.raises(DeclarationError, match="--data"):
+        plan("depth", data=" ")
+    with pytest.raises(ButcherflowError):
+        plan("depth", seeds=[])
