@@ -1,4 +1,5 @@
-"""Shared fixtures: a few reference tableaux, TOML files in a temporary folder, error checks."""
+"""Shared fixtures: a few reference tableaux, TOML files in a temporary folder, error checks, a
+vocabulary cache per module and a benchmarks file."""
 
 from __future__ import annotations
 
@@ -104,6 +105,26 @@ def gauss2() -> bf.ButcherTableau:
         name="gauss-legendre-2",
         order=4,
     )
+
+
+@pytest.fixture(scope="module")
+def vocab_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One vocabulary cache (`BUTCHERFLOW_CACHE`) for a test module, so that sentencepiece trains
+    once per module; a module opts in with `pytestmark = pytest.mark.usefixtures("vocab_cache")`.
+    """
+    folder = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BUTCHERFLOW_CACHE", str(folder))
+        yield folder
+
+
+@pytest.fixture
+def benchmarks_md(tmp_path: Path) -> Path:
+    """A `benchmarks.md` holding another benchmark's section (its text: `kept`), which a bench
+    run writing its own section must leave in place."""
+    path = tmp_path / "benchmarks.md"
+    path.write_text("# Benchmarks\n\n<!-- bench:block:start -->\nkept\n<!-- bench:block:end -->\n")
+    return path
 
 
 @pytest.fixture(autouse=True, scope="session")

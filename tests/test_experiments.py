@@ -9,9 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,17 +55,7 @@ TINY = Path(__file__).parent / "data" / "tiny"
 TINY_DATA = f"{TINY}:de-en"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def vocab_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One vocabulary cache for the module (sentencepiece trains once)."""
-    folder = tmp_path_factory.mktemp("cache")
-    old = os.environ.get("BUTCHERFLOW_CACHE")
-    os.environ["BUTCHERFLOW_CACHE"] = str(folder)
-    yield folder
-    if old is None:
-        del os.environ["BUTCHERFLOW_CACHE"]
-    else:
-        os.environ["BUTCHERFLOW_CACHE"] = old
+pytestmark = pytest.mark.usefixtures("vocab_cache")  # conftest.py
 
 
 # --- the declarations ----------------------------------------------------------------------------

@@ -441,13 +441,10 @@ def test_evaluate_needs_a_save_dir(tmp_path: Path) -> None:
 # -- the benchmark, at toy sizes ---------------------------------------------------------------
 
 
-def test_the_beam_benchmark_writes_its_section(tmp_path: Path) -> None:
+def test_the_beam_benchmark_writes_its_section(benchmarks_md: Path) -> None:
     from butcherflow.bench.beam import run_beam
 
-    output = tmp_path / "benchmarks.md"
-    output.write_text(
-        "# Benchmarks\n\n<!-- bench:block:start -->\nkept\n<!-- bench:block:end -->\n"
-    )
+    output = benchmarks_md
     rows = run_beam(
         str(output),
         1,

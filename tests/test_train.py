@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,17 +72,7 @@ def config(save_dir: Path, **changes: Any) -> TrainConfig:
     return TrainConfig("transformer-small", f"{TINY}:de-en", str(save_dir), **{**RUN, **changes})
 
 
-@pytest.fixture(scope="module", autouse=True)
-def vocab_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One vocabulary cache for the module (sentencepiece trains once)."""
-    folder = tmp_path_factory.mktemp("cache")
-    old = os.environ.get("BUTCHERFLOW_CACHE")
-    os.environ["BUTCHERFLOW_CACHE"] = str(folder)
-    yield folder
-    if old is None:
-        del os.environ["BUTCHERFLOW_CACHE"]
-    else:
-        os.environ["BUTCHERFLOW_CACHE"] = old
+pytestmark = pytest.mark.usefixtures("vocab_cache")  # conftest.py
 
 
 @pytest.fixture(scope="module")
@@ -696,13 +685,10 @@ def test_two_process_ddp_computes_the_one_process_gradients() -> None:
 # --- the benchmark -------------------------------------------------------------------------------
 
 
-def test_bench_train_writes_its_section(tmp_path: Path) -> None:
+def test_bench_train_writes_its_section(benchmarks_md: Path) -> None:
     from butcherflow.bench.train import run_train_bench
 
-    output = tmp_path / "benchmarks.md"
-    output.write_text(
-        "# Benchmarks\n\n<!-- bench:block:start -->\nkept\n<!-- bench:block:end -->\n"
-    )
+    output = benchmarks_md
     rows = run_train_bench(
         str(output),
         "butcherflow bench train (test)",

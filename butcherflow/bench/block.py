@@ -192,7 +192,9 @@ class TorchTransformer(nn.Module):
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         pad = src.eq(self.pad_index)
-        mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1], dtype=torch.bool)
+        mask = nn.Transformer.generate_square_subsequent_mask(
+            tgt.shape[1], device=tgt.device, dtype=torch.bool
+        )
         out = self.core(
             self.embedding(src, pad),
             self.embedding(tgt, None),

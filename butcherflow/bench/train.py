@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, final
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 
 from ..assemble import Recipe, Seq2Seq
 from ..train.batching import Batch, collate, encode_split, make_batches
@@ -56,26 +56,6 @@ class TrainRow:
     @property
     def tokens_per_s(self) -> float:
         return self.tokens / self.seconds
-
-
-class TorchSeq2Seq(TorchTransformer):
-    """`bench.block.TorchTransformer` with its causal mask made on the batch's device."""
-
-    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
-        pad = src.eq(self.pad_index)
-        mask = nn.Transformer.generate_square_subsequent_mask(
-            tgt.shape[1], device=tgt.device, dtype=torch.bool
-        )
-        out = self.core(
-            self.embedding(src, pad),
-            self.embedding(tgt, None),
-            tgt_mask=mask,
-            src_key_padding_mask=pad,
-            memory_key_padding_mask=pad,
-            tgt_is_causal=True,
-        )
-        logits: Tensor = out @ self.embedding.tokens.weight.T
-        return logits
 
 
 def _sizes_of(recipe: Recipe) -> tuple[int, ...]:
@@ -142,7 +122,7 @@ def bench_train(
             torch.manual_seed(0)
             with warnings.catch_warnings():  # "enable_nested_tensor ... norm_first": expected
                 warnings.simplefilter("ignore", UserWarning)
-                models[reference] = TorchSeq2Seq(ours)
+                models[reference] = TorchTransformer(ours)
 
     def autocast() -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext() if amp is None else torch.autocast(target.type, amp)

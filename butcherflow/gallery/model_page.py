@@ -16,10 +16,9 @@ from ..compiler import CompiledBlock
 from ..methods.catalog import _catalog_dir, read_toml
 from .diagram import block_svg
 from .solver_page import LENGTH, IndexRow, _Attempt
-from .text import Measured, fence, flops, measured_section, table
+from .text import Measured, fence, flops, save_figure, table, write_page
 
 VOCAB = 32_000  # the vocabulary of the parameter counts (as `butcherflow show`)
-BENCHMARKS_LINK = "../../benchmarks.md"
 
 
 def build_model(recipe: Recipe) -> nn.Module:
@@ -211,18 +210,11 @@ def model_page(
             draw = functools.partial(block_svg, first.program, f"{name}: first {where} block")
             svg = attempt.run(f"the {where} diagram", draw)
             if svg is not None:
-                (assets / f"{where}.svg").write_text(svg, encoding="utf-8")
-                md += [f"![Data flow of the first {where} block]({name}/{where}.svg)", ""]
+                alt = f"Data flow of the first {where} block"
+                md += [save_figure(assets, f"{where}.svg", svg, alt), ""]
             md += [fence(first.code.strip("\n"), "python"), ""]
 
-    rows_measured = measured.get(name, [])
-    if rows_measured:
-        md += ["## Measured", "", measured_section(rows_measured, BENCHMARKS_LINK), ""]
-    if attempt.problems:
-        md += ["## Problems", "", "Parts of this page could not be derived:", ""]
-        md += [f"- `{p}`" for p in attempt.problems]
-        md.append("")
-    (folder / f"{name}.md").write_text("\n".join(md).rstrip() + "\n", encoding="utf-8")
+    write_page(folder / f"{name}.md", md, measured.get(name, []), attempt.problems)
 
     stages = "—"
     if recipe is not None:

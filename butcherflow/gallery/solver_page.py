@@ -39,15 +39,15 @@ from .text import (
     exact,
     fence,
     flops,
-    measured_section,
+    save_figure,
     table,
+    write_page,
 )
 
 D_MODEL, N_HEADS, D_FFN = 512, 8, 2048  # transformer-base
 BASE = {"d_model": D_MODEL, "n_heads": N_HEADS, "d_ffn": D_FFN}
 LENGTH = 64  # sequence length of the FLOPs/token figures (attention grows with it)
 STACK_LAYERS = 6  # multistep stacks are compiled as the 6 layers of a transformer-base encoder
-BENCHMARKS_LINK = "../../benchmarks.md"
 
 T = TypeVar("T")
 
@@ -288,15 +288,7 @@ def solver_page(name: str, folder: Path, measured: Mapping[str, Sequence[Measure
 
     md += _block_section(report, built, attempt, assets, name)
 
-    measured_rows = measured.get(name, [])
-    if measured_rows:
-        md += ["## Measured", "", measured_section(measured_rows, BENCHMARKS_LINK), ""]
-
-    if attempt.problems:
-        md += ["## Problems", "", "Parts of this page could not be derived:", ""]
-        md += [f"- `{p}`" for p in attempt.problems]
-        md.append("")
-    (folder / f"{name}.md").write_text("\n".join(md).rstrip() + "\n", encoding="utf-8")
+    write_page(folder / f"{name}.md", md, measured.get(name, []), attempt.problems)
     return _row(name, family, title, method, report, built, attempt.problems)
 
 
@@ -381,11 +373,10 @@ def _figures(method: Method, report: Report, attempt: _Attempt, assets: Path) ->
             lambda: multistep_stability_svg(alpha, beta, locus(), f"{name}: stability region"),
         )
     if region is not None:
-        (assets / "stability.svg").write_text(region, encoding="utf-8")
         md += [
             "### Stability region",
             "",
-            f"![Stability region of {name}]({name}/stability.svg)",
+            save_figure(assets, "stability.svg", region, f"Stability region of {name}"),
             "",
             "The shaded set of z = hλ where the step applied to y' = λy does not grow. A "
             "layer's field is not linear, but its Jacobian's eigenvalues λ, times h, should "
@@ -405,8 +396,8 @@ def _figures(method: Method, report: Report, attempt: _Attempt, assets: Path) ->
             "the convergence plot", lambda: convergence_svg(curves, f"{name}: global error")
         )
         if plot is not None:
-            (assets / "convergence.svg").write_text(plot, encoding="utf-8")
-            md += ["### Convergence", "", f"![Convergence of {name}]({name}/convergence.svg)", ""]
+            image = save_figure(assets, "convergence.svg", plot, f"Convergence of {name}")
+            md += ["### Convergence", "", image, ""]
         problem = _problem_text(method)
         if has_symbols(method):
             problem += " The declaration is a family: measured at every symbol = 1/3."
@@ -487,11 +478,10 @@ def _block_section(
         title = f"{name}: {caption or 'data flow'}"
         svg = attempt.run("the block diagram", lambda: block_svg(program, title))
     if svg is not None:
-        (assets / "block.svg").write_text(svg, encoding="utf-8")
         md += [
             "### Data flow",
             "",
-            f"![Data flow of the {name} block]({name}/block.svg)",
+            save_figure(assets, "block.svg", svg, f"Data flow of the {name} block"),
             "",
             "Coloured boxes are field calls (one colour per module: one colour for all stages "
             "means one shared field), grey boxes the weighted sums; lines on the left carry "

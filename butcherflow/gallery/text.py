@@ -14,6 +14,7 @@ import sympy
 from ..analysis.report import show
 
 NUMERIC_DIGITS = 15  # digits shown for entries of numeric declarations (the TOML holds them all)
+BENCHMARKS_LINK = "../../benchmarks.md"  # from a page in gallery/solvers/ or gallery/models/
 
 
 def exact(value: Any, numeric: bool = False) -> str:
@@ -154,3 +155,42 @@ def measured_section(rows: Sequence[Measured], link: str) -> str:
         unique = list(dict.fromkeys(body))
         out += [f"**{section}**", "", table(header, unique), ""]
     return "\n".join(out)
+
+
+def write_page(
+    path: Path, md: Sequence[str], measured: Sequence[Measured], problems: Sequence[str]
+) -> None:
+    """Write a gallery page: its markdown lines, then its measured results and the problems met
+    while deriving it (each section only when there is something to show).
+
+    **Arguments:**
+
+    - `path`: the page's `.md` file.
+    - `md`: the page's lines so far.
+    - `measured`: the benchmark rows about the entry (`read_benchmarks`).
+    - `problems`: why parts of the page could not be derived.
+    """
+    lines = list(md)
+    if measured:
+        lines += ["## Measured", "", measured_section(measured, BENCHMARKS_LINK), ""]
+    if problems:
+        lines += ["## Problems", "", "Parts of this page could not be derived:", ""]
+        lines += [f"- `{p}`" for p in problems]
+        lines.append("")
+    path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+
+
+def save_figure(assets: Path, file: str, svg: str, alt: str) -> str:
+    """Save a page's figure in its assets folder and return the markdown image showing it.
+
+    **Arguments:**
+
+    - `assets`: the page's assets folder (`<page name>/` beside the page, linked relatively).
+    - `file`: the figure's file name in it, e.g. `stability.svg`.
+    - `svg`: the figure.
+    - `alt`: the image's alternative text.
+
+    **Returns:** `![alt](<page name>/file)`.
+    """
+    (assets / file).write_text(svg, encoding="utf-8")
+    return f"![{alt}]({assets.name}/{file})"

@@ -27,7 +27,7 @@ import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -483,17 +483,7 @@ def load_model(
     **Returns:** `(model, vocabulary, config)`; `config` is the content of `config.json`. A save
     dir of `--task language_model` is refused (`load_language_model` reads it).
     """
-    folder = Path(save_dir)
-    config = read_config(folder)
-    if config.get("task", "translation") != "translation":
-        raise CheckpointError(
-            f"{folder} holds a {config.get('task')} run, not a translation model "
-            "(load it with butcherflow.train.load_language_model)"
-        )
-    recipe, vocab = _recipe_and_vocabulary(folder, config)
-    model = Seq2Seq(recipe, int(config["vocab_size"]), pad_index=vocab.pad)
-    _load_weights(model, folder, checkpoint)
-    return model.to(device).eval(), vocab, config
+    return _load_trained(Seq2Seq, "translation", Path(save_dir), checkpoint, device)
 
 
 def load_language_model(
@@ -503,15 +493,30 @@ def load_language_model(
 
     **Returns:** `(model in eval mode, vocabulary, config)`.
     """
-    folder = Path(save_dir)
+    return _load_trained(LanguageModel, "language_model", Path(save_dir), checkpoint, device)
+
+
+# why a loader refuses a save dir of the other task, and which loader reads it
+_WRONG_TASK = {
+    "translation": "not a translation model (load it with butcherflow.train.load_language_model)",
+    "language_model": "not a language model (load it with butcherflow.train.load_model)",
+}
+_Model = TypeVar("_Model", Seq2Seq, LanguageModel)
+
+
+def _load_trained(
+    model_class: type[_Model],
+    task: str,
+    folder: Path,
+    checkpoint: str,
+    device: str | torch.device,
+) -> tuple[_Model, Vocabulary, dict[str, Any]]:
     config = read_config(folder)
-    if config.get("task", "translation") != "language_model":
-        raise CheckpointError(
-            f"{folder} holds a {config.get('task', 'translation')} run, not a language model "
-            "(load it with butcherflow.train.load_model)"
-        )
+    found = config.get("task", "translation")
+    if found != task:
+        raise CheckpointError(f"{folder} holds a {found} run, {_WRONG_TASK[task]}")
     recipe, vocab = _recipe_and_vocabulary(folder, config)
-    model = LanguageModel(recipe, int(config["vocab_size"]), pad_index=vocab.pad)
+    model = model_class(recipe, int(config["vocab_size"]), pad_index=vocab.pad)
     _load_weights(model, folder, checkpoint)
     return model.to(device).eval(), vocab, config
 
