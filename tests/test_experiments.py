@@ -371,9 +371,17 @@ def test_a_language_model_experiment_with_seeds_gives_verdicts(tmp_path: Path) -
         plot="grouped-points",
         x_label="layers",
     )
+    lines: list[str] = []
     outcome = run_experiment(
-        experiment, sizes="tiny", out=tmp_path / "docs", runs_dir=tmp_path / "runs", echo=print
+        experiment,
+        sizes="tiny",
+        out=tmp_path / "docs",
+        runs_dir=tmp_path / "runs",
+        echo=lines.append,
     )
+    # Seed-major: every run's first seed before any second seed.
+    order = [line.split()[1].split("/")[1].rstrip(":") for line in lines if "training" in line]
+    assert order == ["euler-1-seed1", "rk4-1-seed1", "euler-1-seed2", "rk4-1-seed2"]
     ppl = {(r["run"], r["seed"]): r["metrics"]["ppl"] for r in outcome.results}
     assert len(ppl) == 4 and all(math.isfinite(v) and v > 1 for v in ppl.values())
     rk4, euler = [ppl[("rk4-1", s)] for s in (1, 2)], [ppl[("euler-1", s)] for s in (1, 2)]

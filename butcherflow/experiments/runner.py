@@ -230,7 +230,12 @@ def run_experiment(
         data=data,
     )
     declared = invocation.experiment
-    jobs = [(run, seed) for run in declared.runs for seed in run.seeds]
+    # Seed-major: every run's first seed trains before any second seed, so a table cut short
+    # (out of time, interrupted) still has every row once.
+    jobs = sorted(
+        ((run, seed) for run in declared.runs for seed in run.seeds),
+        key=lambda job: job[0].seeds.index(job[1]),
+    )
     results, trained, skipped = [], [], []
     for number, (run, seed) in enumerate(jobs, 1):
         where = f"[{number}/{len(jobs)}] {declared.name}/{run.name}-seed{seed}"
