@@ -367,6 +367,25 @@ def test_an_exceeded_step_budget_names_max_num_steps() -> None:
     assert "max_num_steps = 3" in message and "'dopri5'" in message and "rtol" in message
 
 
+def test_an_exceeded_step_budget_of_the_adjoint_solve_names_max_num_steps() -> None:
+    """The adjoint system (state, its gradient, the parameter gradients) needs more steps than
+    the forward solve: a budget of 14 suffices forwards (10 needed), not backwards (18 needed)."""
+    A, y0, _ = linear_problem()
+    model = block("dopri5", Linear(5 * A), rtol=1e-6, atol=1e-8, max_num_steps=14, adjoint=True)
+    y = y0.clone().requires_grad_(True)
+    out = model(y)  # the forward solve fits in the budget
+    with pytest.raises(bf.ButcherflowError) as info:
+        out.sin().sum().backward()
+    message = str(info.value)
+    assert "'max_num_steps'" in message and "max_num_steps = 14" in message
+    assert "'dopri5'" in message and "adjoint (backward) solve" in message
+    assert "adjoint = false" in message
+    assert isinstance(info.value.__cause__, AssertionError)  # torchdiffeq's, restated
+    enough = block("dopri5", Linear(5 * A), rtol=1e-6, atol=1e-8, max_num_steps=64, adjoint=True)
+    enough(y).sin().sum().backward()  # the same solve with a larger budget: gradients arrive
+    assert y.grad is not None and bool(torch.isfinite(y.grad).all())
+
+
 def test_a_blow_up_is_an_error_not_a_nan() -> None:
     A, y0, _ = linear_problem()
     model = block("euler", Linear(1e300 * A), steps=4)

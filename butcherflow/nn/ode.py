@@ -7,6 +7,10 @@ torchdiffeq `FixedGridODESolver` registered in torchdiffeq's solver table under 
 `"butcherflow"`. Being a torchdiffeq solver, it also integrates the adjoint system backwards, so
 `odeint_adjoint` works with every explicit catalog tableau, not only torchdiffeq's five.
 
+An adaptive adjoint solve runs backwards inside `backward()`, out of reach of `solve`'s error
+handling; its solver is therefore wrapped (`AdjointSolver`, registered as
+`"butcherflow-adjoint"`) so that an exceeded `max_num_steps` there is a `ButcherflowError` too.
+
 The fixed-step grid always contains every requested output time (`steps` sub-steps between two
 consecutive times, or as many equal sub-steps as keep each one at most `step_size` long), so no
 output is interpolated: the global error is the tableau's, C·hᵖ.
@@ -24,6 +28,7 @@ import torch
 from torch import Tensor, nn
 from torchdiffeq import odeint, odeint_adjoint
 from torchdiffeq._impl.odeint import SOLVERS
+from torchdiffeq._impl.rk_common import RKAdaptiveStepsizeODESolver
 from torchdiffeq._impl.solvers import FixedGridODESolver
 
 from ..errors import ButcherflowError, DeclarationError
@@ -32,6 +37,7 @@ if TYPE_CHECKING:  # nn stays a leaf at run time: declarations are read through 
     from ..methods import ButcherTableau, ContinuousDynamics
 
 SOLVER_NAME = "butcherflow"  # the key of butcherflow's fixed-step solver in torchdiffeq's table
+ADJOINT_SOLVER_NAME = "butcherflow-adjoint"  # the key of the adaptive adjoint solve's wrapper
 
 
 @final
@@ -152,6 +158,55 @@ class ExplicitRungeKuttaSolver(FixedGridODESolver):
 SOLVERS[SOLVER_NAME] = ExplicitRungeKuttaSolver
 
 
+@final
+class AdjointSolver:
+    """torchdiffeq's adaptive `solver` for the adjoint (backward) solve, its failures restated.
+
+    torchdiffeq integrates the adjoint system inside `backward()`, where the `try` around the
+    forward solve in `solve` no longer runs; `solve` names this wrapper as the `adjoint_method`,
+    so a solver assertion there (`max_num_steps` exceeded, a vanishing step) becomes a
+    `ButcherflowError` naming the option and the adjoint, like the forward solve's.
+
+    **Arguments** (torchdiffeq passes `func`, `y0`, `rtol`, `atol`, `norm`; the rest are options):
+
+    - `solver`: the name of the adaptive torchdiffeq method that does the work (`dopri5`, ...).
+    - `dynamics`: the declaration, for the error message.
+    - the remaining options (`max_num_steps`, ...) go to `solver` unchanged.
+    """
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        y0: Tensor,
+        *,
+        solver: str,
+        dynamics: ContinuousDynamics,
+        **kwargs: Any,
+    ) -> None:
+        self.solver = SOLVERS[solver](func=func, y0=y0, **kwargs)
+        self.dynamics = dynamics
+
+    @classmethod
+    def valid_callbacks(cls) -> set[str]:
+        """The callbacks every adaptive method takes (torchdiffeq warns about the others)."""
+        names: set[str] = RKAdaptiveStepsizeODESolver.valid_callbacks()
+        return names
+
+    def integrate(self, t: Tensor) -> Tensor:
+        """The adjoint state at every time of `t` (torchdiffeq's layout)."""
+        try:
+            out: Tensor = self.solver.integrate(t)
+        except (AssertionError, RuntimeError) as error:
+            known = _solver_error(error, self.dynamics, adjoint=True)
+            if known is None:
+                raise
+            raise known from error
+        return out
+
+
+SOLVERS[ADJOINT_SOLVER_NAME] = AdjointSolver
+
+
 def sum_terms(terms: Sequence[tuple[Tensor, Tensor]]) -> Tensor:
     """Σ cᵢ·kᵢ for 0-dim coefficient tensors cᵢ."""
     total = terms[0][0] * terms[0][1]
@@ -241,7 +296,8 @@ def solve(
     **Returns:** `(len(times), *y0.shape)`: y at every time, `y0` first.
 
     **Raises:** `DeclarationError` for a bad grid (naming `times`); `ButcherflowError` when an
-    adaptive solver exceeds `max_num_steps` or the solution is not finite.
+    adaptive solver exceeds `max_num_steps` or the solution is not finite (with the adjoint, an
+    exceeded `max_num_steps` of the backward solve is raised by `backward()`).
     """
     check_times(times, source=dynamics.source)
     if not y0.is_floating_point():
@@ -271,10 +327,16 @@ def solve(
             )
         return dy
 
+    adjoint: dict[str, Any] = {}
     if dynamics.adaptive:
         method = dynamics.method
         tolerances: dict[str, Any] = {"rtol": dynamics.rtol, "atol": dynamics.atol}
         options: dict[str, Any] = {"max_num_steps": dynamics.max_num_steps}
+        # the same method, tolerances and budget backwards, its errors restated (AdjointSolver)
+        adjoint = {
+            "adjoint_method": ADJOINT_SOLVER_NAME,
+            "adjoint_options": {**options, "solver": method, "dynamics": dynamics},
+        }
     else:
         method, tolerances = SOLVER_NAME, {}
         step = None if dynamics.step_size is None else _float(dynamics.step_size)
@@ -289,6 +351,7 @@ def solve(
                 options=options,
                 adjoint_params=params,
                 **tolerances,
+                **adjoint,
             )
         else:
             solution = odeint(checked, y0, times, method=method, options=options, **tolerances)
@@ -311,9 +374,21 @@ def _where(dynamics: ContinuousDynamics) -> str:
     return f"{dynamics.source}: " if dynamics.source else ""
 
 
-def _solver_error(error: Exception, dynamics: ContinuousDynamics) -> ButcherflowError | None:
-    """torchdiffeq's assertions, restated as butcherflow errors naming the option."""
+def _solver_error(
+    error: Exception, dynamics: ContinuousDynamics, *, adjoint: bool = False
+) -> ButcherflowError | None:
+    """torchdiffeq's assertions, restated as butcherflow errors naming the option (`adjoint`:
+    raised by the adjoint solve, backwards in time inside `backward()`)."""
     text = str(error)
+    if "max_num_steps" in text and adjoint:
+        return ButcherflowError(
+            f"{_where(dynamics)}key 'max_num_steps': in the adjoint (backward) solve, the adaptive "
+            f"solver '{dynamics.method}' needed more than max_num_steps = "
+            f"{dynamics.max_num_steps} steps between two output times at rtol = "
+            f"{dynamics.rtol:g}, atol = {dynamics.atol:g} (the forward solve fit; the adjoint "
+            "system also carries the gradients and often needs more steps); raise max_num_steps, "
+            "loosen rtol/atol, or set adjoint = false to backpropagate through the solver"
+        )
     if "max_num_steps" in text:
         return ButcherflowError(
             f"{_where(dynamics)}key 'max_num_steps': the adaptive solver '{dynamics.method}' "
@@ -321,15 +396,16 @@ def _solver_error(error: Exception, dynamics: ContinuousDynamics) -> Butcherflow
             f"times at rtol = {dynamics.rtol:g}, atol = {dynamics.atol:g}; raise max_num_steps "
             "or loosen rtol/atol (the dynamics may also be stiff or blowing up)"
         )
+    during = " in the adjoint (backward) solve" if adjoint else ""
     if "underflow in dt" in text:
         return ButcherflowError(
-            f"{_where(dynamics)}the adaptive solver '{dynamics.method}' shrank its step to zero "
-            f"(rtol = {dynamics.rtol:g}, atol = {dynamics.atol:g}): the dynamics are stiff or "
-            "not finite; loosen rtol/atol or check the field"
+            f"{_where(dynamics)}the adaptive solver '{dynamics.method}' shrank its step to "
+            f"zero{during} (rtol = {dynamics.rtol:g}, atol = {dynamics.atol:g}): the dynamics "
+            "are stiff or not finite; loosen rtol/atol or check the field"
         )
     if "non-finite" in text:
         return ButcherflowError(
             f"{_where(dynamics)}the state became non-finite (NaN or inf) while solver "
-            f"'{dynamics.method}' integrated it: the dynamics blew up"
+            f"'{dynamics.method}' integrated it{during}: the dynamics blew up"
         )
     return None
