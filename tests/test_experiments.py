@@ -33,12 +33,8 @@ from butcherflow.experiments import (
     plan,
     run_experiment,
 )
-from butcherflow.experiments.runner import (
-    length_bins,
-    prepare_recipe,
-    throughput,
-    train_config,
-)
+from butcherflow.experiments.evaluation import length_bins, throughput
+from butcherflow.experiments.runner import prepare_recipe, train_config
 from butcherflow.experiments.verdict import (
     NOT_MEASURED,
     NOT_SUPPORTED,
@@ -255,7 +251,7 @@ def test_mean_and_std_are_formatted_with_a_dash_for_one_seed() -> None:
     assert format_mean_std([]) == "—"
 
 
-# --- the runner's pieces -------------------------------------------------------------------------
+# --- evaluating a finished run -------------------------------------------------------------------
 
 
 def test_length_bins_cut_at_the_test_quartiles() -> None:

@@ -6,17 +6,8 @@ evaluates it and writes `result.json` there (atomically). A rerun skips runs who
 matches the budget, corpus and sizes, and resumes the others (the training loop resumes from its
 last checkpoint by itself; interval checkpoints every 200 updates bound what a kill loses). At the
 end it writes `OUT/NAME.json` (every result), `OUT/NAME.md`, `OUT/NAME.png` and regenerates
-`OUT/index.md` (`report.py`).
-
-Evaluation (fixed for every experiment, stated in every report):
-
-- translation: the `checkpoint_last` weights (the model at the budget), greedy decoding with a
-  maximum output length of `1.2 · source length + 10` subwords, detokenized sacreBLEU and chrF on
-  the whole test split (sacrebleu's default 13a tokenizer; signatures in `result.json`);
-- language model: the validation perplexity `2 ** (nll bits per target token)` the training loop
-  measured at the last update (stored in the `checkpoint_last` commit);
-- throughput: target tokens per second of training steps (forward, backward, optimizer; no
-  validation or checkpointing), from the run's `log.jsonl`, fairseq's counting.
+`OUT/index.md` (`report.py`). `evaluation.py` evaluates a finished run (the decoding, the
+metrics and the throughput every report states).
 
 Recipes the catalog does not hold (`Variant`s) and parameter-matched recipes (`param_budget`)
 are written as recipe files into `RUNS_DIR/NAME/recipes/`: a `param_budget` recipe is matched to
@@ -27,10 +18,7 @@ so Macaron at the `small` preset has the parameter count of the `small` residual
 from __future__ import annotations
 
 import difflib
-import itertools
 import json
-import os
-import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,14 +29,11 @@ from typing import Any, final
 import torch
 
 from ..assemble import load_recipe
-from ..errors import ButcherflowError, DeclarationError, UnknownNameError
-from ..generate import score, translate
-from ..generate.evaluate import resolve_device
-from ..nn import LearnedPositions
-from ..train import TrainConfig, load_corpus, load_language_model, load_model, train
-from ..train.checkpoint import LAST, LOG, read_commit, write_json, write_text
-from ..train.curves import read_log
+from ..errors import DeclarationError, UnknownNameError
+from ..train import TrainConfig, train
+from ..train.checkpoint import LOG, write_json, write_text
 from .catalog import EXPERIMENTS, PRESETS
+from .evaluation import DECODING, evaluate_language_model, evaluate_translation, machine, throughput
 from .report import write_index, write_report
 from .spec import Experiment, Preset, Run, Variant, check_seeds, recipe_table
 
@@ -56,14 +41,6 @@ RESULT = "result.json"
 SAVE_INTERVAL = 200
 DEFAULT_OUT = "docs/experiments"
 DEFAULT_RUNS_DIR = "runs/experiments"
-DECODING: dict[str, Any] = {
-    "subset": "test",
-    "checkpoint": "last",
-    "beam": 1,
-    "max_len_a": 1.2,
-    "max_len_b": 10,
-}
-LENGTH_BINS = 4
 
 Echo = Callable[[str], None]
 
@@ -390,146 +367,3 @@ def run_one(invocation: Invocation, run: Run, seed: int) -> dict[str, Any]:
     }
     write_json(save_dir / RESULT, result)
     return result
-
-
-def evaluate_language_model(save_dir: Path) -> dict[str, Any]:
-    """Validation perplexity at the last update (the loop's own measurement) and parameters."""
-    commit = read_commit(save_dir, LAST)
-    if commit is None or commit.get("valid_ppl") is None:
-        raise ButcherflowError(
-            f"{save_dir}: checkpoint_last has no validation perplexity (is the valid split empty?)"
-        )
-    model, _, _ = load_language_model(save_dir, "last")
-    return {
-        "parameters": model.num_parameters,
-        "metrics": {"ppl": float(commit["valid_ppl"])},
-        "valid_nll_bits": float(commit["valid_nll_loss"]),
-        "evaluation": {"subset": "valid", "checkpoint": "last", "update": commit["update"]},
-    }
-
-
-def evaluate_translation(save_dir: Path, device: str, *, bins: bool) -> dict[str, Any]:
-    """Test BLEU and chrF with `DECODING`; with `bins`, also by source-length bin and what the
-    position encoding saw of the test lengths.
-
-    **Returns:** `parameters`, `metrics` (`bleu`, `chrf`, and `bleu_bin1..4` with `bins`),
-    `evaluation` (the decoding and sacrebleu's signatures), and with `bins`: `bins`, `positions`.
-    """
-    target = resolve_device(device)
-    model, vocab, config = load_model(save_dir, DECODING["checkpoint"], device=target)
-    corpus = load_corpus(
-        str(config["data"]),
-        source_lang=config.get("source_lang"),
-        target_lang=config.get("target_lang"),
-    )
-    if not corpus.test:
-        raise ButcherflowError(f"the test split of {corpus.name!r} is empty")
-    sources = [s for s, _ in corpus.test]
-    references = [t for _, t in corpus.test]
-    hypotheses = translate(
-        model,
-        vocab,
-        sources,
-        beam=DECODING["beam"],
-        max_len_a=DECODING["max_len_a"],
-        max_len_b=DECODING["max_len_b"],
-        device=target,
-    )
-    scores = score(hypotheses, references)
-    out: dict[str, Any] = {
-        "parameters": model.num_parameters,
-        "metrics": {"bleu": scores.bleu, "chrf": scores.chrf},
-        "evaluation": {
-            **DECODING,
-            "sentences": scores.n,
-            "bleu_signature": scores.bleu_signature,
-            "chrf_signature": scores.chrf_signature,
-        },
-    }
-    if bins:
-        out["bins"] = length_bins(sources, references, hypotheses)
-        for number, entry in enumerate(out["bins"], 1):
-            if entry["bleu"] is not None:
-                out["metrics"][f"bleu_bin{number}"] = entry["bleu"]
-        positions = getattr(model.embedding, "positions", None)
-        train_lengths = [len(vocab.encode(s)) for s, _ in corpus.train]
-        test_lengths = [len(vocab.encode(s)) for s in sources]
-        longest = max(train_lengths, default=0)
-        max_len = positions.max_len if isinstance(positions, LearnedPositions) else None
-        out["positions"] = {
-            "position": model.recipe.position,
-            "longest_train_source": longest,
-            "longest_test_source": max(test_lengths),
-            "test_sources_longer_than_train": sum(n > longest for n in test_lengths),
-            "max_len": max_len,
-            "test_sources_cut": None if max_len is None else sum(n > max_len for n in test_lengths),
-        }
-    return out
-
-
-def length_bins(
-    sources: Sequence[str], references: Sequence[str], hypotheses: Sequence[str]
-) -> list[dict[str, Any]]:
-    """BLEU and chrF by source length, in `LENGTH_BINS` bins at the quartiles of the test sources.
-
-    The length is the number of whitespace-separated words of the source sentence (independent of
-    any vocabulary). With q1 ≤ q2 ≤ q3 the nearest-rank quartiles of the lengths, the bins are
-    `[min, q1]`, `(q1, q2]`, `(q2, q3]`, `(q3, max]`; a bin left empty by ties has no score.
-
-    **Returns:** one dict per bin: `low`, `high` (word counts, inclusive), `n`, `bleu`, `chrf`.
-    """
-    lengths = [len(s.split()) for s in sources]
-    ordered = sorted(lengths)
-    cuts = [ordered[max(0, -(-len(ordered) * k // LENGTH_BINS) - 1)] for k in range(1, LENGTH_BINS)]
-    edges = [ordered[0] - 1, *cuts, ordered[-1]]
-    bins = []
-    for low, high in itertools.pairwise(edges):
-        members = [i for i, n in enumerate(lengths) if low < n <= high]
-        entry: dict[str, Any] = {"low": low + 1, "high": high, "n": len(members)}
-        if members:
-            scores = score([hypotheses[i] for i in members], [references[i] for i in members])
-            entry.update(bleu=scores.bleu, chrf=scores.chrf)
-        else:
-            entry.update(bleu=None, chrf=None)
-        bins.append(entry)
-    return bins
-
-
-def throughput(log: Path) -> float | None:
-    """Target tokens per second of training steps over the whole run, from `log.jsonl`.
-
-    Each `train` line gives the tokens/s of the window since the previous line; the tokens of a
-    window are the difference of the cumulative `train_tokens`. The window right after a resume
-    is left out (its tokens straddle the kill).
-    """
-    tokens = seconds = 0.0
-    previous: float | None = 0.0
-    for entry in read_log(log):
-        kind = entry.get("kind")
-        if kind == "resume":
-            previous = None
-        elif kind == "train":
-            rate = entry.get("tokens_per_s")
-            if previous is not None and rate:
-                delta = float(entry["train_tokens"]) - previous
-                tokens += delta
-                seconds += delta / float(rate)
-            previous = float(entry["train_tokens"])
-    return tokens / seconds if seconds > 0 else None
-
-
-def machine(device: str) -> str:
-    """The machine in words: the CPU model and threads, the GPU when used, torch's version."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    text = f"{cpu}, {os.cpu_count()} CPU threads, torch {torch.__version__}"
-    wants_gpu = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
-    if wants_gpu and torch.cuda.is_available():
-        text = f"{torch.cuda.get_device_name(resolve_device(device))}; {text}"
-    return text
