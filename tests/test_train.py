@@ -28,18 +28,17 @@ from butcherflow import DeclarationError
 from butcherflow.assemble import Seq2Seq, load_recipe, recipe_from_dict, recipe_names
 from butcherflow.cli import main
 from butcherflow.train import checkpoint as ckpt
+from butcherflow.train import trained
 from butcherflow.train.batching import EncodedSplit, collate, encode_split, target_side
 from butcherflow.train.config import TrainConfig, resolve_recipe
 from butcherflow.train.distributed import Process
-from butcherflow.train.loop import (
-    KILL_ENV,
-    TrainingError,
+from butcherflow.train.loop import KILL_ENV, TrainingError, train
+from butcherflow.train.step import (
     forward_backward,
     inverse_sqrt_lr,
     label_smoothed_loss,
     optimizer_step,
     shard,
-    train,
 )
 
 TINY = Path(__file__).parent / "data" / "tiny"
@@ -275,24 +274,24 @@ def ckpt_log(save_dir: Path) -> list[dict[str, Any]]:
 
 def test_load_model_best_last_avg_and_file(reference: tuple[Path, dict[str, Any]]) -> None:
     save_dir, _ = reference
-    model, vocab, config_json = ckpt.load_model(save_dir, "last")
+    model, vocab, config_json = trained.load_model(save_dir, "last")
     assert not model.training and len(vocab) == 200 and config_json["d_model"] == 32
     last = weights(save_dir / "checkpoint_last.safetensors")
     for key, value in model.state_dict().items():
         assert torch.equal(value, last[key])
-    averaged, _, _ = ckpt.load_model(save_dir, "avg:2")
+    averaged, _, _ = trained.load_model(save_dir, "avg:2")
     a, b = (
         weights(save_dir / "checkpoint_9.safetensors"),
         weights(save_dir / "checkpoint_12.safetensors"),
     )
     for key, value in averaged.state_dict().items():
         assert torch.equal(value, ((a[key].double() + b[key].double()) / 2).float())
-    best, _, _ = ckpt.load_model(save_dir, "best")
-    from_file, _, _ = ckpt.load_model(save_dir, str(save_dir / "checkpoint_best.safetensors"))
+    best, _, _ = trained.load_model(save_dir, "best")
+    from_file, _, _ = trained.load_model(save_dir, str(save_dir / "checkpoint_best.safetensors"))
     for key, value in best.state_dict().items():
         assert torch.equal(value, from_file.state_dict()[key])
     with pytest.raises(ckpt.CheckpointError, match="avg:9 needs 9 interval checkpoints, found 4"):
-        ckpt.load_model(save_dir, "avg:9")
+        trained.load_model(save_dir, "avg:9")
 
 
 def test_average_command(reference: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
@@ -304,7 +303,7 @@ def test_average_command(reference: tuple[Path, dict[str, Any]], tmp_path: Path)
     for key, value in averaged.items():
         mean = sum(p[key].double() for p in parts) / 3
         assert torch.equal(value, mean.float()), key
-    model, _, _ = ckpt.load_model(save_dir, str(out))
+    model, _, _ = trained.load_model(save_dir, str(out))
     assert torch.equal(model.state_dict()["encoder_norm.weight"], averaged["encoder_norm.weight"])
 
 
@@ -313,11 +312,11 @@ def test_average_checkpoints_is_the_mean(tmp_path: Path) -> None:
     b = {"w": torch.tensor([3.0, 6.0]), "n": torch.tensor([3])}
     save_file(a, str(tmp_path / "a.safetensors"))
     save_file(b, str(tmp_path / "b.safetensors"))
-    out = ckpt.average_checkpoints([tmp_path / "a.safetensors", tmp_path / "b.safetensors"])
+    out = trained.average_checkpoints([tmp_path / "a.safetensors", tmp_path / "b.safetensors"])
     assert torch.equal(out["w"], torch.tensor([2.0, 4.0])) and torch.equal(out["n"], a["n"])
     save_file({"n": torch.tensor([3]), "v": torch.zeros(2)}, str(tmp_path / "c.safetensors"))
     with pytest.raises(ckpt.CheckpointError, match="'v'"):
-        ckpt.average_checkpoints([tmp_path / "a.safetensors", tmp_path / "c.safetensors"])
+        trained.average_checkpoints([tmp_path / "a.safetensors", tmp_path / "c.safetensors"])
 
 
 # --- resume --------------------------------------------------------------------------------------
@@ -407,7 +406,7 @@ def test_another_recipe_or_setting_is_refused(
     )
     ckpt.save_checkpoint(tmp_path, ["other"], other, {}, {"update": 0})
     with pytest.raises(ckpt.CheckpointError, match=r"other.safetensors: tensor 'encoder\.0"):
-        ckpt.load_model(save_dir, str(tmp_path / "other.safetensors"))
+        trained.load_model(save_dir, str(tmp_path / "other.safetensors"))
 
 
 def test_corrupt_files_are_named(reference: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
@@ -416,11 +415,11 @@ def test_corrupt_files_are_named(reference: tuple[Path, dict[str, Any]], tmp_pat
     weights_file = save_dir / "checkpoint_last.safetensors"
     weights_file.write_bytes(weights_file.read_bytes()[:1000])  # truncated
     with pytest.raises(ckpt.CheckpointError, match=r"checkpoint_last\.safetensors is truncated"):
-        ckpt.load_model(save_dir, "last")
+        trained.load_model(save_dir, "last")
     with pytest.raises(ckpt.CheckpointError, match=r"checkpoint_last\.safetensors is truncated"):
         train(config(save_dir, max_update=20))
     with pytest.raises(ckpt.CheckpointError, match=r"checkpoint_last\.safetensors is corrupt"):
-        ckpt.load_model(save_dir, str(weights_file))
+        trained.load_model(save_dir, str(weights_file))
     state = save_dir / "checkpoint_best.pt"
     data = bytearray(state.read_bytes())
     data[len(data) // 2] ^= 0xFF  # same size, other bytes
@@ -434,7 +433,7 @@ def test_corrupt_files_are_named(reference: tuple[Path, dict[str, Any]], tmp_pat
     with pytest.raises(ckpt.CheckpointError, match=r"checkpoint_3\.json is corrupt"):
         ckpt.read_commit(save_dir, "checkpoint_3")
     with pytest.raises(ckpt.CheckpointError, match="not a butcherflow save dir"):
-        ckpt.load_model(tmp_path / "nowhere")
+        trained.load_model(tmp_path / "nowhere")
 
 
 def test_time_budget_and_max_epoch_stop_with_a_checkpoint(tmp_path: Path) -> None:
@@ -475,7 +474,7 @@ def test_a_non_finite_loss_skips_the_step(
     assert "non-finite loss at update 2" in capsys.readouterr().err
     log = ckpt_log(tmp_path)
     assert [e["update"] for e in log if e["kind"] == "skip"] == [1, 1]
-    model, _, _ = ckpt.load_model(tmp_path, "last")
+    model, _, _ = trained.load_model(tmp_path, "last")
     assert all(torch.isfinite(p).all() for p in model.parameters())
 
 
@@ -486,7 +485,7 @@ def test_too_many_non_finite_losses_stop_and_keep_the_checkpoint(
     with pytest.raises(TrainingError, match="10 non-finite losses in a row after update 3"):
         train(config(tmp_path, max_update=30))
     assert ckpt.read_commit(tmp_path, "checkpoint_last")["update"] == 3  # type: ignore[index]
-    model, _, _ = ckpt.load_model(tmp_path, "last")
+    model, _, _ = trained.load_model(tmp_path, "last")
     assert all(torch.isfinite(p).all() for p in model.parameters())
 
 
@@ -518,7 +517,7 @@ def test_language_model_trains_validates_and_loads(
     reference: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
     from butcherflow.assemble import LanguageModel
-    from butcherflow.train.loop import validate
+    from butcherflow.train.step import validate
 
     summary = train(lm_config(tmp_path))
     assert summary["updates"] == 4 and summary["stopped"] == "max_update 4 reached"
@@ -526,7 +525,7 @@ def test_language_model_trains_validates_and_loads(
     commit = ckpt.read_commit(tmp_path, "checkpoint_last")
     assert commit is not None and commit["update"] == 4
     assert math.isclose(commit["valid_ppl"], 2 ** commit["valid_nll_loss"], rel_tol=1e-12)
-    model, vocab, _ = ckpt.load_language_model(tmp_path, "last")
+    model, vocab, _ = trained.load_language_model(tmp_path, "last")
     assert isinstance(model, LanguageModel) and len(model.blocks) == 1  # --encoder-layers 1
     # the perplexity in the commit is the model's on the target side of valid, recomputed here
     from butcherflow.train.corpus import load_corpus
@@ -536,9 +535,9 @@ def test_language_model_trains_validates_and_loads(
     again = validate(model, valid, lm_config(tmp_path), torch.device("cpu"), nullcontext, Process())
     assert math.isclose(again["valid_ppl"], commit["valid_ppl"], rel_tol=1e-9)
     with pytest.raises(ckpt.CheckpointError, match="language_model run, not a translation"):
-        ckpt.load_model(tmp_path, "last")
+        trained.load_model(tmp_path, "last")
     with pytest.raises(ckpt.CheckpointError, match="translation run, not a language model"):
-        ckpt.load_language_model(reference[0], "last")
+        trained.load_language_model(reference[0], "last")
 
 
 def test_language_model_resumes_to_the_same_weights(tmp_path: Path) -> None:

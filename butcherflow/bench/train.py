@@ -33,7 +33,7 @@ from ..train.config import (
     resolve_recipe,
 )
 from ..train.corpus import load_corpus
-from ..train.loop import forward_backward, optimizer_step
+from ..train.step import forward_backward, optimizer_step
 from ..train.vocab import build_vocabulary
 from . import write_section
 from .block import TorchTransformer

@@ -22,7 +22,8 @@ from ..assemble import recipe_names
 from ..errors import ButcherflowError
 from ..methods import catalog
 from .model_page import VOCAB, model_page
-from .solver_page import BASE, LENGTH, STACK_LAYERS, IndexRow, solver_page
+from .solver_block import BASE, LENGTH, STACK_LAYERS
+from .solver_page import IndexRow, solver_page
 from .text import Measured, count, read_benchmarks
 
 MARKER = ".butcherflow-gallery"  # a folder with this file may be replaced by a new build

@@ -15,8 +15,9 @@ from ..assemble.recipe import Side
 from ..compiler import CompiledBlock
 from ..methods.catalog import _catalog_dir, read_toml
 from .diagram import block_svg
-from .solver_page import LENGTH, IndexRow, _Attempt
-from .text import Measured, fence, flops, save_figure, table, write_page
+from .solver_block import LENGTH
+from .solver_page import IndexRow
+from .text import Attempt, Measured, fence, flops, save_figure, table, write_page
 
 VOCAB = 32_000  # the vocabulary of the parameter counts (as `butcherflow show`)
 
@@ -118,7 +119,7 @@ def model_page(
 
     **Returns:** the recipe's `IndexRow`.
     """
-    attempt = _Attempt([])
+    attempt = Attempt([])
     path = _catalog_dir("models") / f"{name}.toml"
     source = path.read_text(encoding="utf-8")
     data = attempt.run("reading the file", lambda: read_toml(path)) or {}

@@ -9,17 +9,13 @@ file, a family that does not compile) puts its reason on the page instead of sto
 from __future__ import annotations
 
 import math
-import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, final
-
-import torch.fx as fx
+from typing import Any, final
 
 from ..analysis import Report, check
 from ..analysis.convergence import Convergence, convergence, generic_member, has_symbols
-from ..compiler import CompiledBlock, compile, compile_stack
 from ..methods import (
     ButcherTableau,
     ContinuousDynamics,
@@ -29,11 +25,12 @@ from ..methods import (
     catalog,
 )
 from ..methods.catalog import read_toml
-from .diagram import block_svg
-from .explain import SPLIT_FIELDS, accuracy, computes, what
+from .explain import accuracy, computes, what
 from .plots import convergence_svg, multistep_stability_svg, stability_svg
+from .solver_block import Built, block_section, build_block
 from .text import (
     NUMERIC_DIGITS,
+    Attempt,
     Measured,
     cell,
     exact,
@@ -43,13 +40,6 @@ from .text import (
     table,
     write_page,
 )
-
-D_MODEL, N_HEADS, D_FFN = 512, 8, 2048  # transformer-base
-BASE = {"d_model": D_MODEL, "n_heads": N_HEADS, "d_ffn": D_FFN}
-LENGTH = 64  # sequence length of the FLOPs/token figures (attention grows with it)
-STACK_LAYERS = 6  # multistep stacks are compiled as the 6 layers of a transformer-base encoder
-
-T = TypeVar("T")
 
 
 @final
@@ -69,95 +59,6 @@ class IndexRow:
     params: int | None
     flops: int | None
     problem: str = ""  # why a part of the page could not be derived, if any
-
-
-@final
-@dataclass
-class _Attempt:
-    """Errors met while deriving a page, shown on the page in place of what failed."""
-
-    problems: list[str]
-
-    def run(self, what: str, action: Callable[[], T]) -> T | None:
-        try:
-            return action()
-        except Exception as error:  # a failing entry is shown with its reason, not fatal
-            last = traceback.extract_tb(error.__traceback__)[-1]
-            where = f" ({Path(last.filename).name}:{last.lineno})"
-            self.problems.append(f"{what}: {type(error).__name__}: {error}{where}")
-            return None
-
-
-# -- the compiled block --------------------------------------------------------------------------
-
-
-@final
-@dataclass(frozen=True)
-class Built:
-    """A block compiled for the gallery, how it was compiled, and its size per layer."""
-
-    block: CompiledBlock
-    how: str
-    layers: int = 1
-
-    @property
-    def params(self) -> int:
-        return round(self.block.num_parameters / self.layers)
-
-    @property
-    def flops(self) -> int | None:
-        """Per layer; None when the count depends on the data (adaptive solvers)."""
-        total: int | None = self.block.flops_per_token(LENGTH)
-        return None if total is None else round(total / self.layers)
-
-    @property
-    def calls(self) -> int | None:
-        """Field calls per layer; None when the data decides (adaptive solvers)."""
-        total: int | None = self.block.field_calls
-        return None if total is None else round(total / self.layers)
-
-
-def build_block(method: Method) -> Built:
-    """Compile a declaration at transformer-base sizes the way the gallery shows it.
-
-    Runge-Kutta methods and continuous blocks call `"san+ffn"`; splittings take A = ffn,
-    B = san, C = ca (others ffn); multistep methods build a 6-layer `"san+ffn"` stack, a
-    family's symbols as learned per-layer parameters starting at 1.
-
-    **Raises:** whatever `bf.compile` raises for a declaration that has no layer.
-    """
-    sizes = ", ".join(f"{k}={v}" for k, v in BASE.items())
-    if isinstance(method, Splitting):
-        fields = {op: SPLIT_FIELDS.get(op, "ffn") for op in method.operators}
-        shown = ", ".join(f"{k}={v!r}" for k, v in fields.items())
-        block = compile(method, fields=fields, d_model=D_MODEL, n_heads=N_HEADS, d_ffn=D_FFN)
-        return Built(block, f"bf.compile({method.name!r}, fields={{{shown}}}, {sizes})")
-    if isinstance(method, LinearMultistep):
-        layers = ["san+ffn"] * STACK_LAYERS
-        if method.symbols:
-            init = {str(s): 1.0 for s in sorted(method.symbols, key=str)}
-            block = compile_stack(
-                method,
-                layers,
-                coefficients="learned",
-                init=init,
-                d_model=D_MODEL,
-                n_heads=N_HEADS,
-                d_ffn=D_FFN,
-            )
-            how = (
-                f"bf.compile_stack({method.name!r}, ['san+ffn'] * {STACK_LAYERS}, "
-                f"coefficients='learned', init={init}, {sizes})"
-            )
-        else:
-            block = compile_stack(method, layers, d_model=D_MODEL, n_heads=N_HEADS, d_ffn=D_FFN)
-            how = f"bf.compile_stack({method.name!r}, ['san+ffn'] * {STACK_LAYERS}, {sizes})"
-        return Built(block, how, STACK_LAYERS)
-    block = compile(method, field="san+ffn", d_model=D_MODEL, n_heads=N_HEADS, d_ffn=D_FFN)
-    return Built(block, f"bf.compile({method.name!r}, field='san+ffn', {sizes})")
-
-
-# -- what the layer computes ----------------------------------------------------------------------
 
 
 # -- tables ---------------------------------------------------------------------------------------
@@ -240,7 +141,7 @@ def solver_page(name: str, folder: Path, measured: Mapping[str, Sequence[Measure
 
     **Returns:** the entry's `IndexRow`.
     """
-    attempt = _Attempt([])
+    attempt = Attempt([])
     path = catalog.path(name)
     source = path.read_text(encoding="utf-8")
     data = attempt.run("reading the file", lambda: read_toml(path)) or {}
@@ -286,7 +187,7 @@ def solver_page(name: str, folder: Path, measured: Mapping[str, Sequence[Measure
                 "",
             ]
 
-    md += _block_section(report, built, attempt, assets, name)
+    md += block_section(report, built, attempt, assets, name)
 
     write_page(folder / f"{name}.md", md, measured.get(name, []), attempt.problems)
     return _row(name, family, title, method, report, built, attempt.problems)
@@ -347,7 +248,7 @@ def _failing(report: Report) -> tuple[str, list[tuple[str, Any]], bool] | None:
     return None
 
 
-def _figures(method: Method, report: Report, attempt: _Attempt, assets: Path) -> list[str]:
+def _figures(method: Method, report: Report, attempt: Attempt, assets: Path) -> list[str]:
     md: list[str] = []
     name = method.name
     region: str | None = None
@@ -429,69 +330,6 @@ def _problem_text(method: Method) -> str:
     )
 
 
-def _block_section(
-    report: Report | None, built: Built | None, attempt: _Attempt, assets: Path, name: str
-) -> list[str]:
-    md = ["## Compiled block", ""]
-    if report is None:
-        md += ["Not compiled: the declaration could not be checked (see the problems below).", ""]
-        return md
-    if built is None:
-        reason = report.layer[1] if not report.layer[0] else "compiling failed (see below)"
-        md += [f"Not compiled: {reason}", ""]
-        return md
-    per = f" (a stack of {built.layers} layers; per layer in the index)" if built.layers > 1 else ""
-    block = built.block
-    md += [
-        fence(built.how, "python"),
-        "",
-        table(
-            ("field calls", "parameters", f"FLOPs per token (length {LENGTH})"),
-            [
-                (
-                    _maybe(block.field_calls),
-                    f"{block.num_parameters:,}",
-                    _maybe(block.flops_per_token(LENGTH)),
-                )
-            ],
-            "rrr",
-        ),
-        "",
-        f"Sizes: transformer-base (d_model 512, 8 heads, d_ffn 2048){per}. FLOPs count 2 per "
-        "multiply-add of every linear layer and attention product, plus one axpy per term of "
-        "every weighted sum.",
-        "",
-    ]
-    program: fx.GraphModule | None = block.program
-    caption = ""
-    method = block.method
-    if isinstance(method, ContinuousDynamics):
-        # the solve is one module; draw the solver step it repeats, on the same field
-        solver = method.solver_tableau()
-        field = block.get_submodule("program.ode.field")
-        step = attempt.run("the solver step", lambda: compile(solver, field=field))
-        program = step.program if step is not None else None
-        repeats = "an adaptive number of times" if method.adaptive else f"{method.steps} time(s)"
-        caption = f"one {solver.name} step of the solve, repeated {repeats}"
-    svg = None
-    if program is not None:
-        title = f"{name}: {caption or 'data flow'}"
-        svg = attempt.run("the block diagram", lambda: block_svg(program, title))
-    if svg is not None:
-        md += [
-            "### Data flow",
-            "",
-            save_figure(assets, "block.svg", svg, f"Data flow of the {name} block"),
-            "",
-            "Coloured boxes are field calls (one colour per module: one colour for all stages "
-            "means one shared field), grey boxes the weighted sums; lines on the left carry "
-            "states, lines on the right field outputs.",
-            "",
-        ]
-    md += ["### Generated code", "", fence(block.code.strip("\n"), "python"), ""]
-    return md
-
-
 def _row(
     name: str,
     family: str,
@@ -542,7 +380,3 @@ def _interval(report: Report) -> str:
     if value is None:
         return "—"
     return "∞" if value == math.inf else f"{value:.4g}"
-
-
-def _maybe(value: int | None) -> str:
-    return "depends on the data" if value is None else f"{value:,}"

@@ -1,13 +1,15 @@
-"""Formatting shared by the gallery's pages: exact numbers, markdown tables, measured results."""
+"""Formatting shared by the gallery's pages: exact numbers, markdown tables, measured results,
+and the problems met while deriving a page."""
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, final
+from typing import Any, TypeVar, final
 
 import sympy
 
@@ -15,6 +17,8 @@ from ..analysis.report import show
 
 NUMERIC_DIGITS = 15  # digits shown for entries of numeric declarations (the TOML holds them all)
 BENCHMARKS_LINK = "../../benchmarks.md"  # from a page in gallery/solvers/ or gallery/models/
+
+T = TypeVar("T")
 
 
 def exact(value: Any, numeric: bool = False) -> str:
@@ -194,3 +198,20 @@ def save_figure(assets: Path, file: str, svg: str, alt: str) -> str:
     """
     (assets / file).write_text(svg, encoding="utf-8")
     return f"![{alt}]({assets.name}/{file})"
+
+
+@final
+@dataclass
+class Attempt:
+    """Errors met while deriving a page, shown on the page in place of what failed."""
+
+    problems: list[str]
+
+    def run(self, what: str, action: Callable[[], T]) -> T | None:
+        try:
+            return action()
+        except Exception as error:  # a failing entry is shown with its reason, not fatal
+            last = traceback.extract_tb(error.__traceback__)[-1]
+            where = f" ({Path(last.filename).name}:{last.lineno})"
+            self.problems.append(f"{what}: {type(error).__name__}: {error}{where}")
+            return None

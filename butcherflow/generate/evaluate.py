@@ -283,8 +283,9 @@ def evaluate(
             f"save dir {str(folder)!r} does not exist; give the --save-dir of a "
             "`butcherflow train` run"
         )
-    from ..train.checkpoint import load_model, read_config
+    from ..train.checkpoint import read_config
     from ..train.corpus import load_corpus
+    from ..train.trained import load_model
 
     config = read_config(folder)
     target = resolve_device(device)

@@ -1,15 +1,17 @@
 """Stage "train": corpora, subword vocabularies, batching and the training loop.
 
-Data: corpus.py, bible.py, vocab.py, batching.py. Training: config.py, loop.py, checkpoint.py,
-distributed.py, curves.py.
+Data: corpus.py, bible.py, vocab.py, batching.py. Training: config.py, loop.py (the loop), step.py
+(one update), resume.py (opening and resuming a save dir), checkpoint.py (the checkpoint files),
+distributed.py, curves.py. Trained models: trained.py (loading, averaging).
 """
 
 from .batching import Batch, EncodedSplit, collate, encode_split, make_batches
 from .bible import BibleSpec, parse_bible_spec, read_bible
-from .checkpoint import CheckpointError, average_checkpoints, load_language_model, load_model
+from .checkpoint import CheckpointError
 from .config import TrainConfig
 from .corpus import ParallelCorpus, load_corpus
 from .loop import TrainingError, train
+from .trained import average_checkpoints, load_language_model, load_model
 from .vocab import Vocabulary, build_vocabulary
 
 __all__ = [

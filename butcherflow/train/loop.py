@@ -10,6 +10,9 @@ same weights, bit for bit, as a run that was never interrupted (dropout is resee
 `(seed, rank, update)` at every update, as fairseq does, and the data position is saved).
 
 Throughput counts target tokens (non-pad tokens of `Batch.target`, eos included), as fairseq does.
+
+The pieces of one update are in `step.py`; opening the save dir and resuming in `resume.py`;
+the checkpoint files in `checkpoint.py`.
 """
 
 from __future__ import annotations
@@ -19,52 +22,49 @@ import dataclasses
 import math
 import os
 import random
-import shutil
 import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, final
+from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
-from ..assemble import LanguageModel, Recipe, Seq2Seq
+from ..assemble import LanguageModel, Seq2Seq
 from ..errors import ButcherflowError, DeclarationError
 from . import distributed
-from .batching import Batch, EncodedSplit, collate, encode_split, make_batches, target_side
+from .batching import collate, encode_split, make_batches, target_side
 from .checkpoint import (
     BEST,
-    CONFIG,
     CURVES,
     LAST,
     LOG,
-    VOCAB,
-    CheckpointError,
-    atomic_path,
     latest_checkpoint,
     prune,
-    read_config,
-    recipe_to_toml,
-    remove_stale_temporaries,
-    restore,
     rng_state,
     save_checkpoint,
-    write_json,
 )
-from .config import TrainConfig, cache_dir, flag, resolve_device, resolve_precision, resolve_recipe
-from .corpus import ParallelCorpus, load_corpus
-from .curves import append_log, plot_curves, truncate_log
-from .vocab import Vocabulary, build_vocabulary
+from .config import TrainConfig, resolve_device, resolve_precision
+from .corpus import load_corpus
+from .curves import append_log, plot_curves
+from .resume import Progress, open_save_dir, resume
+from .step import (
+    LN2,
+    forward_backward,
+    inverse_sqrt_lr,
+    optimizer_step,
+    shard,
+    update_seed,
+    validate,
+)
+from .vocab import Vocabulary
 
 MAX_NONFINITE_IN_ROW = 10
-LN2 = math.log(2.0)
 # Test hook: `BUTCHERFLOW_TEST_SIGKILL=N` makes the process SIGKILL itself right after update N
 # (after that update's checkpoint, if any), to test resuming after a hard kill.
 KILL_ENV = "BUTCHERFLOW_TEST_SIGKILL"
@@ -76,267 +76,6 @@ BleuHook = Callable[[Seq2Seq, Vocabulary, Sequence[tuple[str, str]], torch.devic
 
 class TrainingError(ButcherflowError):
     """The run cannot go on (non-finite losses, no data); the last checkpoint is intact."""
-
-
-@final
-@dataclass
-class Progress:
-    """Where the run is; saved in every checkpoint (mutable: the loop advances it)."""
-
-    update: int = 0  # optimizer steps taken
-    epoch: int = 1  # the epoch being trained (1-based, as fairseq)
-    batch_in_epoch: int = 0  # micro-batches of this epoch already consumed, per process
-    best_valid_loss: float = math.inf
-    nonfinite_total: int = 0
-    nonfinite_in_row: int = 0
-    train_tokens: int = 0  # target tokens trained on, summed over processes
-
-
-def inverse_sqrt_lr(update: int, config: TrainConfig) -> float:
-    """fairseq's `inverse_sqrt`: the learning rate of the update after `update` updates.
-
-    Linear from `warmup_init_lr` (update 0) to `lr` (update `warmup_updates`), then
-    `lr · sqrt(warmup_updates / update)`.
-    """
-    if update < config.warmup_updates:
-        step = (config.lr - config.warmup_init_lr) / config.warmup_updates
-        return config.warmup_init_lr + update * step
-    return config.lr * math.sqrt(config.warmup_updates / update)
-
-
-def label_smoothed_loss(logits: Tensor, target: Tensor, epsilon: float, pad: int) -> Tensor:
-    """fairseq's label-smoothed cross-entropy, summed over the non-pad target tokens.
-
-    fairseq spreads ε over the V−1 wrong classes:
-    `(1 − ε − ε/(V−1))·nll + ε/(V−1)·Σ_j −log p_j`. PyTorch's `label_smoothing=ε'` spreads ε'
-    over all V classes: `(1 − ε')·nll + ε'/V·Σ_j −log p_j`. The two are the same function when
-    `ε' = ε·V/(V−1)`, which is what is passed here (tested against fairseq's formula).
-
-    **Arguments:**
-
-    - `logits`: `(batch, tgt_len, V)`.
-    - `target`: `(batch, tgt_len)` ids, `pad` where there is no token.
-    - `epsilon`: fairseq's `--label-smoothing`.
-
-    **Returns:** a scalar, the sum over tokens (the caller divides by the token count).
-    """
-    vocab = logits.shape[-1]
-    return F.cross_entropy(
-        logits.reshape(-1, vocab),
-        target.reshape(-1),
-        ignore_index=pad,
-        reduction="sum",
-        label_smoothing=epsilon * vocab / (vocab - 1),
-    )
-
-
-def forward_backward(
-    model: nn.Module,
-    micro_batches: Sequence[Batch],
-    *,
-    epsilon: float,
-    pad: int,
-    device: torch.device,
-    autocast: Callable[[], contextlib.AbstractContextManager[Any]],
-    scaler: torch.amp.GradScaler,
-    world_size: int,
-    language_model: bool = False,
-) -> tuple[float, float]:
-    """Accumulate the gradients of one update; return `(loss sum, target tokens)`, all processes.
-
-    The gradient is fairseq's: the sum of the loss over every token of every micro-batch of every
-    process, divided by the total token count. DDP averages gradients over processes, hence the
-    factor `world_size / ntokens`; only the last micro-batch synchronises (`no_sync` before).
-    A `language_model` reads `prev_output` alone (no source).
-    """
-    local = float(sum(b.ntokens for b in micro_batches))
-    (ntokens,) = distributed.all_reduce_sum([local], device)
-    total = torch.zeros((), device=device, dtype=torch.float64)
-    for i, batch in enumerate(micro_batches):
-        batch = batch.to(device)
-        last = i == len(micro_batches) - 1
-        sync = model.no_sync() if isinstance(model, DDP) and not last else contextlib.nullcontext()
-        with sync:
-            with autocast():
-                if language_model:
-                    logits = model(batch.prev_output)
-                else:
-                    logits = model(batch.src, batch.prev_output)
-                loss = label_smoothed_loss(logits, batch.target, epsilon, pad)
-            scaler.scale(loss * (world_size / ntokens)).backward()
-        total += loss.detach().double()
-    (loss_sum,) = distributed.all_reduce_sum([float(total)], device)
-    return loss_sum, ntokens
-
-
-@torch.no_grad()
-def validate(
-    model: Seq2Seq | LanguageModel,
-    split: EncodedSplit,
-    config: TrainConfig,
-    device: torch.device,
-    autocast: Callable[[], contextlib.AbstractContextManager[Any]],
-    process: distributed.Process,
-) -> dict[str, float]:
-    """Label-smoothed loss, nll loss (bits per target token) and perplexity on `split`."""
-    model.eval()
-    batches = make_batches(split, config.max_tokens, shuffle=False, seed=config.seed, epoch=1)
-    loss = nll = tokens = 0.0
-    for indices in batches[process.rank :: process.world_size]:
-        batch = collate(split, indices).to(device)
-        with autocast():
-            if isinstance(model, LanguageModel):
-                logits = model(batch.prev_output)
-            else:
-                logits = model(batch.src, batch.prev_output)
-        target = batch.target.reshape(-1)
-        loss += float(
-            label_smoothed_loss(logits, batch.target, config.label_smoothing, model.pad_index)
-        )
-        nll += float(
-            F.cross_entropy(
-                logits.reshape(target.numel(), -1),
-                target,
-                ignore_index=model.pad_index,
-                reduction="sum",
-            )
-        )
-        tokens += batch.ntokens
-    loss, nll, tokens = distributed.all_reduce_sum([loss, nll, tokens], device)
-    model.train()
-    nll_bits = nll / tokens / LN2
-    return {"valid_loss": loss / tokens / LN2, "valid_nll_loss": nll_bits, "valid_ppl": 2**nll_bits}
-
-
-def shard(batches: list[list[int]], process: distributed.Process) -> list[list[int]]:
-    """This process's batches: every process gets `len // world_size` of them.
-
-    The last `len % world_size` batches of the (per-epoch shuffled) list are dropped, so every
-    process runs the same number of updates; a different tail is dropped every epoch.
-    """
-    usable = len(batches) - len(batches) % process.world_size
-    return batches[process.rank : usable : process.world_size]
-
-
-def _update_seed(seed: int, rank: int, update: int) -> int:
-    return (seed * 1_000_003 + rank) * 1_000_003 + update
-
-
-def _check_resumable(
-    config: TrainConfig,
-    saved: dict[str, Any],
-    recipe_text: str,
-    corpus: ParallelCorpus,
-    save_dir: Path,
-) -> None:
-    """A rerun must be the same run: same recipe, data, vocabulary and optimisation settings."""
-    where = save_dir / CONFIG
-    for key, old, new in config.differences(saved):
-        raise DeclarationError(
-            f"{save_dir} holds a run trained with {flag(key)} {old!r}",
-            key=flag(key),
-            value=new,
-            valid=f"rerun with {flag(key)} {old!r} to resume, or use another --save-dir",
-            source=where,
-        )
-    if saved.get("recipe_toml") != recipe_text:
-        raise DeclarationError(
-            f"the recipe '{config.recipe}' differs from the one this save dir was trained with "
-            "(was its file edited?)",
-            key="recipe",
-            value=config.recipe,
-            valid="restore the recipe file or use another --save-dir",
-            source=where,
-        )
-    if saved.get("corpus_fingerprint") != corpus.fingerprint:
-        raise DeclarationError(
-            "the corpus content changed since this save dir was trained (its fingerprint differs)",
-            key="--data",
-            value=config.data,
-            valid="the same data, or another --save-dir",
-            source=where,
-        )
-
-
-def open_save_dir(
-    config: TrainConfig, corpus: ParallelCorpus, process: distributed.Process, resuming: bool
-) -> tuple[Vocabulary, Recipe]:
-    """Create the save dir (or reopen it to resume): its vocabulary, recipe and `config.json`.
-
-    A run that resumes keeps the save dir's vocabulary and must be the same run as the one saved
-    (the fields in `RESUMABLE_CHANGES` aside). A save dir without a committed checkpoint (say, a
-    first attempt that stopped on a bad flag) starts afresh: its config and log are replaced.
-    `spm.model` is written before `config.json`, so a config always has its vocabulary.
-
-    **Returns:** `(vocabulary, resolved recipe)`.
-    """
-    save_dir = Path(config.save_dir)
-    if process.is_main:
-        save_dir.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(save_dir)
-        if not resuming:
-            (save_dir / LOG).unlink(missing_ok=True)
-    distributed.barrier()
-    saved = read_config(save_dir) if resuming else None
-    if saved is not None:
-        vocab = Vocabulary.load(save_dir / VOCAB)
-    else:
-        if process.is_main:  # trains it; the other processes then find it in the cache
-            build_vocabulary(corpus, config.vocab_size, cache_dir())
-        distributed.barrier()
-        vocab = build_vocabulary(corpus, config.vocab_size, cache_dir())
-    recipe = resolve_recipe(config, len(vocab))
-    recipe_text = recipe_to_toml(recipe)
-    if saved is not None:
-        _check_resumable(config, saved, recipe_text, corpus, save_dir)
-    if process.is_main:
-        if saved is None:
-            with atomic_path(save_dir / VOCAB) as tmp:
-                shutil.copyfile(vocab.path, tmp)
-        config_json = {
-            **config.to_json(),
-            "recipe_toml": recipe_text,
-            "vocab_size": len(vocab),
-            "corpus_name": corpus.name,
-            "corpus_fingerprint": corpus.fingerprint,
-            "languages": [corpus.source_lang, corpus.target_lang],
-        }
-        write_json(save_dir / CONFIG, config_json)
-    distributed.barrier()
-    return vocab, recipe
-
-
-def optimizer_step(
-    optimizer: torch.optim.Optimizer,
-    scaler: torch.amp.GradScaler,
-    params: Sequence[Tensor],
-    clip_norm: float,
-    loss_is_finite: bool,
-) -> tuple[str, float]:
-    """Clip and step, unless the loss or the gradients are not finite; then zero the gradients.
-
-    **Returns:** `(outcome, gradient norm)`; outcome `"ok"`, `"nonfinite"` (step skipped) or
-    `"overflow"` (fp16: the GradScaler skipped the step and lowered its scale).
-    """
-    if scaler.is_enabled():
-        scaler.unscale_(optimizer)
-    grads = [p.grad for p in params if p.grad is not None]
-    if clip_norm > 0:
-        gnorm = float(nn.utils.clip_grad_norm_(params, clip_norm))
-    else:
-        gnorm = float(nn.utils.get_total_norm(grads))
-    if not loss_is_finite or (not scaler.is_enabled() and not math.isfinite(gnorm)):
-        if scaler.is_enabled():
-            scaler.update()  # the scaler has seen these gradients: let it adjust its scale
-        outcome = "nonfinite"
-    else:
-        scale = scaler.get_scale() if scaler.is_enabled() else 1.0
-        scaler.step(optimizer)
-        scaler.update()
-        lowered = scaler.is_enabled() and scaler.get_scale() < scale
-        outcome = "overflow" if lowered else "ok"
-    optimizer.zero_grad(set_to_none=True)
-    return outcome, gnorm
 
 
 def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict[str, Any]:
@@ -445,31 +184,7 @@ def _train(
     # --- resume ---------------------------------------------------------------------------------
     progress = Progress()
     if found is not None:
-        name = found[0]
-        state = restore(save_dir, name, raw_model, optimizer, scaler)
-        try:
-            progress = Progress(**state["progress"])
-        except (KeyError, TypeError) as error:
-            raise CheckpointError(f"{save_dir / name}.pt has no valid progress ({error})") from None
-        saved_world = int(state.get("world_size", 1))
-        if saved_world != process.world_size:  # map the data position onto the new sharding
-            progress.batch_in_epoch = progress.batch_in_epoch * saved_world // process.world_size
-            say(
-                f"note: saved by {saved_world} process(es), resumed by {process.world_size}: "
-                "the epoch goes on from the nearest batch"
-            )
-        say(f"resuming from {save_dir / name} (update {progress.update}, epoch {progress.epoch})")
-        if main:
-            truncate_log(log_path, progress.update)
-            append_log(
-                log_path,
-                {
-                    "update": progress.update,
-                    "epoch": progress.epoch,
-                    "kind": "resume",
-                    "from": name,
-                },
-            )
+        progress = resume(save_dir, found[0], raw_model, optimizer, scaler, process, say)
     model: nn.Module = raw_model
     if config.compile:
         model = torch.compile(model)  # type: ignore[assignment]
@@ -581,7 +296,7 @@ def _train(
             lr = inverse_sqrt_lr(progress.update, config)
             for param_group in optimizer.param_groups:
                 param_group["lr"] = lr
-            torch.manual_seed(_update_seed(config.seed, process.rank, progress.update))
+            torch.manual_seed(update_seed(config.seed, process.rank, progress.update))
             loss_sum, ntokens = forward_backward(
                 model,
                 [collate(train_split, indices) for indices in group],

@@ -1,0 +1,186 @@
+"""`butcherflow check`, `list` and `show`: the catalog's declarations and the model recipes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ..analysis import Report, check
+from ..errors import ButcherflowError
+from ..methods import catalog
+
+
+def _render(report: Report, fmt: str) -> str:
+    if fmt == "json":
+        return report.to_json()
+    if fmt == "markdown":
+        return report.to_markdown()
+    return str(report)
+
+
+def order_table(reports: Sequence[Report]) -> str:
+    """One line per method: family, claimed and proved orders, verdict, time."""
+    header = f"{'method':<24} {'family':<12} {'claimed':>7} {'proved':>6} {'effective':>9}  verdict"
+    lines = [header, "-" * len(header)]
+    for r in reports:
+        effective = getattr(r, "effective_order", None)
+        verdict = "ok" if r.claim_holds else "CLAIM FAILS: " + r.mismatch_message()
+        lines.append(
+            f"{r.method.name:<24} {r.method.family:<12} "
+            f"{'—' if r.method.order is None else r.method.order:>7} {r.order:>6} "
+            f"{'' if effective is None else effective:>9}  {verdict}"
+        )
+    return "\n".join(lines)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    if args.all == bool(args.method):
+        raise ButcherflowError("give one method (a catalog name or a .toml file) or --all")
+    if args.all:
+        reports, broken = [], []
+        for name in catalog:
+            try:
+                reports.append(check(name))
+            except ButcherflowError as error:  # report every bad file, not just the first
+                broken.append(f"{name}: {error}")
+        print(order_table(reports))
+        failed = [r for r in reports if not r.claim_holds]
+        for line in broken:
+            print(f"error: {line}", file=sys.stderr)
+        print(
+            f"\n{len(reports) + len(broken)} declarations: {len(reports)} checked, "
+            f"{len(failed)} claim(s) fail, {len(broken)} invalid."
+        )
+        return 1 if failed or broken else 0
+    report = check(args.method, max_order=args.max_order)
+    print(_render(report, args.format))
+    if not report.claim_holds:
+        print(f"error: {report.mismatch_message()}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    broken = 0
+    for name in catalog:
+        try:
+            method = catalog[name]
+        except ButcherflowError as error:
+            print(f"error: {error}", file=sys.stderr)
+            broken += 1
+            continue
+        if args.family and method.family != args.family:
+            continue
+        order = "—" if method.order is None else method.order
+        print(f"{name:<24} {method.family:<12} order {order!s:<3} {method.title}")
+    return 1 if broken else 0
+
+
+DEFAULT_FIELDS = {"A": "ffn", "B": "san", "C": "ca"}
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """A catalog method compiled at the given sizes, and/or a model recipe, explained.
+
+    Some names are both (the `leapfrog` integrator and the `leapfrog` architecture): both are
+    shown, the method first.
+    """
+    from ..assemble import recipe_names
+
+    is_recipe = args.name in recipe_names() or "models/" in args.name
+    is_method = args.name in catalog or (args.name.endswith(".toml") and not is_recipe)
+    if not (is_recipe or is_method):
+        catalog.resolve(args.name)  # raises the unknown-name error with suggestions
+    if is_method:
+        _show_method(args)
+    if is_recipe:
+        if is_method:
+            print("\n" + "=" * 72 + "\n")
+        _show_recipe(args)
+    return 0
+
+
+def _show_method(args: argparse.Namespace) -> None:
+    from ..compiler import CompiledBlock, compile, compile_stack
+    from ..methods import ContinuousDynamics, LinearMultistep, Splitting
+
+    method = catalog.resolve(args.name)
+    sizes = {"d_model": args.d_model, "n_heads": args.n_heads, "d_ffn": args.d_ffn}
+    if isinstance(method, ContinuousDynamics) and method.grid == "positions":
+        from ..assemble import load_recipe, recipe_names
+        from ..assemble.floater import describe_dynamics
+
+        d_model, hidden = args.d_model, None
+        if args.name in recipe_names():  # also a recipe: explain the encoder at its sizes
+            recipe = load_recipe(args.name)
+            if recipe.position == "floater":
+                d_model, hidden = int(recipe.sizes["d_model"]), recipe.floater_hidden
+        print(describe_dynamics(method, d_model, hidden))
+        print(
+            "  (a position encoder, not a block: recipes use it with [embedding] "
+            f"position = 'floater', floater = '{method.name}')\n"
+        )
+        print(check(method))
+        return
+    block: CompiledBlock | None
+    if isinstance(method, ContinuousDynamics):
+        shown = args.field or "san+ffn"
+        block = compile(method, field=shown, **sizes)
+    elif isinstance(method, Splitting):
+        fields = {op: DEFAULT_FIELDS.get(op, "ffn") for op in method.operators}
+        if args.field:
+            fields = dict(part.split("=", 1) for part in args.field.split(","))
+        shown = ", ".join(f"{k}={v}" for k, v in fields.items())
+        block = compile(method, fields=fields, **sizes) if method.substep else None
+    elif isinstance(method, LinearMultistep):
+        shown = f"{args.field or 'san+ffn'} x {args.layers} layers"
+        block = (
+            compile_stack(method, [args.field or "san+ffn"] * args.layers, **sizes)
+            if method.is_explicit and not method.symbols
+            else None
+        )
+    else:
+        shown = args.field or "san+ffn"
+        runnable = not getattr(method, "symbols", set())
+        block = compile(method, field=shown, **sizes) if runnable else None
+    print(f"{method.name}: {method.title}")
+    if block is None:
+        print(
+            "(not compiled: exact sub-flows, implicit multistep methods and families with free "
+            "symbols have no layer; see the report)"
+        )
+    else:
+        print(
+            f"compiled with {shown} at d_model={args.d_model}, n_heads={args.n_heads}, "
+            f"d_ffn={args.d_ffn}"
+        )
+        flops = block.flops_per_token(64)
+        print(
+            f"parameters: {block.num_parameters:,}   field calls: "
+            f"{'chosen at run time' if block.field_calls is None else block.field_calls}   "
+            f"FLOPs/token (length 64): {'data-dependent' if flops is None else f'{flops:,}'}"
+        )
+        print(block.code)
+    print(check(method))
+
+
+def _show_recipe(args: argparse.Namespace) -> None:
+    import torch
+
+    from ..assemble import Seq2Seq, load_recipe
+
+    recipe = load_recipe(args.name)
+    with torch.device("meta"):
+        model = Seq2Seq.from_recipe(recipe, args.vocab)
+    print(f"{recipe.name}: {recipe.title} ({recipe.reference})")
+    print(model.recipe.description)
+    for where, side in (("encoder", recipe.encoder), ("decoder", recipe.decoder)):
+        if side is not None:
+            what = side.field or dict(side.fields or {})
+            print(f"{where}: {side.layers} x {side.method} with {what} {dict(side.options)}")
+    print(f"parameters: {model.num_parameters:,} (vocabulary {args.vocab:,})")
+    if model.floater is not None:
+        print(model.floater.describe())
+    first = model.encoder[0]
+    print(f"\nfirst encoder block ({type(first).__name__}):{first.code}")

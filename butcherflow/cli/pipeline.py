@@ -1,0 +1,188 @@
+"""`butcherflow train`, `evaluate`, `translate`, `average` and `experiment`, and their flags."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from ..generate import evaluate
+
+    result = evaluate(
+        args.save_dir,
+        args.subset,
+        beam=args.beam,
+        lenpen=args.lenpen,
+        checkpoint=args.checkpoint,
+        max_len_a=args.max_len_a,
+        max_len_b=args.max_len_b,
+        max_tokens=args.max_tokens,
+        device=args.device,
+        progress=sys.stderr.isatty(),
+    )
+    print(
+        f"{args.save_dir}: checkpoint {args.checkpoint}, {args.subset} "
+        f"({result.scores.n} sentences), beam {args.beam}, lenpen {args.lenpen}"
+    )
+    samples = zip(result.sources, result.references, result.hypotheses, strict=True)
+    for i, (source, reference, hypothesis) in enumerate(samples):
+        if i >= args.print_samples:
+            break
+        print(f"S-{i}\t{source}\nT-{i}\t{reference}\nH-{i}\t{hypothesis}")
+    print(result.scores)
+    return 0
+
+
+def cmd_translate(args: argparse.Namespace) -> int:
+    from ..generate import translate
+    from ..generate.evaluate import resolve_device
+    from ..train.trained import load_model
+
+    device = resolve_device(args.device)
+    model, vocab, _ = load_model(args.save_dir, args.checkpoint, device=device)
+    lines = [line.rstrip("\r\n") for line in sys.stdin]
+    outputs = translate(
+        model,
+        vocab,
+        lines,
+        beam=args.beam,
+        lenpen=args.lenpen,
+        max_len_a=args.max_len_a,
+        max_len_b=args.max_len_b,
+        max_tokens=args.max_tokens,
+        device=device,
+    )
+    for output in outputs:
+        print(output)
+    return 0
+
+
+def generation_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("save_dir", help="the --save-dir of a `butcherflow train` run")
+    p.add_argument("--checkpoint", default="best", help="best, last, avg:N or a weights file")
+    p.add_argument("--beam", type=int, default=5, help="beam size (1: greedy)")
+    p.add_argument("--lenpen", type=float, default=1.0, help="score = logprob / length^lenpen")
+    p.add_argument("--max-len-a", type=float, default=0.0, help="max length = a * src_len + b")
+    p.add_argument("--max-len-b", type=int, default=200, help="max length = a * src_len + b")
+    p.add_argument("--max-tokens", type=int, default=4096, help="source tokens per batch")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    import os
+    from dataclasses import fields
+
+    from ..train.config import TrainConfig
+    from ..train.loop import train
+
+    names = {f.name for f in fields(TrainConfig)}
+    config = TrainConfig(**{k: v for k, v in vars(args).items() if k in names})
+    summary = train(config, validate_bleu=_bleu_hook(args.validate_bleu))
+    if os.environ.get("RANK", "0") != "0":  # under torchrun, one process reports
+        return 0
+    print(
+        f"{summary['updates']} updates ({summary['train_tokens']:,} target tokens) in "
+        f"{summary['seconds']:.0f} s; best valid loss {summary['best_valid_loss']:.3f} bits\n"
+        f"next: butcherflow evaluate {config.save_dir} --subset test"
+    )
+    return 0
+
+
+def _bleu_hook(sentences: int) -> Callable[..., float] | None:
+    """Validation BLEU on the first `sentences` valid pairs (greedy), given to the train loop,
+    which may not import the generate stage itself."""
+    if sentences <= 0:
+        return None
+    from ..generate.evaluate import validation_bleu
+
+    def hook(model: Any, vocab: Any, pairs: Sequence[tuple[str, str]], device: Any) -> float:
+        return validation_bleu(model, vocab, pairs[:sentences], device)
+
+    return hook
+
+
+def cmd_average(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..train.checkpoint import read_config
+    from ..train.trained import average_checkpoints, checkpoint_paths, save_weights
+
+    read_config(args.save_dir)  # a clear error when this is not a save dir
+    paths = checkpoint_paths(Path(args.save_dir), f"avg:{args.last}")
+    averaged = ", ".join(p.stem for p in paths)
+    save_weights(average_checkpoints(paths), Path(args.output), {"averaged": averaged})
+    print(f"averaged {len(paths)} checkpoints ({averaged}) into {args.output}")
+    return 0
+
+
+def train_flags(p: argparse.ArgumentParser) -> None:
+    """`butcherflow train` flags: fairseq's names; defaults are TrainConfig's (SUPPRESS keeps an
+    omitted flag out of the namespace, so the dataclass default applies)."""
+    p.add_argument("recipe", help="a recipe name (models/*.toml) or a recipe .toml file")
+    p.add_argument("--data", required=True, help="bible:SRC-TGT, DIR[:SRC-TGT] or explicit files")
+    p.add_argument("--save-dir", required=True, help="checkpoints, log, curves; rerun to resume")
+    flags: list[tuple[str, type, str]] = [
+        ("--source-lang", str, "source suffix of a raw-text folder (with --target-lang)"),
+        ("--target-lang", str, "target suffix of a raw-text folder"),
+        ("--max-tokens", int, "padded positions per batch and process (default 4096)"),
+        ("--update-freq", int, "micro-batches accumulated per update (default 1)"),
+        ("--lr", float, "peak learning rate (default 5e-4)"),
+        ("--warmup-updates", int, "linear warmup, then inverse sqrt (default 4000)"),
+        ("--warmup-init-lr", float, "learning rate of the first update (default 1e-7)"),
+        ("--label-smoothing", float, "fairseq's label smoothing (default 0.1)"),
+        ("--dropout", float, "dropout (default: the recipe's)"),
+        ("--clip-norm", float, "clip the gradient norm (default 0: off)"),
+        ("--weight-decay", float, "decoupled weight decay (default 0)"),
+        ("--max-update", int, "stop after this many updates (default 0: no limit)"),
+        ("--max-epoch", int, "stop after this many epochs (default 0: no limit)"),
+        ("--time-budget", float, "stop with a checkpoint after this many seconds of this command"),
+        ("--seed", int, "initialisation, dropout and shuffling (default 1)"),
+        ("--save-interval-updates", int, "also save checkpoint_<update> every N updates"),
+        ("--keep-last-checkpoints", int, "keep the newest N interval checkpoints (default all)"),
+        ("--validate-interval-updates", int, "validate every N updates (default: epoch ends)"),
+        ("--log-interval", int, "updates per line of log.jsonl (default 100)"),
+        ("--vocab-size", int, "joint sentencepiece BPE vocabulary size (default 8000)"),
+        ("--device", str, "auto (default), cpu, cuda or cuda:N"),
+        ("--precision", str, "auto (default: bf16/fp16 on GPU, fp32 on CPU), fp32, bf16, fp16"),
+        ("--d-model", int, "override the recipe's d_model"),
+        ("--n-heads", int, "override the recipe's n_heads"),
+        ("--d-ffn", int, "override the recipe's d_ffn"),
+        ("--encoder-layers", int, "override the recipe's encoder layers"),
+        ("--decoder-layers", int, "override the recipe's decoder layers"),
+        ("--task", str, "translation (default) or language_model (decoder-only, target side)"),
+    ]
+    for name, kind, text in flags:
+        p.add_argument(name, type=kind, default=argparse.SUPPRESS, help=text)
+    p.add_argument(
+        "--compile", action="store_true", default=argparse.SUPPRESS, help="torch.compile"
+    )
+    p.add_argument(
+        "--validate-bleu",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also measure greedy BLEU on the first N valid pairs at each validation (0: off)",
+    )
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from ..experiments import run_experiment
+
+    outcome = run_experiment(
+        args.name,
+        budget=args.budget,
+        device=args.device,
+        sizes=args.sizes,
+        out=args.out,
+        runs_dir=args.runs_dir,
+        seeds=args.seeds,
+        data=args.data,
+    )
+    print(
+        f"{args.name}: {len(outcome.trained)} run(s) trained, {len(outcome.skipped)} already "
+        f"done; report {outcome.report}, index {outcome.index}"
+    )
+    return 0

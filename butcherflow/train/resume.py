@@ -1,0 +1,179 @@
+"""Starting or resuming a run in its save dir: `open_save_dir`, `Progress` and `resume`.
+
+A rerun of the same command on the same save dir is the same run: `open_save_dir` reopens the
+save dir's vocabulary and refuses a changed recipe, corpus or optimisation setting, and `resume`
+loads the latest committed checkpoint (weights, optimizer, GradScaler, random states) and the
+`Progress` saved with it (update, epoch, data position, counters).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, final
+
+from torch import nn
+from torch.amp import GradScaler
+from torch.optim import Optimizer
+
+from ..assemble import Recipe
+from ..errors import DeclarationError
+from . import distributed
+from .checkpoint import (
+    CONFIG,
+    LOG,
+    VOCAB,
+    CheckpointError,
+    atomic_path,
+    read_config,
+    recipe_to_toml,
+    remove_stale_temporaries,
+    restore,
+    write_json,
+)
+from .config import TrainConfig, cache_dir, flag, resolve_recipe
+from .corpus import ParallelCorpus
+from .curves import append_log, truncate_log
+from .vocab import Vocabulary, build_vocabulary
+
+
+@final
+@dataclass
+class Progress:
+    """Where the run is; saved in every checkpoint (mutable: the loop advances it)."""
+
+    update: int = 0  # optimizer steps taken
+    epoch: int = 1  # the epoch being trained (1-based, as fairseq)
+    batch_in_epoch: int = 0  # micro-batches of this epoch already consumed, per process
+    best_valid_loss: float = math.inf
+    nonfinite_total: int = 0
+    nonfinite_in_row: int = 0
+    train_tokens: int = 0  # target tokens trained on, summed over processes
+
+
+def _check_resumable(
+    config: TrainConfig,
+    saved: dict[str, Any],
+    recipe_text: str,
+    corpus: ParallelCorpus,
+    save_dir: Path,
+) -> None:
+    """A rerun must be the same run: same recipe, data, vocabulary and optimisation settings."""
+    where = save_dir / CONFIG
+    for key, old, new in config.differences(saved):
+        raise DeclarationError(
+            f"{save_dir} holds a run trained with {flag(key)} {old!r}",
+            key=flag(key),
+            value=new,
+            valid=f"rerun with {flag(key)} {old!r} to resume, or use another --save-dir",
+            source=where,
+        )
+    if saved.get("recipe_toml") != recipe_text:
+        raise DeclarationError(
+            f"the recipe '{config.recipe}' differs from the one this save dir was trained with "
+            "(was its file edited?)",
+            key="recipe",
+            value=config.recipe,
+            valid="restore the recipe file or use another --save-dir",
+            source=where,
+        )
+    if saved.get("corpus_fingerprint") != corpus.fingerprint:
+        raise DeclarationError(
+            "the corpus content changed since this save dir was trained (its fingerprint differs)",
+            key="--data",
+            value=config.data,
+            valid="the same data, or another --save-dir",
+            source=where,
+        )
+
+
+def open_save_dir(
+    config: TrainConfig, corpus: ParallelCorpus, process: distributed.Process, resuming: bool
+) -> tuple[Vocabulary, Recipe]:
+    """Create the save dir (or reopen it to resume): its vocabulary, recipe and `config.json`.
+
+    A run that resumes keeps the save dir's vocabulary and must be the same run as the one saved
+    (the fields in `RESUMABLE_CHANGES` aside). A save dir without a committed checkpoint (say, a
+    first attempt that stopped on a bad flag) starts afresh: its config and log are replaced.
+    `spm.model` is written before `config.json`, so a config always has its vocabulary.
+
+    **Returns:** `(vocabulary, resolved recipe)`.
+    """
+    save_dir = Path(config.save_dir)
+    if process.is_main:
+        save_dir.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(save_dir)
+        if not resuming:
+            (save_dir / LOG).unlink(missing_ok=True)
+    distributed.barrier()
+    saved = read_config(save_dir) if resuming else None
+    if saved is not None:
+        vocab = Vocabulary.load(save_dir / VOCAB)
+    else:
+        if process.is_main:  # trains it; the other processes then find it in the cache
+            build_vocabulary(corpus, config.vocab_size, cache_dir())
+        distributed.barrier()
+        vocab = build_vocabulary(corpus, config.vocab_size, cache_dir())
+    recipe = resolve_recipe(config, len(vocab))
+    recipe_text = recipe_to_toml(recipe)
+    if saved is not None:
+        _check_resumable(config, saved, recipe_text, corpus, save_dir)
+    if process.is_main:
+        if saved is None:
+            with atomic_path(save_dir / VOCAB) as tmp:
+                shutil.copyfile(vocab.path, tmp)
+        config_json = {
+            **config.to_json(),
+            "recipe_toml": recipe_text,
+            "vocab_size": len(vocab),
+            "corpus_name": corpus.name,
+            "corpus_fingerprint": corpus.fingerprint,
+            "languages": [corpus.source_lang, corpus.target_lang],
+        }
+        write_json(save_dir / CONFIG, config_json)
+    distributed.barrier()
+    return vocab, recipe
+
+
+def resume(
+    save_dir: Path,
+    name: str,
+    model: nn.Module,
+    optimizer: Optimizer,
+    scaler: GradScaler,
+    process: distributed.Process,
+    say: Callable[[str], None],
+) -> Progress:
+    """Load checkpoint `name` of `save_dir` into the run; cut `log.jsonl` back to it.
+
+    **Arguments:**
+
+    - `model`: the bare model (not the DDP or compiled wrapper).
+    - `say`: prints a line on the main process.
+
+    **Returns:** the saved `Progress`, its data position mapped onto this run's process count.
+    """
+    state = restore(save_dir, name, model, optimizer, scaler)
+    try:
+        progress = Progress(**state["progress"])
+    except (KeyError, TypeError) as error:
+        raise CheckpointError(f"{save_dir / name}.pt has no valid progress ({error})") from None
+    saved_world = int(state.get("world_size", 1))
+    if saved_world != process.world_size:  # map the data position onto the new sharding
+        progress.batch_in_epoch = progress.batch_in_epoch * saved_world // process.world_size
+        say(
+            f"note: saved by {saved_world} process(es), resumed by {process.world_size}: "
+            "the epoch goes on from the nearest batch"
+        )
+    say(f"resuming from {save_dir / name} (update {progress.update}, epoch {progress.epoch})")
+    if process.is_main:
+        log_path = save_dir / LOG
+        truncate_log(log_path, progress.update)
+        append_log(
+            log_path,
+            {"update": progress.update, "epoch": progress.epoch, "kind": "resume", "from": name},
+        )
+    return progress
