@@ -380,7 +380,9 @@ def _how(experiment: Experiment, aggregate: Mapping[str, Any]) -> str:
             f"- Budget: {aggregate['budget']} updates per run, the same for every run.",
             f"- Sizes: `{aggregate['sizes']}` preset: {sizes}.",
             f"- Data: `{aggregate['data']}`; task: {aggregate['task']}.",
-            f"- Evaluation: {evaluation}; train tokens/s count target tokens of training steps.",
+            f"- Evaluation: {evaluation}; train tokens/s count target tokens of training steps, "
+            "timed inside each run on a shared machine, not side by side (speed ratios: "
+            "`butcherflow bench train`, [benchmarks](../benchmarks.md)).",
             f"- Machine: {aggregate['machine']}; finished {aggregate['date']}; wall time of "
             f"the runs in this table (training and evaluation, each as last run): {wall}.",
             f"- Per-run details: `{experiment.name}.json`. Verdict rule: [index](index.md).",
