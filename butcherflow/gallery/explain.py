@@ -287,7 +287,7 @@ def accuracy(method: Method, report: Report) -> list[str]:
         )
         if method.substep is not None:
             text += (
-                f"**Effective order {r.effective_order} with {method.substep_name} sub-steps** "
+                f"**Order {r.substep_order} with {method.substep_name} sub-steps** "
                 "(what the compiled layer computes), proved with coloured trees: "
             )
             sub_order = method.substep.order
@@ -299,7 +299,7 @@ def accuracy(method: Method, report: Report) -> list[str]:
             )
             text += (
                 f"the {method.substep_name} sub-steps lower the order from {r.order}{why}."
-                if r.effective_order < r.order
+                if r.substep_order < r.order
                 else "the sub-steps keep the splitting's order."
             )
         md += [text, ""]
