@@ -201,7 +201,8 @@ def _coefficients(method: Method) -> list[str]:
         if method.numeric:
             md += [
                 f"A numeric declaration: entries are shown to {NUMERIC_DIGITS} digits (the "
-                "declaration above holds every digit, and the proof used them all).",
+                "declaration above holds every digit, and the proof judged each condition at the "
+                "precision those digits carry).",
                 "",
             ]
         md += [butcher_table(method), ""]
