@@ -28,9 +28,9 @@ from butcherflow import DeclarationError
 from butcherflow.assemble import Seq2Seq, load_recipe, recipe_from_dict, recipe_names
 from butcherflow.cli import main
 from butcherflow.train import checkpoint as ckpt
-from butcherflow.train import trained
+from butcherflow.train import loop, trained
 from butcherflow.train.batching import EncodedSplit, collate, encode_split, target_side
-from butcherflow.train.config import TrainConfig, resolve_recipe
+from butcherflow.train.config import TrainConfig, resolve_recipe, set_threads
 from butcherflow.train.distributed import Process
 from butcherflow.train.loop import KILL_ENV, TrainingError, train
 from butcherflow.train.step import (
@@ -164,6 +164,8 @@ def test_shard_gives_every_process_as_many_batches() -> None:
         ({"source_lang": "de"}, ["--target-lang", "both"]),
         ({"d_model": 0}, ["--d-model", "0"]),
         ({"warmup_init_lr": 1.0}, ["--warmup-init-lr", "1.0", "<= --lr"]),
+        ({"patience": -1}, ["--patience", "-1", ">= 0"]),
+        ({"threads": 0}, ["--threads", "0", ">= 1"]),
     ],
 )
 def test_bad_config_names_the_flag(changes: dict[str, Any], fragments: list[str]) -> None:
@@ -444,6 +446,50 @@ def test_time_budget_and_max_epoch_stop_with_a_checkpoint(tmp_path: Path) -> Non
     assert epoch["stopped"] == "max_epoch 1 reached" and epoch["epochs_done"] == 1
     commit = ckpt.read_commit(tmp_path / "epoch", "checkpoint_last")
     assert commit is not None and commit["update"] == epoch["updates"] and commit["epoch"] == 2
+
+
+def test_patience_stops_after_that_many_validations_without_improvement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fairseq's rule: the counter restarts at every new best (strictly lower valid loss) and the
+    run stops when it reaches `patience`; the counter survives a resume."""
+    scripted = iter([3.0, 2.0, 2.5, 2.0, 2.2, 1.0, 0.5])  # valid losses at updates 1, 2, ...
+    real = loop.validate
+
+    def validate(*args: Any, **kwargs: Any) -> dict[str, float]:
+        return {**real(*args, **kwargs), "valid_loss": next(scripted)}
+
+    monkeypatch.setattr(loop, "validate", validate)
+    patient = config(tmp_path, max_update=14, validate_interval_updates=1, patience=3)
+    summary = train(patient)
+    # best at update 2 (2.0); 2.5, 2.0 (not lower) and 2.2 are three without improvement
+    assert summary["updates"] == 5 and summary["stopped"].startswith("patience 3")
+    assert ckpt.read_commit(tmp_path, "checkpoint_best")["update"] == 2  # type: ignore[index]
+    assert ckpt.read_commit(tmp_path, "checkpoint_last")["update"] == 5  # type: ignore[index]
+    again = train(patient)  # the counter was saved: nothing left to do
+    assert again["updates"] == 5 and again["stopped"].startswith("patience 3")
+    more = train(dataclasses.replace(patient, patience=4, max_update=6))  # a resumable change
+    assert more["updates"] == 6 and more["stopped"] == "max_update 6 reached"
+    assert ckpt.read_commit(tmp_path, "checkpoint_best")["update"] == 6  # type: ignore[index]
+    monkeypatch.undo()
+    off = train(config(tmp_path / "off", max_update=3, validate_interval_updates=1))
+    assert off["updates"] == 3 and off["stopped"] == "max_update 3 reached"  # 0 = no patience
+
+
+def test_set_threads_sets_torchs_count_and_none_keeps_it(tmp_path: Path) -> None:
+    before = torch.get_num_threads()
+    other = 2 if before == 1 else 1
+    try:
+        assert set_threads(None) == before == torch.get_num_threads()
+        assert set_threads(other) == other == torch.get_num_threads()
+        summary = train(config(tmp_path, max_update=1, threads=before))
+        assert summary["threads"] == before == torch.get_num_threads()
+        assert ckpt.read_config(tmp_path)["threads"] == before
+    finally:
+        torch.set_num_threads(before)
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(DeclarationError, match="--threads"):
+            set_threads(bad)  # type: ignore[arg-type]
 
 
 # --- non-finite losses ---------------------------------------------------------------------------

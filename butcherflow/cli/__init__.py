@@ -17,6 +17,7 @@ from ..errors import ButcherflowError
 from .declarations import cmd_check, cmd_list, cmd_show
 from .docs import cmd_bench, cmd_gallery
 from .pipeline import (
+    THREADS_HELP,
     cmd_average,
     cmd_evaluate,
     cmd_experiment,
@@ -112,7 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="run one of the papers' experiments (resumable) and write its table and plot",
     )
     p.add_argument("name", help="truncation, translation, coefficients, extrapolation or depth")
-    p.add_argument("--budget", type=int, default=None, help="updates per run (default: its own)")
+    p.add_argument(
+        "--budget", type=int, default=None, help="updates of every run (default: each run's own)"
+    )
     p.add_argument("--device", default="auto", help="auto (default), cpu, cuda or cuda:N")
     p.add_argument(
         "--sizes", default="small", help="small (CPU, default), base (transformer-base, GPU), tiny"
@@ -121,6 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", default="runs/experiments", help="a save dir per run and seed")
     p.add_argument("--seeds", type=int, nargs="+", default=None, help="replace every run's seeds")
     p.add_argument("--data", default=None, help="replace the experiment's corpus (e.g. a test one)")
+    p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rebuild NAME.md, NAME.png and index.md from OUT/NAME.json; train nothing",
+    )
     p.set_defaults(run=cmd_experiment)
     return parser
 

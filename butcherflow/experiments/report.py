@@ -211,6 +211,100 @@ def claims_markdown(experiment: Experiment, summaries: Sequence[RunSummary], lev
     return "\n".join(parts)
 
 
+def budgets_text(experiment: Experiment, results: Sequence[Mapping[str, Any]]) -> str:
+    """`"1000 updates per run"`, or each budget (and patience) with the runs trained at it."""
+    groups: dict[tuple[Any, int], list[str]] = {}
+    titles = {
+        run.name: (f"{run.label}, {run.column}" if run.column else run.label)
+        for run in experiment.runs
+    }
+    for result in results:
+        key = (result.get("budget"), int(result.get("patience") or 0))
+        title = titles.get(str(result.get("run")), str(result.get("run")))
+        if title not in groups.setdefault(key, []):
+            groups[key].append(title)
+
+    def stop(budget: Any, patience: int) -> str:
+        text = f"{budget} updates"
+        return text + (f" or patience {patience}" if patience else "")
+
+    if len(groups) == 1:
+        ((budget, patience),) = groups
+        return stop(budget, patience) + " per run, the same for every run"
+    return "; ".join(f"{stop(b, p)}: {', '.join(names)}" for (b, p), names in groups.items())
+
+
+def _minutes(seconds: Any) -> str:
+    if not isinstance(seconds, (int, float)):
+        return "—"
+    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+
+
+def _provenance(aggregate: Mapping[str, Any], key: str) -> str:
+    if key in aggregate.get("carried_over", ()):
+        return "carried over from the record"
+    if key in aggregate.get("trained", ()):
+        return "trained by this command"
+    if key in aggregate.get("skipped", ()):
+        return "result.json in its save dir"
+    return "—"
+
+
+def seeds_table(experiment: Experiment, aggregate: Mapping[str, Any]) -> str:
+    """A row per run and seed: its budget and stop rule, where it ended, which checkpoint was
+    evaluated, what stopped it, its wall time, torch threads, when it finished and how the
+    result came here (trained, already on disk, or carried over from the committed record)."""
+    order = {run.name: i for i, run in enumerate(experiment.runs)}
+    results = sorted(
+        aggregate["results"], key=lambda r: (order.get(r.get("run"), len(order)), r["seed"])
+    )
+    header = [
+        "run",
+        "seed",
+        "budget",
+        "ended at",
+        "evaluated",
+        "stopped by",
+        "wall",
+        "torch threads",
+        "finished",
+        "result",
+    ]
+    rows = []
+    for r in results:
+        run = next((x for x in experiment.runs if x.name == r.get("run")), None)
+        title = (
+            r.get("run", "?")
+            if run is None
+            else (f"{run.label}, {run.column}" if run.column else run.label)
+        )
+        evaluation = r.get("evaluation") or {}
+        evaluated = evaluation.get("checkpoint", "last")
+        if evaluation.get("update") is not None:
+            evaluated += f" (update {evaluation['update']})"
+        stopped = r.get("stopped") or "not recorded"
+        budget = f"{r.get('budget')}" + (f", patience {r['patience']}" if r.get("patience") else "")
+        sessions = r.get("sessions", 1)
+        wall = _minutes(r.get("wall_seconds")) + (
+            f" (last of {sessions} sessions)" if sessions > 1 else ""
+        )
+        rows.append(
+            [
+                title,
+                str(r["seed"]),
+                budget,
+                str(r.get("updates", "—")),
+                evaluated,
+                stopped,
+                wall,
+                str(r.get("threads", "not recorded")),
+                r.get("finished", "—"),
+                _provenance(aggregate, f"{r.get('run')}-seed{r['seed']}"),
+            ]
+        )
+    return _table(header, rows)
+
+
 # --- the figure ----------------------------------------------------------------------------------
 
 
@@ -338,6 +432,14 @@ def write_report(
     if experiment.table != "runs":
         parts.append("## Runs\n")
         parts.append(runs_table(experiment, summaries) + "\n")
+    parts.append("## Every run and seed\n")
+    parts.append(
+        "*ended at*: the update training stopped at; *evaluated*: the checkpoint the metrics "
+        "come from; *wall*: training and evaluation by the command that finished the run; "
+        "*result*: whether the command that wrote this page trained the run or kept an earlier "
+        "result (carried over from the committed JSON record when its save dir is gone).\n"
+    )
+    parts.append(seeds_table(experiment, aggregate) + "\n")
     if experiment.table == "bins":
         parts.append(
             "Source lengths in the last three columns are in subwords of the run's vocabulary. "
@@ -370,21 +472,51 @@ def _how(experiment: Experiment, aggregate: Mapping[str, Any]) -> str:
             "detokenized sacreBLEU and chrF (signatures in the JSON)"
         )
     else:
-        evaluation = "validation perplexity 2^(nll bits per subword) at the last update"
+        evaluation = (
+            "validation perplexity 2^(nll bits per subword) at the last update, or at the best "
+            "checkpoint for a run with patience"
+        )
+    results = aggregate["results"]
     seconds = float(aggregate.get("wall_seconds", 0.0))
-    wall = f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+    wall = _minutes(seconds)
+    carried = aggregate.get("carried_over", [])
+    kept = [r for r in results if f"{r.get('run')}-seed{r['seed']}" in carried]
+    dates = sorted({str(r.get("finished", "?"))[:10] for r in kept})
+    provenance = (
+        f"- Carried over from the committed record (save dirs gone; not retrained): "
+        f"{len(kept)} of {len(results)} results, finished {', '.join(dates)}; see the last "
+        "column of the table above."
+        if kept
+        else "- Every result was trained by this command or read from its save dir."
+        if "trained" in aggregate
+        else "- Which results were trained and which were reused: not recorded by the version "
+        "that wrote this JSON."
+    )
+    interval = next(
+        (r.get("validate_interval_updates") for r in results if r.get("patience")), None
+    )
+    patience = (
+        f" Patience counts validations, every {interval} updates (fairseq's `--patience`: stop "
+        "when the validation loss has not improved for that many validations in a row)."
+        if interval
+        else ""
+    )
     return "\n".join(
         [
             "## How these numbers were made\n",
-            f"- Command: `{aggregate['command']}`",
-            f"- Budget: {aggregate['budget']} updates per run, the same for every run.",
+            f"- Command: `{aggregate['command']}` (rebuild this page from the JSON alone: "
+            f"`butcherflow experiment {experiment.name} --report-only`).",
+            f"- Budget: {budgets_text(experiment, results)}.{patience}",
+            provenance,
             f"- Sizes: `{aggregate['sizes']}` preset: {sizes}.",
             f"- Data: `{aggregate['data']}`; task: {aggregate['task']}.",
             f"- Evaluation: {evaluation}; train tokens/s count target tokens of training steps, "
             "timed inside each run on a shared machine, not side by side (speed ratios: "
             "`butcherflow bench train`, [benchmarks](../benchmarks.md)).",
-            f"- Machine: {aggregate['machine']}; finished {aggregate['date']}; wall time of "
-            f"the runs in this table (training and evaluation, each as last run): {wall}.",
+            f"- Machine: {aggregate['machine']}; "
+            f"{aggregate.get('threads', 'torch threads not recorded')}; "
+            f"finished {aggregate['date']}; wall time of the runs in this table (training and "
+            f"evaluation, each by the command that finished it): {wall}.",
             f"- Per-run details: `{experiment.name}.json`. Verdict rule: [index](index.md).",
             "",
         ]
@@ -423,7 +555,8 @@ def write_index(out: Path, experiments: Mapping[str, Experiment]) -> Path:
         seeds = sorted({int(r["seed"]) for r in aggregate["results"]})
         sections.append(
             f"## [{experiment.title}]({name}.md)\n\n{experiment.analogue}.\n\n"
-            f"Measured with `{aggregate['command']}` ({aggregate['budget']} updates per run, "
+            f"Measured with `{aggregate['command']}` "
+            f"({budgets_text(experiment, aggregate['results'])}; "
             f"`{aggregate['sizes']}` sizes, seeds {', '.join(map(str, seeds))}; "
             f"{aggregate['machine']}; {aggregate['date']}).\n\n"
             + claims_markdown(experiment, summaries, "###")
