@@ -36,14 +36,27 @@ from butcherflow.experiments import (
     write_reports,
 )
 from butcherflow.experiments.evaluation import length_bins, throughput
+from butcherflow.experiments.index import (
+    README_END,
+    README_START,
+    readme_summary,
+    write_readme_summary,
+)
 from butcherflow.experiments.runner import prepare_recipe, train_config
 from butcherflow.experiments.verdict import (
+    FEW_PAIRS,
     NOT_MEASURED,
     NOT_SUPPORTED,
     ONE_SEED,
+    PAIRED,
+    PAIRED_WITHIN_NOISE,
+    SEEDS_DISAGREE,
     SUPPORTED,
+    UNPAIRED,
     WITHIN_NOISE,
+    decide,
     format_mean_std,
+    judge_paired,
 )
 from butcherflow.train.checkpoint import read_commit
 from butcherflow.train.config import resolve_recipe
@@ -252,6 +265,44 @@ def test_the_verdict_rule_on_constructed_numbers() -> None:
         judge([math.nan], [1.0, 2.0], True)
 
 
+def test_the_paired_rule_on_constructed_numbers() -> None:
+    # seed-correlated: the means differ by less than the seeds' spread, every seed agrees
+    a, b = {1: 19.3, 2: 18.3, 3: 20.2}, {1: 19.0, 2: 18.0, 3: 19.8}
+    assert judge(list(a.values()), list(b.values()), True).text == WITHIN_NOISE
+    paired = judge_paired(a, b, True)
+    assert paired.text == SUPPORTED and paired.seeds == (1, 2, 3) and paired.positive == 3
+    assert paired.differences == pytest.approx((0.3, 0.3, 0.4))
+    assert paired.mean == pytest.approx(1 / 3) and paired.spread == pytest.approx(0.0577, 1e-3)
+    # perplexity: lower is better, the sign follows
+    assert judge_paired({1: 50.0, 2: 51.0}, {1: 52.0, 2: 54.0}, False).text == SUPPORTED
+    assert judge_paired({1: 52.0, 2: 54.0}, {1: 50.0, 2: 51.0}, False).text == NOT_SUPPORTED
+    # one seed carries the difference: every sign agrees but the mean is within one std
+    assert judge_paired({1: 1.1, 2: 1.1, 3: 9.0}, {1: 1.0, 2: 1.0, 3: 1.0}, True).text == (
+        PAIRED_WITHIN_NOISE
+    )
+    # the signs disagree, however large the mean
+    disagree = judge_paired({1: 5.0, 2: 5.0, 3: 0.9}, {1: 1.0, 2: 1.0, 3: 1.0}, True)
+    assert disagree.text == SEEDS_DISAGREE and disagree.positive == 2
+    # only the seeds both sides have are paired
+    few = judge_paired({1: 2.0, 2: 3.0}, {2: 1.0, 3: 0.0}, True)
+    assert few.text == FEW_PAIRS and few.seeds == (2,) and few.mean == 2.0 and few.spread is None
+    assert judge_paired({}, {1: 1.0}, True).text == NOT_MEASURED
+    # a zero difference is not a win
+    assert judge_paired({1: 1.0, 2: 2.0}, {1: 1.0, 2: 1.0}, True).text == SEEDS_DISAGREE
+    with pytest.raises(ValueError, match="non-finite"):
+        judge_paired({1: math.inf}, {1: 1.0}, True)
+
+
+def test_the_paired_rule_decides_when_every_comparison_has_two_pairs() -> None:
+    supported = judge_paired({1: 2.0, 2: 3.0}, {1: 1.5, 2: 2.6}, True)
+    lonely = judge_paired({1: 2.0}, {1: 1.5, 2: 2.6}, True)
+    unpaired = [judge([2.0, 3.0], [1.5, 2.6], True)]
+    assert unpaired[0].text == WITHIN_NOISE
+    assert decide(unpaired, [supported]) == (SUPPORTED, PAIRED)
+    assert decide(unpaired * 2, [supported, lonely]) == (WITHIN_NOISE, UNPAIRED)
+    assert decide([], []) == (NOT_MEASURED, UNPAIRED)
+
+
 def test_a_claim_combines_its_comparisons() -> None:
     def v(text: str) -> Any:
         return judge([0.0], [0.0], True).__class__(text)
@@ -403,7 +454,12 @@ def test_a_language_model_experiment_with_seeds_gives_verdicts(tmp_path: Path) -
     expected = judge(rk4, euler, higher_is_better=False)
     report = (tmp_path / "docs" / "lm-check.md").read_text()
     assert f"| RK4 | {format_mean_std(rk4, 1)} |" in report
-    assert f"**Verdict: {expected.text}.**" in report and expected.spread is not None
+    paired = judge_paired(dict(enumerate(rk4, 1)), dict(enumerate(euler, 1)), False)
+    assert (
+        f"**Verdict: {paired.text}** (decided by the paired rule; unpaired: {expected.text}; "
+        f"paired: {paired.text})." in report
+    )
+    assert expected.spread is not None and len(paired.differences) == 2
     assert outcome.figure is not None and outcome.figure.is_file()
     config = json.loads(
         (tmp_path / "runs" / "lm-check" / "rk4-1-seed2" / "config.json").read_text()
@@ -532,6 +588,47 @@ def test_report_only_rebuilds_the_pages_from_the_json(
     capsys.readouterr()
     assert main(["experiment", "depth", "--report-only", "--out", str(out)]) == 1
     assert "depth.json does not exist" in capsys.readouterr().err
+    assert main(["experiment", "all", "--out", str(out)]) == 1  # 'all' trains nothing
+    assert "--report-only" in capsys.readouterr().err
+
+
+def test_figures_carry_the_command_that_regenerates_them(tmp_path: Path) -> None:
+    from PIL import Image
+
+    experiment = dataclasses.replace(
+        _one_language_model(),
+        runs=(
+            Run("euler", "Euler", "transformer-small", (1, 2), encoder_layers=1, column="1"),
+            Run("rk4", "RK4", "ode-transformer-rk4", (1, 2), encoder_layers=1, column="1"),
+        ),
+        claims=(Claim("a paper", "RK4 wins", (Comparison("rk4", "euler", "ppl"),)),),
+    )
+    out = tmp_path / "docs"
+    run_experiment(experiment, sizes="tiny", out=out, runs_dir=tmp_path / "r", echo=print)
+    command = f"butcherflow experiment lm-one --report-only --out {out}"
+    page = (out / "lm-one.md").read_text()
+    assert "![one block: paired by seed](lm-one-paired.png)" in page
+    assert page.count(f"rebuilt from `lm-one.json` by `{command}`") == 2
+    for name in ("lm-one.png", "lm-one-paired.png"):
+        with Image.open(out / name) as image:
+            assert image.info["Description"] == f"regenerate: {command}"
+
+
+def test_the_readme_summary_is_written_between_its_markers(tmp_path: Path) -> None:
+    out = tmp_path / "docs"
+    run_experiment(_one_language_model(), sizes="tiny", out=out, runs_dir=tmp_path / "r")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\nbefore\n{README_START}\nstale\n{README_END}\nafter\n")
+    assert (
+        main(["experiment", "all", "--report-only", "--out", str(out), "--readme", str(readme)])
+        == 0
+    )
+    text = readme.read_text()
+    assert text.startswith("# x\n\nbefore\n") and text.endswith(f"{README_END}\nafter\n")
+    assert "stale" not in text and readme_summary(out, EXPERIMENTS) in text
+    readme.write_text("no markers\n")
+    with pytest.raises(ButcherflowError, match=re.escape(f"README.md has no '{README_START}'")):
+        write_readme_summary(readme, out, EXPERIMENTS)
 
 
 # --- bad inputs ----------------------------------------------------------------------------------

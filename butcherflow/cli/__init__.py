@@ -112,7 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
         "experiment",
         help="run one of the papers' experiments (resumable) and write its table and plot",
     )
-    p.add_argument("name", help="truncation, translation, coefficients, extrapolation or depth")
+    p.add_argument(
+        "name",
+        help="truncation, translation, coefficients, extrapolation or depth (all: every one, "
+        "with --report-only)",
+    )
     p.add_argument(
         "--budget", type=int, default=None, help="updates of every run (default: each run's own)"
     )
@@ -129,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--report-only",
         action="store_true",
         help="rebuild NAME.md, NAME.png and index.md from OUT/NAME.json; train nothing",
+    )
+    p.add_argument(
+        "--readme",
+        default=None,
+        metavar="FILE",
+        help="also rewrite the experiments' summary between the markers of FILE (README.md)",
     )
     p.set_defaults(run=cmd_experiment)
     return parser

@@ -176,14 +176,31 @@ def train_flags(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from ..experiments import run_experiment, write_reports
+    from pathlib import Path
 
-    if args.report_only:
-        outcome = write_reports(args.name, args.out)
-        print(
-            f"{args.name}: {len(outcome.results)} result(s) from {args.out}/{args.name}.json; "
-            f"report {outcome.report}, index {outcome.index} (nothing trained)"
+    from ..errors import DeclarationError
+    from ..experiments import EXPERIMENTS, run_experiment, write_reports
+    from ..experiments.index import write_readme_summary
+
+    if args.name == "all" and not args.report_only:
+        raise DeclarationError(
+            "'all' rebuilds every report from its JSON; it trains nothing",
+            key="NAME",
+            value="all",
+            valid="add --report-only, or name one experiment",
         )
+    if args.report_only:
+        for name in EXPERIMENTS if args.name == "all" else [args.name]:
+            if args.name == "all" and not (Path(args.out) / f"{name}.json").is_file():
+                continue
+            outcome = write_reports(name, args.out)
+            print(
+                f"{name}: {len(outcome.results)} result(s) from {args.out}/{name}.json; "
+                f"report {outcome.report}, index {outcome.index} (nothing trained)"
+            )
+        if args.readme:
+            write_readme_summary(Path(args.readme), Path(args.out), EXPERIMENTS)
+            print(f"summary of {args.out}/*.json written into {args.readme}")
         return 0
     outcome = run_experiment(
         args.name,
@@ -201,4 +218,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         f"done, {len(outcome.carried)} carried over from the record; report {outcome.report}, "
         f"index {outcome.index}"
     )
+    if args.readme:
+        write_readme_summary(Path(args.readme), Path(args.out), EXPERIMENTS)
+        print(f"summary of {args.out}/*.json written into {args.readme}")
     return 0

@@ -41,12 +41,13 @@ from ..train.config import check_threads, set_threads, threads_note
 from ..train.curves import read_log
 from .catalog import EXPERIMENTS, PRESETS
 from .evaluation import DECODING, evaluate_language_model, evaluate_translation, machine, throughput
-from .report import read_aggregate, write_index, write_report
+from .index import write_index
+from .report import DEFAULT_OUT, write_report
 from .spec import Experiment, Preset, Run, Variant, check_seeds, recipe_table
+from .summary import read_aggregate
 
 RESULT = "result.json"
 SAVE_INTERVAL = 200
-DEFAULT_OUT = "docs/experiments"
 DEFAULT_RUNS_DIR = "runs/experiments"
 
 Echo = Callable[[str], None]
