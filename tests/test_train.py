@@ -7,6 +7,7 @@ runs that are SIGKILLed, interrupted mid-save, or resumed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import math
@@ -29,7 +30,13 @@ from butcherflow.assemble import Seq2Seq, load_recipe, recipe_from_dict, recipe_
 from butcherflow.cli import main
 from butcherflow.train import checkpoint as ckpt
 from butcherflow.train import loop, trained
-from butcherflow.train.batching import EncodedSplit, collate, encode_split, target_side
+from butcherflow.train.batching import (
+    EncodedSplit,
+    collate,
+    encode_split,
+    make_batches,
+    target_side,
+)
 from butcherflow.train.config import TrainConfig, resolve_recipe, set_threads
 from butcherflow.train.distributed import Process
 from butcherflow.train.loop import KILL_ENV, TrainingError, train
@@ -39,6 +46,7 @@ from butcherflow.train.step import (
     label_smoothed_loss,
     optimizer_step,
     shard,
+    validate,
 )
 
 TINY = Path(__file__).parent / "data" / "tiny"
@@ -476,6 +484,55 @@ def test_patience_stops_after_that_many_validations_without_improvement(
     assert off["updates"] == 3 and off["stopped"] == "max_update 3 reached"  # 0 = no patience
 
 
+@pytest.mark.parametrize("task", ["translation", "language_model"])
+def test_validation_perplexity_is_the_one_computed_by_hand(task: str) -> None:
+    """`validate` batches and pads several sentences; here every sentence goes through the model
+    alone (no padding, no batching), its target log-probabilities are summed by hand, and the
+    perplexity is exp(total nll / total target tokens) (float64, exact to rounding)."""
+    from butcherflow.assemble import LanguageModel
+
+    vocab, pad, bos, eos, epsilon = 50, 0, 2, 3, 0.1
+    sizes = {**SIZES, "decoder_layers": None} if task == "language_model" else SIZES
+    settings = TrainConfig("transformer-small", "x", "-", dropout=0.0, task=task, **sizes)
+    recipe = resolve_recipe(settings, vocab)
+    torch.manual_seed(0)
+    model = (LanguageModel if task == "language_model" else Seq2Seq)(recipe, vocab).double()
+    generator = torch.Generator().manual_seed(1)
+    lengths = [(5, 3), (2, 7), (9, 1), (4, 4), (1, 6)]  # (source, target) lengths: padding
+    split = EncodedSplit(
+        [torch.randint(4, vocab, (n,), generator=generator).tolist() for n, _ in lengths],
+        [torch.randint(4, vocab, (m,), generator=generator).tolist() for _, m in lengths],
+    )
+    if task == "language_model":
+        split = target_side(split)
+    nll = smoothed = tokens = 0.0
+    model.eval()
+    with torch.no_grad():
+        for src, tgt in zip(split.src, split.tgt, strict=True):
+            inputs = torch.tensor([[bos, *tgt]])
+            if task == "language_model":
+                logits = model(inputs)
+            else:
+                logits = model(torch.tensor([src]), inputs)
+            logp = torch.log_softmax(logits[0], dim=-1)  # (len(tgt) + 1, vocab)
+            for position, token in enumerate([*tgt, eos]):
+                nll -= float(logp[position, token])
+                # fairseq: eps/(V-1) on every wrong class, 1 - eps on the right one
+                others = -float(logp[position].sum()) + float(logp[position, token])
+                smoothed += (1 - epsilon) * -float(logp[position, token])
+                smoothed += epsilon / (vocab - 1) * others
+                tokens += 1
+    config = TrainConfig("transformer-small", "x", "-", max_tokens=12, label_smoothing=epsilon)
+    measured = validate(
+        model, split, config, torch.device("cpu"), contextlib.nullcontext, Process()
+    )
+    assert len(make_batches(split, 12, shuffle=False, seed=1, epoch=1)) > 1  # several batches
+    assert measured["valid_nll_loss"] == pytest.approx(nll / tokens / math.log(2), rel=1e-12)
+    assert measured["valid_ppl"] == pytest.approx(math.exp(nll / tokens), rel=1e-12)
+    assert measured["valid_loss"] == pytest.approx(smoothed / tokens / math.log(2), rel=1e-12)
+    assert pad not in [t for sentence in split.tgt for t in sentence]
+
+
 def test_set_threads_sets_torchs_count_and_none_keeps_it(tmp_path: Path) -> None:
     before = torch.get_num_threads()
     other = 2 if before == 1 else 1
@@ -753,6 +810,18 @@ def test_bench_train_writes_its_section(benchmarks_md: Path) -> None:
     text = output.read_text()
     assert "kept" in text and "<!-- bench:train:start -->" in text
     assert "| transformer-small | " in text
+    assert f", {torch.get_num_threads()} torch thread(s); load average " in text
+
+
+def test_transformer_small_against_torch_is_stated_once() -> None:
+    """One figure, one home: docs/benchmarks.md compares transformer-small with
+    torch.nn.Transformer only in the `bench train` section, which names its thread count."""
+    text = (TINY.parent.parent.parent / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("| transformer-small |")]
+    reference = [line for line in text.splitlines() if line.startswith("| torch.nn.Transformer")]
+    assert len(reference) == 1 and len([r for r in rows if r.count("|") == 5]) == 1
+    train = text.split("<!-- bench:train:start -->", 1)[1].split("<!-- bench:train:end -->")[0]
+    assert reference[0] in train and "torch thread(s)" in train
 
 
 @pytest.mark.slow
