@@ -35,6 +35,7 @@ RESUMABLE_CHANGES = (
     "max_update",
     "max_epoch",
     "time_budget",
+    "patience",
     "save_interval_updates",
     "keep_last_checkpoints",
     "validate_interval_updates",
@@ -42,6 +43,7 @@ RESUMABLE_CHANGES = (
     "device",
     "precision",
     "compile",
+    "threads",
 )
 
 
@@ -68,13 +70,16 @@ class TrainConfig:
     - `label_smoothing`, `dropout` (None keeps the recipe's), `clip_norm` (0 = no clipping),
       `weight_decay`.
     - `max_update`, `max_epoch` (0 = no limit), `time_budget` (seconds of wall clock, None = no
-      limit): the stop rules; the first one reached stops the run with a checkpoint.
+      limit), `patience` (fairseq's: stop when the validation loss has not improved for this many
+      consecutive validations; 0 = off): the stop rules; the first one reached stops the run with
+      a checkpoint.
     - `seed`: initialisation, dropout and batch shuffling.
     - `save_interval_updates` (0 = at epoch ends only), `keep_last_checkpoints` (-1 = all),
       `validate_interval_updates` (0 = at epoch ends only), `log_interval` (updates per line of
       `log.jsonl`).
     - `vocab_size`: size of the joint sentencepiece vocabulary.
     - `device` (`auto|cpu|cuda|cuda:N`), `precision` (`auto|fp32|bf16|fp16`), `compile`.
+    - `threads`: torch's intra-op CPU threads (`set_threads`; None keeps torch's default).
     - `d_model`, `n_heads`, `d_ffn`, `encoder_layers`, `decoder_layers`: size overrides of the
       recipe (None keeps the recipe's value).
     - `task`: `"translation"` (a `Seq2Seq` on the pairs) or `"language_model"` (a decoder-only
@@ -109,6 +114,8 @@ class TrainConfig:
     precision: str = "auto"
     compile: bool = False
     time_budget: float | None = None
+    patience: int = 0
+    threads: int | None = None
     d_model: int | None = None
     n_heads: int | None = None
     d_ffn: int | None = None
@@ -128,6 +135,8 @@ class TrainConfig:
         _integer(self, "warmup_updates", minimum=1, why="the inverse-sqrt schedule needs one")
         _integer(self, "max_update", minimum=0, why="0 = no limit")
         _integer(self, "max_epoch", minimum=0, why="0 = no limit")
+        _integer(self, "patience", minimum=0, why="validations without improvement; 0 = off")
+        check_threads(self.threads)
         _integer(self, "seed", minimum=0)
         _integer(self, "save_interval_updates", minimum=0, why="0 = at epoch ends only")
         _integer(self, "keep_last_checkpoints", minimum=-1, why="-1 = keep all")
@@ -307,6 +316,47 @@ def resolve_precision(config: TrainConfig, device: torch.device) -> str:
             )
         return config.precision
     return "fp32" if config.precision == "auto" else config.precision
+
+
+def set_threads(threads: int | None) -> int:
+    """Set torch's intra-op CPU threads (`--threads`); None leaves torch's default.
+
+    torch's default is `OMP_NUM_THREADS` when set, else the number of physical cores. On a
+    machine shared with other work, that many threads oversubscribe the cores and small models
+    run several times slower than with one (each thread waits for the busiest core).
+
+    **Arguments:**
+
+    - `threads`: an integer >= 1, or None.
+
+    **Returns:** the thread count torch uses from now on (to print and record).
+    """
+    check_threads(threads)
+    if threads is not None:
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
+def check_threads(threads: Any) -> None:
+    """`--threads` is None (torch's default) or an integer >= 1."""
+    if threads is None:
+        return
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise DeclarationError(
+            "must be an integer >= 1",
+            key="--threads",
+            value=threads,
+            valid="an integer >= 1, or leave it out for torch's default "
+            f"({torch.get_num_threads()} here)",
+        )
+
+
+def threads_note(threads: int | None) -> str:
+    """`"1 torch thread (--threads 1)"` or `"2 torch threads (torch's default)"`, to print."""
+    count = torch.get_num_threads()
+    plural = "" if count == 1 else "s"
+    why = f"--threads {threads}" if threads is not None else "torch's default"
+    return f"{count} torch thread{plural} ({why})"
 
 
 def cache_dir() -> Path:

@@ -49,7 +49,7 @@ from .checkpoint import (
     rng_state,
     save_checkpoint,
 )
-from .config import TrainConfig, resolve_device, resolve_precision
+from .config import TrainConfig, resolve_device, resolve_precision, set_threads, threads_note
 from .corpus import load_corpus
 from .curves import append_log, plot_curves
 from .resume import Progress, open_save_dir, resume
@@ -90,7 +90,7 @@ def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict
 
     **Returns:** a summary: `save_dir`, `updates`, `epoch` (the one being trained), `epochs_done`,
     `best_valid_loss`, `valid_loss` (bits per target token), `stopped` (the stop rule that ended
-    the run), `nonfinite_skipped`, `train_tokens`, `seconds`.
+    the run), `nonfinite_skipped`, `train_tokens`, `seconds`, `threads` (torch's CPU threads).
     """
     if validate_bleu is not None and config.task != "translation":
         raise DeclarationError(
@@ -100,6 +100,7 @@ def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict
             valid="leave --validate-bleu out for --task language_model",
         )
     device = resolve_device(config, int(os.environ.get("LOCAL_RANK", "0") or 0))
+    set_threads(config.threads)
     joined = not torch.distributed.is_initialized()
     process = distributed.init(device.type)
     try:
@@ -178,6 +179,7 @@ def _train(
         say(f"  {note}")
     say(
         f"device {device}, precision {precision}, {process.world_size} process(es), "
+        f"{threads_note(config.threads)}, "
         f"max_tokens {config.max_tokens} x update_freq {config.update_freq}"
     )
 
@@ -215,6 +217,7 @@ def _train(
         best = last_valid["valid_loss"] < progress.best_valid_loss
         if best:
             progress.best_valid_loss = last_valid["valid_loss"]
+        progress.validations_since_best = 0 if best else progress.validations_since_best + 1
         log({"kind": "valid", **shown, "best_valid_loss": progress.best_valid_loss})
         numbers = " | ".join(f"{k.removeprefix('valid_')} {v:.3f}" for k, v in shown.items())
         say(
@@ -253,6 +256,8 @@ def _train(
             return f"max_update {config.max_update} reached"
         if config.max_epoch and progress.epoch > config.max_epoch:
             return f"max_epoch {config.max_epoch} reached"
+        if config.patience and progress.validations_since_best >= config.patience:
+            return f"patience {config.patience}: no better valid loss in as many validations"
         budget = config.time_budget
         spent = clock and budget is not None and time.monotonic() - start >= budget
         if distributed.any_process(spent, device):  # every process stops at the same update
@@ -376,6 +381,7 @@ def _train(
                 end_of_epoch or stopped or (due and progress.update % due == 0)
             ):
                 is_best = run_validation()
+                stopped = stopped or stop_rule(clock=False)  # patience is judged at validations
             names = []
             every = config.save_interval_updates
             if progress.update != saved_at and every and progress.update % every == 0:
@@ -411,4 +417,5 @@ def _train(
         "nonfinite_skipped": progress.nonfinite_total,
         "train_tokens": progress.train_tokens,
         "seconds": time.monotonic() - start,
+        "threads": torch.get_num_threads(),
     }
