@@ -4,7 +4,7 @@
 # Run it from a frozen checkout of the branch (a second worktree nobody edits), so the code that
 # trains is the code that was committed, whatever happens to the main checkout meanwhile:
 #
-#   cd /work/wt/exp-run && setsid nohup nice -n 10 scripts/experiment-queue.sh >/dev/null 2>&1 &
+#   cd FROZEN_CHECKOUT && setsid nohup nice -n 10 docs/experiments/queue.sh >/dev/null 2>&1 &
 #
 # Every step logs its start, end and exit code to queue.log (QUEUE_LOG); a failed step does not
 # stop the next one. The whole script is rerunnable: finished runs are skipped (their
@@ -12,9 +12,9 @@
 # their last checkpoint. One torch thread per run: on a 2-core machine shared with other work,
 # more threads only wait for each other (issue 14).
 set -u
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-PY=${PYTHON:-/work/main/.venv/bin/python}
+PY=${PYTHON:-$ROOT/.venv/bin/python}
 LOG=${QUEUE_LOG:-$ROOT/queue.log}
 export OMP_NUM_THREADS=1 PYTHONPATH=$ROOT  # this checkout's code, not the venv's editable install
 
