@@ -333,9 +333,7 @@ class GeneralLinearReport(Report):
                     else:
                         zero = bool(res == domain.zero)
                         with flint.ctx.workprec(prec):
-                            judged = judge_enclosure(
-                                box, Fraction(1, tree.density), lambda z=zero: z
-                            )
+                            judged = judge_enclosure(box, Fraction(1, tree.density), zero)
                     out.append((label, judged))
             return out
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any, final
 
@@ -55,10 +55,6 @@ def _stage_residuals(
     return [quad, *rows]
 
 
-def _is(x: Any, zero: Any) -> Callable[[], bool]:
-    return lambda: bool(x == zero)
-
-
 def _stage_order(tableau: ButcherTableau, cap: int) -> tuple[int, bool]:
     """Largest q with B(q) and C(q) met (exactly, or at the entries' precision), and whether
     the next order was decided (False: a condition of order q + 1 is undetermined)."""
@@ -87,7 +83,7 @@ def _stage_order(tableau: ButcherTableau, cap: int) -> tuple[int, bool]:
         with flint.ctx.workprec(prec):
             enclosed = _stage_residuals(*balls, k, flint.arb(flint.fmpq(1, k)), flint.arb(1))
             verdicts = {
-                judge_enclosure(r, Fraction(1, k), _is(x, domain.zero)).verdict
+                judge_enclosure(r, Fraction(1, k), bool(x == domain.zero)).verdict
                 for r, x in zip(enclosed, exact, strict=True)
             }
         if Verdict.FAILS in verdicts:

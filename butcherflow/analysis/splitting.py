@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any, final
 
@@ -151,14 +151,6 @@ def additive_tableau(
         for j in range(s):
             big_b[op][k * s + j] = c * b[j]
     return big_A, big_b
-
-
-def _equals(x: Any, y: Any) -> Callable[[], bool]:
-    return lambda: bool(x == y)
-
-
-def _constant(value: bool) -> Callable[[], bool]:
-    return lambda: value
 
 
 def _substep_numbers(sub: ButcherTableau) -> list[Number]:
@@ -289,7 +281,7 @@ class SplittingReport(Report):
                 (
                     w,
                     judge_enclosure(
-                        part.get(w, flint.arb(0)) - target, scale, _equals(r, domain.zero)
+                        part.get(w, flint.arb(0)) - target, scale, bool(r == domain.zero)
                     ),
                 )
                 for w, r in exact
@@ -326,7 +318,7 @@ class SplittingReport(Report):
                     continue
                 zero = res == table.domain.zero
                 scale = Fraction(1, tree.density)
-                out.append((tree, judge_enclosure(balls.residual(tree), scale, _constant(zero))))
+                out.append((tree, judge_enclosure(balls.residual(tree), scale, zero)))
             return out
 
         found: Search[Tree] = search_order(judged_at, limit=limit, deadline=deadline, capped=capped)

@@ -69,7 +69,7 @@ def judge_exact(residual: Any, is_zero: bool) -> Judgement:
 
 
 def judge_enclosure(
-    enclosure: flint.arb, scale: Fraction, exactly_zero: Callable[[], bool] | None = None
+    enclosure: flint.arb, scale: Fraction, exactly_zero: bool | Callable[[], bool] = False
 ) -> Judgement:
     """The verdict on a condition from a ball holding its residual for every admissible method.
 
@@ -78,8 +78,8 @@ def judge_enclosure(
     - `enclosure`: an arb ball containing the residual of every method within the precision.
     - `scale`: the size of the condition's terms (1/γ(t) for an order condition); the
       resolution is relative to it.
-    - `exactly_zero`: decides whether the digits' own residual is exactly zero; asked only when
-      the enclosure alone cannot decide (a coarse precision).
+    - `exactly_zero`: whether the digits' own residual is exactly zero (or a function deciding
+      it, asked only when the enclosure alone cannot decide: a coarse precision).
 
     **Returns:** a `Judgement` (residual: the ball's midpoint; bound: its radius).
     """
@@ -88,7 +88,7 @@ def judge_enclosure(
         return Judgement(Verdict.FAILS, residual, bound)
     if enclosure.abs_upper() < _limit(scale):
         return Judgement(Verdict.MET, residual, bound)
-    if exactly_zero is not None and exactly_zero():
+    if exactly_zero() if callable(exactly_zero) else exactly_zero:
         return Judgement(Verdict.MET, 0.0, bound)
     return Judgement(Verdict.UNDETERMINED, residual, bound)
 
