@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from butcherflow.errors import DeclarationError
-from butcherflow.train import (
+from butcherflow.data import (
     BibleSpec,
     EncodedSplit,
     ParallelCorpus,
@@ -25,8 +24,8 @@ from butcherflow.train import (
     parse_bible_spec,
     read_bible,
 )
-from butcherflow.train import vocab as vocab_module
-from butcherflow.train.bible import (
+from butcherflow.data import vocab as vocab_module
+from butcherflow.data.bible import (
     DEFAULT_VERSIONS,
     LANGUAGES,
     VERSIONS,
@@ -35,7 +34,8 @@ from butcherflow.train.bible import (
     clean_verse,
     verse_bucket,
 )
-from butcherflow.train.vocab import vocabulary_path
+from butcherflow.data.vocab import vocabulary_path
+from butcherflow.errors import DeclarationError
 
 TINY = Path(__file__).parent / "data" / "tiny"
 VERSES = 31102

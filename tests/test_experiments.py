@@ -43,8 +43,8 @@ from butcherflow.experiments.verdict import (
     WITHIN_NOISE,
     format_mean_std,
 )
+from butcherflow.savedir.curves import read_log
 from butcherflow.train.config import resolve_recipe
-from butcherflow.train.curves import read_log
 
 ROOT = Path(__file__).parent.parent
 TINY = Path(__file__).parent / "data" / "tiny"

@@ -24,12 +24,24 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
+from butcherflow.data.batching import EncodedSplit, collate, encode_split, target_side
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 from butcherflow import DeclarationError
-from butcherflow.assemble import Seq2Seq, load_recipe, recipe_from_dict, recipe_names
+from butcherflow.assemble import (
+    Seq2Seq,
+    load_recipe,
+    recipe_from_dict,
+    recipe_names,
+    recipe_to_toml,
+)
 from butcherflow.cli import main
-from butcherflow.train import checkpoint as ckpt
-from butcherflow.train import trained
-from butcherflow.train.batching import EncodedSplit, collate, encode_split, target_side
+from butcherflow.savedir import checkpoint as ckpt
+from butcherflow.savedir import read_config, trained
 from butcherflow.train.config import TrainConfig, resolve_recipe
 from butcherflow.train.distributed import Process
 from butcherflow.train.loop import KILL_ENV, TrainingError, train
@@ -196,7 +208,7 @@ def test_size_overrides_and_param_budget() -> None:
 @pytest.mark.parametrize("name", recipe_names())
 def test_recipe_survives_config_json(name: str) -> None:
     recipe = load_recipe(name)
-    back = recipe_from_dict(ckpt.tomllib.loads(ckpt.recipe_to_toml(recipe)))
+    back = recipe_from_dict(tomllib.loads(recipe_to_toml(recipe)))
     assert back == dataclasses.replace(recipe, source=None)
 
 
@@ -248,7 +260,7 @@ def test_run_writes_the_save_dir(reference: tuple[Path, dict[str, Any]]) -> None
     save_dir, summary = reference
     assert summary["updates"] == 14 and summary["epochs_done"] >= 1
     assert summary["stopped"] == "max_update 14 reached"
-    config_json = ckpt.read_config(save_dir)
+    config_json = read_config(save_dir)
     assert config_json["vocab_size"] == 200 and config_json["max_tokens"] == 2048
     assert "d_model = 32" in config_json["recipe_toml"]
     for name in ("checkpoint_last", "checkpoint_best", "checkpoint_3", "checkpoint_12"):
@@ -267,7 +279,7 @@ def test_run_writes_the_save_dir(reference: tuple[Path, dict[str, Any]]) -> None
 
 
 def ckpt_log(save_dir: Path) -> list[dict[str, Any]]:
-    from butcherflow.train.curves import read_log
+    from butcherflow.savedir.curves import read_log
 
     return read_log(save_dir / "log.jsonl")
 
@@ -521,14 +533,14 @@ def test_language_model_trains_validates_and_loads(
 
     summary = train(lm_config(tmp_path))
     assert summary["updates"] == 4 and summary["stopped"] == "max_update 4 reached"
-    assert ckpt.read_config(tmp_path)["task"] == "language_model"
+    assert read_config(tmp_path)["task"] == "language_model"
     commit = ckpt.read_commit(tmp_path, "checkpoint_last")
     assert commit is not None and commit["update"] == 4
     assert math.isclose(commit["valid_ppl"], 2 ** commit["valid_nll_loss"], rel_tol=1e-12)
     model, vocab, _ = trained.load_language_model(tmp_path, "last")
     assert isinstance(model, LanguageModel) and len(model.blocks) == 1  # --encoder-layers 1
     # the perplexity in the commit is the model's on the target side of valid, recomputed here
-    from butcherflow.train.corpus import load_corpus
+    from butcherflow.data import load_corpus
 
     valid = target_side(encode_split(load_corpus(f"{TINY}:de-en").valid, vocab))
     nullcontext = __import__("contextlib").nullcontext
@@ -575,7 +587,7 @@ def test_language_model_refuses_validation_bleu(tmp_path: Path) -> None:
     argv = ["train", "ode-transformer-rk2", "--data", f"{TINY}:de-en", "--task", "language_model"]
     argv += [f for f in CLI_FLAGS if not f.startswith("--max-update")]
     argv += ["--save-dir", str(tmp_path), "--max-update", "1"]
-    assert main(argv) == 0 and ckpt.read_config(tmp_path)["task"] == "language_model"
+    assert main(argv) == 0 and read_config(tmp_path)["task"] == "language_model"
 
 
 # --- the command line ----------------------------------------------------------------------------

@@ -31,14 +31,18 @@ multistep stacks, `"dlcl"`) or `fields` (splittings), plus `coefficients`, `step
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
+import tomli_w
+
 from ..errors import DeclarationError, UnknownNameError
 from ..methods.base import check_name
 from ..methods.catalog import _catalog_dir, check_keys, read_toml
+from .floater import FLOATER_BLOCKS, resolve_floater
 
 TOP_KEYS = (
     "name",
@@ -232,6 +236,44 @@ def recipe_from_dict(data: Mapping[str, Any], source: str | Path | None = None) 
     )
 
 
+def recipe_to_toml(recipe: Recipe) -> str:
+    """The recipe as a TOML recipe file: `recipe_from_dict` of its parse gives it back (the
+    serialiser of `recipe_from_dict`; a save dir's `config.json` stores a run's recipe so)."""
+    data: dict[str, Any] = {
+        "name": recipe.name,
+        "title": recipe.title,
+        "reference": recipe.reference,
+        "description": recipe.description,
+    }
+    if recipe.param_budget is not None:
+        data["param_budget"] = recipe.param_budget
+    data["sizes"] = dict(recipe.sizes)
+    for where in ("encoder", "decoder"):
+        side = getattr(recipe, where)
+        if side is None:
+            continue
+        table: dict[str, Any] = {"layers": side.layers, "method": side.method}
+        if side.field is not None:
+            table["field"] = side.field
+        if side.fields is not None:
+            table["fields"] = dict(side.fields)
+        table.update(side.options)
+        data[where] = table
+    embedding: dict[str, Any] = {
+        "position": recipe.position,
+        "share_embeddings": recipe.share_embeddings,
+        "scale": recipe.scale_embeddings,
+    }
+    if recipe.position == "learned":
+        embedding["max_len"] = recipe.max_len
+    if recipe.position == "floater":  # FLOATER's flow and where it is injected
+        for key in ("floater", "floater_blocks", "floater_hidden"):
+            if getattr(recipe, key, None) is not None:
+                embedding[key] = getattr(recipe, key)
+    data["embedding"] = embedding
+    return tomli_w.dumps(data)
+
+
 def _floater(embedding: Mapping[str, Any], position: str, src: str | None) -> dict[str, Any]:
     """The FLOATER options of `[embedding]`, validated (empty unless position = "floater")."""
     if position != "floater":
@@ -245,8 +287,6 @@ def _floater(embedding: Mapping[str, Any], position: str, src: str | None) -> di
                     source=src,
                 )
         return {}
-    from .floater import FLOATER_BLOCKS, resolve_floater
-
     name = embedding.get("floater")
     if name is None:
         raise DeclarationError(
@@ -288,8 +328,6 @@ def load_recipe(recipe: str | Path | Recipe) -> Recipe:
         return recipe_from_dict(read_toml(text), source=text)
     path = _catalog_dir("models") / f"{text}.toml"
     if not path.is_file():
-        import difflib
-
         close = difflib.get_close_matches(text, recipe_names(), n=3)
         hint = f"did you mean {', '.join(close)}? " if close else ""
         raise UnknownNameError(

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import fields
+from pathlib import Path
 from typing import Any
+
+from ..devices import resolve_device
+from ..experiments import run_experiment
+from ..generate import evaluate, translate
+from ..generate.evaluate import validation_bleu
+from ..savedir import average_checkpoints, checkpoint_paths, load_model, read_config, save_weights
+from ..train import TrainConfig, train
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from ..generate import evaluate
-
     result = evaluate(
         args.save_dir,
         args.subset,
@@ -37,10 +45,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_translate(args: argparse.Namespace) -> int:
-    from ..generate import translate
-    from ..generate.evaluate import resolve_device
-    from ..train.trained import load_model
-
     device = resolve_device(args.device)
     model, vocab, _ = load_model(args.save_dir, args.checkpoint, device=device)
     lines = [line.rstrip("\r\n") for line in sys.stdin]
@@ -72,12 +76,6 @@ def generation_flags(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    import os
-    from dataclasses import fields
-
-    from ..train.config import TrainConfig
-    from ..train.loop import train
-
     names = {f.name for f in fields(TrainConfig)}
     config = TrainConfig(**{k: v for k, v in vars(args).items() if k in names})
     summary = train(config, validate_bleu=_bleu_hook(args.validate_bleu))
@@ -96,7 +94,6 @@ def _bleu_hook(sentences: int) -> Callable[..., float] | None:
     which may not import the generate stage itself."""
     if sentences <= 0:
         return None
-    from ..generate.evaluate import validation_bleu
 
     def hook(model: Any, vocab: Any, pairs: Sequence[tuple[str, str]], device: Any) -> float:
         return validation_bleu(model, vocab, pairs[:sentences], device)
@@ -105,11 +102,6 @@ def _bleu_hook(sentences: int) -> Callable[..., float] | None:
 
 
 def cmd_average(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from ..train.checkpoint import read_config
-    from ..train.trained import average_checkpoints, checkpoint_paths, save_weights
-
     read_config(args.save_dir)  # a clear error when this is not a save dir
     paths = checkpoint_paths(Path(args.save_dir), f"avg:{args.last}")
     averaged = ", ".join(p.stem for p in paths)
@@ -169,8 +161,6 @@ def train_flags(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from ..experiments import run_experiment
-
     outcome = run_experiment(
         args.name,
         budget=args.budget,

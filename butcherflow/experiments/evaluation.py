@@ -22,13 +22,13 @@ from typing import Any
 
 import torch
 
+from ..data import load_corpus
+from ..devices import resolve_device
 from ..errors import ButcherflowError
 from ..generate import score, translate
-from ..generate.evaluate import resolve_device
 from ..nn import LearnedPositions
-from ..train import load_corpus, load_language_model, load_model
-from ..train.checkpoint import LAST, read_commit
-from ..train.curves import read_log
+from ..savedir import load_language_model, load_model, read_commit, read_log
+from ..savedir.layout import LAST
 
 DECODING: dict[str, Any] = {
     "subset": "test",

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, final
 
 from ..errors import ButcherflowError
-from ..train.checkpoint import atomic_path, write_json, write_text
+from ..savedir.atomic import atomic_path, write_json, write_text
 from .spec import Claim, Experiment, higher_is_better, metric_title
 from .verdict import RULE, Verdict, combine, format_mean_std, judge, mean_std
 

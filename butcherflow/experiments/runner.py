@@ -30,8 +30,9 @@ import torch
 
 from ..assemble import load_recipe
 from ..errors import DeclarationError, UnknownNameError
+from ..savedir.atomic import write_json, write_text
+from ..savedir.layout import LOG
 from ..train import TrainConfig, train
-from ..train.checkpoint import LOG, write_json, write_text
 from .catalog import EXPERIMENTS, PRESETS
 from .evaluation import DECODING, evaluate_language_model, evaluate_translation, machine, throughput
 from .report import write_index, write_report

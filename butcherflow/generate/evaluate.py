@@ -10,18 +10,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, final
+from typing import Any, final
 
 import torch
 from sacrebleu.metrics import BLEU, CHRF
+from tqdm import tqdm
 
 from ..assemble import Seq2Seq
+from ..data import Vocabulary, load_corpus
+from ..devices import resolve_device
 from ..errors import ButcherflowError, DeclarationError
 from ..nn import LearnedPositions
+from ..savedir import load_model, read_config
 from .search import beam_search, check_options, greedy
-
-if TYPE_CHECKING:
-    from ..train.vocab import Vocabulary
 
 SUBSETS = ("valid", "test")
 
@@ -85,26 +86,6 @@ def score(hypotheses: Sequence[str], references: Sequence[str]) -> Scores:
     )
 
 
-def resolve_device(device: str | torch.device) -> torch.device:
-    """`"auto"` is CUDA when available, else CPU; anything else is checked by torch."""
-    if str(device) == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        resolved = torch.device(device)
-    except RuntimeError as error:
-        raise DeclarationError(
-            "unknown device", key="device", value=str(device), valid="auto, cpu, cuda or cuda:N"
-        ) from error
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise DeclarationError(
-            "CUDA is not available on this machine",
-            key="device",
-            value=str(device),
-            valid="auto or cpu",
-        )
-    return resolved
-
-
 def token_batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
     """Group sentence indices, longest first, so that `max(length) × count ≤ max_tokens`.
 
@@ -134,7 +115,7 @@ def token_batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
 
 
 def source_ids(vocab: Vocabulary, text: str, max_positions: int | None = None) -> list[int]:
-    """The encoder input of one sentence as in training (`train.encode_split`): its subword ids,
+    """The encoder input of one sentence as in training (`data.encode_split`): its subword ids,
     no bos/eos, cut to `max_positions` for models with learned positions."""
     ids = vocab.encode(text)
     return ids if max_positions is None else ids[:max_positions]
@@ -180,8 +161,6 @@ def translate(
     batches = token_batches([len(encoded[i]) for i in todo], max_tokens)
     results = [""] * len(sentences)
     if progress:
-        from tqdm import tqdm
-
         batches = tqdm(batches, desc="translate", unit="batch", leave=False)
     for batch in batches:
         rows = [encoded[todo[j]] for j in batch]
@@ -283,10 +262,6 @@ def evaluate(
             f"save dir {str(folder)!r} does not exist; give the --save-dir of a "
             "`butcherflow train` run"
         )
-    from ..train.checkpoint import read_config
-    from ..train.corpus import load_corpus
-    from ..train.trained import load_model
-
     config = read_config(folder)
     target = resolve_device(device)
     model, vocab, _ = load_model(folder, checkpoint, device=str(target))
@@ -327,7 +302,6 @@ __all__ = [
     "Evaluation",
     "Scores",
     "evaluate",
-    "resolve_device",
     "score",
     "source_ids",
     "token_batches",

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, final
 
 import torch
 
 from ..assemble import Recipe, apply_param_budget, load_recipe
+from ..devices import check_device
 from ..errors import DeclarationError
 
 TASKS = ("translation", "language_model")
-DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 SIZE_OVERRIDES = ("d_model", "n_heads", "d_ffn", "encoder_layers", "decoder_layers")
 # A resumed run may change these (when to stop, what to keep, where to run, where the files are:
@@ -153,13 +151,7 @@ class TrainConfig:
                 value=self.warmup_init_lr,
                 valid=f"a value <= --lr ({self.lr})",
             )
-        if not (self.device in DEVICES or _is_cuda_index(self.device)):
-            raise DeclarationError(
-                "unknown device",
-                key="--device",
-                value=self.device,
-                valid="auto, cpu, cuda or cuda:N",
-            )
+        check_device(self.device)
         if self.task not in TASKS:
             raise DeclarationError("unknown task", key="--task", value=self.task, valid=_one(TASKS))
         if self.precision not in PRECISIONS:
@@ -267,30 +259,6 @@ def _with_overrides(recipe: Recipe, config: TrainConfig) -> Recipe:
     return dataclasses.replace(recipe, **changes)
 
 
-def resolve_device(config: TrainConfig, local_rank: int = 0) -> torch.device:
-    """`auto` is the process's GPU when CUDA works, else the CPU; `cuda` without one is an error."""
-    wanted = config.device
-    if wanted == "auto":
-        wanted = "cuda" if torch.cuda.is_available() else "cpu"
-    if wanted.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise DeclarationError(
-                "CUDA is not available on this machine",
-                key="--device",
-                value=config.device,
-                valid="--device cpu or auto",
-            )
-        return torch.device(wanted if ":" in wanted else f"cuda:{local_rank}")
-    if config.precision == "fp16":
-        raise DeclarationError(
-            "fp16 needs a GPU and none is available",
-            key="--precision",
-            value="fp16",
-            valid="fp32 or bf16 on CPU",
-        )
-    return torch.device("cpu")
-
-
 def resolve_precision(config: TrainConfig, device: torch.device) -> str:
     """`auto` is bf16 on a GPU that supports it, fp16 (with a GradScaler) on older GPUs, fp32 on
     CPU. An explicit bf16 on a GPU without bf16 is an error."""
@@ -306,12 +274,14 @@ def resolve_precision(config: TrainConfig, device: torch.device) -> str:
                 valid="fp16 or fp32 on this GPU",
             )
         return config.precision
+    if config.precision == "fp16":
+        raise DeclarationError(
+            "fp16 needs a GPU and none is available",
+            key="--precision",
+            value="fp16",
+            valid="fp32 or bf16 on CPU",
+        )
     return "fp32" if config.precision == "auto" else config.precision
-
-
-def cache_dir() -> Path:
-    """Where vocabularies are cached: `$BUTCHERFLOW_CACHE`, else `~/.cache/butcherflow`."""
-    return Path(os.environ.get("BUTCHERFLOW_CACHE") or Path.home() / ".cache" / "butcherflow")
 
 
 def _integer(config: TrainConfig, name: str, *, minimum: int, why: str = "") -> None:
@@ -348,11 +318,6 @@ def _number(
             value=value,
             valid=f"a number {bounds}" + (f" ({why})" if why else ""),
         )
-
-
-def _is_cuda_index(device: str) -> bool:
-    head, _, index = device.partition(":")
-    return head == "cuda" and index.isdigit()
 
 
 def _one(options: tuple[str, ...]) -> str:

@@ -36,23 +36,15 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
 from ..assemble import LanguageModel, Seq2Seq
+from ..data import Vocabulary, collate, encode_split, load_corpus, make_batches, target_side
+from ..devices import resolve_device
 from ..errors import ButcherflowError, DeclarationError
+from ..savedir.checkpoint import latest_checkpoint, prune, save_checkpoint
+from ..savedir.curves import append_log, plot_curves
+from ..savedir.layout import BEST, CURVES, LAST, LOG
 from . import distributed
-from .batching import collate, encode_split, make_batches, target_side
-from .checkpoint import (
-    BEST,
-    CURVES,
-    LAST,
-    LOG,
-    latest_checkpoint,
-    prune,
-    rng_state,
-    save_checkpoint,
-)
-from .config import TrainConfig, resolve_device, resolve_precision
-from .corpus import load_corpus
-from .curves import append_log, plot_curves
-from .resume import Progress, open_save_dir, resume
+from .config import TrainConfig, resolve_precision
+from .resume import Progress, open_save_dir, resume, rng_state
 from .step import (
     LN2,
     forward_backward,
@@ -62,7 +54,6 @@ from .step import (
     update_seed,
     validate,
 )
-from .vocab import Vocabulary
 
 MAX_NONFINITE_IN_ROW = 10
 # Test hook: `BUTCHERFLOW_TEST_SIGKILL=N` makes the process SIGKILL itself right after update N
@@ -99,7 +90,7 @@ def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict
             value=config.task,
             valid="leave --validate-bleu out for --task language_model",
         )
-    device = resolve_device(config, int(os.environ.get("LOCAL_RANK", "0") or 0))
+    device = resolve_device(config.device, local_rank=int(os.environ.get("LOCAL_RANK", "0") or 0))
     joined = not torch.distributed.is_initialized()
     process = distributed.init(device.type)
     try:

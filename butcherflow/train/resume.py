@@ -9,35 +9,28 @@ loads the latest committed checkpoint (weights, optimizer, GradScaler, random st
 from __future__ import annotations
 
 import math
+import random
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
+import numpy as np
+import torch
 from torch import nn
 from torch.amp import GradScaler
 from torch.optim import Optimizer
 
-from ..assemble import Recipe
+from ..assemble import Recipe, recipe_to_toml
+from ..data import ParallelCorpus, Vocabulary, build_vocabulary, default_cache_dir
 from ..errors import DeclarationError
+from ..savedir.atomic import atomic_path, remove_stale_temporaries, write_json
+from ..savedir.checkpoint import assign_weights, load_state, load_weights
+from ..savedir.curves import append_log, truncate_log
+from ..savedir.layout import CONFIG, LOG, VOCAB, CheckpointError, read_config
 from . import distributed
-from .checkpoint import (
-    CONFIG,
-    LOG,
-    VOCAB,
-    CheckpointError,
-    atomic_path,
-    read_config,
-    recipe_to_toml,
-    remove_stale_temporaries,
-    restore,
-    write_json,
-)
-from .config import TrainConfig, cache_dir, flag, resolve_recipe
-from .corpus import ParallelCorpus
-from .curves import append_log, truncate_log
-from .vocab import Vocabulary, build_vocabulary
+from .config import TrainConfig, flag, resolve_recipe
 
 
 @final
@@ -114,9 +107,9 @@ def open_save_dir(
         vocab = Vocabulary.load(save_dir / VOCAB)
     else:
         if process.is_main:  # trains it; the other processes then find it in the cache
-            build_vocabulary(corpus, config.vocab_size, cache_dir())
+            build_vocabulary(corpus, config.vocab_size, default_cache_dir())
         distributed.barrier()
-        vocab = build_vocabulary(corpus, config.vocab_size, cache_dir())
+        vocab = build_vocabulary(corpus, config.vocab_size, default_cache_dir())
     recipe = resolve_recipe(config, len(vocab))
     recipe_text = recipe_to_toml(recipe)
     if saved is not None:
@@ -136,6 +129,57 @@ def open_save_dir(
         write_json(save_dir / CONFIG, config_json)
     distributed.barrier()
     return vocab, recipe
+
+
+def rng_state() -> dict[str, Any]:
+    """The python, numpy, torch and CUDA random states as tensors and plain values (so that
+    `torch.load(weights_only=True)` reads them back)."""
+    name, keys, position, has_gauss, gauss = np.random.get_state(legacy=True)
+    return {
+        "python": random.getstate(),
+        "numpy": {
+            "name": str(name),
+            "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
+            "pos": int(position),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(gauss),
+        },
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+    }
+
+
+def set_rng_state(state: Mapping[str, Any]) -> None:
+    """Restore what `rng_state` returned."""
+    random.setstate(state["python"])
+    n = state["numpy"]
+    keys = n["keys"].numpy().astype(np.uint32)
+    np.random.set_state((n["name"], keys, n["pos"], n["has_gauss"], n["cached_gaussian"]))
+    torch.set_rng_state(state["torch"])
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def restore(
+    save_dir: Path, name: str, model: nn.Module, optimizer: Optimizer, scaler: GradScaler
+) -> dict[str, Any]:
+    """Load checkpoint `name` into the model, optimizer, GradScaler and random generators.
+
+    **Returns:** the trainer state (`progress`, `world_size`, ...) for the loop to go on from.
+    """
+    weights = save_dir / f"{name}.safetensors"
+    assign_weights(model, load_weights(weights), weights)
+    path = save_dir / f"{name}.pt"
+    state = load_state(path)
+    try:
+        optimizer.load_state_dict(state["optimizer"])
+        scaler.load_state_dict(state["scaler"])
+        set_rng_state(state["rng"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as error:
+        raise CheckpointError(
+            f"{path} is not a trainer state of this model ({type(error).__name__}: {error})"
+        ) from None
+    return state
 
 
 def resume(

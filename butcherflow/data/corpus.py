@@ -3,7 +3,7 @@
 `load_corpus(data)` accepts, as `--data`:
 
 - `bible:SRC-TGT`, `bible:SRC@V-TGT@V`, `bible:SRC-TGT:short2long`: the built-in corpus
-  (`butcherflow.train.bible`).
+  (`butcherflow.data.bible`).
 - `DIR`: a directory in fairseq's raw layout, `train.SRC`, `train.TGT`, `valid.SRC`,
   `valid.TGT`, `test.SRC`, `test.TGT`, one sentence per line, UTF-8. The languages come from
   `source_lang`/`target_lang`, or from a `:SRC-TGT` suffix (`DIR:de-en`), or are inferred when the
