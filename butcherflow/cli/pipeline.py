@@ -13,7 +13,8 @@ from typing import Any
 from ..devices import resolve_device
 from ..experiments import run_experiment
 from ..generate import evaluate, translate
-from ..generate.evaluate import validation_bleu
+from ..generate.evaluate import MAX_TOKENS, validation_bleu
+from ..generate.search import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B
 from ..savedir import average_checkpoints, checkpoint_paths, load_model, read_config, save_weights
 from ..train import TrainConfig, train
 
@@ -67,11 +68,13 @@ def cmd_translate(args: argparse.Namespace) -> int:
 def generation_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("save_dir", help="the --save-dir of a `butcherflow train` run")
     p.add_argument("--checkpoint", default="best", help="best, last, avg:N or a weights file")
-    p.add_argument("--beam", type=int, default=5, help="beam size (1: greedy)")
-    p.add_argument("--lenpen", type=float, default=1.0, help="score = logprob / length^lenpen")
-    p.add_argument("--max-len-a", type=float, default=0.0, help="max length = a * src_len + b")
-    p.add_argument("--max-len-b", type=int, default=200, help="max length = a * src_len + b")
-    p.add_argument("--max-tokens", type=int, default=4096, help="source tokens per batch")
+    p.add_argument("--beam", type=int, default=BEAM, help="beam size (1: greedy)")
+    p.add_argument("--lenpen", type=float, default=LENPEN, help="score = logprob / length^lenpen")
+    p.add_argument(
+        "--max-len-a", type=float, default=MAX_LEN_A, help="max length = a * src_len + b"
+    )
+    p.add_argument("--max-len-b", type=int, default=MAX_LEN_B, help="max length = a * src_len + b")
+    p.add_argument("--max-tokens", type=int, default=MAX_TOKENS, help="source tokens per batch")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
 
 

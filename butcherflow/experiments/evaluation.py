@@ -26,17 +26,12 @@ from ..data import load_corpus
 from ..devices import resolve_device
 from ..errors import ButcherflowError
 from ..generate import score, translate
+from ..generate.evaluate import QUICK_DECODING
 from ..nn import LearnedPositions
 from ..savedir import load_language_model, load_model, read_commit, read_log
 from ..savedir.layout import LAST
 
-DECODING: dict[str, Any] = {
-    "subset": "test",
-    "checkpoint": "last",
-    "beam": 1,
-    "max_len_a": 1.2,
-    "max_len_b": 10,
-}
+DECODING: dict[str, Any] = {"subset": "test", "checkpoint": "last", **QUICK_DECODING}
 LENGTH_BINS = 4
 
 
@@ -78,9 +73,7 @@ def evaluate_translation(save_dir: Path, device: str, *, bins: bool) -> dict[str
         model,
         vocab,
         sources,
-        beam=DECODING["beam"],
-        max_len_a=DECODING["max_len_a"],
-        max_len_b=DECODING["max_len_b"],
+        **QUICK_DECODING,
         device=target,
     )
     scores = score(hypotheses, references)
@@ -177,7 +170,7 @@ def machine(device: str) -> str:
     except OSError:
         pass
     text = f"{cpu}, {os.cpu_count()} CPU threads, torch {torch.__version__}"
-    wants_gpu = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
-    if wants_gpu and torch.cuda.is_available():
-        text = f"{torch.cuda.get_device_name(resolve_device(device))}; {text}"
+    resolved = resolve_device(device)
+    if resolved.type == "cuda":
+        text = f"{torch.cuda.get_device_name(resolved)}; {text}"
     return text

@@ -26,9 +26,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, final
 
-import torch
+import tomli_w
 
 from ..assemble import load_recipe
+from ..devices import resolve_device
 from ..errors import DeclarationError, UnknownNameError
 from ..savedir.atomic import write_json, write_text
 from ..savedir.layout import LOG
@@ -122,17 +123,7 @@ def plan(
             value=budget,
             valid="an integer >= 1",
         )
-    if not (device in ("auto", "cpu", "cuda") or device.startswith("cuda:")):
-        raise DeclarationError(
-            "unknown device", key="--device", value=device, valid="auto, cpu, cuda or cuda:N"
-        )
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise DeclarationError(
-            "CUDA is not available on this machine",
-            key="--device",
-            value=device,
-            valid="--device cpu or auto",
-        )
+    resolve_device(device)  # an unknown name, or a GPU this machine lacks, stops here
     preset = get_preset(sizes) if isinstance(sizes, str) else sizes
     chosen = None
     if seeds is not None:
@@ -294,8 +285,6 @@ def prepare_recipe(run: Run, preset: Preset, recipes_dir: Path) -> tuple[str, bo
 
 
 def _write_if_changed(path: Path, table: dict[str, Any]) -> None:
-    import tomli_w
-
     text = tomli_w.dumps(table)
     if not path.is_file() or path.read_text(encoding="utf-8") != text:
         write_text(path, text)

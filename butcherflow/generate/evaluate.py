@@ -22,9 +22,13 @@ from ..devices import resolve_device
 from ..errors import ButcherflowError, DeclarationError
 from ..nn import LearnedPositions
 from ..savedir import load_model, read_config
-from .search import beam_search, check_options, greedy
+from .search import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B, beam_search, check_options, greedy
 
 SUBSETS = ("valid", "test")
+MAX_TOKENS = 4096  # padded source tokens per generation batch (the search defaults: search.py)
+# Cheap greedy decoding for BLEU during training and in the experiments' reports: outputs at most
+# 1.2 · source length + 10 subwords long.
+QUICK_DECODING: dict[str, Any] = {"beam": 1, "max_len_a": 1.2, "max_len_b": 10}
 
 
 @final
@@ -126,11 +130,11 @@ def translate(
     vocab: Vocabulary,
     sentences: Sequence[str],
     *,
-    beam: int = 5,
-    lenpen: float = 1.0,
-    max_len_a: float = 0.0,
-    max_len_b: int = 200,
-    max_tokens: int = 4096,
+    beam: int = BEAM,
+    lenpen: float = LENPEN,
+    max_len_a: float = MAX_LEN_A,
+    max_len_b: int = MAX_LEN_B,
+    max_tokens: int = MAX_TOKENS,
     device: str | torch.device = "cpu",
     use_cache: bool = True,
     progress: bool = False,
@@ -197,9 +201,7 @@ def validation_bleu(
     **Returns:** the BLEU score (0-100).
     """
     sources = [s for s, _ in pairs]
-    hypotheses = translate(
-        model, vocab, sources, beam=1, max_len_a=1.2, max_len_b=10, device=device
-    )
+    hypotheses = translate(model, vocab, sources, **QUICK_DECODING, device=device)
     return score(hypotheses, [t for _, t in pairs]).bleu
 
 
@@ -228,12 +230,12 @@ def evaluate(
     save_dir: str | Path,
     subset: str = "test",
     *,
-    beam: int = 5,
-    lenpen: float = 1.0,
+    beam: int = BEAM,
+    lenpen: float = LENPEN,
     checkpoint: str = "best",
-    max_len_a: float = 0.0,
-    max_len_b: int = 200,
-    max_tokens: int = 4096,
+    max_len_a: float = MAX_LEN_A,
+    max_len_b: int = MAX_LEN_B,
+    max_tokens: int = MAX_TOKENS,
     device: str | torch.device = "cpu",
     progress: bool = False,
 ) -> Evaluation:
@@ -298,6 +300,8 @@ def evaluate(
 
 
 __all__ = [
+    "MAX_TOKENS",
+    "QUICK_DECODING",
     "SUBSETS",
     "Evaluation",
     "Scores",
