@@ -41,7 +41,7 @@ import tomli_w
 
 from ..errors import DeclarationError, UnknownNameError
 from ..methods.base import check_name
-from ..methods.catalog import _catalog_dir, check_keys, read_toml
+from ..methods.files import catalog_dir, check_keys, read_toml
 from .floater import FLOATER_BLOCKS, resolve_floater
 
 TOP_KEYS = (
@@ -316,7 +316,7 @@ def _floater(embedding: Mapping[str, Any], position: str, src: str | None) -> di
 
 
 def recipe_names() -> list[str]:
-    return sorted(p.stem for p in _catalog_dir("models").glob("*.toml"))
+    return sorted(p.stem for p in catalog_dir("models").glob("*.toml"))
 
 
 def load_recipe(recipe: str | Path | Recipe) -> Recipe:
@@ -326,7 +326,7 @@ def load_recipe(recipe: str | Path | Recipe) -> Recipe:
     text = str(recipe)
     if isinstance(recipe, Path) or text.endswith(".toml") or "/" in text:
         return recipe_from_dict(read_toml(text), source=text)
-    path = _catalog_dir("models") / f"{text}.toml"
+    path = catalog_dir("models") / f"{text}.toml"
     if not path.is_file():
         close = difflib.get_close_matches(text, recipe_names(), n=3)
         hint = f"did you mean {', '.join(close)}? " if close else ""

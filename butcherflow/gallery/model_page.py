@@ -13,7 +13,7 @@ from torch import nn
 from ..assemble import LanguageModel, Recipe, Seq2Seq, apply_param_budget, load_recipe
 from ..assemble.recipe import Side
 from ..compiler import CompiledBlock
-from ..methods.catalog import _catalog_dir, read_toml
+from ..methods.files import catalog_dir, read_toml
 from .diagram import block_svg
 from .solver_block import LENGTH
 from .solver_page import IndexRow
@@ -120,7 +120,7 @@ def model_page(
     **Returns:** the recipe's `IndexRow`.
     """
     attempt = Attempt([])
-    path = _catalog_dir("models") / f"{name}.toml"
+    path = catalog_dir("models") / f"{name}.toml"
     source = path.read_text(encoding="utf-8")
     data = attempt.run("reading the file", lambda: read_toml(path)) or {}
     recipe = attempt.run("loading the recipe", lambda: load_recipe(name))

@@ -128,7 +128,7 @@ class ContinuousDynamics(Method):
         elif isinstance(method, str) and method in ADAPTIVE:
             tableau, method_name, adaptive = None, method, True
         elif isinstance(method, str):
-            from .catalog import catalog
+            from .files import catalog  # files.py builds these: a late import breaks the cycle
 
             found = catalog.get(method)
             if not isinstance(found, ButcherTableau):
@@ -218,7 +218,7 @@ class ContinuousDynamics(Method):
         """The tableau whose order is the solver's order (adaptive methods map to the catalog)."""
         if self.tableau is not None:
             return self.tableau
-        from .catalog import catalog
+        from .files import catalog  # files.py builds these: a late import breaks the cycle
 
         found = catalog.get(ADAPTIVE[self.method])
         if not isinstance(found, ButcherTableau):

@@ -150,7 +150,7 @@ def _resolve_substep(substep: Any, source: str | None) -> ButcherTableau | None:
     elif substep == "euler":
         return EULER
     elif isinstance(substep, str):
-        from .catalog import catalog  # the catalog loads splittings, hence the late import
+        from .files import catalog  # files.py builds splittings: a late import breaks the cycle
 
         found = catalog.get(substep) if substep in catalog else None
         if not isinstance(found, ButcherTableau):
