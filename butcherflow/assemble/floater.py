@@ -354,7 +354,7 @@ def _solver_text(dynamics: ContinuousDynamics) -> tuple[str, str, str, str]:
             steps = f"{count} step(s) per position (step_size {dynamics.step_size})"
         evals = f"{count} step(s) × {per_step} stages = {count * per_step}"
     gradients = (
-        "adjoint ODE (torchdiffeq odeint_adjoint: memory constant in the length)"
+        "adjoint ODE (solved backwards by the same solver: memory constant in the length)"
         if dynamics.adjoint
         else "backpropagation through the solver steps"
     )

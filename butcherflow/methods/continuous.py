@@ -57,7 +57,7 @@ class ContinuousDynamics(Method):
     - `steps` / `step_size`: fixed-step methods only, at most one of them: the number of steps
       over [t0, t1] (or between neighbouring positions), or the step length.
     - `rtol`, `atol`, `max_num_steps`: adaptive methods only.
-    - `adjoint`: backpropagate with the adjoint ODE (torchdiffeq's `odeint_adjoint`).
+    - `adjoint`: backpropagate with the adjoint ODE, solved backwards by the same solver.
     - `time`: how the field sees t: `"none"`, `"concat"` (t appended to the input) or
       `"embedding"` (a sinusoidal embedding of t added to the input).
     """
