@@ -44,7 +44,7 @@ from butcherflow.savedir import checkpoint as ckpt
 from butcherflow.savedir import read_config, trained
 from butcherflow.train.config import TrainConfig, resolve_recipe
 from butcherflow.train.distributed import Process
-from butcherflow.train.loop import KILL_ENV, TrainingError, train
+from butcherflow.train.loop import TrainingError, train
 from butcherflow.train.step import (
     forward_backward,
     inverse_sqrt_lr,
@@ -334,17 +334,39 @@ def test_average_checkpoints_is_the_mean(tmp_path: Path) -> None:
 # --- resume --------------------------------------------------------------------------------------
 
 
+# `butcherflow train ARGS` that SIGKILLs itself as update 8 begins: after update 7 and the
+# checkpoints it wrote (checkpoint_6 is the last one, every 3 updates), as a hard kill would.
+KILLED_AFTER_UPDATE_7 = """
+import os, signal, sys
+from butcherflow.cli import main
+from butcherflow.train import loop
+
+real, calls = loop.forward_backward, []
+
+def forward_backward(*args, **kwargs):
+    calls.append(1)
+    if len(calls) == 8:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(*args, **kwargs)
+
+loop.forward_backward = forward_backward
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def test_sigkill_then_resume_gives_the_same_weights(
     reference: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     save_dir = tmp_path / "killed"
-    command = [sys.executable, "-m", "butcherflow.cli", "train", "transformer-small"]
-    command += ["--data", f"{TINY}:de-en", "--save-dir", str(save_dir), *CLI_FLAGS]
-    env = {**os.environ, KILL_ENV: "7", "OMP_NUM_THREADS": "1"}
-    killed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    argv = ["train", "transformer-small", "--data", f"{TINY}:de-en", "--save-dir", str(save_dir)]
+    command = [sys.executable, "-c", KILLED_AFTER_UPDATE_7, *argv, *CLI_FLAGS]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    killed = subprocess.run(
+        command, env=env, cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=300
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert ckpt.read_commit(save_dir, "checkpoint_last")["update"] == 6  # type: ignore[index]
-    # the same command again (in this process: the kill hook is not set here)
+    # the same command again, in this process
     summary = train(config(save_dir))
     assert (
         f"resuming from {save_dir}/checkpoint_last (update 6, epoch 1)" in capsys.readouterr().out

@@ -8,6 +8,7 @@ loads the latest committed checkpoint (weights, optimizer, GradScaler, random st
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import shutil
@@ -146,6 +147,23 @@ def rng_state() -> dict[str, Any]:
         },
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+    }
+
+
+def trainer_state(
+    progress: Progress,
+    process: distributed.Process,
+    optimizer: Optimizer,
+    scaler: GradScaler,
+) -> dict[str, Any]:
+    """What a checkpoint's `NAME.pt` holds for `resume`: the progress, the process count, the
+    optimizer and GradScaler states and the random states (plain tensors and values only)."""
+    return {
+        "progress": dataclasses.asdict(progress),
+        "world_size": process.world_size,
+        "optimizer": optimizer.state_dict(),
+        "scaler": scaler.state_dict(),
+        "rng": rng_state(),
     }
 
 
