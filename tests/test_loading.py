@@ -56,7 +56,7 @@ def test_each_family_loads_from_a_file(write_toml) -> None:
             name = "strang"
             family = "splitting"
             order = 2
-            effective_order = 1
+            substep_order = 1
             steps = [["A", "1/2"], ["B", 1], ["A", "1/2"]]
             substep = "euler"
             operators = ["A", "B"]
@@ -66,7 +66,7 @@ def test_each_family_loads_from_a_file(write_toml) -> None:
     )
     assert isinstance(strang, bf.Splitting)
     assert strang.steps[1] == ("B", 1)
-    assert strang.effective_order == 1
+    assert strang.substep_order == 1
     bdf2 = bf.load(
         write_toml(
             """

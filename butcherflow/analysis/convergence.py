@@ -394,7 +394,7 @@ def convergence(method: Method, report: Report, *, coarser: int = 0) -> list[Con
             )
         ]
         if method.substep is not None:
-            effective = int(getattr(report, "effective_order", report.order))
+            effective = int(getattr(report, "substep_order", report.order))
             curves.append(
                 _curve(
                     f"{method.name} ({method.substep_name} sub-steps)",

@@ -13,6 +13,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from ..analysis.rk_order import DEFAULT_TIME_BUDGET
 from ..errors import ButcherflowError
 from .declarations import cmd_check, cmd_list, cmd_show
 from .docs import cmd_bench, cmd_gallery
@@ -41,6 +42,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="check the whole catalog (a table)")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument("--max-order", type=int, default=None, help="stop the order search here")
+    p.add_argument(
+        "--time-budget",
+        type=float,
+        default=DEFAULT_TIME_BUDGET,
+        metavar="SECONDS",
+        help="stop an order search after this long and report what it established "
+        f"(default {DEFAULT_TIME_BUDGET:g})",
+    )
     p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("list", help="list the catalog")

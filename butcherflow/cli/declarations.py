@@ -26,10 +26,10 @@ def _render(report: Report, fmt: str) -> str:
 
 def order_table(reports: Sequence[Report]) -> str:
     """One line per method: family, claimed and proved orders, verdict, time."""
-    header = f"{'method':<24} {'family':<12} {'claimed':>7} {'proved':>6} {'effective':>9}  verdict"
+    header = f"{'method':<24} {'family':<12} {'claimed':>7} {'proved':>6} {'sub-step':>9}  verdict"
     lines = [header, "-" * len(header)]
     for r in reports:
-        effective = getattr(r, "effective_order", None)
+        effective = getattr(r, "substep_order", None)
         verdict = "ok" if r.claim_holds else "CLAIM FAILS: " + r.mismatch_message()
         lines.append(
             f"{r.method.name:<24} {r.method.family:<12} "
@@ -46,7 +46,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         reports, broken = [], []
         for name in catalog:
             try:
-                reports.append(check(name))
+                reports.append(check(name, time_budget=args.time_budget))
             except ButcherflowError as error:  # report every bad file, not just the first
                 broken.append(f"{name}: {error}")
         print(order_table(reports))
@@ -58,7 +58,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             f"{len(failed)} claim(s) fail, {len(broken)} invalid."
         )
         return 1 if failed or broken else 0
-    report = check(args.method, max_order=args.max_order)
+    report = check(args.method, max_order=args.max_order, time_budget=args.time_budget)
     print(_render(report, args.format))
     if not report.claim_holds:
         print(f"error: {report.mismatch_message()}", file=sys.stderr)

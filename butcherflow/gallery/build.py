@@ -156,7 +156,7 @@ def index_page(rows: Sequence[IndexRow]) -> str:
         "",
         "- **stages**: field calls per block (or per layer of a multistep stack); models: "
         "encoder + decoder layers.",
-        "- **order**: proved with exact sub-flows for splittings; **effective order**: with the "
+        "- **order**: proved with exact sub-flows for splittings; **with sub-steps**: with the "
         "declared sub-step (what the layer computes).",
         "- **real stability interval**: r of the largest [−r, 0] of hλ where the step is stable "
         "(∞: the whole negative axis).",
@@ -168,7 +168,7 @@ def index_page(rows: Sequence[IndexRow]) -> str:
         "",
         '<div class="sortable" markdown>',
         "",
-        "| entry | family | stages | order | effective order | real stability interval "
+        "| entry | family | stages | order | with sub-steps | real stability interval "
         "| parameters | FLOPs/token |",
         "| --- | --- | --: | --: | --: | --: | --: | --: |",
     ]
@@ -177,7 +177,7 @@ def index_page(rows: Sequence[IndexRow]) -> str:
         flops = "—" if row.flops is None else f"{row.flops:,}"
         link = f'[{row.name}]({row.page} "{_title(row.title)}"){flag}'
         lines.append(
-            f"| {link} | {row.family} | {row.stages} | {row.order} | {row.effective_order} | "
+            f"| {link} | {row.family} | {row.stages} | {row.order} | {row.substep_order} | "
             f"{row.interval} | {count(row.params)} | {flops} |"
         )
     lines += ["", "</div>", ""]

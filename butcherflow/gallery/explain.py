@@ -118,12 +118,17 @@ def explain_rk(m: ButcherTableau) -> list[str]:
 
 def accuracy_rk(m: ButcherTableau, r: Any) -> list[str]:
     p = r.order
+    how = "proved exactly" if r.exact else "established at the precision of the entries"
     lines = [
-        f"**Order {p}{'+' if r.order_is_lower_bound else ''}, proved "
-        f"{'exactly' if r.exact else 'from the digits given'}** over every rooted tree with at "
-        f"most {p} nodes: one step has local error O({power('h', p + 1)}) and the global error "
-        f"of n steps falls as {power('h', p)}.",
+        f"**Order {p}{'+' if r.order_is_lower_bound else ''}, {how}** over every rooted tree "
+        f"with at most {p} nodes: one step has local error O({power('h', p + 1)}) and the "
+        f"global error of n steps falls as {power('h', p)}.",
     ]
+    if r.undetermined:
+        lines.append(
+            f"{len(r.undetermined)} condition(s) of order {p + 1} are undetermined: the digits "
+            "given cannot decide them (never counted as met)."
+        )
     if r.failing:
         lines.append(
             f"The order stops there: {len(r.failing)} condition(s) of order {p + 1} fail "
@@ -287,7 +292,7 @@ def accuracy(method: Method, report: Report) -> list[str]:
         )
         if method.substep is not None:
             text += (
-                f"**Effective order {r.effective_order} with {method.substep_name} sub-steps** "
+                f"**Order {r.substep_order} with {method.substep_name} sub-steps** "
                 "(what the compiled layer computes), proved with coloured trees: "
             )
             sub_order = method.substep.order
@@ -299,7 +304,7 @@ def accuracy(method: Method, report: Report) -> list[str]:
             )
             text += (
                 f"the {method.substep_name} sub-steps lower the order from {r.order}{why}."
-                if r.effective_order < r.order
+                if r.substep_order < r.order
                 else "the sub-steps keep the splitting's order."
             )
         md += [text, ""]

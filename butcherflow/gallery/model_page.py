@@ -57,8 +57,8 @@ def _side_rows(side: Side, rows: Mapping[str, IndexRow]) -> list[tuple[str, str]
     order = "—"
     if known is not None:
         order = known.order
-        if known.effective_order != known.order:
-            order += f" (effective {known.effective_order})"
+        if known.substep_order != known.order:
+            order += f" (effective {known.substep_order})"
     fields = side.field if side.field is not None else dict(side.fields or {})
     out = [
         ("layers", str(side.layers)),
@@ -84,7 +84,7 @@ def _overview(recipe: Recipe, rows: Mapping[str, IndexRow]) -> str:
         known = rows.get(side.method)
         order = ""
         if known is not None and known.order != "—":
-            order = f", order {known.effective_order}"
+            order = f", order {known.substep_order}"
         options = "".join(f", {k} = {v}" for k, v in side.options.items())
         parts.append(
             f"the {where} is {side.layers} layer(s) of {_linked(side.method, rows)} "
@@ -228,7 +228,7 @@ def model_page(
         title=title,
         stages=stages,
         order="—",
-        effective_order="—",
+        substep_order="—",
         interval="—",
         params=total,
         flops=flops_total,

@@ -54,7 +54,7 @@ class IndexRow:
     title: str
     stages: str
     order: str
-    effective_order: str
+    substep_order: str
     interval: str
     params: int | None
     flops: int | None
@@ -111,7 +111,7 @@ def _summary(method: Method | None, report: Report | None, built: Built | None) 
     parts = [kind[0].upper() + kind[1:]]
     if report is not None:
         order = f" of proved order {report.order}"
-        effective = getattr(report, "effective_order", None)
+        effective = getattr(report, "substep_order", None)
         if isinstance(method, Splitting) and effective is not None and method.substep:
             order += f" with exact sub-flows and {effective} with {method.substep_name} sub-steps"
         parts[0] += order
@@ -201,7 +201,8 @@ def _coefficients(method: Method) -> list[str]:
         if method.numeric:
             md += [
                 f"A numeric declaration: entries are shown to {NUMERIC_DIGITS} digits (the "
-                "declaration above holds every digit, and the proof used them all).",
+                "declaration above holds every digit, and the proof judged each condition at the "
+                "precision those digits carry).",
                 "",
             ]
         md += [butcher_table(method), ""]
@@ -233,7 +234,7 @@ def _failing(report: Report) -> tuple[str, list[tuple[str, Any]], bool] | None:
     numeric = not bool(getattr(report, "exact", True))
     if getattr(report, "failing_trees", None):
         return (
-            f"coloured trees at order {report.effective_order + 1}",  # type: ignore[attr-defined]
+            f"coloured trees at order {report.substep_order + 1}",  # type: ignore[attr-defined]
             list(report.failing_trees),  # type: ignore[attr-defined]
             numeric,
         )
@@ -349,7 +350,7 @@ def _row(
     order = effective = interval = "—"
     if report is not None:
         order = str(report.order)
-        effective = str(getattr(report, "effective_order", report.order))
+        effective = str(getattr(report, "substep_order", report.order))
         interval = _interval(report)
     return IndexRow(
         name=name,
@@ -359,7 +360,7 @@ def _row(
         title=title,
         stages=stages,
         order=order,
-        effective_order=effective,
+        substep_order=effective,
         interval=interval,
         params=None if built is None else built.params,
         flops=None if built is None else built.flops,

@@ -14,17 +14,24 @@ FAMILIES = ("runge-kutta", "splitting", "multistep", "continuous")
 
 
 def check_name(name: Any, source: str | Path | None) -> str:
+    """Any one-line name people use ("GL3", "RK44", "rk4"); catalog files are stricter
+    (`file_safe_name`), since their name is also their file name."""
     if name is None:
         return "unnamed"
-    if not isinstance(name, str) or not NAME.match(name):
+    if not isinstance(name, str) or not name.strip() or not name.isprintable() or len(name) > 100:
         raise DeclarationError(
             "invalid name",
             key="name",
             value=name,
-            valid="names are lowercase words joined by hyphens, e.g. 'dormand-prince-5'",
+            valid="a name is one printable line of at most 100 characters, e.g. 'GL3'",
             source=source,
         )
     return name
+
+
+def file_safe_name(name: str) -> bool:
+    """Catalog entries (`solvers/NAME.toml`): lowercase words joined by hyphens, e.g. 'rk4'."""
+    return bool(NAME.match(name))
 
 
 def check_order(order: Any, key: str, source: str | Path | None) -> int | None:
@@ -83,6 +90,19 @@ class Method(abc.ABC):
         object.__setattr__(self, "order", check_order(order, "order", src))
         object.__setattr__(self, "title", check_text(title, "title", src) or self.name)
         object.__setattr__(self, "reference", check_text(reference, "reference", src))
+
+    _table: dict[str, Any]
+
+    def to_table(self) -> dict[str, Any]:
+        """The declaration as the content of a declaration file: `from_dict(m.to_table())`
+        builds an equal declaration (entries as given: floats stay floats, strings strings)."""
+        head: dict[str, Any] = {"name": self.name, "family": self.family}
+        for key in ("title", "reference"):
+            if getattr(self, key) and getattr(self, key) != self.name:
+                head[key] = getattr(self, key)
+        if self.order is not None:
+            head["order"] = self.order
+        return {**head, **{k: v for k, v in self._table.items() if v is not None}}
 
     def _set(self, **fields: Any) -> None:
         for key, value in fields.items():

@@ -213,6 +213,22 @@ class ContinuousDynamics(Method):
             adjoint=adjoint,
             time=time,
         )
+        self._set(
+            _table={
+                "method": method_name if tableau is None else tableau.to_table(),
+                "grid": grid,
+                "t0": parse_number(t0, "t0", src).raw,
+                "t1": parse_number(t1, "t1", src).raw,
+                "delta": parse_number(delta, "delta", src).raw,
+                "steps": steps,
+                "step_size": None if step_size is None else parse_number(step_size, "", src).raw,
+                "rtol": rtol,
+                "atol": atol,
+                "max_num_steps": max_num_steps,
+                "adjoint": adjoint,
+                "time": time,
+            }
+        )
 
     def solver_tableau(self) -> ButcherTableau:
         """The tableau whose order is the solver's order (adaptive methods map to the catalog)."""

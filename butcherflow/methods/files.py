@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DeclarationError, UnknownNameError
-from .base import FAMILIES, NAME, Method
+from .base import FAMILIES, NAME, Method, file_safe_name
 from .continuous import ContinuousDynamics
 from .multistep import LinearMultistep
 from .splitting import Splitting
@@ -23,8 +23,17 @@ else:  # pragma: no cover
 
 COMMON_KEYS = ("name", "title", "family", "order", "reference", "description")
 FAMILY_KEYS: dict[str, tuple[str, ...]] = {
-    "runge-kutta": ("A", "b", "c", "b_hat", "embedded_order", "row_sum_c", "iterations"),
-    "splitting": ("steps", "substep", "operators", "effective_order"),
+    "runge-kutta": (
+        "A",
+        "b",
+        "c",
+        "b_hat",
+        "embedded_order",
+        "row_sum_c",
+        "iterations",
+        "precision",
+    ),
+    "splitting": ("steps", "substep", "operators", "substep_order"),
     "multistep": ("alpha", "beta", "zero_stable"),
     "continuous": (
         "method",
@@ -125,6 +134,9 @@ def from_dict(data: Mapping[str, Any], source: str | Path | None = None) -> Meth
                 f"missing key '{key}' for a {family} declaration", key=key, source=source
             )
     kwargs = {k: v for k, v in data.items() if k not in ("family", "description")}
+    for key in ("substep", "method"):  # a resolved declaration inlines the methods it uses
+        if isinstance(kwargs.get(key), Mapping):
+            kwargs[key] = from_dict(kwargs[key], source)
     try:
         return _BUILD[family](**kwargs, source=source)
     except DeclarationError as error:
@@ -132,8 +144,20 @@ def from_dict(data: Mapping[str, Any], source: str | Path | None = None) -> Meth
 
 
 def load(path: str | Path) -> Method:
-    """Load one declaration file (any family). The file's stem need not match its name."""
-    return from_dict(read_toml(path), source=path)
+    """Load one declaration file (any family). The file's stem need not match its name, but a
+    file's name is file-safe (lowercase words joined by hyphens), like the catalog's."""
+    data = read_toml(path)
+    name = data.get("name")
+    if isinstance(name, str) and not file_safe_name(name):
+        raise DeclarationError(
+            "invalid name for a declaration file",
+            key="name",
+            value=name,
+            valid="names in files are lowercase words joined by hyphens, e.g. 'dormand-prince-5' "
+            "(a tableau built in Python may take any name, e.g. 'GL3')",
+            source=path,
+        )
+    return from_dict(data, source=path)
 
 
 class Catalog(Mapping[str, Method]):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, final
 
 import sympy
 
 from .base import Method
-from .numbers import is_zero, parse_vector
+from .numbers import Number, is_zero, parse_vector, raw_list
 
 
 @final
@@ -30,7 +31,9 @@ class LinearMultistep(Method):
     alpha: tuple[sympy.Expr, ...]
     beta: tuple[sympy.Expr, ...]
     zero_stable: bool | None
-    rounding: float
+    rounding: Fraction
+    alpha_numbers: tuple[Number, ...]  # the entries as parsed, with their precision
+    beta_numbers: tuple[Number, ...]
 
     def __init__(
         self,
@@ -78,7 +81,10 @@ class LinearMultistep(Method):
             beta=tuple(x.value for x in b),
             zero_stable=zero_stable,
             rounding=max(x.rounding for x in (*a, *b)),
+            alpha_numbers=a,
+            beta_numbers=b,
         )
+        self._set(_table={"alpha": raw_list(a), "beta": raw_list(b), "zero_stable": zero_stable})
         self._set(_beta_k_zero=is_zero(b[-1]))
 
     _beta_k_zero: bool
@@ -94,7 +100,7 @@ class LinearMultistep(Method):
 
     @property
     def numeric(self) -> bool:
-        return self.rounding > 0.0
+        return self.rounding > 0
 
     @property
     def symbols(self) -> set[sympy.Symbol]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, final
 
@@ -12,7 +13,7 @@ import sympy
 
 from ..errors import DeclarationError
 from .base import Method, check_order
-from .numbers import is_zero, parse_number
+from .numbers import Number, is_zero, parse_number
 from .tableau import ButcherTableau
 
 _OPERATOR = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -33,7 +34,7 @@ class Splitting(Method):
       `"euler"`, the name of a catalog Runge-Kutta method, or a `ButcherTableau`.
     - `operators`: optional list of the operator names; when given, every step must use one of
       them and each must be used (catches a misspelt operator).
-    - `effective_order`: the claimed order with the declared sub-step (`order` is the claim with
+    - `substep_order`: the claimed order with the declared sub-step (`order` is the claim with
       exact sub-flows).
     """
 
@@ -41,8 +42,9 @@ class Splitting(Method):
     steps: tuple[tuple[str, sympy.Expr], ...]
     substep: ButcherTableau | None  # None: exact sub-flows
     operators: tuple[str, ...]
-    effective_order: int | None
-    rounding: float
+    substep_order: int | None
+    rounding: Fraction
+    step_numbers: tuple[Number, ...]  # the steps' coefficients as parsed (with their precision)
 
     def __init__(
         self,
@@ -51,7 +53,7 @@ class Splitting(Method):
         *,
         name: str | None = None,
         order: int | None = None,
-        effective_order: int | None = None,
+        substep_order: int | None = None,
         operators: Sequence[str] | None = None,
         title: str | None = None,
         reference: str | None = None,
@@ -65,7 +67,9 @@ class Splitting(Method):
                 "a splitting needs at least one step", key="steps", value=steps, valid=valid_step
             )
         parsed: list[tuple[str, sympy.Expr]] = []
-        rounding = 0.0
+        raw_steps: list[list[Any]] = []
+        numbers: list[Number] = []
+        rounding = Fraction(0)
         for k, step in enumerate(steps):
             if isinstance(step, (str, bytes)) or not isinstance(step, Sequence) or len(step) != 2:
                 raise self.error("malformed step", key=f"steps[{k}]", value=step, valid=valid_step)
@@ -87,6 +91,8 @@ class Splitting(Method):
                 )
             rounding = max(rounding, number.rounding)
             parsed.append((op, number.value))
+            raw_steps.append([op, number.raw])
+            numbers.append(number)
         used = tuple(dict.fromkeys(op for op, _ in parsed))
         if operators is not None:
             if (
@@ -118,17 +124,29 @@ class Splitting(Method):
                         valid="use every declared operator",
                     )
             used = declared
+        resolved = _resolve_substep(substep, src)
         self._set(
             steps=tuple(parsed),
-            substep=_resolve_substep(substep, src),
+            substep=resolved,
             operators=used,
-            effective_order=check_order(effective_order, "effective_order", src),
+            substep_order=check_order(substep_order, "substep_order", src),
             rounding=rounding,
+            step_numbers=tuple(numbers),
+        )
+        self._set(
+            _table={
+                "steps": raw_steps,
+                "substep": "exact"
+                if resolved is None
+                else ("euler" if resolved is EULER else resolved.to_table()),
+                "operators": None if operators is None else list(operators),
+                "substep_order": substep_order,
+            }
         )
 
     @property
     def numeric(self) -> bool:
-        return self.rounding > 0.0
+        return self.rounding > 0
 
     @property
     def substep_name(self) -> str:
