@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -244,6 +245,28 @@ def test_explicit_files(tmp_path: Path, tiny: ParallelCorpus) -> None:
     assert (corpus.source_lang, corpus.target_lang) == ("de", "en")
     assert corpus.fingerprint == tiny.fingerprint
     assert corpus.train == tiny.train
+
+
+def test_the_spec_reloads_the_corpus_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copytree(TINY, tmp_path / "data" / "copy")
+    monkeypatch.chdir(tmp_path)
+    given = [
+        "data/copy",
+        "data/copy:de-en",
+        ";".join(f"{s}=data/copy/{s}.de,data/copy/{s}.en" for s in ("train", "valid", "test")),
+    ]
+    corpora = [load_corpus(spec) for spec in given]
+    monkeypatch.chdir(tmp_path / "data")  # elsewhere: the relative specs no longer work
+    for spec, corpus in zip(given, corpora, strict=True):
+        assert str(tmp_path / "data" / "copy") in corpus.spec
+        again = load_corpus(corpus.spec)
+        assert (again.fingerprint, again.source_lang, again.target_lang) == (
+            corpus.fingerprint,
+            corpus.source_lang,
+            corpus.target_lang,
+        ), spec
 
 
 @pytest.mark.parametrize(

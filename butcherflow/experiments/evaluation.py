@@ -22,13 +22,12 @@ from typing import Any
 
 import torch
 
-from ..data import load_corpus
 from ..devices import resolve_device
 from ..errors import ButcherflowError
 from ..generate import score, translate
 from ..generate.evaluate import QUICK_DECODING
 from ..nn import LearnedPositions
-from ..savedir import load_language_model, load_model, read_commit, read_log
+from ..savedir import load_language_model, load_model, read_commit, read_log, run_corpus
 from ..savedir.layout import LAST
 
 DECODING: dict[str, Any] = {"subset": "test", "checkpoint": "last", **QUICK_DECODING}
@@ -60,11 +59,7 @@ def evaluate_translation(save_dir: Path, device: str, *, bins: bool) -> dict[str
     """
     target = resolve_device(device)
     model, vocab, config = load_model(save_dir, DECODING["checkpoint"], device=target)
-    corpus = load_corpus(
-        str(config["data"]),
-        source_lang=config.get("source_lang"),
-        target_lang=config.get("target_lang"),
-    )
+    corpus = run_corpus(save_dir, config)
     if not corpus.test:
         raise ButcherflowError(f"the test split of {corpus.name!r} is empty")
     sources = [s for s, _ in corpus.test]

@@ -17,11 +17,11 @@ from sacrebleu.metrics import BLEU, CHRF
 from tqdm import tqdm
 
 from ..assemble import Seq2Seq
-from ..data import Vocabulary, load_corpus
+from ..data import Vocabulary
 from ..devices import resolve_device
 from ..errors import ButcherflowError, DeclarationError
 from ..nn import LearnedPositions
-from ..savedir import load_model, read_config
+from ..savedir import load_model, run_corpus
 from .search import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B, beam_search, check_options, greedy
 
 SUBSETS = ("valid", "test")
@@ -241,8 +241,9 @@ def evaluate(
 ) -> Evaluation:
     """Load a trained model, translate a subset of its corpus and score it.
 
-    The corpus is the one named in the save dir's `config.json`, reloaded (and filtered) as in
-    training, so the subset is exactly the one validated on during training.
+    The corpus is the one stored in the save dir's `config.json` (with absolute paths: this works
+    from any directory), reloaded and filtered as in training, so the subset is exactly the one
+    validated on during training.
 
     **Arguments:**
 
@@ -264,14 +265,9 @@ def evaluate(
             f"save dir {str(folder)!r} does not exist; give the --save-dir of a "
             "`butcherflow train` run"
         )
-    config = read_config(folder)
     target = resolve_device(device)
-    model, vocab, _ = load_model(folder, checkpoint, device=str(target))
-    corpus = load_corpus(
-        str(config["data"]),
-        source_lang=config.get("source_lang"),
-        target_lang=config.get("target_lang"),
-    )
+    model, vocab, config = load_model(folder, checkpoint, device=str(target))
+    corpus = run_corpus(folder, config)
     pairs = corpus.valid if subset == "valid" else corpus.test
     if not pairs:
         raise ButcherflowError(f"the {subset} split of {corpus.name!r} is empty")

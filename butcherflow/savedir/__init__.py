@@ -8,7 +8,7 @@ Generation and the experiments read trained models through this stage, never thr
 
 from .checkpoint import latest_checkpoint, read_commit
 from .curves import read_log
-from .layout import CheckpointError, read_config
+from .layout import CheckpointError, read_config, recipe_from_config, run_corpus
 from .trained import (
     average_checkpoints,
     checkpoint_paths,
@@ -27,5 +27,7 @@ __all__ = [
     "read_commit",
     "read_config",
     "read_log",
+    "recipe_from_config",
+    "run_corpus",
     "save_weights",
 ]

@@ -16,6 +16,7 @@ from typing import Any, final
 import torch
 
 from ..assemble import Recipe, apply_param_budget, load_recipe
+from ..assemble.declarations import pinned
 from ..devices import check_device
 from ..errors import DeclarationError
 
@@ -207,13 +208,16 @@ class TrainConfig:
 
 
 def resolve_recipe(config: TrainConfig, vocab_size: int) -> Recipe:
-    """The recipe actually trained: the size overrides applied, then its `param_budget` rule.
+    """The recipe actually trained: its methods pinned, the size overrides applied, then its
+    `param_budget` rule.
 
-    The budget recipe gets the same overrides, so `--d-model 128` on `macaron` still matches the
-    parameter count of `transformer-small` at d_model 128. The result has no `param_budget` left
-    (d_ffn is fixed), so `Seq2Seq(recipe, vocab_size)` rebuilds the same model from it.
+    Every method is replaced by its declaration as read now (`declarations.pinned`), so the
+    run's `config.json` holds the coefficients it trains with. The budget recipe gets the same
+    overrides, so `--d-model 128` on `macaron` still matches the parameter count of
+    `transformer-small` at d_model 128. The result has no `param_budget` left (d_ffn is fixed),
+    so `Seq2Seq(recipe, vocab_size)` rebuilds the same model from it.
     """
-    recipe = _with_overrides(load_recipe(config.recipe), config)
+    recipe = pinned(_with_overrides(load_recipe(config.recipe), config))
     if recipe.param_budget is not None and config.task == "language_model":
         raise DeclarationError(
             f"recipe '{recipe.name}' matches the parameter count of the encoder-decoder "

@@ -24,12 +24,14 @@ from torch.amp import GradScaler
 from torch.optim import Optimizer
 
 from ..assemble import Recipe, recipe_to_toml
+from ..assemble.declarations import difference, pinned, references
+from ..assemble.recipe import method_name
 from ..data import ParallelCorpus, Vocabulary, build_vocabulary, default_cache_dir
 from ..errors import DeclarationError
 from ..savedir.atomic import atomic_path, remove_stale_temporaries, write_json
 from ..savedir.checkpoint import assign_weights, load_state, load_weights
 from ..savedir.curves import append_log, truncate_log
-from ..savedir.layout import CONFIG, LOG, VOCAB, CheckpointError, read_config
+from ..savedir.layout import CONFIG, LOG, VOCAB, CheckpointError, read_config, recipe_from_config
 from . import distributed
 from .config import TrainConfig, flag, resolve_recipe
 
@@ -51,11 +53,12 @@ class Progress:
 def _check_resumable(
     config: TrainConfig,
     saved: dict[str, Any],
-    recipe_text: str,
+    recipe: Recipe,
     corpus: ParallelCorpus,
     save_dir: Path,
 ) -> None:
-    """A rerun must be the same run: same recipe, data, vocabulary and optimisation settings."""
+    """A rerun must be the same run: same recipe, declarations, data, vocabulary and
+    optimisation settings."""
     where = save_dir / CONFIG
     for key, old, new in config.differences(saved):
         raise DeclarationError(
@@ -65,7 +68,9 @@ def _check_resumable(
             valid=f"rerun with {flag(key)} {old!r} to resume, or use another --save-dir",
             source=where,
         )
-    if saved.get("recipe_toml") != recipe_text:
+    stored = pinned(recipe_from_config(saved, source=where))  # a run saved before: today's catalog
+    _check_declarations(stored, recipe, where)
+    if recipe_to_toml(stored) != recipe_to_toml(recipe):
         raise DeclarationError(
             f"the recipe '{config.recipe}' differs from the one this save dir was trained with "
             "(was its file edited?)",
@@ -80,6 +85,26 @@ def _check_resumable(
             key="--data",
             value=config.data,
             valid="the same data, or another --save-dir",
+            source=where,
+        )
+
+
+def _check_declarations(stored: Recipe, recipe: Recipe, where: Path) -> None:
+    """Every method of the run must have the declaration it was trained with: a catalog file or
+    a user's declaration file edited since is named, with the first entry that differs."""
+    saved = references(stored)
+    for slot, now in references(recipe).items():
+        found = difference(saved[slot], now) if slot in saved else None
+        if found is None:
+            continue
+        entry, old, new = found
+        what = f"its entry '{entry}' was {old!r}, is now {new!r}" if entry else f"was {old!r}"
+        raise DeclarationError(
+            f"this save dir was trained with another declaration of '{method_name(now)}' "
+            f"({slot}): {what} (was its file edited, or the catalog changed?)",
+            key=slot,
+            value=method_name(now),
+            valid="restore the declaration the run was trained with, or use another --save-dir",
             source=where,
         )
 
@@ -112,19 +137,19 @@ def open_save_dir(
         distributed.barrier()
         vocab = build_vocabulary(corpus, config.vocab_size, default_cache_dir())
     recipe = resolve_recipe(config, len(vocab))
-    recipe_text = recipe_to_toml(recipe)
     if saved is not None:
-        _check_resumable(config, saved, recipe_text, corpus, save_dir)
+        _check_resumable(config, saved, recipe, corpus, save_dir)
     if process.is_main:
         if saved is None:
             with atomic_path(save_dir / VOCAB) as tmp:
                 shutil.copyfile(vocab.path, tmp)
         config_json = {
             **config.to_json(),
-            "recipe_toml": recipe_text,
+            "recipe_toml": recipe_to_toml(recipe),
             "vocab_size": len(vocab),
             "corpus_name": corpus.name,
             "corpus_fingerprint": corpus.fingerprint,
+            "corpus_spec": corpus.spec,
             "languages": [corpus.source_lang, corpus.target_lang],
         }
         write_json(save_dir / CONFIG, config_json)
