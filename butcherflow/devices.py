@@ -1,11 +1,14 @@
-"""Where a model runs: the `--device` of every command, resolved in one place.
+"""Where a model runs: the `--device` and `--threads` of every command, in one place.
 
 `auto` is this process's GPU when CUDA works, else the CPU; `cuda` is this process's GPU (its
-`LOCAL_RANK` under torchrun, else GPU 0); `cuda:N` is GPU N; `cpu` is the CPU. Training,
-generation, the experiments and the benchmarks all resolve their device here.
+`LOCAL_RANK` under torchrun, else GPU 0); `cuda:N` is GPU N; `cpu` is the CPU. `--threads` sets
+torch's CPU threads. Training, generation, the experiments and the benchmarks all resolve their
+device and threads here.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 
@@ -53,3 +56,44 @@ def resolve_device(
             valid=f"{key} cpu or auto",
         )
     return torch.device(text if ":" in text else f"cuda:{local_rank}")
+
+
+def set_threads(threads: int | None) -> int:
+    """Set torch's intra-op CPU threads (`--threads`); None leaves torch's default.
+
+    torch's default is `OMP_NUM_THREADS` when set, else the number of physical cores. On a
+    machine shared with other work, that many threads oversubscribe the cores and small models
+    run several times slower than with one (each thread waits for the busiest core).
+
+    **Arguments:**
+
+    - `threads`: an integer >= 1, or None.
+
+    **Returns:** the thread count torch uses from now on (to print and record).
+    """
+    check_threads(threads)
+    if threads is not None:
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
+def check_threads(threads: Any) -> None:
+    """`--threads` is None (torch's default) or an integer >= 1."""
+    if threads is None:
+        return
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise DeclarationError(
+            "must be an integer >= 1",
+            key="--threads",
+            value=threads,
+            valid="an integer >= 1, or leave it out for torch's default "
+            f"({torch.get_num_threads()} here)",
+        )
+
+
+def threads_note(threads: int | None) -> str:
+    """`"1 torch thread (--threads 1)"` or `"2 torch threads (torch's default)"`, to print."""
+    count = torch.get_num_threads()
+    plural = "" if count == 1 else "s"
+    why = f"--threads {threads}" if threads is not None else "torch's default"
+    return f"{count} torch thread{plural} ({why})"

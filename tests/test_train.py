@@ -7,6 +7,7 @@ runs that are SIGKILLed, interrupted mid-save, or resumed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import math
@@ -24,7 +25,13 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
-from butcherflow.data.batching import EncodedSplit, collate, encode_split, target_side
+from butcherflow.data.batching import (
+    EncodedSplit,
+    collate,
+    encode_split,
+    make_batches,
+    target_side,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -40,8 +47,10 @@ from butcherflow.assemble import (
     recipe_to_toml,
 )
 from butcherflow.cli import main
+from butcherflow.devices import set_threads
 from butcherflow.savedir import checkpoint as ckpt
 from butcherflow.savedir import read_config, trained
+from butcherflow.train import loop
 from butcherflow.train.config import TrainConfig, resolve_recipe
 from butcherflow.train.distributed import Process
 from butcherflow.train.loop import TrainingError, train
@@ -51,6 +60,7 @@ from butcherflow.train.step import (
     label_smoothed_loss,
     optimizer_step,
     shard,
+    validate,
 )
 
 TINY = Path(__file__).parent / "data" / "tiny"
@@ -176,6 +186,8 @@ def test_shard_gives_every_process_as_many_batches() -> None:
         ({"source_lang": "de"}, ["--target-lang", "both"]),
         ({"d_model": 0}, ["--d-model", "0"]),
         ({"warmup_init_lr": 1.0}, ["--warmup-init-lr", "1.0", "<= --lr"]),
+        ({"patience": -1}, ["--patience", "-1", ">= 0"]),
+        ({"threads": 0}, ["--threads", "0", ">= 1"]),
     ],
 )
 def test_bad_config_names_the_flag(changes: dict[str, Any], fragments: list[str]) -> None:
@@ -480,6 +492,99 @@ def test_time_budget_and_max_epoch_stop_with_a_checkpoint(tmp_path: Path) -> Non
     assert commit is not None and commit["update"] == epoch["updates"] and commit["epoch"] == 2
 
 
+def test_patience_stops_after_that_many_validations_without_improvement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fairseq's rule: the counter restarts at every new best (strictly lower valid loss) and the
+    run stops when it reaches `patience`; the counter survives a resume."""
+    scripted = iter([3.0, 2.0, 2.5, 2.0, 2.2, 1.0, 0.5])  # valid losses at updates 1, 2, ...
+    real = loop.validate
+
+    def validate(*args: Any, **kwargs: Any) -> dict[str, float]:
+        return {**real(*args, **kwargs), "valid_loss": next(scripted)}
+
+    monkeypatch.setattr(loop, "validate", validate)
+    patient = config(tmp_path, max_update=14, validate_interval_updates=1, patience=3)
+    summary = train(patient)
+    # best at update 2 (2.0); 2.5, 2.0 (not lower) and 2.2 are three without improvement
+    assert summary["updates"] == 5 and summary["stopped"].startswith("patience 3")
+    assert ckpt.read_commit(tmp_path, "checkpoint_best")["update"] == 2  # type: ignore[index]
+    assert ckpt.read_commit(tmp_path, "checkpoint_last")["update"] == 5  # type: ignore[index]
+    again = train(patient)  # the counter was saved: nothing left to do
+    assert again["updates"] == 5 and again["stopped"].startswith("patience 3")
+    more = train(dataclasses.replace(patient, patience=4, max_update=6))  # a resumable change
+    assert more["updates"] == 6 and more["stopped"] == "max_update 6 reached"
+    assert ckpt.read_commit(tmp_path, "checkpoint_best")["update"] == 6  # type: ignore[index]
+    monkeypatch.undo()
+    off = train(config(tmp_path / "off", max_update=3, validate_interval_updates=1))
+    assert off["updates"] == 3 and off["stopped"] == "max_update 3 reached"  # 0 = no patience
+
+
+@pytest.mark.parametrize("task", ["translation", "language_model"])
+def test_validation_perplexity_is_the_one_computed_by_hand(task: str) -> None:
+    """`validate` batches and pads several sentences; here every sentence goes through the model
+    alone (no padding, no batching), its target log-probabilities are summed by hand, and the
+    perplexity is exp(total nll / total target tokens) (float64, exact to rounding)."""
+    from butcherflow.assemble import LanguageModel
+
+    vocab, pad, bos, eos, epsilon = 50, 0, 2, 3, 0.1
+    sizes = {**SIZES, "decoder_layers": None} if task == "language_model" else SIZES
+    settings = TrainConfig("transformer-small", "x", "-", dropout=0.0, task=task, **sizes)
+    recipe = resolve_recipe(settings, vocab)
+    torch.manual_seed(0)
+    model = (LanguageModel if task == "language_model" else Seq2Seq)(recipe, vocab).double()
+    generator = torch.Generator().manual_seed(1)
+    lengths = [(5, 3), (2, 7), (9, 1), (4, 4), (1, 6)]  # (source, target) lengths: padding
+    split = EncodedSplit(
+        [torch.randint(4, vocab, (n,), generator=generator).tolist() for n, _ in lengths],
+        [torch.randint(4, vocab, (m,), generator=generator).tolist() for _, m in lengths],
+    )
+    if task == "language_model":
+        split = target_side(split)
+    nll = smoothed = tokens = 0.0
+    model.eval()
+    with torch.no_grad():
+        for src, tgt in zip(split.src, split.tgt, strict=True):
+            inputs = torch.tensor([[bos, *tgt]])
+            if task == "language_model":
+                logits = model(inputs)
+            else:
+                logits = model(torch.tensor([src]), inputs)
+            logp = torch.log_softmax(logits[0], dim=-1)  # (len(tgt) + 1, vocab)
+            for position, token in enumerate([*tgt, eos]):
+                nll -= float(logp[position, token])
+                # fairseq: eps/(V-1) on every wrong class, 1 - eps on the right one
+                others = -float(logp[position].sum()) + float(logp[position, token])
+                smoothed += (1 - epsilon) * -float(logp[position, token])
+                smoothed += epsilon / (vocab - 1) * others
+                tokens += 1
+    config = TrainConfig("transformer-small", "x", "-", max_tokens=12, label_smoothing=epsilon)
+    measured = validate(
+        model, split, config, torch.device("cpu"), contextlib.nullcontext, Process()
+    )
+    assert len(make_batches(split, 12, shuffle=False, seed=1, epoch=1)) > 1  # several batches
+    assert measured["valid_nll_loss"] == pytest.approx(nll / tokens / math.log(2), rel=1e-12)
+    assert measured["valid_ppl"] == pytest.approx(math.exp(nll / tokens), rel=1e-12)
+    assert measured["valid_loss"] == pytest.approx(smoothed / tokens / math.log(2), rel=1e-12)
+    assert pad not in [t for sentence in split.tgt for t in sentence]
+
+
+def test_set_threads_sets_torchs_count_and_none_keeps_it(tmp_path: Path) -> None:
+    before = torch.get_num_threads()
+    other = 2 if before == 1 else 1
+    try:
+        assert set_threads(None) == before == torch.get_num_threads()
+        assert set_threads(other) == other == torch.get_num_threads()
+        summary = train(config(tmp_path, max_update=1, threads=before))
+        assert summary["threads"] == before == torch.get_num_threads()
+        assert read_config(tmp_path)["threads"] == before
+    finally:
+        torch.set_num_threads(before)
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(DeclarationError, match="--threads"):
+            set_threads(bad)  # type: ignore[arg-type]
+
+
 # --- non-finite losses ---------------------------------------------------------------------------
 
 
@@ -741,6 +846,18 @@ def test_bench_train_writes_its_section(benchmarks_md: Path) -> None:
     text = output.read_text()
     assert "kept" in text and "<!-- bench:train:start -->" in text
     assert "| transformer-small | " in text
+    assert f", {torch.get_num_threads()} torch thread(s); load average " in text
+
+
+def test_transformer_small_against_torch_is_stated_once() -> None:
+    """One figure, one home: docs/benchmarks.md compares transformer-small with
+    torch.nn.Transformer only in the `bench train` section, which names its thread count."""
+    text = (TINY.parent.parent.parent / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("| transformer-small |")]
+    reference = [line for line in text.splitlines() if line.startswith("| torch.nn.Transformer")]
+    assert len(reference) == 1 and len([r for r in rows if r.count("|") == 5]) == 1
+    train = text.split("<!-- bench:train:start -->", 1)[1].split("<!-- bench:train:end -->")[0]
+    assert reference[0] in train and "torch thread(s)" in train
 
 
 @pytest.mark.slow

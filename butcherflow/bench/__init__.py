@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..devices import set_threads
+
 HEADER = (
     "# Benchmarks\n\n"
     "Every number on this page comes from a `butcherflow bench ...` command that anyone can rerun; "
@@ -61,11 +63,14 @@ def run_benchmark(args: argparse.Namespace) -> int:
     **Arguments:**
 
     - `args`: parsed CLI arguments: `what` (`"order"`, `"block"` or `"beam"`), `output`, `repeats`,
-      `no_nodepy`.
+      `no_nodepy`, `threads` (torch's CPU threads; None keeps torch's default).
 
     **Returns:** the exit code, 0 (a missed target is reported, not an error).
     """
-    command = f"butcherflow bench {args.what} --repeats {args.repeats}"
+    threads = getattr(args, "threads", None)
+    set_threads(threads)
+    given = f" --threads {threads}" if threads is not None else ""
+    command = f"butcherflow bench {args.what} --repeats {args.repeats}{given}"
     if args.what == "order" and args.no_nodepy:
         command += " --no-nodepy"
     if str(args.output) != "docs/benchmarks.md":
@@ -84,7 +89,7 @@ def run_benchmark(args: argparse.Namespace) -> int:
         command = "butcherflow bench train " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in options.items()
         )
-        command += " --compile" * args.compile
+        command += " --compile" * args.compile + given
         if str(args.output) != "docs/benchmarks.md":
             command += f" --output {args.output}"
         run_train_bench(args.output, command, compile=args.compile, **options)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -186,6 +187,7 @@ def bench_train(
 
 def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]:
     """Run `bench_train(**options)`, print the table and write the `train` section of `output`."""
+    load = os.getloadavg()[0]  # the machine's business, which every row shared (they alternate)
     rows, settings = bench_train(**options)
     by_name = {r.name: r for r in rows}
     lines = [
@@ -194,6 +196,8 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
         f"Command: `{command}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}). "
         f"Machine: {machine()}; torch {torch.__version__}"
         + (f", {torch.cuda.get_device_name()}" if torch.cuda.is_available() else "")
+        + f", {torch.get_num_threads()} torch thread(s); load average {load:.1f} at start, "
+        f"{os.getloadavg()[0]:.1f} at the end"
         + f". Settings: {settings}. Each model takes the training loop's own step "
         "(label-smoothed loss, AdamW) on the same batches, in turns; throughput counts target "
         "tokens (non-pad, eos included), as fairseq does.",

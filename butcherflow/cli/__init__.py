@@ -20,6 +20,7 @@ from ..errors import ButcherflowError, ButcherflowWarning
 from .declarations import cmd_check, cmd_list, cmd_show
 from .docs import cmd_bench, cmd_gallery
 from .pipeline import (
+    THREADS_HELP,
     cmd_average,
     cmd_evaluate,
     cmd_experiment,
@@ -101,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", default="docs/benchmarks.md", help="markdown file to update")
     p.add_argument("--repeats", type=int, default=3, help="timings are the median of repeats")
     p.add_argument("--no-nodepy", action="store_true", help="skip the NodePy comparison")
+    p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     train = p.add_argument_group("bench train (training tokens/s beside torch.nn.Transformer)")
     train.add_argument("--data", default="bible:de-en", help="the corpus whose batches are timed")
     train.add_argument("--vocab-size", type=int, default=8000, help="BPE vocabulary size")
@@ -122,8 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
         "experiment",
         help="run one of the papers' experiments (resumable) and write its table and plot",
     )
-    p.add_argument("name", help="truncation, translation, coefficients, extrapolation or depth")
-    p.add_argument("--budget", type=int, default=None, help="updates per run (default: its own)")
+    p.add_argument(
+        "name",
+        help="truncation, translation, coefficients, extrapolation or depth (all: every one, "
+        "with --report-only)",
+    )
+    p.add_argument(
+        "--budget", type=int, default=None, help="updates of every run (default: each run's own)"
+    )
     p.add_argument("--device", default="auto", help="auto (default), cpu, cuda or cuda:N")
     p.add_argument(
         "--sizes", default="small", help="small (CPU, default), base (transformer-base, GPU), tiny"
@@ -132,6 +140,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", default="runs/experiments", help="a save dir per run and seed")
     p.add_argument("--seeds", type=int, nargs="+", default=None, help="replace every run's seeds")
     p.add_argument("--data", default=None, help="replace the experiment's corpus (e.g. a test one)")
+    p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rebuild NAME.md, NAME.png and index.md from OUT/NAME.json; train nothing",
+    )
+    p.add_argument(
+        "--readme",
+        default=None,
+        metavar="FILE",
+        help="also rewrite the experiments' summary between the markers of FILE (README.md)",
+    )
     p.set_defaults(run=cmd_experiment)
     return parser
 

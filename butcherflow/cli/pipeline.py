@@ -11,12 +11,19 @@ from pathlib import Path
 from typing import Any
 
 from ..devices import resolve_device
-from ..experiments import run_experiment
+from ..errors import DeclarationError
+from ..experiments import EXPERIMENTS, run_experiment, write_reports
+from ..experiments.index import write_readme_summary
 from ..generate import evaluate, translate
 from ..generate.evaluate import MAX_TOKENS, validation_bleu
 from ..generate.search import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B
 from ..savedir import average_checkpoints, checkpoint_paths, load_model, read_config, save_weights
 from ..train import TrainConfig, train
+
+THREADS_HELP = (
+    "torch's CPU threads (default: torch's, OMP_NUM_THREADS or the physical cores; "
+    "1 is often fastest on a busy machine)"
+)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -134,6 +141,7 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         ("--max-update", int, "stop after this many updates (default 0: no limit)"),
         ("--max-epoch", int, "stop after this many epochs (default 0: no limit)"),
         ("--time-budget", float, "stop with a checkpoint after this many seconds of this command"),
+        ("--patience", int, "stop when valid loss has not improved for N validations (0: off)"),
         ("--seed", int, "initialisation, dropout and shuffling (default 1)"),
         ("--save-interval-updates", int, "also save checkpoint_<update> every N updates"),
         ("--keep-last-checkpoints", int, "keep the newest N interval checkpoints (default all)"),
@@ -141,6 +149,7 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         ("--log-interval", int, "updates per line of log.jsonl (default 100)"),
         ("--vocab-size", int, "joint sentencepiece BPE vocabulary size (default 8000)"),
         ("--device", str, "auto (default), cpu, cuda or cuda:N"),
+        ("--threads", int, THREADS_HELP),
         ("--precision", str, "auto (default: bf16/fp16 on GPU, fp32 on CPU), fp32, bf16, fp16"),
         ("--d-model", int, "override the recipe's d_model"),
         ("--n-heads", int, "override the recipe's n_heads"),
@@ -164,6 +173,26 @@ def train_flags(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
+    if args.name == "all" and not args.report_only:
+        raise DeclarationError(
+            "'all' rebuilds every report from its JSON; it trains nothing",
+            key="NAME",
+            value="all",
+            valid="add --report-only, or name one experiment",
+        )
+    if args.report_only:
+        for name in EXPERIMENTS if args.name == "all" else [args.name]:
+            if args.name == "all" and not (Path(args.out) / f"{name}.json").is_file():
+                continue
+            outcome = write_reports(name, args.out)
+            print(
+                f"{name}: {len(outcome.results)} result(s) from {args.out}/{name}.json; "
+                f"report {outcome.report}, index {outcome.index} (nothing trained)"
+            )
+        if args.readme:
+            write_readme_summary(Path(args.readme), Path(args.out), EXPERIMENTS)
+            print(f"summary of {args.out}/*.json written into {args.readme}")
+        return 0
     outcome = run_experiment(
         args.name,
         budget=args.budget,
@@ -173,9 +202,14 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         runs_dir=args.runs_dir,
         seeds=args.seeds,
         data=args.data,
+        threads=args.threads,
     )
     print(
         f"{args.name}: {len(outcome.trained)} run(s) trained, {len(outcome.skipped)} already "
-        f"done; report {outcome.report}, index {outcome.index}"
+        f"done, {len(outcome.carried)} carried over from the record; report {outcome.report}, "
+        f"index {outcome.index}"
     )
+    if args.readme:
+        write_readme_summary(Path(args.readme), Path(args.out), EXPERIMENTS)
+        print(f"summary of {args.out}/*.json written into {args.readme}")
     return 0

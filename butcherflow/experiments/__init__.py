@@ -7,7 +7,7 @@ length bins, throughput of a finished run), `report.py` (tables, figures, index)
 """
 
 from .catalog import EXPERIMENTS, PRESETS
-from .runner import Outcome, get_experiment, get_preset, plan, run_experiment
+from .runner import Outcome, get_experiment, get_preset, plan, run_experiment, write_reports
 from .spec import Claim, Comparison, Experiment, Preset, Run, Variant
 from .verdict import Verdict, combine, judge, mean_std
 
@@ -29,4 +29,5 @@ __all__ = [
     "mean_std",
     "plan",
     "run_experiment",
+    "write_reports",
 ]

@@ -17,7 +17,7 @@ import torch
 
 from ..assemble import Recipe, apply_param_budget, load_recipe
 from ..assemble.declarations import pinned
-from ..devices import check_device
+from ..devices import check_device, check_threads
 from ..errors import DeclarationError
 
 TASKS = ("translation", "language_model")
@@ -34,6 +34,7 @@ RESUMABLE_CHANGES = (
     "max_update",
     "max_epoch",
     "time_budget",
+    "patience",
     "save_interval_updates",
     "keep_last_checkpoints",
     "validate_interval_updates",
@@ -41,6 +42,7 @@ RESUMABLE_CHANGES = (
     "device",
     "precision",
     "compile",
+    "threads",
 )
 
 
@@ -67,13 +69,16 @@ class TrainConfig:
     - `label_smoothing`, `dropout` (None keeps the recipe's), `clip_norm` (0 = no clipping),
       `weight_decay`.
     - `max_update`, `max_epoch` (0 = no limit), `time_budget` (seconds of wall clock, None = no
-      limit): the stop rules; the first one reached stops the run with a checkpoint.
+      limit), `patience` (fairseq's: stop when the validation loss has not improved for this many
+      consecutive validations; 0 = off): the stop rules; the first one reached stops the run with
+      a checkpoint.
     - `seed`: initialisation, dropout and batch shuffling.
     - `save_interval_updates` (0 = at epoch ends only), `keep_last_checkpoints` (-1 = all),
       `validate_interval_updates` (0 = at epoch ends only), `log_interval` (updates per line of
       `log.jsonl`).
     - `vocab_size`: size of the joint sentencepiece vocabulary.
     - `device` (`auto|cpu|cuda|cuda:N`), `precision` (`auto|fp32|bf16|fp16`), `compile`.
+    - `threads`: torch's intra-op CPU threads (`set_threads`; None keeps torch's default).
     - `d_model`, `n_heads`, `d_ffn`, `encoder_layers`, `decoder_layers`: size overrides of the
       recipe (None keeps the recipe's value).
     - `task`: `"translation"` (a `Seq2Seq` on the pairs) or `"language_model"` (a decoder-only
@@ -108,6 +113,8 @@ class TrainConfig:
     precision: str = "auto"
     compile: bool = False
     time_budget: float | None = None
+    patience: int = 0
+    threads: int | None = None
     d_model: int | None = None
     n_heads: int | None = None
     d_ffn: int | None = None
@@ -127,6 +134,8 @@ class TrainConfig:
         _integer(self, "warmup_updates", minimum=1, why="the inverse-sqrt schedule needs one")
         _integer(self, "max_update", minimum=0, why="0 = no limit")
         _integer(self, "max_epoch", minimum=0, why="0 = no limit")
+        _integer(self, "patience", minimum=0, why="validations without improvement; 0 = off")
+        check_threads(self.threads)
         _integer(self, "seed", minimum=0)
         _integer(self, "save_interval_updates", minimum=0, why="0 = at epoch ends only")
         _integer(self, "keep_last_checkpoints", minimum=-1, why="-1 = keep all")

@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from ..assemble import Seq2Seq
 from ..data import Vocabulary, collate, make_batches
-from ..devices import resolve_device
+from ..devices import resolve_device, set_threads
 from ..errors import ButcherflowError, DeclarationError
 from ..savedir.checkpoint import prune, save_checkpoint
 from ..savedir.curves import plot_curves
@@ -72,7 +72,7 @@ def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict
 
     **Returns:** a summary: `save_dir`, `updates`, `epoch` (the one being trained), `epochs_done`,
     `best_valid_loss`, `valid_loss` (bits per target token), `stopped` (the stop rule that ended
-    the run), `nonfinite_skipped`, `train_tokens`, `seconds`.
+    the run), `nonfinite_skipped`, `train_tokens`, `seconds`, `threads` (torch's CPU threads).
     """
     if validate_bleu is not None and config.task != "translation":
         raise DeclarationError(
@@ -82,6 +82,7 @@ def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict
             valid="leave --validate-bleu out for --task language_model",
         )
     device = resolve_device(config.device, local_rank=int(os.environ.get("LOCAL_RANK", "0") or 0))
+    set_threads(config.threads)
     joined = not torch.distributed.is_initialized()
     process = distributed.init(device.type)
     try:
@@ -143,6 +144,7 @@ def _train(run: Run, validate_bleu: BleuHook | None) -> dict[str, Any]:
                 end_of_epoch or stopped or (due and progress.update % due == 0)
             ):
                 is_best = validate_now(run, validate_bleu)
+                stopped = stopped or stop_rule(run, clock=False)  # patience: judged at validations
             names = checkpoint_names(run, end_of_epoch or stopped is not None, is_best)
             if names:
                 save(run, names)
@@ -238,6 +240,7 @@ def validate_now(run: Run, validate_bleu: BleuHook | None) -> bool:
     best = run.last_valid["valid_loss"] < progress.best_valid_loss
     if best:
         progress.best_valid_loss = run.last_valid["valid_loss"]
+    progress.validations_since_best = 0 if best else progress.validations_since_best + 1
     run.log({"kind": "valid", **shown, "best_valid_loss": progress.best_valid_loss})
     numbers = " | ".join(f"{k.removeprefix('valid_')} {v:.3f}" for k, v in shown.items())
     run.say(
@@ -284,13 +287,16 @@ def save(run: Run, names: list[str]) -> None:
 
 
 def stop_rule(run: Run, clock: bool = True) -> str | None:
-    """The stop rule that ends the run now (`max_update`, `max_epoch`, the time budget), or None;
-    every process stops at the same update. `clock=False` ignores the time budget."""
+    """The stop rule that ends the run now (`max_update`, `max_epoch`, `patience`, the time
+    budget), or None; every process stops at the same update. `clock=False` ignores the time
+    budget."""
     config, progress = run.config, run.progress
     if config.max_update and progress.update >= config.max_update:
         return f"max_update {config.max_update} reached"
     if config.max_epoch and progress.epoch > config.max_epoch:
         return f"max_epoch {config.max_epoch} reached"
+    if config.patience and progress.validations_since_best >= config.patience:
+        return f"patience {config.patience}: no better valid loss in as many validations"
     budget = config.time_budget
     spent = clock and budget is not None and time.monotonic() - run.started >= budget
     if distributed.any_process(spent, run.device):
@@ -319,4 +325,5 @@ def finish(run: Run, stopped: str | None) -> dict[str, Any]:
         "nonfinite_skipped": progress.nonfinite_total,
         "train_tokens": progress.train_tokens,
         "seconds": time.monotonic() - run.started,
+        "threads": torch.get_num_threads(),
     }

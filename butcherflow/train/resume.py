@@ -45,6 +45,7 @@ class Progress:
     epoch: int = 1  # the epoch being trained (1-based, as fairseq)
     batch_in_epoch: int = 0  # micro-batches of this epoch already consumed, per process
     best_valid_loss: float = math.inf
+    validations_since_best: int = 0  # fairseq's patience counter
     nonfinite_total: int = 0
     nonfinite_in_row: int = 0
     train_tokens: int = 0  # target tokens trained on, summed over processes

@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from ..assemble import LanguageModel, Recipe, Seq2Seq
 from ..data import EncodedSplit, ParallelCorpus, Vocabulary, encode_split, load_corpus, target_side
+from ..devices import threads_note
 from ..errors import DeclarationError
 from ..savedir.checkpoint import latest_checkpoint
 from ..savedir.curves import append_log
@@ -211,5 +212,6 @@ def _say_what_runs(run: Run, recipe: Recipe, corpus: ParallelCorpus, precision: 
         run.say(f"  {note}")
     run.say(
         f"device {run.device}, precision {precision}, {run.process.world_size} process(es), "
+        f"{threads_note(config.threads)}, "
         f"max_tokens {config.max_tokens} x update_freq {config.update_freq}"
     )
