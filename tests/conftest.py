@@ -4,7 +4,6 @@ vocabulary cache per module and a benchmarks file."""
 from __future__ import annotations
 
 import contextlib
-import importlib
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,9 +11,6 @@ from pathlib import Path
 import pytest
 
 import butcherflow as bf
-
-# `butcherflow.methods.catalog` is the Catalog instance (it shadows the submodule): go by name.
-catalog_module = importlib.import_module("butcherflow.methods.catalog")
 
 
 @contextlib.contextmanager
@@ -55,7 +51,7 @@ def isolated_catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> bf.meth
     folder = tmp_path / "solvers"
     folder.mkdir()
     fresh = bf.methods.Catalog(folder)
-    monkeypatch.setattr(catalog_module, "catalog", fresh)
+    monkeypatch.setattr("butcherflow.methods.files.catalog", fresh)
     return fresh
 
 

@@ -58,9 +58,9 @@ from butcherflow.experiments.verdict import (
     format_mean_std,
     judge_paired,
 )
-from butcherflow.train.checkpoint import read_commit
+from butcherflow.savedir import read_commit
+from butcherflow.savedir.curves import read_log
 from butcherflow.train.config import resolve_recipe
-from butcherflow.train.curves import read_log
 
 ROOT = Path(__file__).parent.parent
 TINY = Path(__file__).parent / "data" / "tiny"

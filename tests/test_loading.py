@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import pytest
@@ -11,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import butcherflow as bf
+from butcherflow.methods import files as catalog_files
 
-catalog_module = importlib.import_module("butcherflow.methods.catalog")
-from_dict = catalog_module.from_dict
+from_dict = catalog_files.from_dict
 
 RK4 = """
     name = "my-rk4"
@@ -359,7 +358,7 @@ def test_catalog_resolve(tmp_path, write_toml, heun) -> None:
 
 # -- property: random TOML-ish content -> DeclarationError or a declaration ------------------------
 
-FAMILIES = catalog_module.FAMILIES
+FAMILIES = catalog_files.FAMILIES
 toml_scalars = st.one_of(
     st.booleans(),
     st.integers(-(2**63), 2**63 - 1),
@@ -406,8 +405,8 @@ PLAUSIBLE = {
 
 
 def declaration_dicts(family: object) -> st.SearchStrategy[dict]:
-    keys = [k for k in catalog_module.COMMON_KEYS if k != "family"]
-    keys += catalog_module.FAMILY_KEYS.get(family, ()) if isinstance(family, str) else ()
+    keys = [k for k in catalog_files.COMMON_KEYS if k != "family"]
+    keys += catalog_files.FAMILY_KEYS.get(family, ()) if isinstance(family, str) else ()
     optional = {
         key: st.one_of(PLAUSIBLE[key], toml_values) if key in PLAUSIBLE else toml_values
         for key in keys

@@ -25,21 +25,35 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
-from butcherflow import DeclarationError
-from butcherflow.assemble import Seq2Seq, load_recipe, recipe_from_dict, recipe_names
-from butcherflow.cli import main
-from butcherflow.train import checkpoint as ckpt
-from butcherflow.train import loop, trained
-from butcherflow.train.batching import (
+from butcherflow.data.batching import (
     EncodedSplit,
     collate,
     encode_split,
     make_batches,
     target_side,
 )
-from butcherflow.train.config import TrainConfig, resolve_recipe, set_threads
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from butcherflow import DeclarationError
+from butcherflow.assemble import (
+    Seq2Seq,
+    load_recipe,
+    recipe_from_dict,
+    recipe_names,
+    recipe_to_toml,
+)
+from butcherflow.cli import main
+from butcherflow.devices import set_threads
+from butcherflow.savedir import checkpoint as ckpt
+from butcherflow.savedir import read_config, trained
+from butcherflow.train import loop
+from butcherflow.train.config import TrainConfig, resolve_recipe
 from butcherflow.train.distributed import Process
-from butcherflow.train.loop import KILL_ENV, TrainingError, train
+from butcherflow.train.loop import TrainingError, train
 from butcherflow.train.step import (
     forward_backward,
     inverse_sqrt_lr,
@@ -206,7 +220,7 @@ def test_size_overrides_and_param_budget() -> None:
 @pytest.mark.parametrize("name", recipe_names())
 def test_recipe_survives_config_json(name: str) -> None:
     recipe = load_recipe(name)
-    back = recipe_from_dict(ckpt.tomllib.loads(ckpt.recipe_to_toml(recipe)))
+    back = recipe_from_dict(tomllib.loads(recipe_to_toml(recipe)))
     assert back == dataclasses.replace(recipe, source=None)
 
 
@@ -258,7 +272,7 @@ def test_run_writes_the_save_dir(reference: tuple[Path, dict[str, Any]]) -> None
     save_dir, summary = reference
     assert summary["updates"] == 14 and summary["epochs_done"] >= 1
     assert summary["stopped"] == "max_update 14 reached"
-    config_json = ckpt.read_config(save_dir)
+    config_json = read_config(save_dir)
     assert config_json["vocab_size"] == 200 and config_json["max_tokens"] == 2048
     assert "d_model = 32" in config_json["recipe_toml"]
     for name in ("checkpoint_last", "checkpoint_best", "checkpoint_3", "checkpoint_12"):
@@ -277,7 +291,7 @@ def test_run_writes_the_save_dir(reference: tuple[Path, dict[str, Any]]) -> None
 
 
 def ckpt_log(save_dir: Path) -> list[dict[str, Any]]:
-    from butcherflow.train.curves import read_log
+    from butcherflow.savedir.curves import read_log
 
     return read_log(save_dir / "log.jsonl")
 
@@ -332,17 +346,39 @@ def test_average_checkpoints_is_the_mean(tmp_path: Path) -> None:
 # --- resume --------------------------------------------------------------------------------------
 
 
+# `butcherflow train ARGS` that SIGKILLs itself as update 8 begins: after update 7 and the
+# checkpoints it wrote (checkpoint_6 is the last one, every 3 updates), as a hard kill would.
+KILLED_AFTER_UPDATE_7 = """
+import os, signal, sys
+from butcherflow.cli import main
+from butcherflow.train import loop
+
+real, calls = loop.forward_backward, []
+
+def forward_backward(*args, **kwargs):
+    calls.append(1)
+    if len(calls) == 8:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(*args, **kwargs)
+
+loop.forward_backward = forward_backward
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def test_sigkill_then_resume_gives_the_same_weights(
     reference: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     save_dir = tmp_path / "killed"
-    command = [sys.executable, "-m", "butcherflow.cli", "train", "transformer-small"]
-    command += ["--data", f"{TINY}:de-en", "--save-dir", str(save_dir), *CLI_FLAGS]
-    env = {**os.environ, KILL_ENV: "7", "OMP_NUM_THREADS": "1"}
-    killed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    argv = ["train", "transformer-small", "--data", f"{TINY}:de-en", "--save-dir", str(save_dir)]
+    command = [sys.executable, "-c", KILLED_AFTER_UPDATE_7, *argv, *CLI_FLAGS]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    killed = subprocess.run(
+        command, env=env, cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=300
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert ckpt.read_commit(save_dir, "checkpoint_last")["update"] == 6  # type: ignore[index]
-    # the same command again (in this process: the kill hook is not set here)
+    # the same command again, in this process
     summary = train(config(save_dir))
     assert (
         f"resuming from {save_dir}/checkpoint_last (update 6, epoch 1)" in capsys.readouterr().out
@@ -541,7 +577,7 @@ def test_set_threads_sets_torchs_count_and_none_keeps_it(tmp_path: Path) -> None
         assert set_threads(other) == other == torch.get_num_threads()
         summary = train(config(tmp_path, max_update=1, threads=before))
         assert summary["threads"] == before == torch.get_num_threads()
-        assert ckpt.read_config(tmp_path)["threads"] == before
+        assert read_config(tmp_path)["threads"] == before
     finally:
         torch.set_num_threads(before)
     for bad in (0, -2, 1.5, True):
@@ -624,14 +660,14 @@ def test_language_model_trains_validates_and_loads(
 
     summary = train(lm_config(tmp_path))
     assert summary["updates"] == 4 and summary["stopped"] == "max_update 4 reached"
-    assert ckpt.read_config(tmp_path)["task"] == "language_model"
+    assert read_config(tmp_path)["task"] == "language_model"
     commit = ckpt.read_commit(tmp_path, "checkpoint_last")
     assert commit is not None and commit["update"] == 4
     assert math.isclose(commit["valid_ppl"], 2 ** commit["valid_nll_loss"], rel_tol=1e-12)
     model, vocab, _ = trained.load_language_model(tmp_path, "last")
     assert isinstance(model, LanguageModel) and len(model.blocks) == 1  # --encoder-layers 1
     # the perplexity in the commit is the model's on the target side of valid, recomputed here
-    from butcherflow.train.corpus import load_corpus
+    from butcherflow.data import load_corpus
 
     valid = target_side(encode_split(load_corpus(f"{TINY}:de-en").valid, vocab))
     nullcontext = __import__("contextlib").nullcontext
@@ -678,7 +714,7 @@ def test_language_model_refuses_validation_bleu(tmp_path: Path) -> None:
     argv = ["train", "ode-transformer-rk2", "--data", f"{TINY}:de-en", "--task", "language_model"]
     argv += [f for f in CLI_FLAGS if not f.startswith("--max-update")]
     argv += ["--save-dir", str(tmp_path), "--max-update", "1"]
-    assert main(argv) == 0 and ckpt.read_config(tmp_path)["task"] == "language_model"
+    assert main(argv) == 0 and read_config(tmp_path)["task"] == "language_model"
 
 
 # --- the command line ----------------------------------------------------------------------------

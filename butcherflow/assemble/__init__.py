@@ -2,7 +2,7 @@
 
 from .floater import FloaterInjection, warm_start
 from .models import LanguageModel, Seq2Seq, apply_param_budget, count_parameters
-from .recipe import Recipe, load_recipe, recipe_from_dict, recipe_names
+from .recipe import Recipe, load_recipe, recipe_from_dict, recipe_names, recipe_to_toml
 
 __all__ = [
     "FloaterInjection",
@@ -14,5 +14,6 @@ __all__ = [
     "load_recipe",
     "recipe_from_dict",
     "recipe_names",
+    "recipe_to_toml",
     "warm_start",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..train.config import set_threads
+from ..devices import set_threads
 
 HEADER = (
     "# Benchmarks\n\n"

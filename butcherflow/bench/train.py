@@ -25,17 +25,18 @@ import torch
 from torch import nn
 
 from ..assemble import Recipe, Seq2Seq
-from ..train.batching import Batch, collate, encode_split, make_batches
-from ..train.config import (
-    TrainConfig,
-    cache_dir,
-    resolve_device,
-    resolve_precision,
-    resolve_recipe,
+from ..data import (
+    Batch,
+    build_vocabulary,
+    collate,
+    default_cache_dir,
+    encode_split,
+    load_corpus,
+    make_batches,
 )
-from ..train.corpus import load_corpus
+from ..devices import resolve_device
+from ..train.config import TrainConfig, resolve_precision, resolve_recipe
 from ..train.step import forward_backward, optimizer_step
-from ..train.vocab import build_vocabulary
 from . import write_section
 from .block import TorchTransformer
 from .order import machine
@@ -101,10 +102,10 @@ def bench_train(
         precision=precision,
         **overrides,
     )
-    target = resolve_device(base)
+    target = resolve_device(base.device)
     amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(resolve_precision(base, target))
     corpus = load_corpus(data)
-    vocab = build_vocabulary(corpus, vocab_size, cache_dir())
+    vocab = build_vocabulary(corpus, vocab_size, default_cache_dir())
     split = encode_split(corpus.train, vocab)
     order = make_batches(split, max_tokens, shuffle=True, seed=1, epoch=1)[: warmup + updates]
     batches = [collate(split, indices).to(target) for indices in order]

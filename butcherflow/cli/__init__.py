@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..analysis.rk_order import DEFAULT_TIME_BUDGET
-from ..errors import ButcherflowError
+from ..errors import ButcherflowError, ButcherflowWarning
 from .declarations import cmd_check, cmd_list, cmd_show
 from .docs import cmd_bench, cmd_gallery
 from .pipeline import (
@@ -156,12 +158,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        code: int = args.run(args)
-    except ButcherflowError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:  # `butcherflow show rk4 | head`: the reader left, nothing to say
-        sys.stderr.close()
-        return 0
+    with warnings.catch_warnings():
+        warnings.showwarning = _note
+        try:
+            code: int = args.run(args)
+        except ButcherflowError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        except BrokenPipeError:  # `butcherflow show rk4 | head`: the reader left, nothing to say
+            sys.stderr.close()
+            return 0
     return code
+
+
+_show_warning = warnings.showwarning
+
+
+def _note(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """butcherflow's own warnings as one `note:` line; any other warning as Python shows it."""
+    if issubclass(category, ButcherflowWarning):
+        print(f"note: {message}", file=sys.stderr)
+    else:
+        _show_warning(message, category, *args, **kwargs)

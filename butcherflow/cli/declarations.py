@@ -6,9 +6,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+import torch
+
 from ..analysis import Report, check
+from ..assemble import Seq2Seq, load_recipe, recipe_names
+from ..assemble.floater import describe_dynamics
+from ..compiler import CompiledBlock, compile, compile_stack
 from ..errors import ButcherflowError
-from ..methods import catalog
+from ..methods import ContinuousDynamics, LinearMultistep, Splitting, catalog
 
 
 def _render(report: Report, fmt: str) -> str:
@@ -86,8 +91,6 @@ def cmd_show(args: argparse.Namespace) -> int:
     Some names are both (the `leapfrog` integrator and the `leapfrog` architecture): both are
     shown, the method first.
     """
-    from ..assemble import recipe_names
-
     is_recipe = args.name in recipe_names() or "models/" in args.name
     is_method = args.name in catalog or (args.name.endswith(".toml") and not is_recipe)
     if not (is_recipe or is_method):
@@ -102,15 +105,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def _show_method(args: argparse.Namespace) -> None:
-    from ..compiler import CompiledBlock, compile, compile_stack
-    from ..methods import ContinuousDynamics, LinearMultistep, Splitting
-
     method = catalog.resolve(args.name)
     sizes = {"d_model": args.d_model, "n_heads": args.n_heads, "d_ffn": args.d_ffn}
     if isinstance(method, ContinuousDynamics) and method.grid == "positions":
-        from ..assemble import load_recipe, recipe_names
-        from ..assemble.floater import describe_dynamics
-
         d_model, hidden = args.d_model, None
         if args.name in recipe_names():  # also a recipe: explain the encoder at its sizes
             recipe = load_recipe(args.name)
@@ -166,10 +163,6 @@ def _show_method(args: argparse.Namespace) -> None:
 
 
 def _show_recipe(args: argparse.Namespace) -> None:
-    import torch
-
-    from ..assemble import Seq2Seq, load_recipe
-
     recipe = load_recipe(args.name)
     with torch.device("meta"):
         model = Seq2Seq.from_recipe(recipe, args.vocab)

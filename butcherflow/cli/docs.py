@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from ..bench import run_benchmark
+from ..gallery import build_gallery
+
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from ..bench import run_benchmark
-
     return run_benchmark(args)
 
 
 def cmd_gallery(args: argparse.Namespace) -> int:
-    from ..gallery import build_gallery
-
     result = build_gallery(
         args.out,
         names=args.only or None,

@@ -1,9 +1,10 @@
 """Continuous-depth blocks: y(t1) = y(t0) + ∫ F(t, y(t)) dt, solved inside the forward.
 
 The block is the continuous limit of a Runge-Kutta block (the ODE Transformer's discussion): one
-field F, evaluated wherever the declared solver asks, by `butcherflow.nn.ode.solve` (torchdiffeq's
-`odeint` or `odeint_adjoint`; fixed-step catalog tableaux run butcherflow's own step). The field
-may depend on t (`time = "concat"` or `"embedding"`), so each depth has its own effective weights.
+field F, evaluated wherever the declared solver asks, by `butcherflow.nn.ode.solve` (fixed-step
+catalog tableaux run butcherflow's own step, adaptive methods torchdiffeq's `odeint`; the adjoint
+is `butcherflow.nn.adjoint`). The field may depend on t (`time = "concat"` or `"embedding"`), so
+each depth has its own effective weights.
 
 Fixed steps give every (step, stage) field call its own decoding-cache slot, so incremental
 decoding equals the full causal forward. An adaptive solver chooses its steps from the error of
@@ -242,26 +243,27 @@ class ContinuousBlock(CompiledBlock):
             f"# {m.name}: y({m.t1}) = y({m.t0}) + ∫ F(t, y) dt, {_f_text(self)}",
         ]
         if m.adaptive:
-            call = "odeint_adjoint" if m.adjoint else "odeint"
+            gradients = "adjoint ODE (butcherflow.nn.adjoint)" if m.adjoint else "backpropagation"
             lines += [
                 f"# adaptive: torchdiffeq's {m.method} (the tableau "
                 f"'{m.solver_tableau().name}') picks its steps; field calls depend on the data",
                 "def forward(self, y, ctx):",
                 f"    t = torch.tensor([{float(m.t0)!r}, {float(m.t1)!r}], dtype=torch.float64)",
-                f"    return torchdiffeq.{call}(F, y, t, method={m.method!r}, rtol={m.rtol!r}, "
+                f"    return torchdiffeq.odeint(F, y, t, method={m.method!r}, rtol={m.rtol!r}, "
                 f"atol={m.atol!r},",
-                "        options={'max_num_steps': " + f"{m.max_num_steps}" + "})[-1]",
+                "        options={'max_num_steps': " + f"{m.max_num_steps}" + "})[-1]"
+                f"  # gradients: {gradients}",
             ]
             return "\n".join(lines) + "\n"
         tableau = m.tableau
         assert tableau is not None and self.steps is not None
         numbers = coefficients(tableau)
         h = (m.t1 - m.t0) / self.steps  # equal sub-steps, each at most step_size
-        gradients = "adjoint ODE (odeint_adjoint)" if m.adjoint else "backpropagation"
+        gradients = "adjoint ODE (butcherflow.nn.adjoint)" if m.adjoint else "backpropagation"
         lines += [
             f"# {self.steps} fixed step(s) of h = {h} with '{tableau.name}', "
             f"{len(numbers.stages)} field call(s) each;",
-            f"# run by torchdiffeq's odeint(method='butcherflow'); gradients: {gradients}",
+            f"# run by butcherflow.nn.ode.fixed_steps; gradients: {gradients}",
             "def step(self, t, y, ctx, h):",
         ]
         for i in numbers.stages:

@@ -18,7 +18,7 @@ import torch.fx as fx
 from torch import Tensor, nn
 
 from ..errors import DeclarationError
-from ..nn import Context, DecodeCache
+from ..nn import Context, DecodeCache, Field, MultiheadAttention
 
 Coefficient = float | fx.Node  # a constant folded into the graph, or a node (learned, gated)
 
@@ -132,8 +132,6 @@ class CompiledBlock(nn.Module):
     def field_calls(self) -> int | None:
         """Field evaluations per forward, counted in the final graph (after dead-code removal);
         None where the count is chosen at run time (adaptive ODE solvers)."""
-        from ..nn import Field
-
         return sum(
             1
             for node in self.program.graph.nodes
@@ -154,8 +152,6 @@ class CompiledBlock(nn.Module):
         layers, attention scores and values (4·length·d_model per attention call), and one
         axpy (2·d_model) per term of every linear combination; None where the number of field
         calls is chosen at run time (adaptive ODE solvers)."""
-        from ..nn import MultiheadAttention
-
         total = 0
         for node in self.program.graph.nodes:
             if node.op == "call_module":

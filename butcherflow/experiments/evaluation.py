@@ -24,21 +24,14 @@ from typing import Any
 
 import torch
 
+from ..devices import resolve_device
 from ..errors import ButcherflowError
 from ..generate import score, translate
-from ..generate.evaluate import resolve_device
+from ..generate.evaluate import QUICK_DECODING
 from ..nn import LearnedPositions
-from ..train import load_corpus, load_language_model, load_model
-from ..train.checkpoint import read_commit
-from ..train.curves import read_log
+from ..savedir import load_language_model, load_model, read_commit, read_log, run_corpus
 
-DECODING: dict[str, Any] = {
-    "subset": "test",
-    "checkpoint": "last",
-    "beam": 1,
-    "max_len_a": 1.2,
-    "max_len_b": 10,
-}
+DECODING: dict[str, Any] = {"subset": "test", "checkpoint": "last", **QUICK_DECODING}
 LENGTH_BINS = 4
 
 
@@ -72,11 +65,7 @@ def evaluate_translation(
     target = resolve_device(device)
     model, vocab, config = load_model(save_dir, checkpoint, device=target)
     commit = read_commit(save_dir, f"checkpoint_{checkpoint}", verify=False) or {}
-    corpus = load_corpus(
-        str(config["data"]),
-        source_lang=config.get("source_lang"),
-        target_lang=config.get("target_lang"),
-    )
+    corpus = run_corpus(save_dir, config)
     if not corpus.test:
         raise ButcherflowError(f"the test split of {corpus.name!r} is empty")
     sources = [s for s, _ in corpus.test]
@@ -85,9 +74,7 @@ def evaluate_translation(
         model,
         vocab,
         sources,
-        beam=DECODING["beam"],
-        max_len_a=DECODING["max_len_a"],
-        max_len_b=DECODING["max_len_b"],
+        **QUICK_DECODING,
         device=target,
     )
     scores = score(hypotheses, references)
@@ -186,7 +173,7 @@ def machine(device: str) -> str:
     except OSError:
         pass
     text = f"{cpu}, {os.cpu_count()} CPU threads, torch {torch.__version__}"
-    wants_gpu = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
-    if wants_gpu and torch.cuda.is_available():
-        text = f"{torch.cuda.get_device_name(resolve_device(device))}; {text}"
+    resolved = resolve_device(device)
+    if resolved.type == "cuda":
+        text = f"{torch.cuda.get_device_name(resolved)}; {text}"
     return text

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..train.checkpoint import atomic_path
+from ..savedir.atomic import atomic_path
 from .spec import Experiment, metric_title
 from .summary import RunSummary, judge_claim, rows_and_columns
 from .verdict import mean_std

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..errors import ButcherflowError
-from ..train.checkpoint import write_text
+from ..savedir.atomic import write_text
 from .report import budgets_text, claims_markdown, digits, table
 from .spec import Experiment, metric_title
 from .summary import RunSummary, judge_claim, read_aggregate, summarize

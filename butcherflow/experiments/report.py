@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..train.checkpoint import write_json, write_text
+from ..savedir.atomic import write_json, write_text
 from .figures import plot, plot_paired
 from .spec import Experiment, metric_title
 from .summary import RunSummary, judge_claim, rows_and_columns, stop_rule, summarize

@@ -31,14 +31,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, final
 
-import torch
+import tomli_w
 
 from ..assemble import load_recipe
+from ..devices import check_threads, resolve_device, set_threads, threads_note
 from ..errors import ButcherflowError, DeclarationError, UnknownNameError
+from ..savedir import read_commit, read_log
+from ..savedir.atomic import write_json, write_text
+from ..savedir.layout import BEST, LOG
 from ..train import TrainConfig, train
-from ..train.checkpoint import BEST, LOG, read_commit, write_json, write_text
-from ..train.config import check_threads, set_threads, threads_note
-from ..train.curves import read_log
 from .catalog import EXPERIMENTS, PRESETS
 from .evaluation import DECODING, evaluate_language_model, evaluate_translation, machine, throughput
 from .index import write_index
@@ -139,17 +140,7 @@ def plan(
             value=budget,
             valid="an integer >= 1",
         )
-    if not (device in ("auto", "cpu", "cuda") or device.startswith("cuda:")):
-        raise DeclarationError(
-            "unknown device", key="--device", value=device, valid="auto, cpu, cuda or cuda:N"
-        )
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise DeclarationError(
-            "CUDA is not available on this machine",
-            key="--device",
-            value=device,
-            valid="--device cpu or auto",
-        )
+    resolve_device(device)  # an unknown name, or a GPU this machine lacks, stops here
     preset = get_preset(sizes) if isinstance(sizes, str) else sizes
     chosen = None
     if seeds is not None:
@@ -380,8 +371,6 @@ def prepare_recipe(run: Run, preset: Preset, recipes_dir: Path) -> tuple[str, bo
 
 
 def _write_if_changed(path: Path, table: dict[str, Any]) -> None:
-    import tomli_w
-
     text = tomli_w.dumps(table)
     if not path.is_file() or path.read_text(encoding="utf-8") != text:
         write_text(path, text)

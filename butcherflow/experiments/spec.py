@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, final
 
-from ..assemble import Recipe, load_recipe, recipe_from_dict
+from ..assemble import Recipe, load_recipe, recipe_from_dict, recipe_to_toml
 from ..errors import DeclarationError
-from ..train.checkpoint import recipe_to_toml
 from ..train.config import TASKS
 
 if sys.version_info >= (3, 11):

@@ -25,6 +25,8 @@ import torch
 import torch.fx as fx
 from torch import nn
 
+from ..nn import Field
+
 Kind = Literal["input", "field", "module", "sum", "op", "output"]
 
 CHAR = 7.2  # px per character of 12 px monospace text
@@ -84,8 +86,6 @@ class _Reader:
     """Classifies the graph's nodes: vectors (states and stage outputs), coefficients, modules."""
 
     def __init__(self, program: fx.GraphModule) -> None:
-        from ..nn import Field
-
         self.program = program
         self.nodes = list(program.graph.nodes)
         self.vector: dict[fx.Node, bool] = {}
@@ -277,8 +277,6 @@ def read_block(program: fx.GraphModule) -> Diagram:
 
 
 def _describe(module: nn.Module, calls: int) -> str:
-    from ..nn import Field
-
     params = sum(p.numel() for p in module.parameters() if p.requires_grad)
     what = f"{module.name} field" if isinstance(module, Field) else type(module).__name__
     shared = f", one module shared by all {calls} calls" if calls > 1 else ""

@@ -11,9 +11,9 @@ import torch
 from torch import nn
 
 from ..assemble import LanguageModel, Recipe, Seq2Seq, apply_param_budget, load_recipe
-from ..assemble.recipe import Side
+from ..assemble.recipe import Side, method_name
 from ..compiler import CompiledBlock
-from ..methods.catalog import _catalog_dir, read_toml
+from ..methods.files import catalog_dir, read_toml
 from .diagram import block_svg
 from .solver_block import LENGTH
 from .solver_page import IndexRow
@@ -52,7 +52,7 @@ def _linked(value: Any, rows: Mapping[str, IndexRow]) -> str:
 
 
 def _side_rows(side: Side, rows: Mapping[str, IndexRow]) -> list[tuple[str, str]]:
-    method = side.method
+    method = method_name(side.method)
     known = rows.get(method)
     order = "—"
     if known is not None:
@@ -81,13 +81,13 @@ def _overview(recipe: Recipe, rows: Mapping[str, IndexRow]) -> str:
             if side.field is not None
             else ", ".join(f"{op} = {f}" for op, f in (side.fields or {}).items())
         )
-        known = rows.get(side.method)
+        known = rows.get(method_name(side.method))
         order = ""
         if known is not None and known.order != "—":
             order = f", order {known.substep_order}"
         options = "".join(f", {k} = {v}" for k, v in side.options.items())
         parts.append(
-            f"the {where} is {side.layers} layer(s) of {_linked(side.method, rows)} "
+            f"the {where} is {side.layers} layer(s) of {_linked(method_name(side.method), rows)} "
             f"(field `{fields}`{order}{options})"
         )
     text = "; ".join(parts)
@@ -120,7 +120,7 @@ def model_page(
     **Returns:** the recipe's `IndexRow`.
     """
     attempt = Attempt([])
-    path = _catalog_dir("models") / f"{name}.toml"
+    path = catalog_dir("models") / f"{name}.toml"
     source = path.read_text(encoding="utf-8")
     data = attempt.run("reading the file", lambda: read_toml(path)) or {}
     recipe = attempt.run("loading the recipe", lambda: load_recipe(name))

@@ -24,7 +24,7 @@ from ..methods import (
     Splitting,
     catalog,
 )
-from ..methods.catalog import read_toml
+from ..methods.files import read_toml
 from .explain import accuracy, computes, what
 from .plots import convergence_svg, multistep_stability_svg, stability_svg
 from .solver_block import Built, block_section, build_block

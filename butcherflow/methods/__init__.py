@@ -1,8 +1,8 @@
 """Stage 1, declare: integrators as validated, frozen data."""
 
 from .base import Method
-from .catalog import Catalog, catalog, load
 from .continuous import ContinuousDynamics
+from .files import Catalog, catalog, load
 from .multistep import LinearMultistep
 from .numbers import Number, parse_number
 from .splitting import Splitting

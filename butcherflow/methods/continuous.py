@@ -57,7 +57,7 @@ class ContinuousDynamics(Method):
     - `steps` / `step_size`: fixed-step methods only, at most one of them: the number of steps
       over [t0, t1] (or between neighbouring positions), or the step length.
     - `rtol`, `atol`, `max_num_steps`: adaptive methods only.
-    - `adjoint`: backpropagate with the adjoint ODE (torchdiffeq's `odeint_adjoint`).
+    - `adjoint`: backpropagate with the adjoint ODE, solved backwards by the same solver.
     - `time`: how the field sees t: `"none"`, `"concat"` (t appended to the input) or
       `"embedding"` (a sinusoidal embedding of t added to the input).
     """
@@ -128,7 +128,7 @@ class ContinuousDynamics(Method):
         elif isinstance(method, str) and method in ADAPTIVE:
             tableau, method_name, adaptive = None, method, True
         elif isinstance(method, str):
-            from .catalog import catalog
+            from .files import catalog  # files.py builds these: a late import breaks the cycle
 
             found = catalog.get(method)
             if not isinstance(found, ButcherTableau):
@@ -234,7 +234,7 @@ class ContinuousDynamics(Method):
         """The tableau whose order is the solver's order (adaptive methods map to the catalog)."""
         if self.tableau is not None:
             return self.tableau
-        from .catalog import catalog
+        from .files import catalog  # files.py builds these: a late import breaks the cycle
 
         found = catalog.get(ADAPTIVE[self.method])
         if not isinstance(found, ButcherTableau):

@@ -11,6 +11,7 @@ from typing import Any, final
 
 import sympy
 
+from ..errors import DeclarationError
 from .base import Method, check_order
 from .numbers import Number, is_zero, parse_number
 from .tableau import ButcherTableau
@@ -167,12 +168,10 @@ def _resolve_substep(substep: Any, source: str | None) -> ButcherTableau | None:
     elif substep == "euler":
         return EULER
     elif isinstance(substep, str):
-        from .catalog import catalog  # the catalog loads splittings, hence the late import
+        from .files import catalog  # files.py builds splittings: a late import breaks the cycle
 
         found = catalog.get(substep) if substep in catalog else None
         if not isinstance(found, ButcherTableau):
-            from ..errors import DeclarationError
-
             what = "is not a Runge-Kutta method" if found is not None else "is unknown"
             explicit = catalog.names(family="runge-kutta")
             close = difflib.get_close_matches(substep, explicit, n=3)
@@ -187,8 +186,6 @@ def _resolve_substep(substep: Any, source: str | None) -> ButcherTableau | None:
             )
         tableau = found
     else:
-        from ..errors import DeclarationError
-
         raise DeclarationError(
             "substep must be a name or a ButcherTableau",
             key="substep",
@@ -197,8 +194,6 @@ def _resolve_substep(substep: Any, source: str | None) -> ButcherTableau | None:
             source=source,
         )
     if not tableau.is_explicit:
-        from ..errors import DeclarationError
-
         raise DeclarationError(
             f"sub-step '{tableau.name}' is implicit",
             key="substep",

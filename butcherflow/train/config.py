@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, final
 
 import torch
 
 from ..assemble import Recipe, apply_param_budget, load_recipe
+from ..assemble.declarations import pinned
+from ..devices import check_device, check_threads
 from ..errors import DeclarationError
 
 TASKS = ("translation", "language_model")
-DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 SIZE_OVERRIDES = ("d_model", "n_heads", "d_ffn", "encoder_layers", "decoder_layers")
 # A resumed run may change these (when to stop, what to keep, where to run, where the files are:
@@ -162,13 +161,7 @@ class TrainConfig:
                 value=self.warmup_init_lr,
                 valid=f"a value <= --lr ({self.lr})",
             )
-        if not (self.device in DEVICES or _is_cuda_index(self.device)):
-            raise DeclarationError(
-                "unknown device",
-                key="--device",
-                value=self.device,
-                valid="auto, cpu, cuda or cuda:N",
-            )
+        check_device(self.device)
         if self.task not in TASKS:
             raise DeclarationError("unknown task", key="--task", value=self.task, valid=_one(TASKS))
         if self.precision not in PRECISIONS:
@@ -224,13 +217,16 @@ class TrainConfig:
 
 
 def resolve_recipe(config: TrainConfig, vocab_size: int) -> Recipe:
-    """The recipe actually trained: the size overrides applied, then its `param_budget` rule.
+    """The recipe actually trained: its methods pinned, the size overrides applied, then its
+    `param_budget` rule.
 
-    The budget recipe gets the same overrides, so `--d-model 128` on `macaron` still matches the
-    parameter count of `transformer-small` at d_model 128. The result has no `param_budget` left
-    (d_ffn is fixed), so `Seq2Seq(recipe, vocab_size)` rebuilds the same model from it.
+    Every method is replaced by its declaration as read now (`declarations.pinned`), so the
+    run's `config.json` holds the coefficients it trains with. The budget recipe gets the same
+    overrides, so `--d-model 128` on `macaron` still matches the parameter count of
+    `transformer-small` at d_model 128. The result has no `param_budget` left (d_ffn is fixed),
+    so `Seq2Seq(recipe, vocab_size)` rebuilds the same model from it.
     """
-    recipe = _with_overrides(load_recipe(config.recipe), config)
+    recipe = pinned(_with_overrides(load_recipe(config.recipe), config))
     if recipe.param_budget is not None and config.task == "language_model":
         raise DeclarationError(
             f"recipe '{recipe.name}' matches the parameter count of the encoder-decoder "
@@ -276,30 +272,6 @@ def _with_overrides(recipe: Recipe, config: TrainConfig) -> Recipe:
     return dataclasses.replace(recipe, **changes)
 
 
-def resolve_device(config: TrainConfig, local_rank: int = 0) -> torch.device:
-    """`auto` is the process's GPU when CUDA works, else the CPU; `cuda` without one is an error."""
-    wanted = config.device
-    if wanted == "auto":
-        wanted = "cuda" if torch.cuda.is_available() else "cpu"
-    if wanted.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise DeclarationError(
-                "CUDA is not available on this machine",
-                key="--device",
-                value=config.device,
-                valid="--device cpu or auto",
-            )
-        return torch.device(wanted if ":" in wanted else f"cuda:{local_rank}")
-    if config.precision == "fp16":
-        raise DeclarationError(
-            "fp16 needs a GPU and none is available",
-            key="--precision",
-            value="fp16",
-            valid="fp32 or bf16 on CPU",
-        )
-    return torch.device("cpu")
-
-
 def resolve_precision(config: TrainConfig, device: torch.device) -> str:
     """`auto` is bf16 on a GPU that supports it, fp16 (with a GradScaler) on older GPUs, fp32 on
     CPU. An explicit bf16 on a GPU without bf16 is an error."""
@@ -315,53 +287,14 @@ def resolve_precision(config: TrainConfig, device: torch.device) -> str:
                 valid="fp16 or fp32 on this GPU",
             )
         return config.precision
-    return "fp32" if config.precision == "auto" else config.precision
-
-
-def set_threads(threads: int | None) -> int:
-    """Set torch's intra-op CPU threads (`--threads`); None leaves torch's default.
-
-    torch's default is `OMP_NUM_THREADS` when set, else the number of physical cores. On a
-    machine shared with other work, that many threads oversubscribe the cores and small models
-    run several times slower than with one (each thread waits for the busiest core).
-
-    **Arguments:**
-
-    - `threads`: an integer >= 1, or None.
-
-    **Returns:** the thread count torch uses from now on (to print and record).
-    """
-    check_threads(threads)
-    if threads is not None:
-        torch.set_num_threads(threads)
-    return torch.get_num_threads()
-
-
-def check_threads(threads: Any) -> None:
-    """`--threads` is None (torch's default) or an integer >= 1."""
-    if threads is None:
-        return
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+    if config.precision == "fp16":
         raise DeclarationError(
-            "must be an integer >= 1",
-            key="--threads",
-            value=threads,
-            valid="an integer >= 1, or leave it out for torch's default "
-            f"({torch.get_num_threads()} here)",
+            "fp16 needs a GPU and none is available",
+            key="--precision",
+            value="fp16",
+            valid="fp32 or bf16 on CPU",
         )
-
-
-def threads_note(threads: int | None) -> str:
-    """`"1 torch thread (--threads 1)"` or `"2 torch threads (torch's default)"`, to print."""
-    count = torch.get_num_threads()
-    plural = "" if count == 1 else "s"
-    why = f"--threads {threads}" if threads is not None else "torch's default"
-    return f"{count} torch thread{plural} ({why})"
-
-
-def cache_dir() -> Path:
-    """Where vocabularies are cached: `$BUTCHERFLOW_CACHE`, else `~/.cache/butcherflow`."""
-    return Path(os.environ.get("BUTCHERFLOW_CACHE") or Path.home() / ".cache" / "butcherflow")
+    return "fp32" if config.precision == "auto" else config.precision
 
 
 def _integer(config: TrainConfig, name: str, *, minimum: int, why: str = "") -> None:
@@ -398,11 +331,6 @@ def _number(
             value=value,
             valid=f"a number {bounds}" + (f" ({why})" if why else ""),
         )
-
-
-def _is_cuda_index(device: str) -> bool:
-    head, _, index = device.partition(":")
-    return head == "cuda" and index.isdigit()
 
 
 def _one(options: tuple[str, ...]) -> str:

@@ -64,7 +64,7 @@ _BUILD: dict[str, Callable[..., Method]] = {
 }
 
 
-def _catalog_dir(kind: str) -> Path:
+def catalog_dir(kind: str) -> Path:
     """`solvers/` or `models/`: the checkout's folder, or the copy inside the wheel."""
     checkout = Path(__file__).resolve().parents[2] / kind
     if checkout.is_dir():
@@ -170,7 +170,7 @@ class Catalog(Mapping[str, Method]):
 
     @property
     def directory(self) -> Path:
-        return self._directory or _catalog_dir("solvers")
+        return self._directory or catalog_dir("solvers")
 
     def path(self, name: str) -> Path:
         return self.directory / f"{name}.toml"

@@ -3,7 +3,7 @@
 `load_corpus(data)` accepts, as `--data`:
 
 - `bible:SRC-TGT`, `bible:SRC@V-TGT@V`, `bible:SRC-TGT:short2long`: the built-in corpus
-  (`butcherflow.train.bible`).
+  (`butcherflow.data.bible`).
 - `DIR`: a directory in fairseq's raw layout, `train.SRC`, `train.TGT`, `valid.SRC`,
   `valid.TGT`, `test.SRC`, `test.TGT`, one sentence per line, UTF-8. The languages come from
   `source_lang`/`target_lang`, or from a `:SRC-TGT` suffix (`DIR:de-en`), or are inferred when the
@@ -56,6 +56,8 @@ class ParallelCorpus:
     - `notes`: human log lines (what was filtered, split sizes, thresholds).
     - `fingerprint`: sha256 hex over the languages and every pair of every split (the cache key
       of the vocabulary).
+    - `spec`: a `--data` that loads this corpus again from any working directory (absolute
+      paths, the languages explicit where the syntax allows); a save dir stores it.
     """
 
     name: str
@@ -66,6 +68,7 @@ class ParallelCorpus:
     test: list[Pair]
     notes: tuple[str, ...]
     fingerprint: str
+    spec: str
 
     def split(self, name: str) -> list[Pair]:
         """The pairs of split `name` (`"train"`, `"valid"` or `"test"`)."""
@@ -184,6 +187,7 @@ def _filter(
 
 def _make(
     name: str,
+    spec: str,
     source_lang: str,
     target_lang: str,
     splits: dict[str, list[Pair]],
@@ -213,6 +217,7 @@ def _make(
             f"{name}: {source_lang}->{target_lang}, {sizes} train/valid/test",
         ),
         fingerprint=corpus_fingerprint(source_lang, target_lang, kept),
+        spec=spec,
     )
 
 
@@ -258,7 +263,10 @@ def _load_directory(
         split: read_parallel(directory / f"{split}.{src}", directory / f"{split}.{tgt}")
         for split in SPLIT_NAMES
     }
-    return _make(name, src, tgt, splits, notes, max_chars)
+    spec = str(directory.resolve())
+    if re.fullmatch(r"[A-Za-z_]+", src) and re.fullmatch(r"[A-Za-z_]+", tgt):
+        spec += f":{src}-{tgt}"  # else the languages are inferred again, or given by the caller
+    return _make(name, spec, src, tgt, splits, notes, max_chars)
 
 
 def _load_explicit(
@@ -291,7 +299,8 @@ def _load_explicit(
     src = source_lang or src_path.suffix.lstrip(".") or "src"
     tgt = target_lang or tgt_path.suffix.lstrip(".") or "tgt"
     splits = {name: read_parallel(*files[name]) for name in SPLIT_NAMES}
-    return _make(spec, src, tgt, splits, [], max_chars)
+    absolute = ";".join(f"{n}={files[n][0].resolve()},{files[n][1].resolve()}" for n in SPLIT_NAMES)
+    return _make(spec, absolute, src, tgt, splits, [], max_chars)
 
 
 def load_corpus(
@@ -322,7 +331,13 @@ def load_corpus(
         spec = bible.spec
         splits = {"train": bible.train, "valid": bible.valid, "test": bible.test}
         return _make(
-            spec.name, spec.source_lang, spec.target_lang, splits, list(bible.notes), max_chars
+            spec.name,
+            spec.name,
+            spec.source_lang,
+            spec.target_lang,
+            splits,
+            list(bible.notes),
+            max_chars,
         )
     if "=" in text and any(text.startswith(f"{name}=") for name in SPLIT_NAMES):
         return _load_explicit(text, source_lang, target_lang, max_chars)

@@ -60,7 +60,7 @@ class Vocabulary:
             raise DeclarationError(
                 "the sentencepiece model's special ids are not pad=0, unk=1, bos=2, eos=3",
                 value=ids,
-                valid="a model trained by butcherflow.train.build_vocabulary",
+                valid="a model trained by butcherflow.data.build_vocabulary",
                 source=self.path,
             )
         self._processor = processor
@@ -92,6 +92,11 @@ class Vocabulary:
         """The subword pieces of `text` (for display)."""
         pieces: list[str] = self._processor.encode(text, out_type=str)
         return pieces
+
+
+def default_cache_dir() -> Path:
+    """Where vocabularies are cached: `$BUTCHERFLOW_CACHE`, else `~/.cache/butcherflow`."""
+    return Path(os.environ.get("BUTCHERFLOW_CACHE") or Path.home() / ".cache" / "butcherflow")
 
 
 def vocabulary_path(corpus: ParallelCorpus, size: int, cache_dir: Path) -> Path:

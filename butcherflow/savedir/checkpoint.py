@@ -20,170 +20,17 @@ Loading a trained model from a save dir, and averaging checkpoints, is in `train
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
-import os
-import random
-import re
-import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_model
 from torch import Tensor, nn
-from torch.amp import GradScaler
-from torch.optim import Optimizer
 
-from ..assemble import Recipe, recipe_from_dict
-from ..errors import ButcherflowError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-CONFIG, VOCAB, LOG, CURVES = "config.json", "spm.model", "log.jsonl", "curves.png"
-LAST, BEST = "checkpoint_last", "checkpoint_best"
-INTERVAL = re.compile(r"checkpoint_(\d+)$")
-
-
-class CheckpointError(ButcherflowError):
-    """A checkpoint file is missing, corrupt, truncated, or belongs to another model."""
-
-
-# --- atomic writes ---------------------------------------------------------------------------
-
-
-def _temporary(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp")
-
-
-@contextlib.contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; on success it replaces `path` in one `os.replace`."""
-    tmp = _temporary(path)
-    try:
-        yield tmp
-        with open(tmp, "rb+") as handle:  # on disk before the rename makes it visible
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` atomically."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-
-
-def write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """Write `data` as indented JSON to `path` atomically."""
-    write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
-
-
-def remove_stale_temporaries(save_dir: Path) -> None:
-    """Delete the temporary files a killed run left behind (never a committed file)."""
-    for tmp in save_dir.glob(".*.tmp"):
-        tmp.unlink(missing_ok=True)
-
-
-def _link_or_copy(source: Path, target: Path) -> None:
-    with atomic_path(target) as tmp:
-        try:
-            os.link(source, tmp)
-        except OSError:  # no hard links here (some network filesystems): copy the bytes
-            import shutil
-
-            shutil.copyfile(source, tmp)
-
-
-def _digest(path: Path) -> str:
-    sha = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(chunk)
-    return sha.hexdigest()
-
-
-# --- the recipe inside config.json ---------------------------------------------------------------
-
-
-def recipe_to_toml(recipe: Recipe) -> str:
-    """The recipe as a TOML recipe file (`recipe_from_dict` of its parse gives it back)."""
-    import tomli_w
-
-    data: dict[str, Any] = {
-        "name": recipe.name,
-        "title": recipe.title,
-        "reference": recipe.reference,
-        "description": recipe.description,
-    }
-    if recipe.param_budget is not None:
-        data["param_budget"] = recipe.param_budget
-    data["sizes"] = dict(recipe.sizes)
-    for where in ("encoder", "decoder"):
-        side = getattr(recipe, where)
-        if side is None:
-            continue
-        table: dict[str, Any] = {"layers": side.layers, "method": side.method}
-        if side.field is not None:
-            table["field"] = side.field
-        if side.fields is not None:
-            table["fields"] = dict(side.fields)
-        table.update(side.options)
-        data[where] = table
-    embedding: dict[str, Any] = {
-        "position": recipe.position,
-        "share_embeddings": recipe.share_embeddings,
-        "scale": recipe.scale_embeddings,
-    }
-    if recipe.position == "learned":
-        embedding["max_len"] = recipe.max_len
-    if recipe.position == "floater":  # FLOATER's flow and where it is injected
-        for key in ("floater", "floater_blocks", "floater_hidden"):
-            if getattr(recipe, key, None) is not None:
-                embedding[key] = getattr(recipe, key)
-    data["embedding"] = embedding
-    return tomli_w.dumps(data)
-
-
-def recipe_from_config(config: Mapping[str, Any], source: str | Path | None = None) -> Recipe:
-    """The resolved recipe stored in a save dir's `config.json`."""
-    text = config.get("recipe_toml")
-    if not isinstance(text, str):
-        raise CheckpointError(f"{source}: no 'recipe_toml' in the config")
-    try:
-        return recipe_from_dict(tomllib.loads(text), source=source)
-    except tomllib.TOMLDecodeError as error:
-        raise CheckpointError(f"{source}: 'recipe_toml' is not valid TOML: {error}") from None
-
-
-def read_config(save_dir: str | Path) -> dict[str, Any]:
-    """The save dir's `config.json` (a clear error when it is missing or unreadable)."""
-    path = Path(save_dir) / CONFIG
-    if not path.is_file():
-        raise CheckpointError(
-            f"{Path(save_dir)} is not a butcherflow save dir (no {CONFIG}); "
-            "give the --save-dir of a `butcherflow train` run"
-        )
-    return _read_json(path)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"{path} is corrupt or truncated ({error})") from None
-    if not isinstance(data, dict):
-        raise CheckpointError(f"{path} is corrupt: expected a JSON object")
-    return data
-
+from .atomic import atomic_path, digest, link_or_copy, write_json
+from .layout import BEST, INTERVAL, LAST, CheckpointError, read_json
 
 # --- saving --------------------------------------------------------------------------------------
 
@@ -225,20 +72,20 @@ def save_checkpoint(
         "weights": {
             "file": weights.name,
             "bytes": weights.stat().st_size,
-            "sha256": _digest(weights),
+            "sha256": digest(weights),
         },
         "state": {
             "file": trainer.name,
             "bytes": trainer.stat().st_size,
-            "sha256": _digest(trainer),
+            "sha256": digest(trainer),
         },
     }
     write_json(commit, record)
     for name in others:
         w, s, c = _files(save_dir, name)
         c.unlink(missing_ok=True)
-        _link_or_copy(weights, w)
-        _link_or_copy(trainer, s)
+        link_or_copy(weights, w)
+        link_or_copy(trainer, s)
         write_json(
             c,
             {
@@ -288,7 +135,7 @@ def read_commit(save_dir: Path, name: str, *, verify: bool = True) -> dict[str, 
     weights, trainer, commit = _files(save_dir, name)
     if not commit.is_file():
         return None
-    record = _read_json(commit)
+    record = read_json(commit)
     if not verify:
         return record
     for key, path in (("weights", weights), ("state", trainer)):
@@ -302,7 +149,7 @@ def read_commit(save_dir: Path, name: str, *, verify: bool = True) -> dict[str, 
             raise CheckpointError(
                 f"{path} is truncated or corrupt: {size} bytes, its commit says {expected['bytes']}"
             )
-        if _digest(path) != expected["sha256"]:
+        if digest(path) != expected["sha256"]:
             raise CheckpointError(f"{path} is corrupt: its sha256 differs from {commit.name}")
     return record
 
@@ -378,57 +225,3 @@ def assign_weights(model: nn.Module, tensors: Mapping[str, Tensor], source: str 
                 f"{source}: no tensor '{key}' (trained with another recipe or other sizes?)"
             )
     model.load_state_dict({k: tensors[k] for k in tensors}, strict=False)
-
-
-# --- trainer state -------------------------------------------------------------------------------
-
-
-def rng_state() -> dict[str, Any]:
-    """The python, numpy, torch and CUDA random states as tensors and plain values (so that
-    `torch.load(weights_only=True)` reads them back)."""
-    name, keys, position, has_gauss, gauss = np.random.get_state(legacy=True)
-    return {
-        "python": random.getstate(),
-        "numpy": {
-            "name": str(name),
-            "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
-            "pos": int(position),
-            "has_gauss": int(has_gauss),
-            "cached_gaussian": float(gauss),
-        },
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-    }
-
-
-def set_rng_state(state: Mapping[str, Any]) -> None:
-    """Restore what `rng_state` returned."""
-    random.setstate(state["python"])
-    n = state["numpy"]
-    keys = n["keys"].numpy().astype(np.uint32)
-    np.random.set_state((n["name"], keys, n["pos"], n["has_gauss"], n["cached_gaussian"]))
-    torch.set_rng_state(state["torch"])
-    if state["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def restore(
-    save_dir: Path, name: str, model: nn.Module, optimizer: Optimizer, scaler: GradScaler
-) -> dict[str, Any]:
-    """Load checkpoint `name` into the model, optimizer, GradScaler and random generators.
-
-    **Returns:** the trainer state (`progress`, `world_size`, ...) for the loop to go on from.
-    """
-    weights = save_dir / f"{name}.safetensors"
-    assign_weights(model, load_weights(weights), weights)
-    path = save_dir / f"{name}.pt"
-    state = load_state(path)
-    try:
-        optimizer.load_state_dict(state["optimizer"])
-        scaler.load_state_dict(state["scaler"])
-        set_rng_state(state["rng"])
-    except (KeyError, TypeError, ValueError, RuntimeError) as error:
-        raise CheckpointError(
-            f"{path} is not a trainer state of this model ({type(error).__name__}: {error})"
-        ) from None
-    return state

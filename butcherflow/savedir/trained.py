@@ -17,22 +17,11 @@ from safetensors.torch import save_file
 from torch import Tensor, nn
 
 from ..assemble import LanguageModel, Recipe, Seq2Seq
+from ..data import Vocabulary
 from ..errors import DeclarationError
-from .checkpoint import (
-    BEST,
-    CONFIG,
-    LAST,
-    VOCAB,
-    CheckpointError,
-    assign_weights,
-    atomic_path,
-    interval_checkpoints,
-    load_weights,
-    read_commit,
-    read_config,
-    recipe_from_config,
-)
-from .vocab import Vocabulary
+from .atomic import atomic_path
+from .checkpoint import assign_weights, interval_checkpoints, load_weights, read_commit
+from .layout import BEST, CONFIG, LAST, VOCAB, CheckpointError, read_config, recipe_from_config
 
 
 def checkpoint_paths(save_dir: Path, checkpoint: str) -> list[Path]:
@@ -107,8 +96,8 @@ def load_language_model(
 
 # why a loader refuses a save dir of the other task, and which loader reads it
 _WRONG_TASK = {
-    "translation": "not a translation model (load it with butcherflow.train.load_language_model)",
-    "language_model": "not a language model (load it with butcherflow.train.load_model)",
+    "translation": "not a translation model (load it with butcherflow.savedir.load_language_model)",
+    "language_model": "not a language model (load it with butcherflow.savedir.load_model)",
 }
 _Model = TypeVar("_Model", Seq2Seq, LanguageModel)
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import atomic_path, write_text
+from .atomic import atomic_path, write_text
 
 
 def append_log(path: Path, entry: Mapping[str, Any]) -> None:
