@@ -1,7 +1,7 @@
 """Stage 4, assemble: models built from compiled blocks, declared by recipes."""
 
 from .floater import FloaterInjection, warm_start
-from .models import LanguageModel, Seq2Seq, apply_param_budget, count_parameters
+from .models import LanguageModel, Seq2Seq, apply_param_budget, count_parameters, side_order
 from .recipe import Recipe, load_recipe, recipe_from_dict, recipe_names
 
 __all__ = [
@@ -14,5 +14,6 @@ __all__ = [
     "load_recipe",
     "recipe_from_dict",
     "recipe_names",
+    "side_order",
     "warm_start",
 ]

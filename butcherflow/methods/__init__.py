@@ -1,20 +1,24 @@
 """Stage 1, declare: integrators as validated, frozen data."""
 
-from .base import Method
+from .base import Layer, Method
 from .catalog import Catalog, catalog, load
 from .continuous import ContinuousDynamics
 from .multistep import LinearMultistep
 from .numbers import Number, parse_number
+from .parameters import Parameter
 from .splitting import Splitting
-from .tableau import ButcherTableau
+from .tableau import POLICIES, ButcherTableau
 
 __all__ = [
+    "POLICIES",
     "ButcherTableau",
     "Catalog",
     "ContinuousDynamics",
+    "Layer",
     "LinearMultistep",
     "Method",
     "Number",
+    "Parameter",
     "Splitting",
     "catalog",
     "load",

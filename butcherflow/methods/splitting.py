@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, final
 
 import sympy
 
-from .base import Method, check_order
+from ..errors import DeclarationError
+from .base import Layer, Method, check_order
 from .numbers import Number, is_zero, parse_number
 from .tableau import ButcherTableau
 
@@ -38,6 +39,8 @@ class Splitting(Method):
     """
 
     family = "splitting"
+    keys = ("steps", "substep", "operators", "substep_order")
+    required = ("steps",)
     steps: tuple[tuple[str, sympy.Expr], ...]
     substep: ButcherTableau | None  # None: exact sub-flows
     operators: tuple[str, ...]
@@ -148,6 +151,55 @@ class Splitting(Method):
         return self.rounding > 0
 
     @property
+    def symbols(self) -> set[sympy.Symbol]:
+        found: set[sympy.Symbol] = set()
+        for _, c in self.steps:
+            found |= c.free_symbols
+        return found
+
+    def subs(self, values: Mapping[Any, Any]) -> Splitting:
+        """A member of a parametrised family: substitute values for the symbols."""
+        symbols = {str(s): s for s in self.symbols}
+        mapping = {}
+        for key, value in values.items():
+            if str(key) not in symbols:
+                raise DeclarationError(
+                    "no such symbol in this splitting",
+                    key=str(key),
+                    value=value,
+                    valid=f"symbols are {sorted(symbols) or 'none'}",
+                    source=self.source,
+                )
+            mapping[symbols[str(key)]] = parse_number(value, str(key)).value
+        return Splitting(
+            [(op, sympy.simplify(c.subs(mapping))) for op, c in self.steps],
+            substep=self.substep if self.substep is not None else "exact",
+            name=self.name,
+        )
+
+    @property
+    def layer(self) -> Layer:
+        if self.substep is None:
+            return Layer(
+                False,
+                "not compiled: it advances its sub-flows exactly, and exact sub-flows have no "
+                "layer",
+                key="substep",
+                valid="declare a Runge-Kutta sub-step (e.g. substep = 'euler')",
+            )
+        if self.symbols:
+            return Layer(
+                False,
+                f"not compiled as declared: a family with free symbols "
+                f"{sorted(map(str, self.symbols))}",
+                key="steps",
+                valid="compile a member (splitting.subs({...}))",
+            )
+        return Layer(
+            True, f"bf.compile(fields=...): one field per step, {self.substep.name} sub-steps"
+        )
+
+    @property
     def substep_name(self) -> str:
         return "exact" if self.substep is None else self.substep.name
 
@@ -171,8 +223,6 @@ def _resolve_substep(substep: Any, source: str | None) -> ButcherTableau | None:
 
         found = catalog.get(substep) if substep in catalog else None
         if not isinstance(found, ButcherTableau):
-            from ..errors import DeclarationError
-
             what = "is not a Runge-Kutta method" if found is not None else "is unknown"
             explicit = catalog.names(family="runge-kutta")
             close = difflib.get_close_matches(substep, explicit, n=3)
@@ -187,8 +237,6 @@ def _resolve_substep(substep: Any, source: str | None) -> ButcherTableau | None:
             )
         tableau = found
     else:
-        from ..errors import DeclarationError
-
         raise DeclarationError(
             "substep must be a name or a ButcherTableau",
             key="substep",
@@ -197,8 +245,6 @@ def _resolve_substep(substep: Any, source: str | None) -> ButcherTableau | None:
             source=source,
         )
     if not tableau.is_explicit:
-        from ..errors import DeclarationError
-
         raise DeclarationError(
             f"sub-step '{tableau.name}' is implicit",
             key="substep",
