@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, final
+from typing import final
 
 import sympy
 import torch.fx as fx
@@ -52,10 +52,6 @@ class MultistepOptions(FieldSizes):
     causal: bool | None = None
 
     spans_layers = True
-
-    @classmethod
-    def example(cls, method: Any, field: Any, layers: int) -> dict[str, Any]:
-        return {"fields": [field or "san+ffn"] * layers}
 
 
 @final

@@ -76,7 +76,9 @@ class FieldSizes:
     @classmethod
     def example(cls, method: Any, field: Any, layers: int) -> dict[str, Any]:
         """The field arguments `butcherflow show` and the gallery compile `method` with:
-        `field` (a name) or the family's default, and `layers` layers for a stack."""
+        `field` (a name) or `"san+ffn"`, for every one of `layers` layers of a stack."""
+        if cls.spans_layers:
+            return {"fields": [field or "san+ffn"] * layers}
         return {"field": field or "san+ffn"}
 
 
