@@ -14,6 +14,7 @@ from .errors import (
 from .methods import (
     ButcherTableau,
     ContinuousDynamics,
+    GeneralLinear,
     LinearMultistep,
     Method,
     Splitting,
@@ -28,6 +29,7 @@ __all__ = [
     "ButcherflowError",
     "CompiledBlock",
     "ContinuousDynamics",
+    "GeneralLinear",
     "DeclarationError",
     "LanguageModel",
     "LinearMultistep",

@@ -150,6 +150,18 @@ def test_show_a_name_that_is_both_method_and_recipe(capsys: pytest.CaptureFixtur
     assert "multistep" in out and "Leapfrog stack" in out and "parameters" in out
 
 
+def test_show_states_the_order_of_the_blocks_as_they_train(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["show", "ode-transformer-rk2-gated"]) == 0
+    out = capsys.readouterr().out
+    assert "encoder: 3 x rk2-gated with san+ffn" in out
+    assert "order of its blocks as they train: 1 for every g (2 at initialisation, g = 1/2)" in out
+    assert main(["show", "rk2-gated", "--d-model", "16", "--n-heads", "2", "--d-ffn", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "gates = self.gate(k1, k2)" in out and "order at initialisation" in out
+
+
 @pytest.mark.parametrize("name", recipe_names())
 def test_every_recipe_counts_its_parameters_on_the_meta_device(name: str) -> None:
     # Gates computed their starting logits with .item() once, which the meta device refuses.

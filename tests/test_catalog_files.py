@@ -107,7 +107,7 @@ def test_entry_family_matches_its_class(name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_entry_uses_only_known_keys(name: str) -> None:
     data = raw(name)
-    allowed = set(catalog_files.COMMON_KEYS) | set(catalog_files.FAMILY_KEYS[data["family"]])
+    allowed = set(catalog_files.COMMON_KEYS) | set(catalog_files.BY_FAMILY[data["family"]].keys)
     assert set(data) <= allowed, f"{name}.toml: unknown keys {sorted(set(data) - allowed)}"
 
 

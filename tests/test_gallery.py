@@ -12,8 +12,7 @@ import torch
 
 import butcherflow as bf
 from butcherflow.analysis.convergence import generic_member
-from butcherflow.analysis.layer import layer_verdict
-from butcherflow.assemble import recipe_names
+from butcherflow.assemble import recipe_names, side_order
 from butcherflow.cli import build_parser, main
 from butcherflow.gallery import GalleryResult, build_gallery, cli_reference, read_block, render_svg
 from butcherflow.gallery.diagram import number
@@ -74,7 +73,7 @@ def test_every_catalog_entry_has_its_page(gallery: tuple[Path, GalleryResult], n
     if not diverges:
         assert f"({name}/convergence.svg)" in text and "| slope |" in text
 
-    compiles, why = layer_verdict(method)
+    compiles, why = method.layer.compiles, method.layer.how
     diagram = out / "solvers" / name / "block.svg"
     if compiles:
         assert "### Generated code" in text and "def forward(self, y, ctx):" in text
@@ -106,8 +105,26 @@ def test_every_recipe_has_its_page(gallery: tuple[Path, GalleryResult], name: st
     for side in (recipe.encoder, recipe.decoder):
         if side is not None and side.method in bf.catalog:
             assert f"[{side.method}](../solvers/{side.method}.md)" in text
+        if side is not None:  # the order of the blocks as they train, not of a catalog entry
+            assert f"| proved order of the block as it trains | {side_order(side)} |" in text
     assert "def forward(self, y, ctx):" in text
     assert (out / "models" / name / "encoder.svg").is_file()
+
+
+def test_pages_state_the_order_of_the_block_as_it_trains(tmp_path: Path) -> None:
+    """`--only` takes recipes too; the RK2-gated model's page proves the gated block it trains
+    (order 1 for every g), not Heun's method (order 2)."""
+    out = tmp_path / "gallery"
+    only = ["rk2-gated", "ode-transformer-rk2-gated", "heun"]
+    assert main(["gallery", "--out", str(out), "--only", *only]) == 0
+    model = (out / "models" / "ode-transformer-rk2-gated.md").read_text(encoding="utf-8")
+    trained = "1 for every g (2 at initialisation, g = 1/2)"
+    assert f"| proved order of the block as it trains | {trained} |" in model
+    assert f"[rk2-gated](../solvers/rk2-gated.md) (field `san+ffn`, order {trained})" in model
+    solver = (out / "solvers" / "rk2-gated.md").read_text(encoding="utf-8")
+    assert f"the layer, as it trains, has order {trained}" in solver
+    assert "def forward(self, y, ctx):" in solver  # the family compiles, as declared
+    assert main(["gallery", "--out", str(out), "--only", "no-such-entry"]) == 1
 
 
 def test_recipe_parameter_count_matches_the_model(gallery: tuple[Path, GalleryResult]) -> None:
@@ -252,7 +269,7 @@ def test_diagram_shows_the_exact_weights() -> None:
     )
     gated = read_block(_blocks()["heun gated"].program)
     assert any("gate(k1, k2)" in box.lines[0] for box in gated.boxes if box.kind == "module")
-    assert any("g1·k1 + g2·k2" in " ".join(box.lines) for box in gated.boxes)
+    assert any("g·k1 + (1 − g)·k2" in " ".join(box.lines) for box in gated.boxes)
     lm = read_block(_blocks()["lm-resnet"].program)
     assert any("(1 − k1)·y" in " ".join(box.lines) for box in lm.boxes)
 

@@ -358,7 +358,7 @@ def test_catalog_resolve(tmp_path, write_toml, heun) -> None:
 
 # -- property: random TOML-ish content -> DeclarationError or a declaration ------------------------
 
-FAMILIES = catalog_files.FAMILIES
+FAMILIES = list(catalog_files.BY_FAMILY)
 toml_scalars = st.one_of(
     st.booleans(),
     st.integers(-(2**63), 2**63 - 1),
@@ -394,6 +394,18 @@ PLAUSIBLE = {
         st.integers(0, 4),
     ),
     "substep": st.sampled_from(["exact", "euler", "heun", "nope"]),
+    "parameters": st.dictionaries(
+        st.sampled_from(["g", "a", "x"]),
+        st.one_of(
+            st.sampled_from(["gate", "learned", "tanh", "softmax", "nope"]),
+            st.fixed_dictionaries(
+                {"kind": st.sampled_from(["gate", "learned", "softmax"])},
+                optional={"init": numbers},
+            ),
+            toml_values,
+        ),
+        max_size=2,
+    ),
     "operators": st.lists(st.sampled_from(["A", "B"]), max_size=2),
     "method": st.sampled_from(["dopri5", "heun", "rk4", "nope"]),
     "grid": st.sampled_from(["interval", "positions"]),
@@ -406,7 +418,8 @@ PLAUSIBLE = {
 
 def declaration_dicts(family: object) -> st.SearchStrategy[dict]:
     keys = [k for k in catalog_files.COMMON_KEYS if k != "family"]
-    keys += catalog_files.FAMILY_KEYS.get(family, ()) if isinstance(family, str) else ()
+    cls = catalog_files.BY_FAMILY.get(family) if isinstance(family, str) else None
+    keys += cls.keys if cls is not None else ()
     optional = {
         key: st.one_of(PLAUSIBLE[key], toml_values) if key in PLAUSIBLE else toml_values
         for key in keys

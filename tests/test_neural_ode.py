@@ -427,15 +427,20 @@ def test_a_blow_up_is_an_error_not_a_nan() -> None:
 def test_compile_refuses_options_of_other_families(
     options: dict, key: str, declaration_error
 ) -> None:
-    with declaration_error(key, "continuous dynamics"):
+    # the declaration fixes the solver, its steps and the interval: a block takes field, causal
+    with declaration_error(
+        key, "does not apply to a continuous declaration", "takes field, causal"
+    ):
         bf.compile("neural-ode-rk4", field="ffn", **SIZES, **options)
 
 
 def test_compile_refuses_what_makes_no_block(declaration_error) -> None:
     with declaration_error("'grid'", "position = 'floater'"):
         bf.compile("floater", field="ffn", **SIZES)
-    with declaration_error("'field'"):
+    with declaration_error("'fields'", "takes field, causal"):
         bf.compile("neural-ode-rk4", fields={"A": "ffn"}, **SIZES)
+    with declaration_error("'field'", "pass field="):
+        bf.compile("neural-ode-rk4", **SIZES)
     with declaration_error("'dropout'", "adjoint"):
         bf.compile(bf.ContinuousDynamics("rk4", adjoint=True), field="ffn", dropout=0.1, **SIZES)
     with declaration_error("'d_model'"):

@@ -226,7 +226,7 @@ def test_recipe_survives_config_json(name: str) -> None:
 
 def test_shared_tensors_are_saved_once_and_restored(tmp_path: Path) -> None:
     text = (TINY.parent.parent.parent / "models" / "ode-transformer-rk2-gated.toml").read_text()
-    text = text.replace('coefficients = "gated"', 'coefficients = "gated"\nshare_gate = true')
+    text = text.replace('method = "rk2-gated"', 'method = "rk2-gated"\nshare_gate = true')
     (tmp_path / "shared.toml").write_text(text)
     sizes = {**SIZES, "encoder_layers": 3}
     recipe = resolve_recipe(TrainConfig(str(tmp_path / "shared.toml"), "x", "y", **sizes), 50)

@@ -257,32 +257,13 @@ def splitting_error(method: Splitting, n: int, ar: Arithmetic, *, exact_flows: b
 
 def generic_member(method: Method) -> Method:
     """Every symbol replaced by 1/3 (methods without symbols are returned as they are)."""
-    if isinstance(method, ButcherTableau):
-        return method.subs({str(s): GENERIC for s in method.symbols}) if method.symbols else method
-    if isinstance(method, LinearMultistep) and method.symbols:
-        values = {s: GENERIC for s in method.symbols}
-        return LinearMultistep(
-            [x.subs(values) for x in method.alpha],
-            [x.subs(values) for x in method.beta],
-            name=method.name,
-        )
-    if isinstance(method, Splitting):
-        symbols = {s for _, c in method.steps for s in c.free_symbols}
-        if symbols:
-            values = {s: GENERIC for s in symbols}
-            return Splitting(
-                [(op, c.subs(values)) for op, c in method.steps],
-                substep=method.substep if method.substep is not None else "exact",
-                name=method.name,
-            )
-    return method
+    symbols = method.symbols
+    return method.subs({str(s): GENERIC for s in symbols}) if symbols else method
 
 
 def has_symbols(method: Method) -> bool:
     """A parametrised family (its convergence is measured on `generic_member`)."""
-    if isinstance(method, Splitting):
-        return any(c.free_symbols for _, c in method.steps)
-    return bool(getattr(method, "symbols", set()))
+    return bool(method.symbols)
 
 
 # -- the measurement ---------------------------------------------------------------------------
@@ -369,39 +350,56 @@ def convergence(method: Method, report: Report, *, coarser: int = 0) -> list[Con
     diverges however small h is); two for a splitting with a sub-step (exact sub-flows, then the
     sub-step), one with exact sub-flows only.
     """
-    if isinstance(method, ButcherTableau):
-        tableau = method
-        return [_curve(method.name, report.order, lambda n, ar: rk_error(tableau, n, ar), coarser)]
-    if isinstance(method, ContinuousDynamics):
-        solver = method.solver_tableau()
-        label = f"{method.name} (solver {solver.name})"
-        return [_curve(label, report.order, lambda n, ar: rk_error(solver, n, ar), coarser)]
-    if isinstance(method, LinearMultistep):
-        if not getattr(report, "zero_stable", False):
-            return []
-        lmm = method
-        # at least 4k steps, so that the plot does not show the exact starting values alone
-        error = lambda n, ar: lmm_error(lmm, n, ar)  # noqa: E731
-        return [_curve(method.name, report.order, error, coarser, 4 * method.steps)]
-    if isinstance(method, Splitting):
-        split = method
-        curves = [
+    curves = CURVES.get(type(method))
+    return [] if curves is None else curves(method, report, coarser)
+
+
+def _rk_curves(method: ButcherTableau, report: Report, coarser: int) -> list[Convergence]:
+    return [_curve(method.name, report.order, lambda n, ar: rk_error(method, n, ar), coarser)]
+
+
+def _continuous_curves(
+    method: ContinuousDynamics, report: Report, coarser: int
+) -> list[Convergence]:
+    solver = method.solver_tableau()
+    label = f"{method.name} (solver {solver.name})"
+    return [_curve(label, report.order, lambda n, ar: rk_error(solver, n, ar), coarser)]
+
+
+def _multistep_curves(method: LinearMultistep, report: Report, coarser: int) -> list[Convergence]:
+    if not getattr(report, "zero_stable", False):
+        return []
+    # at least 4k steps, so that the plot does not show the exact starting values alone
+    error = lambda n, ar: lmm_error(method, n, ar)  # noqa: E731
+    return [_curve(method.name, report.order, error, coarser, 4 * method.steps)]
+
+
+def _splitting_curves(method: Splitting, report: Report, coarser: int) -> list[Convergence]:
+    curves = [
+        _curve(
+            f"{method.name} (exact sub-flows)",
+            report.order,
+            lambda n, ar: splitting_error(method, n, ar, exact_flows=True),
+            coarser,
+        )
+    ]
+    if method.substep is not None:
+        effective = int(getattr(report, "substep_order", report.order))
+        curves.append(
             _curve(
-                f"{method.name} (exact sub-flows)",
-                report.order,
-                lambda n, ar: splitting_error(split, n, ar, exact_flows=True),
+                f"{method.name} ({method.substep_name} sub-steps)",
+                effective,
+                lambda n, ar: splitting_error(method, n, ar),
                 coarser,
             )
-        ]
-        if method.substep is not None:
-            effective = int(getattr(report, "substep_order", report.order))
-            curves.append(
-                _curve(
-                    f"{method.name} ({method.substep_name} sub-steps)",
-                    effective,
-                    lambda n, ar: splitting_error(split, n, ar),
-                    coarser,
-                )
-            )
-        return curves
-    raise TypeError(f"no convergence measurement for {type(method).__name__}")
+        )
+    return curves
+
+
+# Each family's measurement (a family without one gets no curve). A new family adds its line.
+CURVES: dict[type[Method], Callable[[Any, Report, int], list[Convergence]]] = {
+    ButcherTableau: _rk_curves,
+    ContinuousDynamics: _continuous_curves,
+    LinearMultistep: _multistep_curves,
+    Splitting: _splitting_curves,
+}

@@ -25,6 +25,7 @@ import sympy
 from ..errors import AnalysisError
 from ..methods import LinearMultistep
 from ..methods.numbers import ball
+from ..methods.parameters import initial_values
 from ..methods.precision import (
     RESOLUTION,
     Judgement,
@@ -32,7 +33,7 @@ from ..methods.precision import (
     judge_exact,
     working_precision,
 )
-from .report import Report
+from .report import Report, trained_order_text
 from .search import search_order
 
 ZETA = sympy.Symbol("zeta")
@@ -406,6 +407,18 @@ class MultistepReport(Report):
         rho_c, sigma_c = _float_coeffs(self.method)
         return _locus(rho_c, sigma_c, 2 * np.pi * np.arange(n) / n)
 
+    @property
+    def block_order_text(self) -> str:
+        """For declared parameters: the order for every value, and at their initial values."""
+        declared = self.method.parameters
+        if not declared or self.method.symbols - set(declared):
+            return str(self.order)
+        start = initial_values(declared)
+        member = analyse_multistep(self.method.subs({str(s): v for s, v in start.items()}))
+        return trained_order_text(
+            self.order, self.method.symbols, member.order, {str(s): v for s, v in start.items()}
+        )
+
     def rows(self) -> list[tuple[str, Any]]:
         return [
             ("steps", self.method.steps),
@@ -472,7 +485,9 @@ def _poly(coeffs: Sequence[sympy.Expr]) -> sympy.Poly:
         return sympy.Poly(expr, ZETA)
 
 
-def analyse_multistep(method: LinearMultistep, *, max_order: int | None = None) -> MultistepReport:
+def analyse_multistep(
+    method: LinearMultistep, *, max_order: int | None = None, time_budget: float | None = None
+) -> MultistepReport:
     """Prove the order, error constant and stability of a linear multistep method.
 
     **Arguments:**
@@ -480,6 +495,8 @@ def analyse_multistep(method: LinearMultistep, *, max_order: int | None = None) 
     - `method`: the declaration.
     - `max_order`: stop the order search there (default 2k + 1: no k-step method has order above
       2k, so C_{2k+1} must fail).
+    - `time_budget`: accepted like every family's analysis; the k + 2 linear conditions of a
+      k-step method need no budget.
 
     **Returns:** a `MultistepReport`.
     """

@@ -16,10 +16,12 @@ from typing import Any, final
 import flint
 import sympy
 
+from ..errors import AnalysisError
 from ..methods import ButcherTableau
 from ..methods.numbers import Number, ball
+from ..methods.parameters import initial_values, relations
 from ..methods.precision import RESOLUTION, Verdict, digits_hint, judge_enclosure, working_precision
-from .report import Report
+from .report import Report, trained_order_text
 from .rk_order import DEFAULT_TIME_BUDGET, Conditions, order_bound, tree_family
 from .search import Search
 from .stability import StabilityFunction, stability_function
@@ -139,6 +141,10 @@ class RungeKuttaReport(Report):
     - `algebraically_stable`: Burrage-Butcher algebraic stability (None for families).
     - `stopped`: why the search ended without a failing condition (`"max_order"`,
       `"time budget"`), or None.
+    - `initial_order`: for a declaration whose symbols are all declared parameters, the order
+      of the layer when training starts (its parameters at their initial values); else None.
+    - `proved`: the tableau the conditions were judged on: the declaration, with the identities
+      its parameters satisfy substituted (softmax weights sum to 1).
     """
 
     method: ButcherTableau
@@ -150,9 +156,19 @@ class RungeKuttaReport(Report):
         time_budget: float = DEFAULT_TIME_BUDGET,
     ) -> None:
         start = time.perf_counter()
+        if method.numeric and method.symbols:
+            raise AnalysisError(
+                f"{method.name}: a numeric tableau with the free symbols "
+                f"{sorted(map(str, method.symbols))} cannot be judged at the precision of its "
+                "entries (ball arithmetic needs numbers); give exact entries, or substitute "
+                "the symbols (tableau.subs({...}))"
+            )
         self.method = method
         self.notes: list[str] = []
         deadline = time.monotonic() + time_budget
+        identities = relations(method.parameters)
+        self.proved = method.subs(identities) if identities else method
+        method = self.proved
         self.order_bound = order_bound(method)
         self._conditions = Conditions(method)
         found = self._conditions.search(self.order_bound, deadline, max_order)
@@ -178,7 +194,12 @@ class RungeKuttaReport(Report):
             self.embedded_undetermined = bool(embedded.undetermined)
         self.stability: StabilityFunction = stability_function(method, self.order)
         self.algebraically_stable = _algebraically_stable(method)
+        self.initial_order, self.initial_values = self._initial(deadline, max_order)
         self._explain(stage_decided)
+        for symbol, value in identities.items():
+            self.notes.append(
+                f"softmax weights sum to 1 for every token: proved with {symbol} = {value}."
+            )
         self.seconds = time.perf_counter() - start
 
     def _set_order(self, found: Search[Tree]) -> None:
@@ -193,6 +214,27 @@ class RungeKuttaReport(Report):
         ]
         self._search = found
 
+    def _initial(self, deadline: float, max_order: int | None) -> tuple[int | None, dict[str, Any]]:
+        """The order when training starts: every parameter at its initial value."""
+        declared = self.method.parameters
+        if not declared or self.method.symbols - set(declared):
+            return None, {}
+        start = initial_values(declared)
+        values = {s: v for s, v in start.items() if s in self.proved.symbols}
+        member = self.proved.subs(values)
+        found = Conditions(member).search(order_bound(member), deadline, max_order)
+        return found.order, {str(s): v for s, v in start.items()}
+
+    @property
+    def block_order_text(self) -> str:
+        """The order of the layer as it trains: for declared parameters, the order for every
+        value they take, and the order at their initial values."""
+        if self.initial_order is None:
+            return super().block_order_text
+        return trained_order_text(
+            self.order, self.proved.symbols, self.initial_order, self.initial_values
+        )
+
     def _error_norm(self, found: Search[Tree]) -> float | None:
         if self.method.symbols or not found.decided:
             return None
@@ -203,7 +245,7 @@ class RungeKuttaReport(Report):
         return math.sqrt(total)
 
     def _explain(self, stage_decided: bool) -> None:
-        m = self.method
+        m = self.proved
         total = sympy.nsimplify(sympy.Add(*m.b))
         if self.order == 0 and not m.symbols and not m.numeric and sympy.simplify(total - 1) != 0:
             self.notes.append(
@@ -290,7 +332,7 @@ class RungeKuttaReport(Report):
     def _raised_by(self) -> str:
         equations = [sympy.numer(sympy.together(r)) for _, r in self.failing]
         try:
-            solutions = sympy.solve(equations, sorted(self.method.symbols, key=str), dict=True)
+            solutions = sympy.solve(equations, sorted(self.proved.symbols, key=str), dict=True)
         except NotImplementedError:
             solutions = []
         if not solutions:
@@ -360,6 +402,15 @@ class RungeKuttaReport(Report):
             ("kind", f"{m.kind}, {m.stages} stage(s)"),
             ("domain", self.domain),
         ]
+        if m.parameters:
+            start = initial_values(m.parameters)
+            rows.append(
+                (
+                    "parameters",
+                    [f"{s}: {p.describe(start[s])}" for s, p in m.parameters.items()],
+                )
+            )
+            rows.append(("order at initialisation", self.initial_order))
         if m.numeric:
             rows.append(("tolerance", self._tolerance_text()))
         rows += [
@@ -405,6 +456,8 @@ class RungeKuttaReport(Report):
             "resolution": float(RESOLUTION) if m.numeric else None,
             "kind": m.kind,
             "stages": m.stages,
+            "parameters": {str(s): p.kind for s, p in m.parameters.items()},
+            "initial_order": self.initial_order,
             "domain": self.domain,
             "failing_trees": [{"tree": t, "residual": r} for t, r in self.failing],
             "undetermined_trees": [

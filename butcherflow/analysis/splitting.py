@@ -421,6 +421,16 @@ class SplittingReport(Report):
             claims["substep_order"] = (self.method.substep_order, self.substep_order)
         return claims
 
+    @property
+    def block_order_text(self) -> str:
+        """The layer computes the sub-steps: their order, beside the exact flows' order."""
+        if self.method.substep is None:
+            return str(self.order)
+        return (
+            f"{self.substep_order} with {self.method.substep_name} sub-steps "
+            f"({self.order} with exact sub-flows)"
+        )
+
     def rows(self) -> list[tuple[str, Any]]:
         def shorten(items: list[tuple[str, sympy.Expr]], shown: int = 4) -> list[str]:
             more = [f"... {len(items) - shown} more"] if len(items) > shown else []

@@ -1,7 +1,7 @@
 """Stage 4, assemble: models built from compiled blocks, declared by recipes."""
 
 from .floater import FloaterInjection, warm_start
-from .models import LanguageModel, Seq2Seq, apply_param_budget, count_parameters
+from .models import LanguageModel, Seq2Seq, apply_param_budget, count_parameters, side_order
 from .recipe import Recipe, load_recipe, recipe_from_dict, recipe_names, recipe_to_toml
 
 __all__ = [
@@ -15,5 +15,6 @@ __all__ = [
     "recipe_from_dict",
     "recipe_names",
     "recipe_to_toml",
+    "side_order",
     "warm_start",
 ]

@@ -115,7 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("gallery", help="write the docs gallery: a page per catalog entry")
     p.add_argument("--out", default="docs/gallery", help="the gallery folder (replaced)")
-    p.add_argument("--only", nargs="+", metavar="NAME", help="only these catalog entries")
+    p.add_argument(
+        "--only", nargs="+", metavar="NAME", help="only these catalog entries and model recipes"
+    )
     p.add_argument("--benchmarks", default="docs/benchmarks.md", help="measured results")
     p.add_argument("--jobs", type=int, default=1, help="worker processes for the pages")
     p.set_defaults(run=cmd_gallery)

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 import torch
 
 from ..analysis import Report, check
-from ..assemble import Seq2Seq, load_recipe, recipe_names
+from ..assemble import Seq2Seq, load_recipe, recipe_names, side_order
 from ..assemble.floater import describe_dynamics
-from ..compiler import CompiledBlock, compile, compile_stack
+from ..compiler import compile, example_fields
 from ..errors import ButcherflowError
-from ..methods import ContinuousDynamics, LinearMultistep, Splitting, catalog
+from ..methods import ContinuousDynamics, catalog
 
 
 def _render(report: Report, fmt: str) -> str:
@@ -82,9 +82,6 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 1 if broken else 0
 
 
-DEFAULT_FIELDS = {"A": "ffn", "B": "san", "C": "ca"}
-
-
 def cmd_show(args: argparse.Namespace) -> int:
     """A catalog method compiled at the given sizes, and/or a model recipe, explained.
 
@@ -120,34 +117,23 @@ def _show_method(args: argparse.Namespace) -> None:
         )
         print(check(method))
         return
-    block: CompiledBlock | None
-    if isinstance(method, ContinuousDynamics):
-        shown = args.field or "san+ffn"
-        block = compile(method, field=shown, **sizes)
-    elif isinstance(method, Splitting):
-        fields = {op: DEFAULT_FIELDS.get(op, "ffn") for op in method.operators}
-        if args.field:
-            fields = dict(part.split("=", 1) for part in args.field.split(","))
-        shown = ", ".join(f"{k}={v}" for k, v in fields.items())
-        block = compile(method, fields=fields, **sizes) if method.substep else None
-    elif isinstance(method, LinearMultistep):
-        shown = f"{args.field or 'san+ffn'} x {args.layers} layers"
-        block = (
-            compile_stack(method, [args.field or "san+ffn"] * args.layers, **sizes)
-            if method.is_explicit and not method.symbols
-            else None
-        )
+    field = args.field
+    if field and "=" in field:  # a splitting's fields: A=ffn,B=san
+        field = dict(part.split("=", 1) for part in field.split(","))
+    fields = example_fields(method, field, args.layers)
+    given = next(iter(fields.values()))
+    if isinstance(given, dict):
+        shown = ", ".join(f"{k}={v}" for k, v in given.items())
+    elif isinstance(given, list):
+        shown = f"{given[0]} x {len(given)} layers"
     else:
-        shown = args.field or "san+ffn"
-        runnable = not getattr(method, "symbols", set())
-        block = compile(method, field=shown, **sizes) if runnable else None
+        shown = str(given)
+    report = check(method)
     print(f"{method.name}: {method.title}")
-    if block is None:
-        print(
-            "(not compiled: exact sub-flows, implicit multistep methods and families with free "
-            "symbols have no layer; see the report)"
-        )
+    if not method.layer.compiles:
+        print(f"({method.name} is {method.layer.how}; see the report)")
     else:
+        block = compile(method, **fields, **sizes)
         print(
             f"compiled with {shown} at d_model={args.d_model}, n_heads={args.n_heads}, "
             f"d_ffn={args.d_ffn}"
@@ -158,8 +144,9 @@ def _show_method(args: argparse.Namespace) -> None:
             f"{'chosen at run time' if block.field_calls is None else block.field_calls}   "
             f"FLOPs/token (length 64): {'data-dependent' if flops is None else f'{flops:,}'}"
         )
+        print(f"order of the block as it trains: {report.block_order_text}")
         print(block.code)
-    print(check(method))
+    print(report)
 
 
 def _show_recipe(args: argparse.Namespace) -> None:
@@ -172,6 +159,7 @@ def _show_recipe(args: argparse.Namespace) -> None:
         if side is not None:
             what = side.field or dict(side.fields or {})
             print(f"{where}: {side.layers} x {side.method} with {what} {dict(side.options)}")
+            print(f"  order of its blocks as they train: {side_order(side)}")
     print(f"parameters: {model.num_parameters:,} (vocabulary {args.vocab:,})")
     if model.floater is not None:
         print(model.floater.describe())

@@ -17,17 +17,26 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import final
 
 import sympy
 import torch
 from torch import Tensor, nn
 
-from ..errors import ButcherflowError
+from ..errors import ButcherflowError, DeclarationError
 from ..methods import ContinuousDynamics
-from ..nn import Context, Field, ModuleField, MultiheadAttention, SinusoidalPositions
+from ..nn import Context, Field, ModuleField, MultiheadAttention, SinusoidalPositions, make_field
 from ..nn.ode import coefficients, solve
-from .program import CompiledBlock, ProgramBuilder, _linear_flops, class_name, require
+from .options import FieldSizes, FieldSpec
+from .program import (
+    CompiledBlock,
+    ProgramBuilder,
+    _linear_flops,
+    class_name,
+    field_width,
+    require,
+)
 
 # The embedding maps [t0, t1] onto the first 1000 positions of the Transformer's sinusoid (the
 # diffusion models' 1000 time steps): the fastest channel turns 1000 rad over the interval, the
@@ -146,6 +155,62 @@ def _context_tensors(ctx: Context) -> list[Tensor]:
 
 
 @final
+@dataclass(frozen=True)
+class ContinuousOptions(FieldSizes):
+    """The options of `bf.compile` for `ContinuousDynamics` (and the field sizes): the
+    declaration itself fixes the solver, its steps or tolerances and the interval.
+
+    - `field`: the field F, a name or an `nn.Module`.
+    - `causal`: causal self-attention; by default, whenever the field cross-attends.
+    """
+
+    field: FieldSpec | None = None
+    causal: bool | None = None
+
+
+def compile_continuous(method: ContinuousDynamics, options: ContinuousOptions) -> ContinuousBlock:
+    """`bf.compile` for continuous dynamics (`grid = "interval"`): a continuous-depth block."""
+    method.layer.require(method)
+    require(
+        options.field is not None,
+        "a continuous-depth block evaluates one field: pass field=",
+        key="field",
+        value=None,
+        valid="e.g. field='san+ffn' or field=my_module",
+    )
+    assert options.field is not None
+    built = make_field(options.field, **options.sizes)
+    rates = [
+        float(m.p if isinstance(m, nn.Dropout) else m.dropout)
+        for m in built.modules()
+        if isinstance(m, (nn.Dropout, MultiheadAttention))
+    ]
+    rates = [rate for rate in rates if rate > 0]
+    if method.adjoint and rates:
+        raise DeclarationError(
+            "the adjoint re-evaluates the field backwards in time, with fresh dropout masks: "
+            "its gradient would not be the forward's",
+            key="dropout",
+            value=max(rates),
+            valid="dropout=0 with adjoint = true, or adjoint = false",
+        )
+    if method.time == "concat" and isinstance(built, ModuleField) and options.d_model is None:
+        raise DeclarationError(
+            "with time = 'concat' a module field takes d_model + 1 input features, so its "
+            "width cannot be read from its parameters",
+            key="d_model",
+            value=None,
+            valid="pass d_model=...",
+        )
+    return ContinuousBlock(
+        method,
+        built,
+        d_model=field_width(built, options.d_model),
+        causal=built.needs_memory if options.causal is None else options.causal,
+    )
+
+
+@final
 class ContinuousBlock(CompiledBlock):
     """A `ContinuousDynamics` (grid `"interval"`) compiled around one field. Build it with
     `bf.compile(dynamics, field=...)`.
@@ -166,15 +231,7 @@ class ContinuousBlock(CompiledBlock):
         self, method: ContinuousDynamics, field: Field, *, d_model: int, causal: bool = False
     ) -> None:
         super().__init__()
-        require(
-            method.grid == "interval",
-            f"'{method.name}' declares position dynamics (grid = 'positions'): a position "
-            "encoder, not a block",
-            key="grid",
-            value=method.grid,
-            valid="use it as position = 'floater' in a recipe's [embedding], or declare "
-            "grid = 'interval' for a continuous-depth block",
-        )
+        method.layer.require(method)
         self.method, self.d_model, self.causal, self.policy = method, d_model, causal, "exact"
         self.incremental = not method.adaptive
         holder = nn.Module()

@@ -131,6 +131,14 @@ class _Reader:
                 else f"{self.coefficient_text(a)} + {right}"
             )
             return f"({text})" if wrap else text
+        if value.op == "call_function" and value.target is operator.sub:
+            right = self.coefficient_text(value.args[1], wrap=True)
+            text = f"{self.coefficient_text(value.args[0])} − {right}"
+            return f"({text})" if wrap else text
+        if value.op == "call_function" and value.target is operator.neg:
+            return "−" + self.coefficient_text(value.args[0], wrap=True)
+        if value.op == "call_function" and value.target is operator.pow:
+            return f"{self.coefficient_text(value.args[0], wrap=True)}^{value.args[1]}"
         return value.name
 
     def modules_behind(self, value: Any) -> set[fx.Node]:

@@ -13,7 +13,7 @@ from typing import Any, final
 import sympy
 
 from ..errors import DeclarationError
-from .base import Method
+from .base import Layer, Method
 from .numbers import parse_number
 from .tableau import ButcherTableau
 
@@ -63,6 +63,21 @@ class ContinuousDynamics(Method):
     """
 
     family = "continuous"
+    keys = (
+        "method",
+        "grid",
+        "t0",
+        "t1",
+        "delta",
+        "steps",
+        "step_size",
+        "rtol",
+        "atol",
+        "max_num_steps",
+        "adjoint",
+        "time",
+    )
+    required = ("method",)
     method: str
     tableau: ButcherTableau | None  # None for adaptive methods
     adaptive: bool
@@ -228,6 +243,29 @@ class ContinuousDynamics(Method):
                 "adjoint": adjoint,
                 "time": time,
             }
+        )
+
+    @property
+    def layer(self) -> Layer:
+        if self.grid == "positions":
+            return Layer(
+                False,
+                "not compiled as a block: position dynamics (grid = 'positions') are a position "
+                "encoder; use position = 'floater' in a recipe's [embedding]",
+                key="grid",
+                valid="use it as position = 'floater' in a recipe's [embedding], or declare "
+                "grid = 'interval' for a continuous-depth block",
+            )
+        if self.adaptive:
+            return Layer(
+                True,
+                f"bf.compile: a continuous-depth block, one field called wherever {self.method} "
+                "steps (a data-dependent count); no incremental decoding",
+            )
+        return Layer(
+            True,
+            "bf.compile: a continuous-depth block, one field called at every stage of "
+            "every fixed step, each call with its own decoding-cache slot",
         )
 
     def solver_tableau(self) -> ButcherTableau:

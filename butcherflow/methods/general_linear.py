@@ -26,7 +26,7 @@ from typing import Any, final
 import sympy
 
 from ..errors import DeclarationError
-from .base import Method
+from .base import Layer, Method
 from .multistep import LinearMultistep
 from .numbers import Number, as_list, parse_number, parse_precision, raw_list
 from .tableau import ButcherTableau
@@ -148,6 +148,8 @@ class GeneralLinear(Method):
     """
 
     family = "general-linear"
+    keys = ("A", "U", "B", "V", "start", "precision")
+    required = ("A", "U", "B", "V")
     A: tuple[tuple[sympy.Expr, ...], ...]
     U: tuple[tuple[sympy.Expr, ...], ...]
     B: tuple[tuple[sympy.Expr, ...], ...]
@@ -225,6 +227,27 @@ class GeneralLinear(Method):
                 "start": None if start is None else texts,
                 "precision": precision if declared is not None else None,
             }
+        )
+
+    @property
+    def is_explicit(self) -> bool:
+        """Strictly lower-triangular A: every stage is computed from earlier ones."""
+        s = len(self.A)
+        return all(self.A[i][j] == 0 for i in range(s) for j in range(i, s))
+
+    @property
+    def layer(self) -> Layer:
+        if not self.is_explicit:
+            return Layer(
+                False,
+                "not compiled: implicit stages (A not strictly lower triangular) have no layer",
+                key="A",
+                valid="0 on and above the diagonal of A",
+            )
+        return Layer(
+            True,
+            f"bf.compile_stack: {self.values} streams carried across layers, "
+            f"{self.stages} field call(s) per layer",
         )
 
     @property

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, final
@@ -12,7 +12,7 @@ from typing import Any, final
 import sympy
 
 from ..errors import DeclarationError
-from .base import Method, check_order
+from .base import Layer, Method, check_order
 from .numbers import Number, is_zero, parse_number
 from .tableau import ButcherTableau
 
@@ -39,6 +39,8 @@ class Splitting(Method):
     """
 
     family = "splitting"
+    keys = ("steps", "substep", "operators", "substep_order")
+    required = ("steps",)
     steps: tuple[tuple[str, sympy.Expr], ...]
     substep: ButcherTableau | None  # None: exact sub-flows
     operators: tuple[str, ...]
@@ -147,6 +149,55 @@ class Splitting(Method):
     @property
     def numeric(self) -> bool:
         return self.rounding > 0
+
+    @property
+    def symbols(self) -> set[sympy.Symbol]:
+        found: set[sympy.Symbol] = set()
+        for _, c in self.steps:
+            found |= c.free_symbols
+        return found
+
+    def subs(self, values: Mapping[Any, Any]) -> Splitting:
+        """A member of a parametrised family: substitute values for the symbols."""
+        symbols = {str(s): s for s in self.symbols}
+        mapping = {}
+        for key, value in values.items():
+            if str(key) not in symbols:
+                raise DeclarationError(
+                    "no such symbol in this splitting",
+                    key=str(key),
+                    value=value,
+                    valid=f"symbols are {sorted(symbols) or 'none'}",
+                    source=self.source,
+                )
+            mapping[symbols[str(key)]] = parse_number(value, str(key)).value
+        return Splitting(
+            [(op, sympy.simplify(c.subs(mapping))) for op, c in self.steps],
+            substep=self.substep if self.substep is not None else "exact",
+            name=self.name,
+        )
+
+    @property
+    def layer(self) -> Layer:
+        if self.substep is None:
+            return Layer(
+                False,
+                "not compiled: it advances its sub-flows exactly, and exact sub-flows have no "
+                "layer",
+                key="substep",
+                valid="declare a Runge-Kutta sub-step (e.g. substep = 'euler')",
+            )
+        if self.symbols:
+            return Layer(
+                False,
+                f"not compiled as declared: a family with free symbols "
+                f"{sorted(map(str, self.symbols))}",
+                key="steps",
+                valid="compile a member (splitting.subs({...}))",
+            )
+        return Layer(
+            True, f"bf.compile(fields=...): one field per step, {self.substep.name} sub-steps"
+        )
 
     @property
     def substep_name(self) -> str:

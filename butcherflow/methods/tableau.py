@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, final
@@ -12,7 +12,7 @@ import flint
 import sympy
 
 from ..errors import DeclarationError
-from .base import Method, check_order
+from .base import Layer, Method, check_order
 from .numbers import (
     Number,
     as_list,
@@ -23,7 +23,12 @@ from .numbers import (
     parse_vector,
     raw_list,
 )
+from .parameters import KINDS, Parameter, parse_parameters, raw_parameters
 from .precision import Verdict, judge_enclosure, working_precision
+
+# Coefficient policies (ODE Transformer Table 10), each stated as the declaration it compiles to
+# (`ButcherTableau.with_coefficients`): the compiler knows only declarations and parameters.
+POLICIES = ("exact", "unit", "learned", "gated", "tanh")
 
 
 def _node_verdict(c: Number, row: Sequence[Number]) -> Verdict:
@@ -85,6 +90,9 @@ class ButcherTableau(Method):
     - `name`, `order`, `title`, `reference`: see `Method`. `embedded_order` is the claimed order
       of `(A, b_hat)`.
     - `iterations`: fixed-point iterations used when an implicit tableau is compiled into a layer.
+    - `parameters`: how a family's symbols become parameters of the layer, symbol -> kind or
+      `{"kind": ..., "init": ...}` (`butcherflow.methods.parameters`): `{"g": "gate"}` makes
+      `b = ["g", "1 - g"]` the ODE Transformer's gated RK2 block.
 
     Entries are exact (ints, `"p/q"`, Fractions, sympy expressions, symbols of a parametrised
     family); floats and decimal strings make the tableau numeric.
@@ -94,6 +102,18 @@ class ButcherTableau(Method):
     """
 
     family = "runge-kutta"
+    keys = (
+        "A",
+        "b",
+        "c",
+        "b_hat",
+        "embedded_order",
+        "row_sum_c",
+        "iterations",
+        "precision",
+        "parameters",
+    )
+    required = ("A", "b")
     A: tuple[tuple[sympy.Expr, ...], ...]
     b: tuple[sympy.Expr, ...]
     c: tuple[sympy.Expr, ...]
@@ -105,6 +125,7 @@ class ButcherTableau(Method):
     precision: Fraction | None
     entries: dict[str, Number]
     undetermined_nodes: tuple[str, ...]
+    _parameters: dict[sympy.Symbol, Parameter]
     _zero: tuple[tuple[bool, ...], ...]
 
     def __init__(
@@ -120,6 +141,7 @@ class ButcherTableau(Method):
         row_sum_c: bool = True,
         iterations: int | None = None,
         precision: Any = None,
+        parameters: Any = None,
         title: str | None = None,
         reference: str | None = None,
         source: str | Path | None = None,
@@ -224,7 +246,15 @@ class ButcherTableau(Method):
             entries=entries,
             undetermined_nodes=tuple(undetermined_nodes),
         )
+        outside: set[sympy.Symbol] = set()
+        for key, x in entries.items():
+            if not key.startswith("b["):
+                outside |= x.value.free_symbols
+        declared_parameters = parse_parameters(
+            parameters, self.symbols, outside_weights=outside, source=src
+        )
         self._set(
+            _parameters=declared_parameters,
             _table={
                 "A": [raw_list(row) for row in rows],
                 "b": raw_list(b_parsed),
@@ -234,8 +264,10 @@ class ButcherTableau(Method):
                 "row_sum_c": None if row_sum_c else False,
                 "iterations": iterations,
                 "precision": precision if declared is not None else None,
-            }
+                "parameters": raw_parameters(declared_parameters),
+            },
         )
+
         if embedded_order is not None and b_hat is None:
             raise self.error(
                 "embedded_order is given but there is no b_hat",
@@ -297,7 +329,14 @@ class ButcherTableau(Method):
     def _entry_vector(self, key: str) -> list[Number]:
         return [self.entries[f"{key}[{i}]"] for i in range(self.stages)]
 
-    def with_weights(self, b: Sequence[Any], *, name: str | None = None) -> ButcherTableau:
+    def with_weights(
+        self,
+        b: Sequence[Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        parameters: Any = None,
+    ) -> ButcherTableau:
         """The same stages with other weights: e.g. the ODE Transformer's γᵢ = 1 policy."""
         return ButcherTableau(
             self._entry_rows(),
@@ -305,9 +344,103 @@ class ButcherTableau(Method):
             c=self._entry_vector("c"),
             row_sum_c=self.row_sum_c,
             name=name or self.name,
+            title=title,
             iterations=self.iterations,
             precision=self._table["precision"],
+            parameters=parameters,
         )
+
+    @property
+    def parameters(self) -> dict[sympy.Symbol, Parameter]:
+        return dict(self._parameters)
+
+    @property
+    def layer(self) -> Layer:
+        undeclared = sorted(str(s) for s in self.symbols - set(self._parameters))
+        if undeclared:
+            return Layer(
+                False,
+                f"not compiled as declared: a family with free symbols {undeclared} that are "
+                "not declared parameters",
+                key="parameters",
+                valid="declare how they train ([parameters] g = 'gate', or { kind = 'learned', "
+                "init = 1 }), or compile a member (tableau.subs({...}))",
+            )
+        how = "bf.compile: one shared field, " + (
+            f"stages solved by {self.iterations or 'iterations='} fixed-point sweeps"
+            if self.is_implicit
+            else "one call per used stage"
+        )
+        trained = [f"{s}: {KINDS[p.kind]}" for s, p in self._parameters.items()]
+        return Layer(True, how + ("; " + ", ".join(trained) if trained else ""))
+
+    def with_coefficients(self, policy: str) -> ButcherTableau:
+        """The declaration a block compiled with `coefficients=policy` computes: the policies
+        of the ODE Transformer (Table 10) are parametrised weights.
+
+        - `"exact"`: the tableau itself.
+        - `"unit"`: every bᵢ = 1 (the paper's γᵢ = 1).
+        - `"learned"`: bᵢ = learned scalars `b1..bs` starting at the tableau's weights.
+        - `"gated"`: (g, 1 − g) with a per-token sigmoid gate g for two stages (Eq. 25-26),
+          starting at b₁ where the weights are positive and sum to 1; a per-token softmax
+          `g1..gs` over more stages.
+        - `"tanh"`: per-token tanh weights `g1..gs`, starting at bᵢ where every |bᵢ| < 1.
+        """
+        if policy not in POLICIES:
+            raise DeclarationError(
+                "unknown coefficient policy",
+                key="coefficients",
+                value=policy,
+                valid=f"one of {', '.join(POLICIES)}",
+            )
+        if policy == "exact":
+            return self
+        if self.symbols:
+            raise DeclarationError(
+                f"coefficients='{policy}' replaces the weights of a tableau with exact "
+                f"weights, but '{self.name}' has the free symbols "
+                f"{sorted(map(str, self.symbols))}",
+                key="coefficients",
+                value=policy,
+                valid="leave coefficients unset and declare the symbols' parameters, or "
+                "compile a member (tableau.subs({...}))",
+            )
+        s = self.stages
+        if policy in ("gated", "tanh") and s < 2:
+            raise DeclarationError(
+                f"'{policy}' coefficients need at least two stages",
+                key="coefficients",
+                value=policy,
+                valid="'exact', 'unit' or 'learned'",
+            )
+        raw = [self.entries[f"b[{i}]"].raw for i in range(s)]
+        weights = [float(x) for x in self.b]
+        named = {"name": f"{self.name}-{policy}", "title": f"{self.title}, {policy} weights"}
+        if policy == "unit":
+            return self.with_weights([1] * s, **named)
+        symbols = [f"b{i + 1}" if policy == "learned" else f"g{i + 1}" for i in range(s)]
+        declared: dict[str, Any]
+        if policy == "learned":
+            declared = {
+                x: {"kind": "learned", "init": v} for x, v in zip(symbols, raw, strict=True)
+            }
+            return self.with_weights(symbols, parameters=declared, **named)
+        if policy == "tanh":
+            starts = all(abs(w) < 1 for w in weights)
+            declared = {
+                x: {"kind": "tanh", "init": v if starts else None}
+                for x, v in zip(symbols, raw, strict=True)
+            }
+            return self.with_weights(symbols, parameters=declared, **named)
+        starts = all(w > 0 for w in weights) and abs(sum(weights) - 1.0) < 1e-12
+        if s == 2:
+            gate = {"kind": "gate", "init": raw[0] if starts else None}
+            return self.with_weights(["g", "1 - g"], parameters={"g": gate}, **named)
+        declared = {
+            x: {"kind": "softmax", "init": v if starts else None}
+            for x, v in zip(symbols, raw, strict=True)
+        }
+        return self.with_weights(symbols, parameters=declared, **named)
 
     def embedded(self) -> ButcherTableau:
         """The embedded method `(A, b_hat)`; raises when there is none."""
@@ -323,7 +456,7 @@ class ButcherTableau(Method):
             precision=self._table["precision"],
         )
 
-    def subs(self, values: dict[Any, Any]) -> ButcherTableau:
+    def subs(self, values: Mapping[Any, Any]) -> ButcherTableau:
         """A member of a parametrised family: substitute values for the symbols."""
         symbols = {str(s): s for s in self.symbols}
         mapping = {}
@@ -349,4 +482,18 @@ class ButcherTableau(Method):
             row_sum_c=self.row_sum_c,
             iterations=self.iterations,
             name=self.name,
+            parameters=raw_parameters(_kept(self._parameters, mapping)),
         )
+
+
+def _kept(
+    parameters: dict[sympy.Symbol, Parameter], substituted: dict[sympy.Symbol, Any]
+) -> dict[sympy.Symbol, Parameter]:
+    """The parameters of the symbols left after a substitution (a softmax stays whole or goes:
+    part of it is no longer a softmax)."""
+    broken = any(p.kind == "softmax" and s in substituted for s, p in parameters.items())
+    return {
+        s: p
+        for s, p in parameters.items()
+        if s not in substituted and not (broken and p.kind == "softmax")
+    }
