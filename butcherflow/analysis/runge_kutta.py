@@ -19,7 +19,7 @@ import sympy
 
 from ..methods import ButcherTableau
 from .report import Report
-from .stability import StabilityFunction, stability_function
+from .stability import StabilityFunction, algebraically_stable, stability_function
 from .trees import PLAIN, Tree, TreeFamily
 from .weights import Dual, WeightTable
 
@@ -95,16 +95,6 @@ def _entry_rounding(tableau: ButcherTableau, s: int, main: bool) -> dict[str, An
     }
 
 
-def _sign(value: sympy.Expr) -> int:
-    """The exact sign of a real constant (algebraic numbers included)."""
-    if value.is_zero or sympy.simplify(value) == 0:
-        return 0
-    approx = value.evalf(60)
-    if approx.is_comparable:
-        return 1 if approx > 0 else -1
-    raise ValueError(f"cannot decide the sign of {value}")
-
-
 def _stage_order(tableau: ButcherTableau, cap: int) -> int:
     """Largest q with B(q) and C(q): Σ bᵢcᵢ^(k-1) = 1/k and Σⱼ aᵢⱼcⱼ^(k-1) = cᵢ^k/k for k ≤ q."""
     A, b, c = tableau.A, tableau.b, tableau.c
@@ -128,30 +118,6 @@ def _stage_order(tableau: ButcherTableau, cap: int) -> int:
             break
         q = k
     return q
-
-
-def _algebraically_stable(tableau: ButcherTableau) -> bool | None:
-    """bᵢ ≥ 0 and M = BA + AᵀB − bbᵀ positive semi-definite (all principal minors ≥ 0)."""
-    if tableau.symbols:
-        return None
-    A = sympy.Matrix(tableau.A)
-    b = sympy.Matrix(tableau.b)
-    if any(_sign(x) < 0 for x in b):
-        return False
-    B = sympy.diag(*b)
-    M = B * A + A.T * B - b * b.T
-    s = tableau.stages
-    if any(_sign(M[i, i]) < 0 for i in range(s)):
-        return False
-    if s > 8:
-        return None
-    from itertools import combinations
-
-    for size in range(2, s + 1):
-        for idx in combinations(range(s), size):
-            if _sign(M.extract(list(idx), list(idx)).det(method="berkowitz")) < 0:
-                return False
-    return True
 
 
 @final
@@ -205,7 +171,7 @@ class RungeKuttaReport(Report):
             embedded = _Conditions(method, (method.A, method.b_hat))
             self.embedded_order = embedded.order(max(cap, 1))[0]
         self.stability: StabilityFunction = stability_function(method, order)
-        self.algebraically_stable = _algebraically_stable(method)
+        self.algebraically_stable = algebraically_stable(method)
         self._explain(capped)
         self.seconds = time.perf_counter() - start
 
