@@ -150,9 +150,24 @@ def _first_exit(f: Dense, field: _RealField) -> float:
             if i + 1 < len(roots):
                 roots[i + 1] = dup_refine_real_root(g, *roots[i + 1], QQ, steps=1)
         if positive_at(point):
-            lo, hi = dup_refine_real_root(g, lo, hi, QQ, eps=QQ(1, 10**15) * max(1, abs(hi)))
-            return float((lo + hi) / 2)
+            return _bisect(g, lo, hi)
     return math.inf
+
+
+def _bisect(g: Dense, lo: Any, hi: Any) -> float:
+    """The root of g in its isolating interval [lo, hi], to double precision, by exact bisection
+    (cheaper than sympy's continued-fraction refinement for a printed value)."""
+    low_sign = dup_eval(g, lo, QQ) > 0
+    while hi - lo > max(abs(hi), 1) * QQ(1, 2**56):
+        mid = (lo + hi) / 2
+        value = dup_eval(g, mid, QQ)
+        if not value:
+            return float(mid)
+        if (value > 0) == low_sign:
+            lo = mid
+        else:
+            hi = mid
+    return float((lo + hi) / 2)
 
 
 def _hurwitz(q: Dense, field: _RealField) -> bool:
@@ -187,6 +202,11 @@ def _field_of(A: tuple[tuple[Any, ...], ...], b: tuple[Any, ...]) -> tuple[Any, 
         tuple(tuple(values[i * s : (i + 1) * s]) for i in range(s)),
         tuple(values[s * s :]),
     )
+
+
+def clear_cache() -> None:
+    """Forget the fields of recently analysed tableaux (a benchmark times cold runs)."""
+    _field_of.cache_clear()
 
 
 def _reversed_charpoly(matrix: list[list[Any]], K: Any) -> Dense:
@@ -293,8 +313,8 @@ class StabilityFunction:
         self.expression: sympy.Expr = _to_expr(N, K, tableau.numeric) / _to_expr(
             D, K, tableau.numeric
         )
-        self.numerator = sympy.Poly(_to_expr(N, K, False), z)
-        self.denominator = sympy.Poly(_to_expr(D, K, False), z)
+        self.numerator = sympy.Poly.from_list(N, z, domain=K)
+        self.denominator = sympy.Poly.from_list(D, z, domain=K)
         self.symbolic = bool(self.expression.free_symbols - {z})
         self.real_interval: float | None = None
         self.imaginary_interval: float | None = None
