@@ -22,12 +22,16 @@ from typing import Any, final
 import numpy as np
 import sympy
 from sympy.polys.densearith import dup_add, dup_exquo, dup_mul, dup_quo_ground, dup_sub
-from sympy.polys.densebasic import dup_strip
-from sympy.polys.densetools import dup_eval
-from sympy.polys.domains import QQ
+from sympy.polys.densebasic import dup_reverse, dup_strip
+from sympy.polys.densetools import dup_clear_denoms, dup_eval, dup_scale, dup_shift
+from sympy.polys.domains import QQ, ZZ
 from sympy.polys.euclidtools import dup_gcd
 from sympy.polys.matrices import DomainMatrix
-from sympy.polys.rootisolation import dup_isolate_real_roots_sqf, dup_refine_real_root
+from sympy.polys.rootisolation import (
+    dup_isolate_real_roots_sqf,
+    dup_refine_real_root,
+    dup_root_upper_bound,
+)
 from sympy.polys.sqfreetools import dmp_norm, dup_sqf_part
 
 from ..methods import ButcherTableau
@@ -118,12 +122,43 @@ class _RealField:
         return dmp_norm(f, 0, self.domain)
 
 
+def _integer_sign(gz: Dense, u: Any) -> int:
+    """The sign of g(u) for g with integer coefficients and u = p/q rational: q^n·g(p/q) by
+    Horner's rule in integers (rational Horner would reduce a fraction at every step)."""
+    p, q = QQ.numer(u), QQ.denom(u)
+    acc, power = gz[0], ZZ.one
+    for c in gz[1:]:
+        power *= q
+        acc = acc * p + c * power
+    return (acc > 0) - (acc < 0)
+
+
+def _roots_between(gz: Dense, lo: Any, hi: Any) -> list[tuple[Any, Any]]:
+    """Isolating intervals, sorted, of the roots of the squarefree gz (integer coefficients) in
+    (lo, hi), neither of which may be a root.
+
+    (1 + x)ⁿ·g(lo + (hi − lo)/(1 + x)) has exactly these roots as its positive roots, so roots
+    beyond hi (close pairs included, which are costly to separate) are never isolated. With
+    lo = a/d and hi − lo = b/d, everything stays in integers: dⁿ·g((a + b·t)/d).
+    """
+    d = ZZ.lcm(QQ.denom(lo), QQ.denom(hi))
+    a, b = QQ.numer(lo * d), QQ.numer((hi - lo) * d)
+    n = len(gz) - 1
+    G = [c * d ** (n - k) for k, c in zip(range(n, -1, -1), gz, strict=True)]  # dⁿ·g(x/d)
+    moved = dup_shift(dup_reverse(dup_scale(dup_shift(G, a, ZZ), b, ZZ)), ZZ.one, ZZ)
+    out = []
+    for x0, x1 in dup_isolate_real_roots_sqf(moved, ZZ, inf=QQ.zero):
+        out.append((lo + (hi - lo) / (1 + x1), lo + (hi - lo) / (1 + x0)))
+    return sorted(out)
+
+
 def _first_exit(f: Dense, field: _RealField) -> float:
     """Largest r ≥ 0 with f(u) ≤ 0 for u in [0, r] (math.inf when unbounded), exactly.
 
     Between consecutive positive real roots of f's rational norm g, f keeps one sign (its roots
     are among g's); that sign is read at a rational point in the gap. The answer is the first
     root after which f is positive; roots where f touches 0 without turning positive are passed.
+    Roots are isolated window by window ((0, 1], (1, 2], (2, 4], ...) up to the first exit.
     """
     K = field.domain
     f = dup_strip(f)
@@ -132,38 +167,50 @@ def _first_exit(f: Dense, field: _RealField) -> float:
     while not f[-1]:
         f = f[:-1]  # u^k > 0 for u > 0: the factor does not change the sign there
     g = dup_sqf_part(field.rational_polynomial(f), QQ)
-    roots = sorted(dup_isolate_real_roots_sqf(g, QQ, inf=QQ.zero))
+    gz = dup_clear_denoms(g, QQ, convert=True)[1]
+    if field.algebraic:
 
-    def positive_at(u: Any) -> bool:
-        return field.sign(dup_eval(f, K.convert_from(u, QQ), K)) > 0
+        def positive_at(u: Any) -> bool:
+            return field.sign(dup_eval(f, K.convert_from(u, QQ), K)) > 0
+
+    else:
+        fz = dup_clear_denoms(f, QQ, convert=True)[1]
+
+        def positive_at(u: Any) -> bool:
+            return _integer_sign(fz, u) > 0
 
     if positive_at(QQ.zero):
         return 0.0
-    for i in range(len(roots)):
-        while True:  # a rational point strictly between root i and root i + 1
-            lo, hi = roots[i]
-            after = roots[i + 1][0] if i + 1 < len(roots) else hi + 1
-            point = (hi + after) / 2
-            if dup_eval(g, point, QQ):
-                break
-            roots[i] = dup_refine_real_root(g, lo, hi, QQ, steps=1)
-            if i + 1 < len(roots):
+    bound = dup_root_upper_bound(gz, ZZ)  # every positive root lies below it; None: none
+    lo, hi = QQ.zero, QQ.one
+    while bound is not None and lo < bound:
+        while not _integer_sign(gz, hi):
+            hi += hi / 2**30  # a window must not end on a root
+        roots = _roots_between(gz, lo, hi)
+        for i in range(len(roots)):
+            while True:  # a rational point strictly between root i and root i + 1 (or hi)
+                a, b = roots[i]
+                point = (b + (roots[i + 1][0] if i + 1 < len(roots) else hi)) / 2
+                if _integer_sign(gz, point):
+                    break
+                roots[i] = dup_refine_real_root(g, a, b, QQ, steps=1)
                 roots[i + 1] = dup_refine_real_root(g, *roots[i + 1], QQ, steps=1)
-        if positive_at(point):
-            return _bisect(g, lo, hi)
+            if positive_at(point):
+                return _bisect(gz, a, b)
+        lo, hi = hi, 2 * hi
     return math.inf
 
 
-def _bisect(g: Dense, lo: Any, hi: Any) -> float:
+def _bisect(gz: Dense, lo: Any, hi: Any) -> float:
     """The root of g in its isolating interval [lo, hi], to double precision, by exact bisection
     (cheaper than sympy's continued-fraction refinement for a printed value)."""
-    low_sign = dup_eval(g, lo, QQ) > 0
+    low_sign = _integer_sign(gz, lo)
     while hi - lo > max(abs(hi), 1) * QQ(1, 2**56):
         mid = (lo + hi) / 2
-        value = dup_eval(g, mid, QQ)
-        if not value:
+        sign = _integer_sign(gz, mid)
+        if not sign:
             return float(mid)
-        if (value > 0) == low_sign:
+        if sign == low_sign:
             lo = mid
         else:
             hi = mid
@@ -207,6 +254,16 @@ def _field_of(A: tuple[tuple[Any, ...], ...], b: tuple[Any, ...]) -> tuple[Any, 
 def clear_cache() -> None:
     """Forget the fields of recently analysed tableaux (a benchmark times cold runs)."""
     _field_of.cache_clear()
+
+
+def _constant_field(N: Dense, D: Dense, K: Any) -> tuple[Any, Dense, Dense]:
+    """N and D, free of symbols but over a domain with symbols, moved to their own field."""
+    values = [K.to_sympy(c) for c in [*N, *D]]
+    domain, converted = smallest_domain(values)
+    field = domain.get_field()
+    if field != domain:
+        converted = [field.convert_from(v, domain) for v in converted]
+    return field, converted[: len(N)], converted[len(N) :]
 
 
 def _reversed_charpoly(matrix: list[list[Any]], K: Any) -> Dense:
@@ -324,6 +381,8 @@ class StabilityFunction:
         self.notes: list[str] = []
         if self.symbolic:
             return
+        if _RealField.of(K) is None:  # a family whose R(z) is free of its parameters
+            K, N, D = _constant_field(N, D, K)
         field = _RealField.of(K)
         if field is None:
             self.notes.append(f"stability intervals not decided: {K} is not a real number field")

@@ -346,7 +346,7 @@ def run_order(
 
     **Returns:** the rows, one per method (`.nodepy` set where NodePy ran).
     """
-    use_nodepy = nodepy and ensure_nodepy()
+    use_nodepy = nodepy and (nodepy_timer is not time_nodepy or ensure_nodepy())
     rows: list[Row] = []
     for name in list(catalog) if names is None else names:
         row = time_check(name, repeats)
