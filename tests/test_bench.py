@@ -136,3 +136,10 @@ def test_nodepy_times_the_same_method(name: str, order: int, mode: str) -> None:
     result = bench_order.time_nodepy(name, 1)
     assert (result.order, result.mode) == (order, mode), result.note
     assert result.seconds is not None and result.seconds >= 0
+
+
+def test_a_proof_past_the_time_limit_is_a_timeout_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench_order, "CHECK_TIMEOUT", 1e-6)
+    row = bench_order.time_check("rk4", 3)
+    assert row.seconds is None and row.note.startswith("timeout")
+    assert bench_order.targets(row) == [("< 2 s", False)]

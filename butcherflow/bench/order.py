@@ -41,6 +41,8 @@ NODEPY_SPEEDUP = 10.0  # at least this many times NodePy's exact mode where Node
 NODEPY_SLOW = 1.0
 NODEPY_TIMEOUT = 300.0  # seconds before a NodePy run is abandoned
 NODEPY_ONE_RUN = 5.0  # a NodePy run longer than this is not repeated
+CHECK_TIMEOUT = 1800.0  # seconds before one of our proofs is abandoned (a finding, not a hang)
+ONE_RUN = 10.0  # one of our proofs longer than this is not repeated
 
 
 @dataclass
@@ -97,21 +99,30 @@ def time_check(name: str, repeats: int) -> Row:
     **Arguments:**
 
     - `name`: a catalog name.
-    - `repeats`: how many runs the median is taken over.
+    - `repeats`: how many runs the median is taken over (one only when they exceed
+      `ONE_RUN` seconds together).
 
     **Returns:** a `Row` without NodePy's result (its `note` holds the error when loading or
-    proving failed).
+    proving failed, or the time limit `CHECK_TIMEOUT` when a proof ran past it).
     """
     times: list[float] = []
+    previous = signal.signal(signal.SIGALRM, signal.default_int_handler)
     try:
-        for _ in range(repeats):
+        while len(times) < repeats and sum(times) <= ONE_RUN:
             method = load(catalog.path(name))
             _fresh_caches()
+            signal.setitimer(signal.ITIMER_REAL, CHECK_TIMEOUT)
             start = time.perf_counter()
             report = check(method)
             times.append(time.perf_counter() - start)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except KeyboardInterrupt:  # SIGALRM: sympy swallows no KeyboardInterrupt
+        return Row(name, "?", False, None, None, None, f"timeout (>{CHECK_TIMEOUT:g} s)")
     except Exception as error:  # one broken declaration must not stop the benchmark
         return Row(name, "?", False, None, None, None, f"error: {error}")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
     note = "" if report.claim_holds else "claim fails: " + report.mismatch_message()
     m = report.method
     numeric = bool(getattr(m, "numeric", False))  # continuous dynamics have no digits
@@ -368,7 +379,9 @@ def run_order(
         "butcherflow: wall clock of `bf.check(method)`, the whole report (for a Runge-Kutta "
         "method: order, failing trees and principal error norm, stage order, embedded order, "
         "R(z) with its real and imaginary intervals, A-, L- and algebraic stability); median of "
-        f"{repeats} run(s), each on a freshly loaded declaration with sympy's cache cleared. "
+        f"{repeats} run(s) (one when it takes over {ONE_RUN:g} s), each on a freshly loaded "
+        "declaration with sympy's cache cleared, abandoned after "
+        f"{CHECK_TIMEOUT:g} s. "
         "NodePy: `order()` of the same coefficients (its only exact computation: its exact R(z) "
         "refuses radicals), `mode='exact'` for exact tableaux and `mode='float'` for numeric "
         "ones (linear multistep methods: `LinearMultistepMethod.order()` on the same numbers), "
