@@ -11,6 +11,10 @@ isolated exactly; the sign of P or F between two of them is the sign of an algeb
 decided with rational interval arithmetic on an isolating interval of the field's generator.
 A-stability adds a Routh-Hurwitz test of the poles in the same field, and algebraic stability is
 an LDLᵀ elimination with exact signs. Nothing is approximated except the printed interval ends.
+
+A numeric tableau (floats, decimals) is analysed from its digits, exactly, with one exception
+stated in the report: for the intervals, the terms of degree ≤ p of P and F are those order p
+forces, since rounding would otherwise decide the sign of |R(iy)|² − 1 near 0.
 """
 
 from __future__ import annotations
