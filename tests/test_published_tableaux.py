@@ -296,11 +296,11 @@ QUICK_FOR_NODEPY = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("name", QUICK_FOR_NODEPY)
-def test_claimed_order_agrees_with_nodepy(name: str) -> None:
+@pytest.mark.parametrize("entry", QUICK_FOR_NODEPY)
+def test_claimed_order_agrees_with_nodepy(entry: str) -> None:
     np = pytest.importorskip("numpy")
     runge_kutta = pytest.importorskip("nodepy.runge_kutta_method")
-    method = bf.catalog[name]
+    method = bf.catalog[entry]
     A = np.array([[float(x) for x in row] for row in method.A])
     b = np.array([float(x) for x in method.b])
     cls = (
