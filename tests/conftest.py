@@ -53,6 +53,7 @@ PROOF_MODULES = frozenset(
         "test_convergence.py",
         "test_gallery.py",
         "test_layer_verdict.py",
+        "test_neural_ode.py",
     }
 )
 
