@@ -89,6 +89,18 @@ KNOWN_FAILURES = {
     ("test_empirical_order_matches_the_proof", "verner-6-efficient"): "pre-asymptotic slope: "
     "Verner's efficient 6(5) has a tiny leading error term, so the slope is 6.47 at N = 32 -> 64 "
     "and only 6.18 at 128 -> 256; the step counts live in analysis/convergence.py (steps_for)",
+    # test_neural_ode measures the slope in float64 at 8 -> 16 steps only
+    ("test_empirical_order_matches_the_proved_order", "calvo-6"): _MIXED,
+    ("test_empirical_order_matches_the_proved_order", "ssprk-5-4"): _SSP54,
+    ("test_empirical_order_matches_the_proved_order", "bogacki-shampine-5"): "pre-asymptotic "
+    "in float64 at 8 -> 16 steps: slopes 4.50, 4.82, 4.92 at 8 -> 16, 16 -> 32, 32 -> 64 "
+    "(test_convergence measures 5 in mpmath)",
+    ("test_empirical_order_matches_the_proved_order", "sharp-verner-6"): "pre-asymptotic in "
+    "float64 at 8 -> 16 steps (6.57, then 6.36 at 16 -> 32, and rounding at 32 -> 64; "
+    "test_convergence measures 6 in mpmath)",
+    ("test_empirical_order_matches_the_proved_order", "verner-6-efficient"): "pre-asymptotic at "
+    "8 -> 16 steps (6.71), and rounding amplified by coefficients up to 160 floors the error "
+    "at 1e-13 from 32 steps on, so no float64 step count shows the order",
 }
 
 
