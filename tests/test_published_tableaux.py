@@ -262,7 +262,7 @@ def test_ssprk_10_4() -> None:
 
 
 def test_merson_4() -> None:
-    """Hairer, Norsett and Wanner, Solving ODEs I, Table II.4.1."""
+    """Merson's pair as Hairer, Norsett and Wanner print it (Solving ODEs I, Section II.4)."""
     method = bf.catalog["merson-4"]
     rows = [[], ["1/3"], ["1/6", "1/6"], ["1/8", "0", "3/8"], ["1/2", "0", "-3/2", "2"]]
     for i, row in enumerate(rows):
@@ -296,11 +296,11 @@ QUICK_FOR_NODEPY = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("name", QUICK_FOR_NODEPY)
-def test_claimed_order_agrees_with_nodepy(name: str) -> None:
+@pytest.mark.parametrize("entry", QUICK_FOR_NODEPY)
+def test_claimed_order_agrees_with_nodepy(entry: str) -> None:
     np = pytest.importorskip("numpy")
     runge_kutta = pytest.importorskip("nodepy.runge_kutta_method")
-    method = bf.catalog[name]
+    method = bf.catalog[entry]
     A = np.array([[float(x) for x in row] for row in method.A])
     b = np.array([float(x) for x in method.b])
     cls = (
