@@ -3,7 +3,7 @@
 from .api import COMPILERS, compile, compile_stack, example_fields, spans_layers
 from .coefficients import POLICIES, StageGate
 from .continuous import ContinuousOptions
-from .general_linear import GeneralLinearOptions, GeneralLinearStack
+from .general_linear import GeneralLinearOptions, GeneralLinearStack, stream_bounds
 from .multistep import MultistepOptions
 from .options import FieldSizes
 from .program import CompiledBlock
@@ -27,4 +27,5 @@ __all__ = [
     "compile_stack",
     "example_fields",
     "spans_layers",
+    "stream_bounds",
 ]

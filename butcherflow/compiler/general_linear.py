@@ -48,7 +48,7 @@ import torch
 import torch.fx as fx
 from torch import Tensor, nn
 
-from ..analysis.general_linear import doubly_stochastic, preconsistency
+from ..analysis.general_linear import doubly_stochastic, power_bound, preconsistency
 from ..methods import GeneralLinear
 from ..nn import Field, make_field
 from .options import FieldSizes, FieldSpec, require_fields_list
@@ -259,6 +259,46 @@ class GeneralLinearStack(CompiledBlock):
             self.program.get_submodule(f"mix{m}").static_v()  # type: ignore[operator]
             for m in range(self.layers)
         ]
+
+
+@final
+@dataclass(frozen=True)
+class StreamBound:
+    """Whether one layer's learned V is still power-bounded (the proof is of the declaration,
+    the initialisation; training may leave the stable set).
+
+    - `where`: the stack's module name and the layer (`"encoder.0 layer 2"`).
+    - `radius`: the spectral radius of V (static part).
+    - `worst`: max over n ≤ the stack's depth of ‖Vⁿ‖₂.
+    """
+
+    where: str
+    radius: float
+    worst: float
+
+    def __str__(self) -> str:
+        return f"{self.where}: spectral radius {self.radius:.4f}, max ‖Vⁿ‖ {self.worst:.4f}"
+
+
+def stream_bounds(model: nn.Module) -> list[StreamBound]:
+    """Per layer of every general linear stack in `model`: the spectral radius of its V and
+    the largest ‖Vⁿ‖₂ over n up to the stack's depth (`analysis.power_bound`)."""
+    found = []
+    for name, module in model.named_modules():
+        if isinstance(module, GeneralLinearStack):
+            for m, V in enumerate(module.stream_matrices()):
+                radius, worst = power_bound(V, module.layers)
+                found.append(StreamBound(f"{name or 'stack'} layer {m}", radius, worst))
+    return found
+
+
+def stream_summary(bounds: Sequence[StreamBound]) -> str:
+    """One line for a training log: the largest radius and ‖Vⁿ‖ over the layers ("" if none)."""
+    if not bounds:
+        return ""
+    radius = max(b.radius for b in bounds)
+    worst = max(b.worst for b in bounds)
+    return f"V: max spectral radius {radius:.3f}, max ‖Vⁿ‖ {worst:.3f}"
 
 
 def _iterations(policy: str, given: Any) -> int:
