@@ -96,9 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="run a benchmark and write docs/benchmarks.md")
     p.add_argument(
         "what",
-        choices=("order", "block", "beam", "floater", "train"),
+        choices=("order", "block", "streams", "beam", "floater", "train"),
         help="order: prove the whole catalog, timed, beside NodePy; block: compiled blocks vs "
-        "hand-written loops and transformer-small vs torch.nn.Transformer; beam: beam search "
+        "hand-written loops, then streams; streams: hyper-connection stacks (n = 4, every "
+        "coefficient policy) vs the residual stack; beam: beam search "
         "with incremental caches vs recomputing every prefix; floater: a training step with "
         "FLOATER positions vs sinusoidal positions; train: training tokens/s of transformer-small "
         "and ode-transformer-rk2-gated beside torch.nn.Transformer",
