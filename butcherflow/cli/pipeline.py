@@ -164,6 +164,13 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         "--compile", action="store_true", default=argparse.SUPPRESS, help="torch.compile"
     )
     p.add_argument(
+        "--allow-failed-claims",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="train a declaration whose proof refutes its claimed order (refused by default; "
+        "recorded in the run's config.json)",
+    )
+    p.add_argument(
         "--validate-bleu",
         type=int,
         default=0,

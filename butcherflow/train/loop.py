@@ -252,17 +252,16 @@ def validate_now(run: Run, validate_bleu: BleuHook | None) -> bool:
 
 
 def checkpoint_names(run: Run, due: bool, is_best: bool) -> list[str]:
-    """The checkpoints to write now: `checkpoint_<update>` every `save_interval_updates`,
-    `checkpoint_last` with it and whenever `due` (an epoch's end, a stop), and `checkpoint_best`
-    after a best validation."""
+    """The checkpoints to write now: `checkpoint_best` after a best validation, then
+    `checkpoint_<update>` every `save_interval_updates`, and `checkpoint_last` with it and
+    whenever `due` (an epoch's end, a stop). The best comes first: a save killed after it
+    resumes from it (the newest), so the run never goes on past a best it did not keep."""
     update, every = run.progress.update, run.config.save_interval_updates
-    names = []
+    names = [BEST] if is_best else []
     if update != run.saved_at and every and update % every == 0:
         names.append(f"checkpoint_{update}")
-    if update != run.saved_at and (names or due):
+    if update != run.saved_at and (len(names) > is_best or due):
         names.append(LAST)
-    if is_best:
-        names.append(BEST)
     return names
 
 

@@ -1,0 +1,284 @@
+"""A new user's first hour (issue 14): work is never lost, nothing is silently endless, and
+commands say the right thing.
+
+Checkpoints: a new best keeps the old one readable until it is committed; a corrupt last
+checkpoint resumes from the newest intact one and keeps the corrupt files; Ctrl-C and SIGTERM
+commit a checkpoint and exit 130 / 143. Bad flags are refused before a save dir is created; a
+declaration whose proof refutes its claimed order is refused unless the run says otherwise.
+Everything runs on CPU at tiny sizes on tests/data/tiny, as in test_train.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import butcherflow as bf
+from butcherflow import DeclarationError
+from butcherflow.assemble import Seq2Seq, load_recipe
+from butcherflow.assemble.declarations import pinned
+from butcherflow.cli import main
+from butcherflow.errors import ButcherflowWarning
+from butcherflow.savedir import checkpoint as ckpt
+from butcherflow.savedir import read_config, trained
+from butcherflow.train import TrainConfig, train
+from butcherflow.train.config import resolve_recipe
+from butcherflow.train.run import schedule_note, stop_note
+
+TINY = Path(__file__).parent / "data" / "tiny"
+ROOT = Path(__file__).parents[1]
+RUN: dict[str, Any] = {
+    "d_model": 32,
+    "n_heads": 2,
+    "d_ffn": 64,
+    "encoder_layers": 1,
+    "decoder_layers": 1,
+    "vocab_size": 200,
+    "max_tokens": 2048,
+    "warmup_updates": 3,
+    "lr": 2e-3,
+    "max_update": 14,
+    "save_interval_updates": 3,
+    "validate_interval_updates": 4,
+    "log_interval": 1,
+}
+CLI_FLAGS = [f"--{k.replace('_', '-')}={v}" for k, v in RUN.items()]
+
+pytestmark = pytest.mark.usefixtures("vocab_cache")  # conftest.py
+
+
+def config(save_dir: Path, **changes: Any) -> TrainConfig:
+    return TrainConfig("transformer-small", f"{TINY}:de-en", str(save_dir), **{**RUN, **changes})
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The uninterrupted run that interrupted and resumed runs must reproduce."""
+    save_dir = tmp_path_factory.mktemp("reference")
+    train(config(save_dir))
+    return save_dir
+
+
+def assert_same_weights(a: Path, b: Path) -> None:
+    left, right = load_file(str(a)), load_file(str(b))
+    assert left.keys() == right.keys()
+    for key in left:
+        assert torch.equal(left[key], right[key]), key
+
+
+# --- work is never lost --------------------------------------------------------------------------
+
+
+def test_a_best_killed_before_its_commit_leaves_the_previous_best(
+    reference: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = ckpt.write_json
+    crashed = []
+
+    def crash(path: Path, data: Any) -> None:
+        if path.name == "checkpoint_best.json" and data.get("update") == 8:
+            crashed.append(path)
+            raise KeyboardInterrupt  # as if killed between the new files and their commit
+        real(path, data)
+
+    monkeypatch.setattr(ckpt, "write_json", crash)
+    with pytest.raises(KeyboardInterrupt):
+        train(config(tmp_path))
+    assert crashed
+    monkeypatch.setattr(ckpt, "write_json", real)
+    assert not (tmp_path / "checkpoint_best.json").exists()
+    found = ckpt.committed(tmp_path, "checkpoint_best")
+    assert found is not None and found[0] == "checkpoint_best.previous"
+    assert found[1]["update"] == 4
+    with pytest.warns(ButcherflowWarning, match=r"checkpoint_best\.previous \(update 4\)"):
+        paths = trained.checkpoint_paths(tmp_path, "best")
+    assert paths == [tmp_path / "checkpoint_best.previous.safetensors"]
+    with pytest.warns(ButcherflowWarning):
+        trained.load_model(tmp_path, "best")
+    train(config(tmp_path))  # the same command again: resumes and ends as if never killed
+    for name in ("checkpoint_best", "checkpoint_last"):
+        assert_same_weights(reference / f"{name}.safetensors", tmp_path / f"{name}.safetensors")
+    assert not list(tmp_path.glob("*.previous.*"))
+
+
+def test_a_corrupt_last_checkpoint_resumes_from_the_newest_intact_one(
+    reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    save_dir = tmp_path / "copy"
+    shutil.copytree(reference, save_dir)
+    truncated = (save_dir / "checkpoint_last.safetensors").read_bytes()[:1000]
+    (save_dir / "checkpoint_last.safetensors").write_bytes(truncated)
+    best = ckpt.read_commit(save_dir, "checkpoint_best")
+    assert best is not None
+    summary = train(config(save_dir, max_update=16))
+    assert summary["updates"] == 16
+    err = capsys.readouterr().err
+    assert "checkpoint_last.safetensors is truncated or corrupt" in err
+    assert "kept as checkpoint_last.corrupt-1.*" in err
+    assert f"resuming from checkpoint_best instead (update {best['update']})" in err
+    # the corrupt files are kept, byte for byte, under a name the next save cannot replace
+    assert (save_dir / "checkpoint_last.corrupt-1.safetensors").read_bytes() == truncated
+    assert (save_dir / "checkpoint_last.corrupt-1.json").is_file()
+    assert ckpt.read_commit(save_dir, "checkpoint_last")["update"] == 16  # type: ignore[index]
+
+
+def test_no_intact_checkpoint_is_one_error_naming_each(reference: Path, tmp_path: Path) -> None:
+    save_dir = tmp_path / "copy"
+    shutil.copytree(reference, save_dir)
+    for weights in save_dir.glob("checkpoint_*.safetensors"):
+        weights.write_bytes(b"")
+    with pytest.raises(ckpt.CheckpointError, match="no intact checkpoint to resume from"):
+        train(config(save_dir, max_update=16))
+    assert len(list(save_dir.glob("checkpoint_*.safetensors"))) >= 2  # nothing deleted
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragments"),
+    [
+        (["--d-model", "66"], ["d_model", "66", "n_heads"]),
+        (["--max-tokens", "5"], ["--max-tokens", "5"]),
+        (["--dropout", "1.5"], ["dropout", "1.5"]),
+    ],
+)
+def test_bad_flags_leave_no_save_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], fragments: list[str]
+) -> None:
+    save_dir = tmp_path / "run"
+    argv = ["train", "transformer-small", "--data", f"{TINY}:de-en", "--save-dir", str(save_dir)]
+    assert main([*argv, "--vocab-size", "200", *flags]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    for fragment in fragments:
+        assert fragment in err
+    assert not save_dir.exists()
+
+
+def test_an_unknown_recipe_leaves_no_save_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    save_dir = tmp_path / "run"
+    argv = ["train", "transformer-smal", "--data", f"{TINY}:de-en", "--save-dir", str(save_dir)]
+    assert main(argv) == 1
+    assert "transformer-smal" in capsys.readouterr().err
+    assert not save_dir.exists()
+
+
+@pytest.mark.parametrize("where", ["file", "inside"])
+def test_a_save_dir_that_is_a_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    (tmp_path / "notes.txt").write_text("mine\n")
+    save_dir = tmp_path / "notes.txt" / ("run" if where == "inside" else "")
+    argv = ["train", "transformer-small", "--data", f"{TINY}:de-en", "--save-dir", str(save_dir)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "--save-dir" in err
+    assert "not a folder" in err
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"
+
+
+# --- the claims a run trains with ----------------------------------------------------------------
+
+
+@pytest.fixture
+def false_claim(tmp_path: Path) -> Path:
+    """A recipe whose encoder runs Heun's method declared (wrongly) as order 3."""
+    (tmp_path / "heun3.toml").write_text(
+        'name = "heun3"\nfamily = "runge-kutta"\norder = 3\nA = [[0, 0], [1, 0]]\n'
+        'b = ["1/2", "1/2"]\n'
+    )
+    text = (ROOT / "models" / "ode-transformer-rk2.toml").read_text()
+    recipe = tmp_path / "wrong.toml"
+    recipe.write_text(text.replace('"heun"', '"heun3.toml"'))
+    assert "heun3.toml" in recipe.read_text()
+    return recipe
+
+
+def test_a_refuted_order_claim_is_refused_unless_allowed(
+    false_claim: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    save_dir = tmp_path / "run"
+    small = {**RUN, "max_update": 1, "encoder_layers": 1, "decoder_layers": 1}
+    with pytest.raises(DeclarationError) as info:
+        train(TrainConfig(str(false_claim), f"{TINY}:de-en", str(save_dir), **small))
+    message = str(info.value)
+    assert "heun3" in message and "order is claimed 3 but proved 2" in message
+    assert "--allow-failed-claims" in message and "\n" not in message
+    assert not save_dir.exists()
+    settings = {**small, "allow_failed_claims": True}
+    train(TrainConfig(str(false_claim), f"{TINY}:de-en", str(save_dir), **settings))
+    assert "training anyway" in capsys.readouterr().err
+    saved = read_config(save_dir)
+    assert saved["allow_failed_claims"] is True
+    assert "order is claimed 3 but proved 2" in saved["failed_claims"]["encoder.method"]
+
+
+def test_the_allow_failed_claims_flag(false_claim: Path, tmp_path: Path) -> None:
+    argv = ["train", str(false_claim), "--data", f"{TINY}:de-en", "--save-dir", str(tmp_path)]
+    flags = [*CLI_FLAGS, "--max-update=1", "--allow-failed-claims"]
+    assert main(argv + flags) == 0
+    assert read_config(tmp_path)["allow_failed_claims"] is True
+
+
+# --- a recipe at a run's sizes -------------------------------------------------------------------
+
+
+def test_with_overrides_is_the_recipe_a_run_trained(tmp_path: Path) -> None:
+    run = TrainConfig("transformer-small", "x", "y", **{**RUN, "dropout": 0.0})
+    resized = load_recipe("transformer-small").with_overrides(run.to_json())
+    assert pinned(resized) == resolve_recipe(run, 200)
+    assert resized.sizes["d_model"] == 32 and resized.sizes["dropout"] == 0.0
+    assert resized.encoder is not None and resized.encoder.layers == 1
+    assert load_recipe("transformer-small").with_overrides(d_model=None) == load_recipe(
+        "transformer-small"
+    )
+    with pytest.raises(DeclarationError, match="lr"):
+        load_recipe("transformer-small").with_overrides(lr=1.0)
+    with pytest.raises(DeclarationError, match="d_ffn"):
+        load_recipe("macaron").with_overrides(d_ffn=64)
+    with pytest.raises(DeclarationError, match="dropout"):
+        load_recipe("transformer-small").with_overrides(dropout=2.0)
+
+
+def test_warm_start_from_a_run_trained_with_size_overrides(tmp_path: Path) -> None:
+    sizes = {**RUN, "max_update": 1, "dropout": 0.0}
+    train(TrainConfig("transformer-small", f"{TINY}:de-en", str(tmp_path), **sizes))
+    saved = read_config(tmp_path)
+    recipe = load_recipe("floater").with_overrides(saved)
+    torch.manual_seed(0)
+    model = Seq2Seq(recipe, 200)
+    bf.warm_start(model, tmp_path / "checkpoint_last.safetensors")
+    transformer, _, _ = trained.load_model(tmp_path, "last")
+    src, prev = torch.tensor([[5, 6, 7, 8]]), torch.tensor([[2, 9, 10]])
+    model.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(model(src, prev), transformer(src, prev))
+
+
+# --- nothing is silently endless -----------------------------------------------------------------
+
+
+def test_the_schedule_and_the_stop_rules_are_said_at_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train(config(tmp_path, max_update=2, warmup_updates=4000))
+    out = capsys.readouterr()
+    said = out.out + out.err
+    assert "peak lr 0.002 at update 4000" in said
+    assert "--max-update 2 ends the run during warm-up" in said
+    endless = stop_note(config(tmp_path, max_update=0))
+    assert endless.startswith("warning: no stop rule") and "until you stop it" in endless
+    assert "no stop rule" not in stop_note(config(tmp_path, max_update=0, max_epoch=3))
+    assert "at update 3" in schedule_note(config(tmp_path))
+
+
+def test_the_start_line_records_threads(tmp_path: Path) -> None:
+    train(config(tmp_path, max_update=1, threads=1))
+    start = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert any(e["kind"] == "start" and e["threads"] == 1 for e in start)
