@@ -24,6 +24,105 @@ def _raises_declaration(*fragments: str) -> Iterator[pytest.ExceptionInfo[bf.Dec
         assert fragment in message, f"{fragment!r} missing from the message {message!r}"
 
 
+# Catalog entries whose proof (`bf.check`) takes from tens of seconds to several minutes on the
+# current analysis: radical-heavy stability reports (Q(sqrt 5), Q(sqrt 21), Q(sqrt 51), nested
+# radicals) and the 25- and 35-stage Feagin tableaux. Every catalog-parametrised test that runs a
+# proof is marked slow for them (`make test-slow` runs them), and the gallery fixture leaves their
+# pages out of the default run. Shrink this set as the analysis gets faster (issue 15).
+SLOW_PROOFS = frozenset(
+    {
+        "butcher-6",
+        "cooper-verner-8",
+        "feagin-12",
+        "feagin-14",
+        "gauss-legendre-4",
+        "gauss-legendre-5",
+        "lawson-6",
+    }
+)
+# The test modules whose catalog-parametrised tests prove the entry (directly or through the
+# gallery); file-level checks of the declarations stay in the default run for every entry.
+PROOF_MODULES = frozenset(
+    {
+        "test_catalog_claims.py",
+        "test_compiler.py",
+        "test_convergence.py",
+        "test_gallery.py",
+        "test_layer_verdict.py",
+        "test_neural_ode.py",
+    }
+)
+
+
+def slow_tests_selected(config: pytest.Config) -> bool:
+    """False under the default `-m 'not slow'` (pyproject's addopts), True for `make test-slow`."""
+    return "not slow" not in (config.option.markexpr or "")
+
+
+# Known failures of catalog-parametrised tests on entries added for issue 15, as strict xfails:
+# each starts failing (XPASS) once its cause is fixed, as a reminder to drop it from this table.
+# Most are the false numeric verdicts of issue 15, reproduced by the catalog itself; the published
+# orders are confirmed independently (NodePy in tests/test_published_tableaux.py, and an exact
+# evaluation of the order conditions on the published digits).
+_MIXED = "issue 15: mixed exact b / float A is proved order 0 (published 6(5))"
+_PD8 = "issue 15: PD8 in double precision is 'proved' order 11(9) (published 8(7))"
+_SSP54 = "issue 15: 30-digit SSP(5,4) is proved order 3 (published 4)"
+KNOWN_FAILURES = {
+    ("test_claimed_order_is_proved", "calvo-6"): _MIXED,
+    ("test_every_secondary_claim_is_proved", "calvo-6"): _MIXED,
+    ("test_empirical_order_matches_the_proof", "calvo-6"): _MIXED,
+    ("test_every_catalog_entry_has_its_page", "calvo-6"): _MIXED,
+    ("test_claimed_order_is_proved", "prince-dormand-8-float"): _PD8,
+    ("test_every_secondary_claim_is_proved", "prince-dormand-8-float"): _PD8,
+    ("test_empirical_order_matches_the_proof", "prince-dormand-8-float"): _PD8,
+    ("test_every_catalog_entry_has_its_page", "prince-dormand-8-float"): _PD8,
+    ("test_claimed_order_is_proved", "ssprk-5-4"): _SSP54,
+    ("test_empirical_order_matches_the_proof", "ssprk-5-4"): _SSP54,
+    ("test_every_catalog_entry_has_its_page", "ssprk-5-4"): _SSP54,
+    ("test_stability_intervals_match_sampling", "radau-iia-7"): "issue 15: the stability "
+    "analysis of the 60-digit Radau IIA 7 reports an imaginary interval of 0 (the method is "
+    "L-stable; |R(iy)| - 1 is about -4e-30 just beyond it)",
+    ("test_empirical_order_matches_the_proof", "verner-6-efficient"): "pre-asymptotic slope: "
+    "Verner's efficient 6(5) has a tiny leading error term, so the slope is 6.47 at N = 32 -> 64 "
+    "and only 6.18 at 128 -> 256; the step counts live in analysis/convergence.py (steps_for)",
+    # test_neural_ode measures the slope in float64 at 8 -> 16 steps only
+    ("test_empirical_order_matches_the_proved_order", "calvo-6"): _MIXED,
+    ("test_empirical_order_matches_the_proved_order", "ssprk-5-4"): _SSP54,
+    ("test_empirical_order_matches_the_proved_order", "bogacki-shampine-5"): "pre-asymptotic "
+    "in float64 at 8 -> 16 steps: slopes 4.50, 4.82, 4.92 at 8 -> 16, 16 -> 32, 32 -> 64 "
+    "(test_convergence measures 5 in mpmath)",
+    ("test_empirical_order_matches_the_proved_order", "sharp-verner-6"): "pre-asymptotic in "
+    "float64 at 8 -> 16 steps (6.57, then 6.36 at 16 -> 32, and rounding at 32 -> 64; "
+    "test_convergence measures 6 in mpmath)",
+    ("test_empirical_order_matches_the_proved_order", "verner-6-efficient"): "pre-asymptotic at "
+    "8 -> 16 steps (6.71), and rounding amplified by coefficients up to 160 floors the error "
+    "at 1e-13 from 32 steps on, so no float64 step count shows the order",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m deselection sees the items
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or item.path.name not in PROOF_MODULES:
+            continue
+        name = callspec.params.get("name")
+        if name in SLOW_PROOFS:
+            item.add_marker(pytest.mark.slow)
+        reason = KNOWN_FAILURES.get((getattr(item, "originalname", ""), name))
+        if reason is not None:
+            item.add_marker(pytest.mark.xfail(strict=True, reason=reason))
+
+
+@pytest.fixture(scope="session")
+def proved_catalog(request: pytest.FixtureRequest) -> list[str]:
+    """The catalog entries whose proofs run in this session (all of them with the slow tests)."""
+    names = sorted(bf.catalog)
+    if slow_tests_selected(request.config):
+        return names
+    return [name for name in names if name not in SLOW_PROOFS]
+
+
 @pytest.fixture
 def declaration_error() -> Callable[..., contextlib.AbstractContextManager]:
     """`with declaration_error("'A[1]'", "[1]"): ...` checks the type and the message."""

@@ -21,13 +21,13 @@ from fractions import Fraction
 import pytest
 import sympy
 import torch
-from butcherflow.methods.files import from_dict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import Tensor, nn
 
 import butcherflow as bf
 from butcherflow.compiler import StageGate
+from butcherflow.methods.files import from_dict
 from butcherflow.nn import Context, Field, make_field
 
 DOUBLE = torch.float64

@@ -27,10 +27,13 @@ LINK = re.compile(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 
 
 @pytest.fixture(scope="module")
-def gallery(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, GalleryResult]:
-    """The whole catalog's gallery, built once for this module (about 20 s on one core)."""
+def gallery(
+    tmp_path_factory: pytest.TempPathFactory, proved_catalog: list[str]
+) -> tuple[Path, GalleryResult]:
+    """The catalog's gallery, built once for this module (about 20 s on one core): every entry
+    whose proof runs in this session (conftest's SLOW_PROOFS only with the slow tests)."""
     out = tmp_path_factory.mktemp("docs") / "gallery"
-    return out, build_gallery(out, benchmarks=BENCHMARKS)
+    return out, build_gallery(out, names=proved_catalog, benchmarks=BENCHMARKS)
 
 
 def _figure_count(svg: Path) -> int:
@@ -137,15 +140,17 @@ def test_recipe_parameter_count_matches_the_model(gallery: tuple[Path, GalleryRe
         assert counts[name] == model.num_parameters
 
 
-def test_index_lists_every_entry(gallery: tuple[Path, GalleryResult]) -> None:
+def test_index_lists_every_entry(
+    gallery: tuple[Path, GalleryResult], proved_catalog: list[str]
+) -> None:
     out, result = gallery
     index = (out / "index.md").read_text(encoding="utf-8")
     assert '<div class="sortable" markdown>' in index
-    for name in NAMES:
+    for name in proved_catalog:
         assert f"[{name}](solvers/{name}.md " in index
     for name in RECIPES:
         assert f"[{name}](models/{name}.md " in index
-    assert len(result.rows) == len(NAMES) + len(RECIPES)
+    assert len(result.rows) == len(proved_catalog) + len(RECIPES)
     rk4 = next(line for line in index.splitlines() if line.startswith("| [rk4]"))
     assert "| 4 | 4 | 4 | 2.785 | 3,152,384 |" in rk4  # stages, order, effective, interval
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from butcherflow.methods.files import FAMILIES, load, read_toml
 
 import butcherflow as bf
 from butcherflow.analysis import ANALYSES, trained_order
@@ -18,6 +17,7 @@ from butcherflow.analysis.convergence import CURVES
 from butcherflow.assemble import recipe_from_dict, side_order
 from butcherflow.compiler import COMPILERS, StageGate
 from butcherflow.gallery.families import PAGES
+from butcherflow.methods.files import FAMILIES, load, read_toml
 from butcherflow.nn import Context
 
 SIZES = {"d_model": 8, "n_heads": 2, "d_ffn": 16}

@@ -33,6 +33,7 @@ from typing import Any, final
 import flint
 import numpy as np
 import sympy
+from sympy.polys.matrices import DomainMatrix
 
 from ..methods.general_linear import GeneralLinear, StartTerm
 from ..methods.numbers import ball
@@ -231,9 +232,15 @@ def stability_matrix(method: GeneralLinear) -> sympy.Matrix | None:
     if not all(x.is_Rational for m in (A, U, B, V) for x in m):
         return None
     s = method.stages
-    if not s:
-        return V
-    inverse = (sympy.eye(s) - Z * A).inv(method="LU")
+    if method.is_explicit:  # A is nilpotent: (I − zA)⁻¹ = I + zA + … + (zA)^(s−1), exactly
+        term, inverse = sympy.eye(s), sympy.eye(s)
+        for _ in range(s - 1):
+            term = term * A * Z
+            inverse += term
+        return (V + Z * B * inverse * U).applyfunc(sympy.expand)
+    field = sympy.QQ.frac_field(Z)
+    shifted = DomainMatrix.from_Matrix(sympy.eye(s) - Z * A).convert_to(field)
+    inverse = shifted.inv().to_Matrix()
     return (V + Z * B * inverse * U).applyfunc(sympy.cancel)
 
 

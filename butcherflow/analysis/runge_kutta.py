@@ -24,19 +24,9 @@ from ..methods.precision import RESOLUTION, Verdict, digits_hint, judge_enclosur
 from .report import Report, trained_order_text
 from .rk_order import DEFAULT_TIME_BUDGET, Conditions, order_bound, tree_family
 from .search import Search
-from .stability import StabilityFunction, stability_function
+from .stability import StabilityFunction, algebraically_stable, stability_function
 from .trees import Tree
 from .weights import smallest_domain
-
-
-def _sign(value: sympy.Expr) -> int:
-    """The exact sign of a real constant (algebraic numbers included)."""
-    if value.is_zero or sympy.simplify(value) == 0:
-        return 0
-    approx = value.evalf(60)
-    if approx.is_comparable:
-        return 1 if approx > 0 else -1
-    raise ValueError(f"cannot decide the sign of {value}")
 
 
 def _stage_residuals(
@@ -93,30 +83,6 @@ def _stage_order(tableau: ButcherTableau, cap: int) -> tuple[int, bool]:
         if Verdict.UNDETERMINED in verdicts:
             return k - 1, False
     return cap, False
-
-
-def _algebraically_stable(tableau: ButcherTableau) -> bool | None:
-    """bᵢ ≥ 0 and M = BA + AᵀB − bbᵀ positive semi-definite (all principal minors ≥ 0)."""
-    if tableau.symbols or tableau.numeric:
-        return None
-    A = sympy.Matrix(tableau.A)
-    b = sympy.Matrix(tableau.b)
-    if any(_sign(x) < 0 for x in b):
-        return False
-    B = sympy.diag(*b)
-    M = B * A + A.T * B - b * b.T
-    s = tableau.stages
-    if any(_sign(M[i, i]) < 0 for i in range(s)):
-        return False
-    if s > 8:
-        return None
-    from itertools import combinations
-
-    for size in range(2, s + 1):
-        for idx in combinations(range(s), size):
-            if _sign(M.extract(list(idx), list(idx)).det(method="berkowitz")) < 0:
-                return False
-    return True
 
 
 @final
@@ -193,7 +159,7 @@ class RungeKuttaReport(Report):
             self.embedded_order = embedded.order
             self.embedded_undetermined = bool(embedded.undetermined)
         self.stability: StabilityFunction = stability_function(method, self.order)
-        self.algebraically_stable = _algebraically_stable(method)
+        self.algebraically_stable = algebraically_stable(method)
         self.initial_order, self.initial_values = self._initial(deadline, max_order)
         self._explain(stage_decided)
         for symbol, value in identities.items():

@@ -69,7 +69,7 @@ _RESERVED = {"I", "E", "S", "N", "O", "Q", "Integer", "Float", "Symbol"}
 MAX_EXPONENT = 300
 MAX_POWER = 64
 MAX_DIGITS = 1000
-MAX_DEGREE = 64
+MAX_DEGREE = 256
 VALID_ENTRY = (
     "valid entries are ints, 'p/q' strings, Fractions, sympy expressions such as 'sqrt(6)/36' or "
     "'cos(pi/18)' (functions: sqrt, cbrt, root, sin, cos, tan of rational multiples of pi), "
@@ -489,7 +489,7 @@ def _check_degree(value: sympy.Expr, raw: Any, key: str, source: str | Path | No
     if degree > MAX_DEGREE:
         raise _refuse(
             f"entry is an algebraic number of too high a degree for exact analysis (up to "
-            f"{degree:.0f} > {MAX_DEGREE}: e.g. more than six nested roots); give it as a "
+            f"{degree:.0f} > {MAX_DEGREE}: e.g. more than eight nested square roots); give it as a "
             "decimal",
             raw,
             key,
