@@ -11,7 +11,11 @@ Everything runs on CPU at tiny sizes on tests/data/tiny, as in test_train.py.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -282,3 +286,66 @@ def test_the_start_line_records_threads(tmp_path: Path) -> None:
     train(config(tmp_path, max_update=1, threads=1))
     start = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
     assert any(e["kind"] == "start" and e["threads"] == 1 for e in start)
+
+
+# --- Ctrl-C and SIGTERM --------------------------------------------------------------------------
+
+# The CLI, with a signal sent to itself during update 8 and again while that update's checkpoint
+# is being written (the second Ctrl-C of an impatient user); argv[1] names the signal.
+INTERRUPTED_AT_UPDATE_8 = """
+import os, signal, sys
+from butcherflow.cli import main
+from butcherflow.train import loop
+
+SIGNAL = getattr(signal, sys.argv.pop(1))
+calls = []
+real_forward_backward, real_save = loop.forward_backward, loop.save_checkpoint
+
+def forward_backward(*args, **kwargs):
+    calls.append(1)
+    if len(calls) == 8:
+        os.kill(os.getpid(), SIGNAL)
+    return real_forward_backward(*args, **kwargs)
+
+def save_checkpoint(save_dir, names, *args, **kwargs):
+    if len(calls) == 8:
+        os.kill(os.getpid(), signal.SIGINT)
+    return real_save(save_dir, names, *args, **kwargs)
+
+loop.forward_backward, loop.save_checkpoint = forward_backward, save_checkpoint
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(("name", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_signal_commits_the_update_and_exits_128_plus_its_number(
+    reference: Path, tmp_path: Path, name: str, code: int
+) -> None:
+    save_dir = tmp_path / "run"
+    argv = ["train", "transformer-small", "--data", f"{TINY}:de-en", "--save-dir", str(save_dir)]
+    command = [sys.executable, "-c", INTERRUPTED_AT_UPDATE_8, name, *argv, *CLI_FLAGS]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    ran = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == code, ran.stderr[-2000:]
+    assert "Traceback" not in ran.stderr
+    assert "interrupted at update 8; rerun the same command to resume" in ran.stderr
+    assert "SIGINT again: still writing" in ran.stderr
+    assert ckpt.read_commit(save_dir, "checkpoint_last")["update"] == 8  # type: ignore[index]
+    train(config(save_dir))  # the same command again
+    for kept in ("checkpoint_last", "checkpoint_best"):
+        assert_same_weights(reference / f"{kept}.safetensors", save_dir / f"{kept}.safetensors")
+
+
+def test_a_signal_before_the_first_update_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        os.kill(os.getpid(), signal.SIGINT)
+        raise AssertionError("the signal did not interrupt")
+
+    monkeypatch.setattr("butcherflow.train.run.load_corpus", interrupted)
+    argv = ["train", "transformer-small", "--data", f"{TINY}:de-en", "--save-dir", str(tmp_path)]
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "interrupted (SIGINT) before the first update" in err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored

@@ -18,7 +18,8 @@ from ..generate import evaluate, translate
 from ..generate.evaluate import MAX_TOKENS, validation_bleu
 from ..generate.search import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B
 from ..savedir import average_checkpoints, checkpoint_paths, load_model, read_config, save_weights
-from ..train import TrainConfig, train
+from ..train import Interrupted, TrainConfig, train
+from ..train.interrupts import exit_code
 
 THREADS_HELP = (
     "torch's CPU threads (default: torch's, OMP_NUM_THREADS or the physical cores; "
@@ -88,7 +89,13 @@ def generation_flags(p: argparse.ArgumentParser) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     names = {f.name for f in fields(TrainConfig)}
     config = TrainConfig(**{k: v for k, v in vars(args).items() if k in names})
-    summary = train(config, validate_bleu=_bleu_hook(args.validate_bleu))
+    try:
+        summary = train(config, validate_bleu=_bleu_hook(args.validate_bleu))
+    except Interrupted as error:  # before the first update: nothing to save
+        print(f"{error}", file=sys.stderr)
+        return exit_code(error.signum)
+    if summary["interrupted"] is not None:  # the loop said where it stopped and how to resume
+        return exit_code(summary["interrupted"])
     if os.environ.get("RANK", "0") != "0":  # under torchrun, one process reports
         return 0
     print(

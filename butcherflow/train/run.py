@@ -37,6 +37,7 @@ from ..savedir.curves import append_log
 from ..savedir.layout import LOG
 from . import distributed
 from .config import TrainConfig, resolve_precision, resolve_recipe
+from .interrupts import Interrupts
 from .resume import Progress, check_save_dir, open_save_dir, resume, write_save_dir
 from .step import LN2
 
@@ -80,7 +81,7 @@ class Meter:
 class Run:
     """Everything one call of `train` works with: what it was given and built (frozen in
     spirit), and what the loop advances (`progress`, `epoch`, `last_valid`, `validated_at`,
-    `saved_at`, `meter`).
+    `saved_at`, `meter`; `interrupts`: the signals received).
 
     - `model`: what the updates run (the model, compiled and/or wrapped in DDP);
       `raw_model`: the bare model, which is validated and saved.
@@ -108,6 +109,7 @@ class Run:
     validated_at: int = -1
     saved_at: int = -1
     meter: Meter = field(default_factory=Meter)
+    interrupts: Interrupts = field(default_factory=Interrupts)
 
     @property
     def main(self) -> bool:
