@@ -29,6 +29,7 @@ from butcherflow.assemble import Seq2Seq, load_recipe
 from butcherflow.assemble.declarations import pinned
 from butcherflow.cli import main
 from butcherflow.errors import ButcherflowWarning
+from butcherflow.generate import evaluate_perplexity
 from butcherflow.savedir import checkpoint as ckpt
 from butcherflow.savedir import read_config, trained
 from butcherflow.train import TrainConfig, train
@@ -349,3 +350,63 @@ def test_a_signal_before_the_first_update_is_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "interrupted (SIGINT) before the first update" in err
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+
+
+# --- commands that say the right thing -----------------------------------------------------------
+
+
+def test_evaluate_reports_a_language_models_perplexity(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train(config(tmp_path, max_update=2, task="language_model", decoder_layers=None))
+    commit = ckpt.read_commit(tmp_path, "checkpoint_last")
+    assert commit is not None and commit["update"] == 2
+    valid = evaluate_perplexity(tmp_path, "valid", checkpoint="last", max_tokens=2048)
+    assert valid.ppl == pytest.approx(commit["valid_ppl"], rel=1e-6)  # as the loop measured
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path), "--checkpoint", "last"]) == 0
+    out = capsys.readouterr().out
+    assert "test (30 sentences), language model" in out and "perplexity = " in out
+
+
+@pytest.mark.parametrize("command", ["evaluate", "translate"])
+def test_generation_help_shows_the_defaults(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert "beam size (1: greedy) (default: 5)" in out and "(default: best)" in out
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"butcherflow {bf.__version__}"
+
+
+def test_average_refuses_an_output_in_a_missing_folder(
+    reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "nowhere" / "x.safetensors"
+    assert main(["average", str(reference), "--last", "2", "-o", str(output)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--output" in err and "does not exist" in err
+    assert not output.parent.exists()
+    assert main(["average", str(reference), "--last", "2", "-o", str(tmp_path / "x.st")]) == 0
+
+
+def test_show_tells_a_recipe_from_a_solver_by_content(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recipe = tmp_path / "my-recipe.toml"
+    shutil.copyfile(ROOT / "models" / "ode-transformer-rk2.toml", recipe)
+    assert main(["show", str(recipe)]) == 0
+    assert "order of its blocks as they train" in capsys.readouterr().out
+    (tmp_path / "models").mkdir()
+    solver = tmp_path / "models" / "heun.toml"
+    shutil.copyfile(ROOT / "solvers" / "heun.toml", solver)
+    assert main(["show", str(solver)]) == 0
+    out = capsys.readouterr().out
+    assert "heun" in out and "order of its blocks" not in out

@@ -13,6 +13,8 @@ import argparse
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as installed_version
 from typing import Any
 
 from ..analysis.rk_order import DEFAULT_TIME_BUDGET
@@ -38,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="butcherflow",
         description="Declare integrators, prove their order, compile them into layers.",
     )
+    parser.add_argument("--version", action="version", version=f"butcherflow {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("check", help="prove the order of a declaration and print its report")
@@ -69,13 +72,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vocab", type=int, default=32000, help="recipes: vocabulary size")
     p.set_defaults(run=cmd_show)
 
-    p = sub.add_parser("evaluate", help="translate a valid/test split; sacreBLEU and chrF")
+    defaults = argparse.ArgumentDefaultsHelpFormatter
+    p = sub.add_parser(
+        "evaluate",
+        help="translate a valid/test split; sacreBLEU and chrF (a language model: perplexity)",
+        formatter_class=defaults,
+    )
     generation_flags(p)
     p.add_argument("--subset", choices=("valid", "test"), default="test")
     p.add_argument("--print-samples", type=int, default=0, metavar="K", help="show K sentences")
     p.set_defaults(run=cmd_evaluate)
 
-    p = sub.add_parser("translate", help="translate stdin (one sentence a line) to stdout")
+    p = sub.add_parser(
+        "translate",
+        help="translate stdin (one sentence a line) to stdout",
+        formatter_class=defaults,
+    )
     generation_flags(p)
     p.set_defaults(run=cmd_translate)
 
@@ -156,6 +168,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(run=cmd_experiment)
     return parser
+
+
+def version() -> str:
+    """butcherflow's version as installed (`pip show butcherflow`), or `unknown` when it runs
+    from a checkout that was never installed."""
+    try:
+        return installed_version("butcherflow")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,11 +14,12 @@ from ..devices import resolve_device
 from ..errors import DeclarationError
 from ..experiments import EXPERIMENTS, run_experiment, write_reports
 from ..experiments.index import write_readme_summary
-from ..generate import evaluate, translate
+from ..generate import evaluate, evaluate_perplexity, translate
 from ..generate.evaluate import MAX_TOKENS, validation_bleu
 from ..generate.search import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B
 from ..savedir import average_checkpoints, checkpoint_paths, load_model, read_config, save_weights
 from ..train import Interrupted, TrainConfig, train
+from ..train.config import TASKS
 from ..train.interrupts import exit_code
 
 THREADS_HELP = (
@@ -28,6 +29,8 @@ THREADS_HELP = (
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    if Path(args.save_dir).is_dir() and read_config(args.save_dir).get("task") == TASKS[1]:
+        return _evaluate_language_model(args)
     result = evaluate(
         args.save_dir,
         args.subset,
@@ -50,6 +53,23 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             break
         print(f"S-{i}\t{source}\nT-{i}\t{reference}\nH-{i}\t{hypothesis}")
     print(result.scores)
+    return 0
+
+
+def _evaluate_language_model(args: argparse.Namespace) -> int:
+    """`evaluate` of a `--task language_model` run: its perplexity (the search flags unused)."""
+    result = evaluate_perplexity(
+        args.save_dir,
+        args.subset,
+        checkpoint=args.checkpoint,
+        max_tokens=args.max_tokens,
+        device=args.device,
+    )
+    print(
+        f"{args.save_dir}: checkpoint {args.checkpoint}, {args.subset} "
+        f"({result.sentences} sentences), language model"
+    )
+    print(result)
     return 0
 
 
@@ -120,6 +140,14 @@ def _bleu_hook(sentences: int) -> Callable[..., float] | None:
 
 def cmd_average(args: argparse.Namespace) -> int:
     read_config(args.save_dir)  # a clear error when this is not a save dir
+    folder = Path(args.output).parent
+    if not folder.is_dir():  # a typo in -o must not create folders
+        raise DeclarationError(
+            f"folder {str(folder)!r} does not exist" if not folder.exists() else "not a folder",
+            key="--output",
+            value=args.output,
+            valid="a .safetensors path in an existing folder",
+        )
     paths = checkpoint_paths(Path(args.save_dir), f"avg:{args.last}")
     averaged = ", ".join(p.stem for p in paths)
     save_weights(average_checkpoints(paths), Path(args.output), {"averaged": averaged})

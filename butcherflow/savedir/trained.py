@@ -192,7 +192,7 @@ def average_checkpoints(paths: Sequence[Path]) -> dict[str, Tensor]:
 
 
 def save_weights(tensors: Mapping[str, Tensor], path: Path, metadata: Mapping[str, str]) -> None:
-    """Write `tensors` to a `.safetensors` file atomically (the output of `butcherflow average`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write `tensors` to a `.safetensors` file atomically (the output of `butcherflow average`),
+    in a folder that exists."""
     with atomic_path(path) as tmp:
         save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp), dict(metadata))
