@@ -10,6 +10,7 @@ Everything runs on CPU at tiny sizes on tests/data/tiny, as in test_train.py.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -34,7 +35,9 @@ from butcherflow.savedir import checkpoint as ckpt
 from butcherflow.savedir import read_config, trained
 from butcherflow.train import TrainConfig, train
 from butcherflow.train.config import resolve_recipe
+from butcherflow.train.resume import Progress
 from butcherflow.train.run import schedule_note, stop_note
+from butcherflow.train.ticker import updates_to_stop
 
 TINY = Path(__file__).parent / "data" / "tiny"
 ROOT = Path(__file__).parents[1]
@@ -410,3 +413,42 @@ def test_show_tells_a_recipe_from_a_solver_by_content(
     assert main(["show", str(solver)]) == 0
     out = capsys.readouterr().out
     assert "heun" in out and "order of its blocks" not in out
+
+
+# --- progress toward the stop rule ---------------------------------------------------------------
+
+
+def test_a_log_file_gets_a_plain_line_every_log_interval(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    train(config(tmp_path, log_interval=5))  # capsys: stderr is not a terminal
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    lines = [line for line in err.splitlines() if " | update " in line]
+    assert [line.split(" | ")[1] for line in lines] == ["update 5/14", "update 10/14"]
+    assert all(" | eta " in line and " | tok_s " in line for line in lines)
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_one_bar_toward_the_stop_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stderr", screen)
+    train(config(tmp_path, max_update=0, max_epoch=2, validate_interval_updates=0))
+    drawn = screen.getvalue()
+    assert "\r" in drawn and " | update " not in drawn
+    assert "epoch 002" in drawn and "/22 [" in drawn  # 2 epochs of 11 updates, one bar
+
+
+def test_updates_to_stop_is_the_first_rule(tmp_path: Path) -> None:
+    progress = Progress(update=30, epoch=3)
+    assert updates_to_stop(config(tmp_path, max_update=0), progress, 4, 11) is None
+    assert updates_to_stop(config(tmp_path, max_update=100), progress, 4, 11) == 100
+    by_epoch = config(tmp_path, max_update=0, max_epoch=5)
+    assert updates_to_stop(by_epoch, progress, 4, 11) == 30 + 4 + 2 * 11
+    assert updates_to_stop(config(tmp_path, max_update=40, max_epoch=5), progress, 4, 11) == 40

@@ -181,7 +181,12 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         ("--save-interval-updates", int, "also save checkpoint_<update> every N updates"),
         ("--keep-last-checkpoints", int, "keep the newest N interval checkpoints (default all)"),
         ("--validate-interval-updates", int, "validate every N updates (default: epoch ends)"),
-        ("--log-interval", int, "updates per line of log.jsonl (default 100)"),
+        (
+            "--log-interval",
+            int,
+            "updates per line of log.jsonl, and of progress when stderr is no terminal "
+            "(default 100)",
+        ),
         ("--vocab-size", int, "joint sentencepiece BPE vocabulary size (default 8000)"),
         ("--device", str, "auto (default), cpu, cuda or cuda:N"),
         ("--threads", int, THREADS_HELP),

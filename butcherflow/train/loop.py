@@ -28,7 +28,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from tqdm import tqdm
 
 from ..assemble import Seq2Seq
 from ..data import Vocabulary, collate, make_batches
@@ -51,6 +50,7 @@ from .step import (
     update_seed,
     validate,
 )
+from .ticker import Ticker
 
 MAX_NONFINITE_IN_ROW = 10
 INTERRUPTED = "interrupted"  # the stop rule of a run stopped by SIGINT or SIGTERM
@@ -109,6 +109,7 @@ def _train(run: Run, validate_bleu: BleuHook | None) -> dict[str, Any]:
     stopped = stop_rule(run, clock=False)  # the time budget allows at least one update
     if stopped is not None:
         run.say(f"nothing to do: {stopped}")
+    ticker = Ticker(config, progress, run.started, shown=run.main)
     while stopped is None:
         batches = shard(
             make_batches(
@@ -125,14 +126,7 @@ def _train(run: Run, validate_bleu: BleuHook | None) -> dict[str, Any]:
             batches[i : i + config.update_freq] for i in range(0, len(batches), config.update_freq)
         ]
         first = progress.batch_in_epoch // config.update_freq
-        bar = tqdm(
-            total=len(groups),
-            initial=first,
-            desc=f"epoch {progress.epoch:03d}",
-            disable=not run.main,
-            leave=False,
-            dynamic_ncols=True,
-        )
+        ticker.epoch(len(groups) - first, len(groups))
         run.epoch = progress.epoch
         for group in groups[first:]:
             loss_sum, ntokens, lr, gnorm = update(run, group)
@@ -140,12 +134,8 @@ def _train(run: Run, validate_bleu: BleuHook | None) -> dict[str, Any]:
             if end_of_epoch:
                 progress.epoch += 1
                 progress.batch_in_epoch = 0
-            bar.update(1)
-            bar.set_postfix(
-                loss=f"{loss_sum / ntokens / LN2:.3f}",
-                lr=f"{lr:.2e}",
-                tok_s=f"{run.meter.session_tokens / run.meter.session_seconds:,.0f}",
-            )
+            tokens_per_s = run.meter.session_tokens / run.meter.session_seconds
+            ticker.tick(run.epoch, loss_sum / ntokens / LN2, lr, tokens_per_s)
             if run.meter.tokens and (progress.update % config.log_interval == 0 or end_of_epoch):
                 run.log({"kind": "train", **run.meter.take(lr, gnorm, progress.train_tokens)})
             stopped = stop_rule(run)
@@ -162,7 +152,7 @@ def _train(run: Run, validate_bleu: BleuHook | None) -> dict[str, Any]:
                 save(run, names)
             if stopped or end_of_epoch:
                 break
-        bar.close()
+    ticker.close()
     return finish(run, stopped)
 
 
