@@ -452,3 +452,26 @@ def test_updates_to_stop_is_the_first_rule(tmp_path: Path) -> None:
     by_epoch = config(tmp_path, max_update=0, max_epoch=5)
     assert updates_to_stop(by_epoch, progress, 4, 11) == 30 + 4 + 2 * 11
     assert updates_to_stop(config(tmp_path, max_update=40, max_epoch=5), progress, 4, 11) == 40
+
+
+# --- the demo: the same result on every machine --------------------------------------------------
+
+
+def test_train_prints_its_throughput_and_warns_when_far_below_the_expected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["train", "transformer-small", "--data", f"{TINY}:de-en", "--save-dir", str(tmp_path)]
+    assert main([*argv, *CLI_FLAGS, "--max-update=2", "--expect-tokens-per-s=1e12"]) == 0
+    out, err = capsys.readouterr()
+    assert "2 updates (" in out and " target tokens/s; best valid loss" in out
+    assert "far below the 1,000,000,000,000 expected here" in err
+    assert main([*argv, *CLI_FLAGS, "--max-update=3", "--expect-tokens-per-s=1"]) == 0
+    assert "far below" not in capsys.readouterr().err
+
+
+def test_the_demo_is_budgeted_in_updates() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    demo = makefile.split("\ndemo:")[1].split("\n\n")[0]
+    assert "--max-update $(DEMO_UPDATES)" in demo and "--time-budget" not in demo
+    assert "--expect-tokens-per-s $(DEMO_TOKENS_PER_S)" in demo
+    assert "DEMO_UPDATES ?= 800" in makefile

@@ -118,11 +118,22 @@ def cmd_train(args: argparse.Namespace) -> int:
         return exit_code(summary["interrupted"])
     if os.environ.get("RANK", "0") != "0":  # under torchrun, one process reports
         return 0
+    speed = summary["tokens_per_s"]
     print(
         f"{summary['updates']} updates ({summary['train_tokens']:,} target tokens) in "
-        f"{summary['seconds']:.0f} s; best valid loss {summary['best_valid_loss']:.3f} bits\n"
+        f"{summary['seconds']:.0f} s"
+        + (f", {speed:,.0f} target tokens/s" if speed is not None else "")
+        + f"; best valid loss {summary['best_valid_loss']:.3f} bits\n"
         f"next: butcherflow evaluate {config.save_dir} --subset test"
     )
+    expected = args.expect_tokens_per_s
+    if expected is not None and speed is not None and speed < expected / 2:
+        print(
+            f"warning: {speed:,.0f} target tokens/s is far below the {expected:,.0f} expected "
+            "here (--expect-tokens-per-s): this machine is busy or slower; the model is the same, "
+            "it only took longer (on a busy CPU, --threads 1 is often faster)",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -167,7 +178,12 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         ("--max-tokens", int, "padded positions per batch and process (default 4096)"),
         ("--update-freq", int, "micro-batches accumulated per update (default 1)"),
         ("--lr", float, "peak learning rate (default 5e-4)"),
-        ("--warmup-updates", int, "linear warmup, then inverse sqrt (default 4000)"),
+        (
+            "--warmup-updates",
+            int,
+            "linear warmup, then inverse sqrt (default 4000, for large corpora; on a small one "
+            "use far fewer: `make demo` trains 800 updates with 150, lr 3e-3)",
+        ),
         ("--warmup-init-lr", float, "learning rate of the first update (default 1e-7)"),
         ("--label-smoothing", float, "fairseq's label smoothing (default 0.1)"),
         ("--dropout", float, "dropout (default: the recipe's)"),
@@ -209,6 +225,14 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help="train a declaration whose proof refutes its claimed order (refused by default; "
         "recorded in the run's config.json)",
+    )
+    p.add_argument(
+        "--expect-tokens-per-s",
+        type=float,
+        default=None,
+        metavar="N",
+        help="warn at the end when training ran below half of N target tokens/s (make demo "
+        "passes the README's figure)",
     )
     p.add_argument(
         "--validate-bleu",

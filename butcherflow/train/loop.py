@@ -77,7 +77,8 @@ def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict
     **Returns:** a summary: `save_dir`, `updates`, `epoch` (the one being trained), `epochs_done`,
     `best_valid_loss`, `valid_loss` (bits per target token), `stopped` (the stop rule that ended
     the run), `interrupted` (the signal that stopped it, or None), `nonfinite_skipped`,
-    `train_tokens`, `seconds`, `threads` (torch's CPU threads).
+    `train_tokens`, `tokens_per_s` (target tokens per second of this command's training steps,
+    None without any), `seconds`, `threads` (torch's CPU threads).
 
     **Raises:** `interrupts.Interrupted` when SIGINT or SIGTERM arrives before the first update.
     """
@@ -310,7 +311,7 @@ def stop_rule(run: Run, clock: bool = True) -> str | None:
 
 def finish(run: Run, stopped: str | None) -> dict[str, Any]:
     """Say and log how the run ended, draw the curves, and summarise it (see `train`)."""
-    progress, best = run.progress, run.progress.best_valid_loss
+    progress, best, meter = run.progress, run.progress.best_valid_loss, run.meter
     interrupted = None
     if stopped == INTERRUPTED:  # a process the signal missed stops as torchrun's SIGTERM would
         interrupted = run.interrupts.received or SIGNALS[-1]
@@ -338,6 +339,9 @@ def finish(run: Run, stopped: str | None) -> dict[str, Any]:
         "interrupted": interrupted,
         "nonfinite_skipped": progress.nonfinite_total,
         "train_tokens": progress.train_tokens,
+        "tokens_per_s": meter.session_tokens / meter.session_seconds
+        if meter.session_seconds
+        else None,
         "seconds": time.monotonic() - run.started,
         "threads": torch.get_num_threads(),
     }
