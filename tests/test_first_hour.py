@@ -475,3 +475,21 @@ def test_the_demo_is_budgeted_in_updates() -> None:
     assert "--max-update $(DEMO_UPDATES)" in demo and "--time-budget" not in demo
     assert "--expect-tokens-per-s $(DEMO_TOKENS_PER_S)" in demo
     assert "DEMO_UPDATES ?= 800" in makefile
+
+
+@pytest.mark.parametrize("command", ["evaluate", "translate"])
+def test_generation_takes_threads(
+    reference: Path,
+    command: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    before = torch.get_num_threads()
+    monkeypatch.setattr(sys, "stdin", io.StringIO("ein Satz\n"))
+    try:
+        assert main([command, str(reference), "--beam", "1", "--threads", "1"]) == 0
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    assert main([command, str(reference), "--threads", "0"]) == 1
+    assert "--threads" in capsys.readouterr().err

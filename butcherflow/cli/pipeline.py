@@ -10,7 +10,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from ..devices import resolve_device
+from ..devices import resolve_device, set_threads
 from ..errors import DeclarationError
 from ..experiments import EXPERIMENTS, run_experiment, write_reports
 from ..experiments.index import write_readme_summary
@@ -29,6 +29,7 @@ THREADS_HELP = (
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    set_threads(args.threads)
     if Path(args.save_dir).is_dir() and read_config(args.save_dir).get("task") == TASKS[1]:
         return _evaluate_language_model(args)
     result = evaluate(
@@ -74,6 +75,7 @@ def _evaluate_language_model(args: argparse.Namespace) -> int:
 
 
 def cmd_translate(args: argparse.Namespace) -> int:
+    set_threads(args.threads)
     device = resolve_device(args.device)
     model, vocab, _ = load_model(args.save_dir, args.checkpoint, device=device)
     lines = [line.rstrip("\r\n") for line in sys.stdin]
@@ -104,6 +106,7 @@ def generation_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-len-b", type=int, default=MAX_LEN_B, help="max length = a * src_len + b")
     p.add_argument("--max-tokens", type=int, default=MAX_TOKENS, help="source tokens per batch")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
