@@ -151,7 +151,6 @@ def test_no_intact_checkpoint_is_one_error_naming_each(reference: Path, tmp_path
     [
         (["--d-model", "66"], ["d_model", "66", "n_heads"]),
         (["--max-tokens", "5"], ["--max-tokens", "5"]),
-        (["--dropout", "1.5"], ["dropout", "1.5"]),
     ],
 )
 def test_bad_flags_leave_no_save_dir(

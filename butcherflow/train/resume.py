@@ -1,7 +1,9 @@
-"""Starting or resuming a run in its save dir: `open_save_dir`, `Progress` and `resume`.
+"""Starting or resuming a run in its save dir: `check_save_dir`, `open_save_dir`,
+`write_save_dir`, `Progress` and `resume`.
 
 A rerun of the same command on the same save dir is the same run: `open_save_dir` reopens the
-save dir's vocabulary and refuses a changed recipe, corpus or optimisation setting, and `resume`
+save dir's vocabulary and refuses a changed recipe, corpus or optimisation setting (creating
+nothing: `write_save_dir` writes the save dir once every check has passed), and `resume`
 loads the latest committed checkpoint (weights, optimizer, GradScaler, random states) and the
 `Progress` saved with it (update, epoch, data position, counters).
 """
