@@ -285,6 +285,12 @@ def test_the_schedule_and_the_stop_rules_are_said_at_start(
     assert "at update 3" in schedule_note(config(tmp_path))
 
 
+def test_train_help_points_at_small_data_settings(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    assert "make demo" in " ".join(capsys.readouterr().out.split())
+
+
 def test_the_start_line_records_threads(tmp_path: Path) -> None:
     train(config(tmp_path, max_update=1, threads=1))
     start = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
