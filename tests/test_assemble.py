@@ -179,3 +179,26 @@ def test_decode_last_only_is_the_last_row_of_the_full_decode() -> None:
     last = model.decode(tgt, memory, padding, last_only=True)
     assert last.shape == (2, 1, 50)
     torch.testing.assert_close(last, full[:, -1:], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("name", "policy"),
+    [
+        ("hyper-connections", "learned"),
+        ("hyper-connections-dynamic", "dynamic"),
+        ("mhc", "sinkhorn"),
+        ("denseformer", "learned"),
+        ("pcformer", "learned"),
+    ],
+)
+def test_general_linear_recipes_are_shown_beside_transformer_small(
+    name: str, policy: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small = bf.Seq2Seq.from_recipe("transformer-small", 8000).num_parameters
+    model = bf.Seq2Seq.from_recipe(name, 8000)
+    stacks = [m for m in model.modules() if isinstance(m, bf.compiler.GeneralLinearStack)]
+    assert len(stacks) == 1 and stacks[0].policy == policy  # the encoder; decoders are residual
+    assert abs(model.num_parameters / small - 1) < 0.01  # a few coefficients on top
+    assert main(["show", name, "--vocab", "8000"]) == 0
+    out = capsys.readouterr().out
+    assert f"beside transformer-small: {small:,}" in out

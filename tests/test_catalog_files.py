@@ -100,6 +100,7 @@ def test_entry_family_matches_its_class(name: str) -> None:
         "splitting": bf.Splitting,
         "multistep": bf.LinearMultistep,
         "continuous": bf.ContinuousDynamics,
+        "general-linear": bf.GeneralLinear,
     }[family]
     assert isinstance(method, expected)
 

@@ -125,7 +125,7 @@ LM_UNDECLARED = bf.LinearMultistep(["k - 1", "-k", 1], [0, 1, 0], name="lm-undec
     ("kwargs", "fragment"),
     [
         ({"method": "bdf-2"}, "implicit"),
-        ({"method": "rk4"}, "not a multistep method"),
+        ({"method": "rk4"}, "not a method that spans layers"),
         ({"method": LM_UNDECLARED}, "no initial value for the free symbol 'k'"),
         ({"method": LM_UNDECLARED, "coefficients": "learned"}, "no initial value"),
         ({"method": "lm-resnet", "init": {"q": 1}}, "init names symbols"),

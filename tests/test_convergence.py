@@ -184,7 +184,11 @@ def test_stability_intervals_match_sampling(name: str) -> None:
                 abs(in_mpmath(mpmath.mpc(direction) * (mpmath.mpf(end) + mpmath.mpf(k) / 800)))
                 for k in range(1, 41)
             ]
-        assert max(beyond) > 1, (
+        # A numeric tableau's proved interval takes R's low-degree terms from its order (the
+        # report says so); sampled from the rounded entries, those terms are ~1e-16 off, which
+        # can hold |R| a hair below 1 beyond the end (Prince-Dormand 8 in floats: 1 - 1.7e-22).
+        slack = mpmath.mpf("1e-12") if report.method.numeric else 0
+        assert max(beyond) > 1 - slack, (
             f"{name}: |R| ≤ 1 on {direction}·(0, {end} + 0.05] too: the interval is longer than "
             f"{end} (max |R| − 1 there: {mpmath.nstr(max(beyond) - 1, 5)})"
         )

@@ -153,6 +153,29 @@ def test_splitting_decoding_equals_the_full_causal_forward(name: str, share: boo
     assert_close(decode([block], x, memory), full([block], x, memory))
 
 
+GENERAL_LINEAR = [n for n in sorted(bf.catalog) if bf.catalog[n].family == "general-linear"]
+# Sinkhorn needs a doubly stochastic V (hyper-connections-4's identity)
+GLM_POLICIES = [(n, p) for n in GENERAL_LINEAR for p in ("exact", "learned", "dynamic")]
+GLM_POLICIES.append(("hyper-connections-4", "sinkhorn"))
+
+
+@pytest.mark.parametrize(("name", "policy"), GLM_POLICIES)
+def test_general_linear_stack_decoding_equals_the_full_causal_forward(
+    name: str, policy: str
+) -> None:
+    """The streams are mixed per token (dynamic and Sinkhorn coefficients too), so a stack
+    decoded token by token equals its full causal forward."""
+    stack = bf.compile_stack(name, ["san+ca+ffn"] * 3, coefficients=policy, **SIZES)
+    stack = stack.to(DOUBLE).eval()
+    with torch.no_grad():  # leave the declared start, so that the streams differ
+        for p in stack.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    assert stack.causal
+    x, memory = inputs()
+    assert_close(decode([stack], x, memory), full([stack], x, memory))
+    assert_close(decode([stack], x, memory, chunks=(2, 3)), full([stack], x, memory))
+
+
 def test_macaron_decoder_with_its_own_fields() -> None:
     """FFN(½), causal SAN, CA, FFN(½) (Macaron's decoder)."""
     fields = {"A": "ffn", "B": "san", "C": "ca"}

@@ -101,6 +101,7 @@ def test_every_run_has_the_three_seeds_issue_16_asks_for() -> None:
         assert set(seeds(name).values()) == {3}, name
     assert len(seeds("translation")) == 9 and len(seeds("truncation")) == 8
     assert len(seeds("depth")) == 12 and len(seeds("extrapolation")) == 3
+    assert len(seeds("connections")) == 7
     assert seeds("coefficients") == dict.fromkeys(("exact", "unit", "learned", "gated", "tanh"), 3)
 
 
@@ -165,6 +166,40 @@ def test_the_runs_vary_what_the_issue_says() -> None:
         for recipe in ("transformer-small", "ode-transformer-rk2-gated", "ode-transformer-rk4")
         for n in (1, 2, 3, 6)
     }
+
+
+def test_the_connections_experiment_trains_each_connection_at_the_small_preset(
+    tmp_path: Path,
+) -> None:
+    """`butcherflow experiment connections`: residual, DLCL, DenseFormer, hyper-connections
+    static/dynamic, mHC, PCformer on bible:de-en, three seeds each (paired by seed), the
+    encoder's connections across depth varied and nothing else."""
+    experiment = EXPERIMENTS["connections"]
+    assert experiment.data == "bible:de-en" and experiment.task == "translation"
+    assert seeds("connections") == dict.fromkeys(
+        ("residual", "dlcl", "denseformer", "hc", "hc-dynamic", "mhc", "pcformer"), 3
+    )
+    assert {run.seeds for run in experiment.runs} == {(1, 2, 3)}  # the same seeds: paired
+    encoders = {
+        name: (recipe.encoder.method, recipe.encoder.options.get("coefficients"))  # type: ignore[union-attr]
+        for name, recipe in experiment.recipes().items()
+    }
+    assert encoders == {
+        "residual": ("euler", None),
+        "dlcl": ("dlcl", None),
+        "denseformer": ("denseformer-4", "learned"),
+        "hc": ("hyper-connections-4", "learned"),
+        "hc-dynamic": ("hyper-connections-4", "dynamic"),
+        "mhc": ("hyper-connections-4", "sinkhorn"),
+        "pcformer": ("pcformer", "learned"),
+    }
+    assert all(r.decoder.method == "euler" for r in experiment.recipes().values())  # type: ignore[union-attr]
+    invocation = plan("connections", runs_dir=tmp_path)
+    assert "experiment connections" in invocation.command()
+    for run in experiment.runs:
+        config = train_config(invocation, run, 2)
+        assert (config.d_model, config.encoder_layers, config.max_update) == (128, 2, 1000)
+        assert config.seed == 2 and config.data == "bible:de-en"
 
 
 def test_the_small_preset_is_make_demos() -> None:

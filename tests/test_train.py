@@ -887,3 +887,28 @@ def test_torchrun_two_processes_match_one_process_with_update_freq_2(tmp_path: P
     right = weights(tmp_path / "one" / "checkpoint_last.safetensors")
     for key in left:
         torch.testing.assert_close(left[key], right[key], rtol=1e-4, atol=1e-5)
+
+
+def test_learned_stream_matrices_are_reported_in_the_log_and_by_show(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A general linear stack's trained V: spectral radius and max ‖Vⁿ‖ per layer, in the
+    validation log line, in log.jsonl and in `butcherflow show RUN_DIR`."""
+    from butcherflow.savedir.curves import read_log
+
+    run = TrainConfig(
+        "hyper-connections",
+        f"{TINY}:de-en",
+        str(tmp_path),
+        **{**RUN, "max_update": 4, "save_interval_updates": 0},
+    )
+    train(run)
+    said = capsys.readouterr().out
+    assert "V: max spectral radius" in said
+    valid = [e for e in read_log(tmp_path / "log.jsonl") if e.get("kind") == "valid"]
+    streams = valid[-1]["streams"]
+    assert [s["where"] for s in streams] == ["encoder.0 layer 0"]
+    assert all(s["radius"] > 0.5 and s["worst"] >= s["radius"] - 1e-9 for s in streams)
+    assert main(["show", str(tmp_path)]) == 0
+    shown = capsys.readouterr().out
+    assert "encoder.0 layer 0: spectral radius" in shown and "max ‖Vⁿ‖" in shown

@@ -391,11 +391,13 @@ class GeneralLinearReport(Report):
             "values": m.values,
             "start": m.start_text(),
             "preconsistent": self.preconsistent,
-            "preconsistency_vector": self.u,
+            "preconsistency_vector": [str(x) for x in self.u],
             "consistent": self.consistent,
             "zero_stable": self.zero_stable,
             "failing": [{"condition": c, "residual": r} for c, r in self.failing],
-            "stability_matrix": self.stability_matrix,
+            "stability_matrix": None
+            if self.stability_matrix is None
+            else [[str(x) for x in row] for row in self.stability_matrix.tolist()],
             "real_interval": "inf" if self.real_interval == math.inf else self.real_interval,
             "seconds": self.seconds,
         }

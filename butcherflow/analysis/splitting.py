@@ -412,6 +412,7 @@ class SplittingReport(Report):
 
     def _show(self, value: sympy.Expr) -> str:
         """Exact values as they are; a numeric declaration's long rationals as floats."""
+        value = sympy.sympify(value)
         return str(value) if self.exact or value.free_symbols else f"{float(value):.6g}"
 
     @property

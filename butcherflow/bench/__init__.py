@@ -104,10 +104,13 @@ def run_benchmark(args: argparse.Namespace) -> int:
 
         run_floater(output=args.output, repeats=args.repeats, command=command)
         return 0
-    if args.what == "block":
+    if args.what in ("block", "streams"):
         from .block import run_block
+        from .streams import run_streams
 
-        run_block(output=args.output, repeats=args.repeats, command=command)
+        if args.what == "block":
+            run_block(output=args.output, repeats=args.repeats, command=command)
+        run_streams(output=args.output, repeats=args.repeats, command=command)
         return 0
     from .order import run_order
 

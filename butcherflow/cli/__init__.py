@@ -19,6 +19,7 @@ from typing import Any
 
 from ..analysis.rk_order import DEFAULT_TIME_BUDGET
 from ..errors import ButcherflowError, ButcherflowWarning
+from ..methods.files import BY_FAMILY
 from .declarations import cmd_check, cmd_list, cmd_show
 from .docs import cmd_bench, cmd_gallery
 from .pipeline import (
@@ -59,11 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("list", help="list the catalog")
-    p.add_argument("--family", choices=("runge-kutta", "splitting", "multistep", "continuous"))
+    p.add_argument("--family", choices=tuple(BY_FAMILY))
     p.set_defaults(run=cmd_list)
 
     p = sub.add_parser("show", help="a method's compiled block, or a model recipe, explained")
-    p.add_argument("name", help="a catalog method, a model recipe, or a .toml file")
+    p.add_argument(
+        "name",
+        help="a catalog method, a model recipe, a .toml file, or a save dir (learned V per layer)",
+    )
     p.add_argument("--field", help="field name (splittings: A=ffn,B=san)")
     p.add_argument("--d-model", type=int, default=512)
     p.add_argument("--n-heads", type=int, default=8)
@@ -104,9 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="run a benchmark and write docs/benchmarks.md")
     p.add_argument(
         "what",
-        choices=("order", "block", "beam", "floater", "train"),
+        choices=("order", "block", "streams", "beam", "floater", "train"),
         help="order: prove the whole catalog, timed, beside NodePy; block: compiled blocks vs "
-        "hand-written loops and transformer-small vs torch.nn.Transformer; beam: beam search "
+        "hand-written loops, then streams; streams: hyper-connection stacks (n = 4, every "
+        "coefficient policy) vs the residual stack; beam: beam search "
         "with incremental caches vs recomputing every prefix; floater: a training step with "
         "FLOATER positions vs sinusoidal positions; train: training tokens/s of transformer-small "
         "and ode-transformer-rk2-gated beside torch.nn.Transformer",

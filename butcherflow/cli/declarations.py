@@ -12,10 +12,13 @@ import torch
 from ..analysis import Report, check
 from ..assemble import Seq2Seq, load_recipe, recipe_names, side_order
 from ..assemble.floater import describe_dynamics
-from ..compiler import compile, example_fields
+from ..compiler import compile, example_fields, stream_bounds
 from ..errors import ButcherflowError
 from ..methods import ContinuousDynamics, catalog
 from ..methods.files import read_toml
+from ..savedir.checkpoint import read_commit
+from ..savedir.layout import BEST, CONFIG
+from ..savedir.trained import load_model
 
 
 def _render(report: Report, fmt: str) -> str:
@@ -90,6 +93,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     Some names are both (the `leapfrog` integrator and the `leapfrog` architecture): both are
     shown, the method first.
     """
+    if (Path(args.name) / CONFIG).is_file():
+        _show_run(args.name)
+        return 0
     kind = _file_kind(args.name)
     is_recipe = args.name in recipe_names() or kind == "recipe"
     is_method = args.name in catalog or kind == "method"
@@ -167,6 +173,23 @@ def _show_method(args: argparse.Namespace) -> None:
     print(report)
 
 
+BASELINE = "transformer-small"  # the residual model every recipe's size is shown beside
+
+
+def _show_run(save_dir: str) -> None:
+    """A trained run: its model, parameters and, for general linear stacks, whether each
+    layer's learned V is still power-bounded."""
+    checkpoint = "last" if read_commit(Path(save_dir), BEST) is None else "best"
+    model, _, _ = load_model(save_dir, checkpoint)
+    print(f"{save_dir}: {model.recipe.name} ({model.recipe.title}), checkpoint {checkpoint}")
+    print(f"parameters: {model.num_parameters:,}")
+    bounds = stream_bounds(model)
+    if not bounds:
+        print("no general linear stack: no learned stream-mixing matrix V to report")
+    for bound in bounds:
+        print(f"  {bound}")
+
+
 def _show_recipe(args: argparse.Namespace) -> None:
     recipe = load_recipe(args.name)
     with torch.device("meta"):
@@ -179,6 +202,10 @@ def _show_recipe(args: argparse.Namespace) -> None:
             print(f"{where}: {side.layers} x {side.method} with {what} {dict(side.options)}")
             print(f"  order of its blocks as they train: {side_order(side)}")
     print(f"parameters: {model.num_parameters:,} (vocabulary {args.vocab:,})")
+    if recipe.name != BASELINE:
+        with torch.device("meta"):
+            baseline = Seq2Seq.from_recipe(load_recipe(BASELINE), args.vocab).num_parameters
+        print(f"  beside {BASELINE}: {baseline:,} ({model.num_parameters / baseline:.4f}×)")
     if model.floater is not None:
         print(model.floater.describe())
     first = model.encoder[0]

@@ -3,6 +3,7 @@
 from .api import COMPILERS, compile, compile_stack, example_fields, spans_layers
 from .coefficients import POLICIES, StageGate
 from .continuous import ContinuousOptions
+from .general_linear import GeneralLinearOptions, GeneralLinearStack, stream_bounds
 from .multistep import MultistepOptions
 from .options import FieldSizes
 from .program import CompiledBlock
@@ -15,6 +16,8 @@ __all__ = [
     "CompiledBlock",
     "ContinuousOptions",
     "FieldSizes",
+    "GeneralLinearOptions",
+    "GeneralLinearStack",
     "MultistepOptions",
     "RungeKuttaBlock",
     "RungeKuttaOptions",
@@ -24,4 +27,5 @@ __all__ = [
     "compile_stack",
     "example_fields",
     "spans_layers",
+    "stream_bounds",
 ]

@@ -16,12 +16,14 @@ from ..errors import DeclarationError
 from ..methods import (
     ButcherTableau,
     ContinuousDynamics,
+    GeneralLinear,
     LinearMultistep,
     Method,
     Splitting,
     catalog,
 )
 from .continuous import ContinuousOptions, compile_continuous
+from .general_linear import GeneralLinearOptions, compile_general_linear
 from .multistep import MultistepOptions, MultistepStack, compile_multistep
 from .options import FieldSizes, FieldSpec, require_fields_list
 from .program import CompiledBlock
@@ -44,6 +46,7 @@ COMPILERS: dict[type[Method], FamilyCompiler] = {
     Splitting: FamilyCompiler(SplittingOptions, compile_splitting),
     LinearMultistep: FamilyCompiler(MultistepOptions, compile_multistep),
     ContinuousDynamics: FamilyCompiler(ContinuousOptions, compile_continuous),
+    GeneralLinear: FamilyCompiler(GeneralLinearOptions, compile_general_linear),
 }
 
 
@@ -97,21 +100,24 @@ def compile(
 def compile_stack(
     method: Method | str | Path, fields: Sequence[FieldSpec], **options: Any
 ) -> CompiledBlock:
-    """Compile a declaration that spans layers (a multistep method, or `"dlcl"`) into a whole
-    stack of `len(fields)` layers.
+    """Compile a declaration that spans layers (a multistep method, a general linear method, or
+    `"dlcl"`) into a whole stack of `len(fields)` layers.
 
     **Arguments:**
 
-    - `method`: an explicit `LinearMultistep` (a declaration, catalog name or file), or
-      `"dlcl"` (learned weights over all earlier layers' fields).
+    - `method`: an explicit `LinearMultistep` or `GeneralLinear` (a declaration, catalog name
+      or file), or `"dlcl"` (learned weights over all earlier layers' fields).
     - `fields`: one field spec per layer (names such as `"san+ffn"`, or modules).
     - `options`: the field sizes and `MultistepOptions`: `coefficients` (`"exact"`, the default
       for multistep methods, whose declared parameters are learned per layer; or `"learned"`,
       the default and only choice for DLCL), `starter` (the Runge-Kutta method of the first
       k − 1 layers; default Euler), `init` (initial values of a family's symbols, `{"k": 1}`,
-      overriding the declared ones), `causal`.
+      overriding the declared ones), `causal`; for a general linear method,
+      `GeneralLinearOptions`: `coefficients` (`"exact"`, `"learned"`, `"dynamic"`,
+      `"sinkhorn"`), `iterations` (Sinkhorn), `causal`.
 
-    **Returns:** a `MultistepStack` (a `CompiledBlock` whose forward runs all layers).
+    **Returns:** a `MultistepStack` or `GeneralLinearStack` (a `CompiledBlock` whose forward
+    runs all layers).
     """
     given = {"fields": require_fields_list(fields), **options}
     if method == "dlcl":
@@ -119,11 +125,11 @@ def compile_stack(
     resolved = catalog.resolve(method)
     if not spans_layers(resolved):
         raise DeclarationError(
-            f"'{resolved.name}' is a {resolved.family} method, not a multistep method",
+            f"'{resolved.name}' is a {resolved.family} method, not a method that spans layers",
             key="method",
             value=resolved.name,
-            valid="a linear multistep method or 'dlcl'; other methods compile per block with "
-            "bf.compile",
+            valid="a linear multistep method, a general linear method or 'dlcl'; other methods "
+            "compile per block with bf.compile",
         )
     return compile(resolved, **given)
 

@@ -1,4 +1,4 @@
-"""The five experiments of the papers, declared, and the size presets they train at.
+"""The six experiments of the papers, declared, and the size presets they train at.
 
 Presets (`--sizes`), documented here and nowhere else:
 
@@ -344,6 +344,61 @@ DEPTH = Experiment(
     x_label="encoder layers",
 )
 
+# --- 6. learned connections across depth (general linear methods) ------------------------------
+
+HC = "Hyper-Connections (Zhu et al., 2025)"
+MHC = "mHC (Xie et al., 2025)"
+
+CONNECTIONS = Experiment(
+    name="connections",
+    title="Learned connections across depth: DLCL, DenseFormer, hyper-connections, mHC, PCformer",
+    analogue=f"{HC} (static and dynamic, n = 4), {MHC}, DenseFormer (Pagliardini et al., 2024), "
+    "PCformer (Li et al., 2024), DLCL (Wang et al., 2019); here: bible:de-en, the encoder's "
+    "connections across depth as general linear methods, the decoder residual",
+    data="bible:de-en",
+    task="translation",
+    runs=(
+        Run("residual", "residual (transformer-small)", "transformer-small", THREE),
+        Run("dlcl", "DLCL", "dlcl", THREE),
+        Run("denseformer", "DenseFormer (window 4)", "denseformer", THREE),
+        Run("hc", "hyper-connections, static", "hyper-connections", THREE),
+        Run("hc-dynamic", "hyper-connections, dynamic", "hyper-connections-dynamic", THREE),
+        Run("mhc", "mHC (Sinkhorn)", "mhc", THREE),
+        Run("pcformer", "PCformer (Heun + AM3)", "pcformer", THREE),
+    ),
+    claims=(
+        Claim(
+            f"{HC}, Table 1",
+            "Hyper-connections (static and dynamic, n = 4) beat the residual connection.",
+            (Comparison("hc", "residual", "bleu"), Comparison("hc-dynamic", "residual", "bleu")),
+        ),
+        Claim(
+            f"{HC}, Table 1",
+            "Dynamic hyper-connections beat static ones.",
+            (Comparison("hc-dynamic", "hc", "bleu"),),
+        ),
+        Claim(
+            f"{MHC}",
+            "mHC (doubly stochastic V) matches or beats unconstrained hyper-connections.",
+            (Comparison("mhc", "hc-dynamic", "bleu"),),
+        ),
+        Claim(
+            "DenseFormer (Pagliardini et al., 2024)",
+            "Depth-weighted averages of earlier layers beat the residual Transformer.",
+            (Comparison("denseformer", "residual", "bleu"),),
+        ),
+        Claim(
+            "PCformer (Li et al., 2024)",
+            "The predictor-corrector layer beats the residual Transformer and DLCL.",
+            _beats("pcformer", ("residual", "dlcl"), "bleu"),
+        ),
+    ),
+    budget=1000,
+    table="runs",
+    metric="bleu",
+    plot="points",
+)
+
 EXPERIMENTS: Mapping[str, Experiment] = MappingProxyType(
-    {e.name: e for e in (TRUNCATION, TRANSLATION, COEFFICIENTS, EXTRAPOLATION, DEPTH)}
+    {e.name: e for e in (TRUNCATION, TRANSLATION, COEFFICIENTS, EXTRAPOLATION, DEPTH, CONNECTIONS)}
 )

@@ -21,12 +21,14 @@ from typing import final
 from ..assemble import recipe_names
 from ..errors import ButcherflowError
 from ..methods import catalog
+from .audit import audit_page
 from .model_page import VOCAB, model_page
 from .solver_block import BASE, LENGTH, STACK_LAYERS
 from .solver_page import IndexRow, solver_page
 from .text import Measured, count, read_benchmarks
 
 MARKER = ".butcherflow-gallery"  # a folder with this file may be replaced by a new build
+AUDIT_PAGE = "reference-code.md"  # "What the reference code computes"
 FAMILY_ORDER = ("runge-kutta", "splitting", "multistep", "continuous", "model")
 
 
@@ -63,7 +65,8 @@ def build_gallery(
     benchmarks: str | Path | None = None,
     jobs: int = 1,
 ) -> GalleryResult:
-    """Write the gallery: `out/index.md`, `out/solvers/NAME.md`, `out/models/NAME.md`.
+    """Write the gallery: `out/index.md`, `out/solvers/NAME.md`, `out/models/NAME.md`, and
+    `out/reference-code.md` (what the papers' released code computes, beside the papers).
 
     **Arguments:**
 
@@ -98,6 +101,7 @@ def build_gallery(
         model_rows = [model_page(n, work / "models", measured, by_name) for n in recipe_list]
         rows = tuple(solver_rows + model_rows)
         (work / "index.md").write_text(index_page(rows), encoding="utf-8")
+        (work / AUDIT_PAGE).write_text(audit_page(), encoding="utf-8")
         (work / MARKER).write_text("written by butcherflow gallery; replaced as a whole\n")
         if target.exists():
             old = target.with_name(f".{target.name}-old-{os.getpid()}")

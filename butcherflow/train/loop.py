@@ -30,6 +30,8 @@ from typing import Any
 import torch
 
 from ..assemble import Seq2Seq
+from ..compiler import stream_bounds
+from ..compiler.general_linear import stream_summary
 from ..data import Vocabulary, collate, make_batches
 from ..devices import resolve_device, set_threads
 from ..errors import ButcherflowError, DeclarationError
@@ -244,10 +246,14 @@ def validate_now(run: Run, validate_bleu: BleuHook | None) -> bool:
     if best:
         progress.best_valid_loss = run.last_valid["valid_loss"]
     progress.validations_since_best = 0 if best else progress.validations_since_best + 1
-    run.log({"kind": "valid", **shown, "best_valid_loss": progress.best_valid_loss})
+    # learned stream-mixing matrices: is each layer's V still power-bounded? (general linear)
+    bounds = stream_bounds(run.raw_model)
+    streams = {"streams": [vars(b) for b in bounds]} if bounds else {}
+    run.log({"kind": "valid", **shown, "best_valid_loss": progress.best_valid_loss, **streams})
     numbers = " | ".join(f"{k.removeprefix('valid_')} {v:.3f}" for k, v in shown.items())
     run.say(
         f"valid | epoch {run.epoch:03d} | update {progress.update} | {numbers}"
+        + (f" | {stream_summary(bounds)}" if bounds else "")
         + (" (best)" if best else "")
     )
     distributed.barrier()
