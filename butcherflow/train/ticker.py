@@ -73,6 +73,7 @@ class Ticker:
         self.terminal = self.stream.isatty()
         self.began, self.first = time.monotonic(), progress.update
         self.total: int | None = None
+        self.written = -1  # the update of the last plain line
         self.bar = tqdm(
             initial=progress.update,
             unit="update",
@@ -109,10 +110,12 @@ class Ticker:
         if self.config.time_budget is not None:
             spent = time.monotonic() - self.started
             shown["budget_left"] = duration(self.config.time_budget - spent)
-        self.bar.update(1)
-        self.bar.set_postfix(shown, refresh=False)
         update = self.progress.update
-        if self.shown and not self.terminal and update % self.config.log_interval == 0:
+        self.bar.update(update - self.bar.n)  # a skipped step (non-finite loss) moves nothing
+        self.bar.set_postfix(shown, refresh=False)
+        due = update % self.config.log_interval == 0 and update != self.written
+        if self.shown and not self.terminal and due:
+            self.written = update
             of = f"/{self.total}" if self.total is not None else ""
             parts = [f"epoch {epoch:03d}", f"update {update}{of}"]
             parts += [f"{key} {value}" for key, value in shown.items()]
