@@ -16,6 +16,8 @@ import importlib
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as installed_version
 from typing import Any
 
 from ..errors import ButcherflowError, ButcherflowWarning
@@ -30,11 +32,21 @@ def build_parser(*, proofs_only: bool = False) -> argparse.ArgumentParser:
         prog="butcherflow",
         description="Declare integrators, prove their order, compile them into layers.",
     )
+    parser.add_argument("--version", action="version", version=f"butcherflow {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     proofs.add_commands(sub)
     if not proofs_only:
         importlib.import_module(f"{__name__}.commands").add_commands(sub)
     return parser
+
+
+def version() -> str:
+    """butcherflow's version as installed (`pip show butcherflow`), or `unknown` when it runs
+    from a checkout that was never installed."""
+    try:
+        return installed_version("butcherflow")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -34,13 +34,22 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--vocab", type=int, default=32000, help="recipes: vocabulary size")
     p.set_defaults(run=cmd_show)
 
-    p = sub.add_parser("evaluate", help="translate a valid/test split; sacreBLEU and chrF")
+    defaults = argparse.ArgumentDefaultsHelpFormatter
+    p = sub.add_parser(
+        "evaluate",
+        help="translate a valid/test split; sacreBLEU and chrF (a language model: perplexity)",
+        formatter_class=defaults,
+    )
     generation_flags(p)
     p.add_argument("--subset", choices=("valid", "test"), default="test")
     p.add_argument("--print-samples", type=int, default=0, metavar="K", help="show K sentences")
     p.set_defaults(run=cmd_evaluate)
 
-    p = sub.add_parser("translate", help="translate stdin (one sentence a line) to stdout")
+    p = sub.add_parser(
+        "translate",
+        help="translate stdin (one sentence a line) to stdout",
+        formatter_class=defaults,
+    )
     generation_flags(p)
     p.set_defaults(run=cmd_translate)
 

@@ -12,6 +12,7 @@ from ..assemble import Seq2Seq, load_recipe, recipe_names, side_order
 from ..assemble.floater import describe_dynamics
 from ..compiler import compile, example_fields, stream_bounds
 from ..methods import ContinuousDynamics, catalog
+from ..methods.files import read_toml
 from ..savedir.checkpoint import read_commit
 from ..savedir.layout import BEST, CONFIG
 from ..savedir.trained import load_model
@@ -26,8 +27,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     if (Path(args.name) / CONFIG).is_file():
         _show_run(args.name)
         return 0
-    is_recipe = args.name in recipe_names() or "models/" in args.name
-    is_method = args.name in catalog or (args.name.endswith(".toml") and not is_recipe)
+    kind = _file_kind(args.name)
+    is_recipe = args.name in recipe_names() or kind == "recipe"
+    is_method = args.name in catalog or kind == "method"
     if not (is_recipe or is_method):
         catalog.resolve(args.name)  # raises the unknown-name error with suggestions
     if is_method:
@@ -37,6 +39,21 @@ def cmd_show(args: argparse.Namespace) -> int:
             print("\n" + "=" * 72 + "\n")
         _show_recipe(args)
     return 0
+
+
+def _file_kind(name: str) -> str | None:
+    """What a .toml file declares, read from its content wherever it lies: `"method"` (it has a
+    `family`, or is no recipe), `"recipe"` (`sizes`, `encoder` or `decoder` tables), or None
+    for a name that is no .toml file. A file that does not exist is a method, whose loader
+    says so."""
+    if not name.endswith(".toml"):
+        return None
+    if not Path(name).is_file():
+        return "method"
+    data = read_toml(name)
+    if "family" not in data and any(key in data for key in ("sizes", "encoder", "decoder")):
+        return "recipe"
+    return "method"
 
 
 def _show_method(args: argparse.Namespace) -> None:
