@@ -292,7 +292,8 @@ QUICK_FOR_NODEPY = [
     "radau-iia-7", "sdirk-alexander-3", "sdirk-crouzeix-4", "sharp-smart-3", "sharp-verner-6",
     "sharp-verner-7", "soderlind-4", "ssprk-4-3", "ssprk-5-4", "ssprk-9-3", "ssprk-10-4",
     "ssprk-16-3", "tr-bdf2", "verner-6-efficient", "verner-6-robust", "verner-7-efficient",
-    "verner-8-dverk78", "verner-8-efficient", "zonneveld-4",
+    "verner-8-dverk78", "verner-8-efficient", "verner-9-efficient", "verner-9-robust",
+    "zonneveld-4",
 ]  # fmt: skip
 
 
