@@ -285,14 +285,15 @@ def test_tr_bdf2_is_a_trapezoid_half_step_then_bdf2() -> None:
 # NodePy's float mode decides them in well under a second; the big Feagin tableaux and the
 # nested-radical Gauss methods are left to `butcherflow bench order`.
 QUICK_FOR_NODEPY = [
-    "bogacki-shampine-5", "butcher-5", "butcher-6", "butcher-6-rational", "calvo-6",
-    "cooper-verner-8", "fehlberg-43", "higham-hall-5", "higham-hall-5-stable",
-    "lawson-6", "lobatto-iiic-5", "lobatto-iiic-star-4", "merson-4", "nssprk-3-2", "nssprk-3-3",
-    "prince-dormand-8-float", "radau-ia-5", "radau-iia-7", "sdirk-alexander-3",
-    "sdirk-crouzeix-4", "sharp-smart-3", "sharp-verner-6", "sharp-verner-7", "soderlind-4",
-    "ssprk-4-3", "ssprk-5-4", "ssprk-9-3", "ssprk-10-4", "ssprk-16-3", "tr-bdf2",
-    "verner-6-efficient", "verner-6-robust", "verner-7-efficient", "verner-8-dverk78",
-    "verner-8-efficient", "zonneveld-4",
+    "bogacki-shampine-5", "butcher-5", "butcher-6", "butcher-6-rational", "butcher-7", "calvo-6",
+    "cooper-verner-8", "curtis-8", "curtis-10", "fehlberg-43", "hairer-10", "higham-hall-5",
+    "higham-hall-5-stable", "lawson-6", "lobatto-iiic-5", "lobatto-iiic-star-4", "merson-4",
+    "nssprk-3-2", "nssprk-3-3", "ono-10", "ono-12", "prince-dormand-8-float", "radau-ia-5",
+    "radau-iia-7", "sdirk-alexander-3", "sdirk-crouzeix-4", "sharp-smart-3", "sharp-verner-6",
+    "sharp-verner-7", "soderlind-4", "ssprk-4-3", "ssprk-5-4", "ssprk-9-3", "ssprk-10-4",
+    "ssprk-16-3", "tr-bdf2", "verner-6-efficient", "verner-6-robust", "verner-7-efficient",
+    "verner-8-dverk78", "verner-8-efficient", "verner-9-efficient", "verner-9-robust",
+    "zonneveld-4",
 ]  # fmt: skip
 
 
