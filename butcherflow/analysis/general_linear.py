@@ -37,13 +37,13 @@ from sympy.polys.matrices import DomainMatrix
 
 from ..methods.general_linear import GeneralLinear, StartTerm
 from ..methods.numbers import ball
-from ..methods.precision import Judgement, judge_enclosure, judge_exact, working_precision
+from ..methods.precision import Judgement, judge_enclosure, working_precision
 from .multistep import ZETA, _root_condition
 from .report import Report
 from .rk_order import DEFAULT_TIME_BUDGET
 from .search import search_order
 from .trees import PLAIN, Tree
-from .weights import smallest_domain
+from .weights import judge_element, smallest_domain
 
 DEFAULT_CAP = 8
 Z = sympy.Symbol("z")
@@ -336,7 +336,7 @@ class GeneralLinearReport(Report):
                 for i, (res, box) in enumerate(zip(exact, enclosed, strict=True)):
                     label = f"output {i}, {series.family.bracket(tree)}"
                     if balls is None:
-                        judged = judge_exact(domain.to_sympy(res), res == domain.zero)
+                        judged = judge_element(domain, res)
                     else:
                         zero = bool(res == domain.zero)
                         with flint.ctx.workprec(prec):

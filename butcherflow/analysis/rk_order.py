@@ -23,11 +23,11 @@ import sympy
 
 from ..methods import ButcherTableau
 from ..methods.numbers import Number, ball
-from ..methods.precision import Judgement, judge_enclosure, judge_exact, working_precision
+from ..methods.precision import Judgement, judge_enclosure, working_precision
 from .enclosure import WeightEnclosures
 from .search import Search, search_order
 from .trees import PLAIN, Tree, TreeFamily
-from .weights import WeightTable
+from .weights import WeightTable, judge_element
 
 DEFAULT_TIME_BUDGET = 300.0  # seconds an order search may take before it reports what it has
 
@@ -124,7 +124,7 @@ class Conditions:
         if self.balls is None:
             table = self.table
             res = table.residual(tree)
-            return judge_exact(table.to_sympy(res), res == table.domain.zero)
+            return judge_element(table.domain, res)
 
         def exactly_zero() -> bool:
             return bool(self.table.residual(tree) == self.table.domain.zero)

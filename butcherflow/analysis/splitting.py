@@ -45,7 +45,6 @@ from ..methods.precision import (
     Judgement,
     digits_hint,
     judge_enclosure,
-    judge_exact,
     working_precision,
 )
 from .enclosure import WeightEnclosures
@@ -53,7 +52,7 @@ from .report import Report
 from .rk_order import DEFAULT_TIME_BUDGET
 from .search import Search, search_order
 from .trees import Tree, TreeFamily
-from .weights import WeightTable, smallest_domain
+from .weights import WeightTable, judge_element, smallest_domain
 
 DEFAULT_CAP = 8  # search limit when the declaration claims no order (compositions have no barrier)
 Word = tuple[int, ...]  # letters are operator indices
@@ -273,7 +272,7 @@ class SplittingReport(Report):
         domain = self._product.domain
         exact = self._exact_residuals(n)
         if self._balls is None:
-            return [(w, judge_exact(domain.to_sympy(r), r == domain.zero)) for w, r in exact]
+            return [(w, judge_element(domain, r)) for w, r in exact]
         with flint.ctx.workprec(self._prec):
             part, target = self._balls.grade(n), self._balls.exact(n)
             scale = Fraction(1, math.factorial(n))
@@ -314,7 +313,7 @@ class SplittingReport(Report):
             for tree in family.of_order(n):
                 res = table.residual(tree)
                 if balls is None:
-                    out.append((tree, judge_exact(table.to_sympy(res), res == table.domain.zero)))
+                    out.append((tree, judge_element(table.domain, res)))
                     continue
                 zero = res == table.domain.zero
                 scale = Fraction(1, tree.density)
