@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sympy
+import torch
 
 import butcherflow as bf
 from butcherflow.gallery import build_gallery
@@ -22,13 +23,16 @@ from butcherflow.gallery.audit import (
     CODE_RK4,
     CONFORMER_SEPARATE,
     CONFORMER_SHARED,
+    FLOATER_CODE,
     MACARON_SEPARATE,
     Source,
     audit_page,
     entries,
     verdict,
 )
+from butcherflow.methods import ContinuousDynamics
 from butcherflow.methods.general_linear import GeneralLinear
+from butcherflow.nn.floater import FloaterPositions
 
 HALF, SIXTH = sympy.Rational(1, 2), sympy.Rational(1, 6)
 (g,) = CODE_GATED.symbols  # the declaration's own symbol (with its assumptions)
@@ -176,3 +180,65 @@ def test_the_gallery_build_writes_the_page(tmp_path: Path) -> None:
     out = tmp_path / "gallery"
     build_gallery(out, names=["euler"], recipes=[])
     assert (out / "reference-code.md").read_text(encoding="utf-8") == audit_page()
+
+
+def _torchdiffeq_rk4_alt(F, t: float, dt: float, y: np.ndarray) -> np.ndarray:
+    """torchdiffeq's rk4_alt_step_func (rk_common.py L96-L103), transcribed: the increment."""
+    k1 = F(t, y)
+    k2 = F(t + dt / 3, y + dt * k1 / 3)
+    k3 = F(t + dt * 2 / 3, y + dt * (k2 - k1 / 3))
+    k4 = F(t + dt, y + dt * (k1 - k2 + k3))
+    return (k1 + 3 * (k2 + k3) + k4) * dt * 0.125
+
+
+def test_the_floater_code_declaration_solves_what_the_released_solver_loop_solves() -> None:
+    # The code: odeint(rk4, step_size = time_dt / 5) over the grid i * time_dt, time_dt = 0.01.
+    # A fast rotating field (h's output layer 30·S, S skew) so that the classical RK4 step, or
+    # one step per position, misses by 1e-6 or more: only the declared solver matches.
+    generator = torch.Generator().manual_seed(1)
+    flow = FloaterPositions(FLOATER_CODE, d_model=4, n_values=3, hidden=4).double()
+    with torch.no_grad():
+        for param in flow.parameters():
+            param.copy_(0.3 * torch.randn(param.shape, generator=generator, dtype=param.dtype))
+        skew = torch.randn(4, 4, generator=generator, dtype=torch.float64)
+        flow.dynamics.outer.weight.copy_(30 * (skew - skew.T))
+
+    def F(t: float, y: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            out = flow.dynamics(torch.tensor(t, dtype=torch.float64), torch.from_numpy(y))
+        return out.numpy()
+
+    time_dt, length = 0.01, 7
+    y = flow.initial.detach().numpy().copy()
+    expected = [y]
+    for i in range(length - 1):
+        for j in range(5):
+            t = i * time_dt + j * time_dt / 5
+            y = y + _torchdiffeq_rk4_alt(F, t, time_dt / 5, y)
+        expected.append(y)
+    with torch.no_grad():
+        table = flow(length).numpy()  # (n_values, length, d_model)
+    assert table == pytest.approx(np.stack(expected, axis=1), rel=1e-12, abs=1e-12)
+
+
+def test_the_floater_entry_declares_the_code_solver_and_cites_every_defect() -> None:
+    assert isinstance(FLOATER_CODE, ContinuousDynamics)
+    assert (FLOATER_CODE.method, FLOATER_CODE.steps, FLOATER_CODE.adjoint) == ("rk-3-8", 5, True)
+    assert FLOATER_CODE.delta == sympy.Rational(1, 100) and FLOATER_CODE.time == "concat"
+    assert verdict(bf.check(FLOATER_CODE)) == "order 4" == verdict(bf.check("floater"))
+    classical = ContinuousDynamics("rk4", grid="positions", delta="1/100", steps=5, adjoint=True)
+    assert bf.check(classical).order == 4  # the fork's rk4, if classical: the same verdict
+    (entry,) = [e for e in entries() if e.title.startswith("FLOATER")]
+    assert entry.paper.method is not None and entry.paper.method.name == "floater"
+    assert [side.method is None for side in entry.code] == [False, True, True]
+    cited = {(s.path.rsplit("/", 1)[-1], s.lines) for s in entry.sources}
+    for where in (
+        ("flow_transformer.py", (247, 254)),  # 255, 400, the cache
+        ("flow_transformer.py", (323, 335)),  # the stale branch
+        ("flow_transformer.py", (654, 654)),  # the cross-attention bias: last row only
+        ("flow_transformer_layer.py", (290, 293)),
+    ):
+        assert where in cited
+    page = audit_page()
+    assert "| `floater-code` |" in page and "L323–L335" in page
+    assert "FLOATER's released flow" not in page  # no longer "not audited"
