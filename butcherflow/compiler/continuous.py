@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from ..errors import ButcherflowError
 from ..methods import ContinuousDynamics
 from ..nn import Context, Field, ModuleField, MultiheadAttention, SinusoidalPositions
-from ..nn.ode import coefficients, solve
+from ..nn.ode import coefficients, prepare, solve
 from .program import CompiledBlock, ProgramBuilder, _linear_flops, class_name, require
 
 # The embedding maps [t0, t1] onto the first 1000 positions of the Transformer's sinusoid (the
@@ -66,6 +66,7 @@ class NeuralODE(nn.Module):
     def __init__(self, method: ContinuousDynamics, field: Field, d_model: int) -> None:
         super().__init__()
         self.method, self.d_model = method, d_model
+        prepare(method)
         self.field = field
         self.raw_module = isinstance(field, ModuleField)
         self.start, self.end = float(method.t0), float(method.t1)

@@ -18,7 +18,6 @@ output is interpolated: the global error is the tableau's, C·hᵖ.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, final
@@ -68,10 +67,25 @@ def _float(value: sympy.Expr) -> float:
     return float(sympy.N(value, 30))
 
 
-@functools.lru_cache(maxsize=128)
+# Keyed by id (the entry keeps its tableau alive, so the id is never reused): hashing a tableau
+# hashes its sympy entries, which torch.compile cannot trace (nor functools.lru_cache).
+_COEFFICIENTS: dict[int, tuple[ButcherTableau, _Coefficients]] = {}
+
+
 def coefficients(tableau: ButcherTableau) -> _Coefficients:
-    """The float64 coefficients of an explicit tableau (computed once per tableau)."""
-    return _Coefficients(tableau)
+    """The float64 coefficients of an explicit tableau (computed once per tableau object)."""
+    found = _COEFFICIENTS.get(id(tableau))
+    if found is None or found[0] is not tableau:
+        found = _COEFFICIENTS[id(tableau)] = (tableau, _Coefficients(tableau))
+    return found[1]
+
+
+def prepare(dynamics: ContinuousDynamics) -> None:
+    """Compute now what a solve of `dynamics` reads (a fixed-step tableau's coefficients), so that
+    `torch.compile` tracing a forward finds them cached instead of running sympy. Modules that
+    solve call it when they are built."""
+    if dynamics.tableau is not None:
+        coefficients(dynamics.tableau)
 
 
 def substeps(gaps: Tensor, steps: int | None, step_size: float | None) -> list[int]:
@@ -142,13 +156,15 @@ class ExplicitRungeKuttaSolver(FixedGridODESolver):
         self.c = self.numbers.c.to(t)
         outputs = [self.y0]
         y = self.y0
+        callback = getattr(self.func, "callback_step", None)  # torchdiffeq's wrapper has one
         for j, count in enumerate(counts):
             start, gap = t[j], t[j + 1] - t[j]
             for n in range(count):
                 t0 = start + gap * (n / count)
                 t1 = t[j + 1] if n == count - 1 else start + gap * ((n + 1) / count)
                 dt = t1 - t0
-                self.func.callback_step(t0, y, dt)
+                if callback is not None:
+                    callback(t0, y, dt)
                 dy, _ = self._step_func(self.func, t0, dt, t1, y)
                 y = y + dy
             outputs.append(y)
@@ -299,7 +315,9 @@ def solve(
     adaptive solver exceeds `max_num_steps` or the solution is not finite (with the adjoint, an
     exceeded `max_num_steps` of the backward solve is raised by `backward()`).
     """
-    check_times(times, source=dynamics.source)
+    compiling = torch.compiler.is_compiling()
+    if not compiling:  # a host sync; compiled callers pass grids they built themselves
+        check_times(times, source=dynamics.source)
     if not y0.is_floating_point():
         raise DeclarationError("the initial state must be floating point", key="y0", value=y0.dtype)
     times = times.to(y0.device)
@@ -341,6 +359,16 @@ def solve(
         method, tolerances = SOLVER_NAME, {}
         step = None if dynamics.step_size is None else _float(dynamics.step_size)
         options = {"tableau": dynamics.tableau, "steps": dynamics.steps, "max_step": step}
+    if compiling and params is None and not dynamics.adaptive:
+        # torchdiffeq's input checks read the time grid on the host, a graph break per solve;
+        # the fixed-step loop is butcherflow's own, so a compiled forward runs it directly,
+        # with t cast to the state's dtype as torchdiffeq's wrapper casts it
+
+        def cast(t: Tensor, y: Tensor) -> Tensor:
+            return checked(t.to(y.dtype), y)
+
+        solver = ExplicitRungeKuttaSolver(cast, y0, atol=0.0, **options)
+        return solver.integrate(times)
     try:
         if params is not None:
             solution = odeint_adjoint(

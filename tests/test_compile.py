@@ -1,0 +1,130 @@
+"""Compiled training: the training forward of every recipe in models/ compiles into one graph.
+
+`torch._dynamo.explain` traces the forward of each recipe (at tiny sizes, in training mode,
+dropout on) and reports zero graph breaks: the compiled Runge-Kutta, splitting and multistep
+blocks, FLOATER's position flows and the fixed-step neural-ODE blocks. Under `torch.compile` a
+fixed-step solve runs butcherflow's own step loop directly instead of through torchdiffeq's
+`odeint`, whose input checks read the time grid on the host; that path equals the torchdiffeq
+one exactly (tested here in float64).
+
+Adaptive solvers (`neural-ode-dopri5`, or any adaptive FLOATER flow) and adjoint solves do break
+the graph, by nature: the solver chooses its steps from the data (a host-side decision at every
+step), and the adjoint is an autograd function of torchdiffeq's. They still compile and give
+the eager result, piecewise; `make test-slow` checks that the adaptive block breaks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+import torch
+
+import butcherflow as bf
+from butcherflow.assemble import load_recipe, recipe_names
+from butcherflow.nn import FloaterPositions
+from butcherflow.nn.ode import solve
+
+VOCAB = 20
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo() -> Iterator[None]:
+    torch.compiler.reset()
+    yield
+    torch.compiler.reset()
+
+
+def tiny(name: str, **changes: str) -> bf.Recipe:
+    """The recipe at tiny sizes, one layer per side (a multistep stack: its starter and one
+    multistep layer), training dropout kept."""
+    recipe = load_recipe(name)
+    sizes = {**recipe.sizes, "d_model": 8, "n_heads": 2, "d_ffn": 16}
+    recipe = replace(recipe, sizes=sizes, param_budget=None)
+    assert recipe.encoder is not None and recipe.decoder is not None
+    layers = 2 if recipe.encoder.method in ("leapfrog", "dlcl") else 1
+    return replace(
+        recipe,
+        encoder=replace(recipe.encoder, layers=layers, **changes),
+        decoder=replace(recipe.decoder, layers=layers),
+    )
+
+
+def batch() -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(4, VOCAB, (2, 5), generator=g)
+    src[1, 3:] = 0  # padding
+    return src, torch.randint(4, VOCAB, (2, 4), generator=g)
+
+
+@pytest.mark.parametrize("name", recipe_names())
+def test_the_training_forward_compiles_without_graph_breaks(name: str) -> None:
+    torch.manual_seed(0)
+    model = bf.Seq2Seq(tiny(name), VOCAB).train()
+    explained = torch._dynamo.explain(model)(*batch())
+    reasons = [str(b.reason).splitlines()[0] for b in explained.break_reasons]
+    assert explained.graph_break_count == 0, reasons
+    assert explained.graph_count == 1
+
+
+@pytest.mark.slow
+def test_an_adaptive_solver_breaks_the_graph_and_still_computes_the_eager_result() -> None:
+    recipe = tiny("neural-ode", method="neural-ode-dopri5")
+    recipe = replace(recipe, sizes={**recipe.sizes, "dropout": 0.0})  # a deterministic field
+    torch.manual_seed(0)
+    model = bf.Seq2Seq(recipe, VOCAB).double().train()
+    src, tgt = batch()
+    explained = torch._dynamo.explain(model)(src, tgt)
+    assert explained.graph_break_count > 0
+    compiled = torch.compile(model, backend="eager")
+    torch.testing.assert_close(compiled(src, tgt), model(src, tgt), rtol=0, atol=1e-12)
+
+
+def _traced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+
+
+@pytest.mark.parametrize("name", ["neural-ode-rk4", "floater"])
+def test_the_compiled_fixed_step_path_equals_torchdiffeq(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The direct step loop (what a compiled forward runs) against torchdiffeq's odeint, bit for
+    bit, on a non-autonomous MLP field over a grid of several output times."""
+    dynamics = bf.catalog[name]
+    torch.manual_seed(0)
+    field = bf.nn.FloaterDynamics(6, 12, time="concat").double()
+    torch.nn.init.normal_(field.outer.weight)  # not the zero start: a real flow
+    y0 = torch.randn(3, 6, dtype=torch.float64)
+    times = torch.arange(5, dtype=torch.float64) * 0.3
+    expected = solve(field, y0, times, dynamics)
+    with monkeypatch.context() as patch:
+        _traced(patch)
+        direct = solve(field, y0, times, dynamics)
+    assert torch.equal(direct, expected)
+    expected.sum().backward()  # both paths are differentiable
+    direct.sum().backward()
+
+
+def test_a_compiled_floater_flow_solves_a_power_of_two_of_positions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One unrolled graph serves every length up to the next power of two, with the biases
+    of the exact-length solve (fixed steps: a prefix does not depend on the solve's end)."""
+    flow = FloaterPositions(bf.catalog["floater"], 4, 3).double().train()
+    torch.nn.init.normal_(flow.dynamics.outer.weight)
+    torch.nn.init.normal_(flow.initial)
+    solved: list[int] = []
+    original = FloaterPositions._solve
+
+    def counting(self: FloaterPositions, length: int) -> torch.Tensor:
+        solved.append(length)
+        return original(self, length)
+
+    monkeypatch.setattr(FloaterPositions, "_solve", counting)
+    expected = flow(5)
+    with monkeypatch.context() as patch:
+        _traced(patch)
+        covered = flow(5)
+    assert solved == [5, 8]
+    torch.testing.assert_close(covered, expected, rtol=0, atol=1e-15)
