@@ -507,9 +507,13 @@ def test_evaluate_needs_a_save_dir(tmp_path: Path) -> None:
 # -- the benchmark, at toy sizes ---------------------------------------------------------------
 
 
-def test_the_beam_benchmark_writes_its_section(benchmarks_md: Path) -> None:
+def test_the_beam_benchmark_writes_its_section(
+    benchmarks_md: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from butcherflow.bench.beam import run_beam
 
+    compile_ = torch.compile  # dynamo only: inductor's code generation is another test's
+    monkeypatch.setattr(torch, "compile", lambda f, **k: compile_(f, backend="eager", **k))
     output = benchmarks_md
     rows = run_beam(
         str(output),
@@ -522,11 +526,12 @@ def test_the_beam_benchmark_writes_its_section(benchmarks_md: Path) -> None:
         sizes={"d_model": 16, "n_heads": 2, "d_ffn": 32, "layers": 1},
     )
     assert len(rows) == 1 and rows[0].calls == 4
-    assert rows[0].cached > 0 and rows[0].recomputed > 0
+    assert rows[0].cached > 0 and rows[0].compiled > 0 and rows[0].recomputed > 0
     text = output.read_text()
     assert "kept" in text
     section = text[text.index("<!-- bench:beam:start -->") : text.index("<!-- bench:beam:end -->")]
-    assert "| rk4 decoder | 4 |" in section
+    assert "| rk4 decoder | 4 |" in section and "compiled cached" in section
+    assert "device cpu" in section
     assert ("PASS" in section) != ("FAIL" in section)
     assert "`butcherflow bench beam --repeats 1`" in section
 
