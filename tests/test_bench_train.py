@@ -156,8 +156,10 @@ def test_mfu_is_the_achieved_rate_over_the_peak() -> None:
 def test_each_configuration_writes_its_own_section() -> None:
     cpu, cuda = torch.device("cpu"), torch.device("cuda", 0)
     assert train_section_key(cpu, False, RECIPES) == "train"
+    assert train_section_key(cpu, False, ["macaron"]) == "train"
     assert train_section_key(cuda, True, ["floater"]) == "train-cuda-compiled-floater"
-    assert train_section_key(cuda, False, RECIPES) == "train-cuda"
+    assert train_section_key(cpu, True, RECIPES) == "train-compiled-" + "+".join(RECIPES)
+    assert train_section_key(cuda, False, ["macaron", "floater"]) == "train-cuda"
 
 
 def test_the_section_has_flops_mfu_and_memory_and_compiled_vs_eager(

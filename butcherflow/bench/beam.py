@@ -185,7 +185,7 @@ def run_beam(
         )
     body = "\n".join(lines)
     print(body)
-    write_section(output, "beam", body)
+    write_section(output, "beam" if target.type == "cpu" else f"beam-{target.type}", body)
     return rows
 
 

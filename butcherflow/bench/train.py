@@ -357,16 +357,11 @@ def _ratio(row: TrainRow, other: TrainRow | None) -> str:
 
 
 def train_section_key(device: torch.device, compile: bool, recipes: Sequence[str]) -> str:
-    """The benchmarks.md section a configuration writes: the CPU default keeps `train`, so
-    GPU and compiled runs never overwrite it nor each other."""
-    key = "train"
-    if device.type != "cpu":
-        key += f"-{device.type}"
-    if compile:
-        key += "-compiled"
-    if tuple(recipes) != RECIPES:
-        key += "-" + "-".join(recipes)
-    return key
+    """The benchmarks.md section a configuration writes: `train` (CPU) or `train-cuda` for eager
+    runs, and one section per recipe set for compiled runs (a GPU compiles one recipe per
+    command), so that no run overwrites another kind's numbers."""
+    key = "train" if device.type == "cpu" else f"train-{device.type}"
+    return key + ("-compiled-" + "+".join(recipes) if compile else "")
 
 
 def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]:

@@ -177,8 +177,9 @@ def _train(
     for note in corpus.notes:
         say(f"  {note}")
     say(
-        f"device {device}, precision {precision}, {process.world_size} process(es), "
-        f"max_tokens {config.max_tokens} x update_freq {config.update_freq}"
+        f"device {device}, precision {precision}, {process.world_size} process(es)"
+        + (f" (DDP over {process.backend})" if process.distributed else "")
+        + f", max_tokens {config.max_tokens} x update_freq {config.update_freq}"
     )
 
     # --- resume ---------------------------------------------------------------------------------
