@@ -34,7 +34,8 @@ test-slow: $(STAMP)
 	$(PY) -m pytest -m slow
 
 # The GPU path (tests marked `cuda`: bf16 decoding, AMP, compile, NCCL DDP, GPU -> CPU resume);
-# without CUDA every one of them is skipped. scripts/gpu.sh runs it on a bare GPU machine.
+# without CUDA every one of them is skipped. `bash docs/gpu/run.sh test` runs it on a bare GPU
+# machine (docs/benchmarks.md, "On the GPU").
 test-gpu: $(STAMP)
 	$(PY) -m pytest -m cuda -rs
 

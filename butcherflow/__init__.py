@@ -14,6 +14,7 @@ from .errors import (
 from .methods import (
     ButcherTableau,
     ContinuousDynamics,
+    GeneralLinear,
     LinearMultistep,
     Method,
     Splitting,
@@ -29,6 +30,7 @@ __all__ = [
     "CompiledBlock",
     "ContinuousDynamics",
     "DeclarationError",
+    "GeneralLinear",
     "LanguageModel",
     "LinearMultistep",
     "Method",

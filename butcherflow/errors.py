@@ -81,3 +81,7 @@ class OrderClaimError(ButcherflowError):
 
 class AnalysisError(ButcherflowError):
     """An analysis was asked for something it cannot answer (say, the order of a bad family)."""
+
+
+class ButcherflowWarning(UserWarning):
+    """Something a user should know that is not a mistake (the CLI prints it as a `note:` line)."""

@@ -4,7 +4,6 @@ vocabulary cache per module and a benchmarks file."""
 from __future__ import annotations
 
 import contextlib
-import importlib
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,9 +11,6 @@ from pathlib import Path
 import pytest
 
 import butcherflow as bf
-
-# `butcherflow.methods.catalog` is the Catalog instance (it shadows the submodule): go by name.
-catalog_module = importlib.import_module("butcherflow.methods.catalog")
 
 
 @contextlib.contextmanager
@@ -26,6 +22,77 @@ def _raises_declaration(*fragments: str) -> Iterator[pytest.ExceptionInfo[bf.Dec
     message = str(info.value)
     for fragment in fragments:
         assert fragment in message, f"{fragment!r} missing from the message {message!r}"
+
+
+# Catalog entries whose proof (`bf.check`) still takes more than a few seconds: the 35-stage
+# Feagin 14 (about 15 s). Every catalog-parametrised test that runs a proof is marked slow for
+# them (`make test-slow` runs them), and the gallery fixture leaves their pages out of the default
+# run. The radical-heavy entries that were here (Butcher 6, Lawson 6, Cooper-Verner 8,
+# Gauss-Legendre 4/5, Feagin 12) now prove in 0.1-2 s (issue 15).
+SLOW_PROOFS = frozenset({"feagin-14"})
+# The test modules whose catalog-parametrised tests prove the entry (directly or through the
+# gallery); file-level checks of the declarations stay in the default run for every entry.
+PROOF_MODULES = frozenset(
+    {
+        "test_catalog_claims.py",
+        "test_compiler.py",
+        "test_convergence.py",
+        "test_gallery.py",
+        "test_layer_verdict.py",
+        "test_neural_ode.py",
+    }
+)
+
+
+def slow_tests_selected(config: pytest.Config) -> bool:
+    """False under the default `-m 'not slow'` (pyproject's addopts), True for `make test-slow`."""
+    return "not slow" not in (config.option.markexpr or "")
+
+
+# Known failures of catalog-parametrised tests, as strict xfails: each starts failing (XPASS) once
+# its cause is fixed, as a reminder to drop it from this table. (The false numeric verdicts of
+# issue 15 that were here, Calvo 6(5), Prince-Dormand 8 in floats and SSP(5,4), are gone.)
+KNOWN_FAILURES = {
+    ("test_empirical_order_matches_the_proof", "prince-dormand-8-float"): "the doubles' own "
+    "order-condition defect (about 1e-17) is the error floor from N = 16 on: slopes 8.4 at "
+    "N = 4 -> 8, 6.5 at 8 -> 16, 0 beyond; steps_for does not adapt to a numeric tableau's defect",
+    ("test_empirical_order_matches_the_proof", "verner-6-efficient"): "pre-asymptotic slope: "
+    "Verner's efficient 6(5) has a tiny leading error term, so the slope is 6.47 at N = 32 -> 64 "
+    "and only 6.18 at 128 -> 256; the step counts live in analysis/convergence.py (steps_for)",
+    # test_neural_ode measures the slope in float64 at 8 -> 16 steps only
+    ("test_empirical_order_matches_the_proved_order", "bogacki-shampine-5"): "pre-asymptotic "
+    "in float64 at 8 -> 16 steps: slopes 4.50, 4.82, 4.92 at 8 -> 16, 16 -> 32, 32 -> 64 "
+    "(test_convergence measures 5 in mpmath)",
+    ("test_empirical_order_matches_the_proved_order", "sharp-verner-6"): "pre-asymptotic in "
+    "float64 at 8 -> 16 steps (6.57, then 6.36 at 16 -> 32, and rounding at 32 -> 64; "
+    "test_convergence measures 6 in mpmath)",
+    ("test_empirical_order_matches_the_proved_order", "verner-6-efficient"): "pre-asymptotic at "
+    "8 -> 16 steps (6.71), and rounding amplified by coefficients up to 160 floors the error "
+    "at 1e-13 from 32 steps on, so no float64 step count shows the order",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m deselection sees the items
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or item.path.name not in PROOF_MODULES:
+            continue
+        name = callspec.params.get("name")
+        if name in SLOW_PROOFS:
+            item.add_marker(pytest.mark.slow)
+        reason = KNOWN_FAILURES.get((getattr(item, "originalname", ""), name))
+        if reason is not None:
+            item.add_marker(pytest.mark.xfail(strict=True, reason=reason))
+
+
+@pytest.fixture(scope="session")
+def proved_catalog(request: pytest.FixtureRequest) -> list[str]:
+    """The catalog entries whose proofs run in this session (all of them with the slow tests)."""
+    names = sorted(bf.catalog)
+    if slow_tests_selected(request.config):
+        return names
+    return [name for name in names if name not in SLOW_PROOFS]
 
 
 @pytest.fixture
@@ -55,7 +122,7 @@ def isolated_catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> bf.meth
     folder = tmp_path / "solvers"
     folder.mkdir()
     fresh = bf.methods.Catalog(folder)
-    monkeypatch.setattr(catalog_module, "catalog", fresh)
+    monkeypatch.setattr("butcherflow.methods.files.catalog", fresh)
     return fresh
 
 

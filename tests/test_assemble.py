@@ -150,6 +150,18 @@ def test_show_a_name_that_is_both_method_and_recipe(capsys: pytest.CaptureFixtur
     assert "multistep" in out and "Leapfrog stack" in out and "parameters" in out
 
 
+def test_show_states_the_order_of_the_blocks_as_they_train(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["show", "ode-transformer-rk2-gated"]) == 0
+    out = capsys.readouterr().out
+    assert "encoder: 3 x rk2-gated with san+ffn" in out
+    assert "order of its blocks as they train: 1 for every g (2 at initialisation, g = 1/2)" in out
+    assert main(["show", "rk2-gated", "--d-model", "16", "--n-heads", "2", "--d-ffn", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "gates = self.gate(k1, k2)" in out and "order at initialisation" in out
+
+
 @pytest.mark.parametrize("name", recipe_names())
 def test_every_recipe_counts_its_parameters_on_the_meta_device(name: str) -> None:
     # Gates computed their starting logits with .item() once, which the meta device refuses.
@@ -167,3 +179,26 @@ def test_decode_last_only_is_the_last_row_of_the_full_decode() -> None:
     last = model.decode(tgt, memory, padding, last_only=True)
     assert last.shape == (2, 1, 50)
     torch.testing.assert_close(last, full[:, -1:], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("name", "policy"),
+    [
+        ("hyper-connections", "learned"),
+        ("hyper-connections-dynamic", "dynamic"),
+        ("mhc", "sinkhorn"),
+        ("denseformer", "learned"),
+        ("pcformer", "learned"),
+    ],
+)
+def test_general_linear_recipes_are_shown_beside_transformer_small(
+    name: str, policy: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small = bf.Seq2Seq.from_recipe("transformer-small", 8000).num_parameters
+    model = bf.Seq2Seq.from_recipe(name, 8000)
+    stacks = [m for m in model.modules() if isinstance(m, bf.compiler.GeneralLinearStack)]
+    assert len(stacks) == 1 and stacks[0].policy == policy  # the encoder; decoders are residual
+    assert abs(model.num_parameters / small - 1) < 0.01  # a few coefficients on top
+    assert main(["show", name, "--vocab", "8000"]) == 0
+    out = capsys.readouterr().out
+    assert f"beside transformer-small: {small:,}" in out

@@ -15,51 +15,75 @@ from butcherflow.cli import main
 
 
 def fake_nodepy(name: str, repeats: int) -> NodepyResult:
-    """NodePy stand-in: 0.5 s for heun, a timeout for rk4."""
+    """NodePy stand-in: 0.5 s for heun, a timeout for rk4, 0.1 ms (faster than us) for euler."""
     if name == "heun":
         return NodepyResult(0.5, order=2)
-    return NodepyResult(None, note="timeout (>45 s)")
+    if name == "euler":
+        return NodepyResult(1e-4, order=1)
+    return NodepyResult(None, note="timeout (>300 s)")
 
 
-def test_order_benchmark_rows_and_ratios(tmp_path: Path) -> None:
+def test_order_benchmark_rows_ratios_and_targets(tmp_path: Path) -> None:
     output = tmp_path / "benchmarks.md"
     rows = run_order(
         output=output,
         repeats=1,
-        names=["euler", "heun", "rk4"],
-        nodepy_names=["heun", "rk4"],
+        names=["euler", "heun", "rk4", "strang"],
         nodepy_timer=fake_nodepy,
         command="butcherflow bench order --repeats 1",
     )
-    assert [r.label for r in rows] == ["euler", "heun", "rk4"]
-    assert [r.proved for r in rows] == [1, 2, 4]
+    assert [r.name for r in rows] == ["euler", "heun", "rk4", "strang"]
+    assert [r.proved for r in rows] == [1, 2, 4, 2]
     assert all(r.passed and r.seconds is not None for r in rows)
+    euler, heun, rk4, strang = rows
+    assert strang.nodepy is None  # NodePy has no splittings
+    assert heun.seconds is not None and rk4.seconds is not None and euler.seconds is not None
+    assert heun.ratio == pytest.approx(0.5 / heun.seconds)
+    assert rk4.ratio == pytest.approx(bench_order.NODEPY_TIMEOUT / rk4.seconds)
+    # NodePy over 1 s (here: its timeout) adds the 10x target; heun's 0.5 s does not.
+    assert [label for label, _ in heun.targets] == ["< 2 s"]
+    assert rk4.targets == [("< 2 s", True), ("≥ 10× NodePy", True)]
     text = output.read_text(encoding="utf-8")
     assert "`butcherflow bench order --repeats 1`" in text and "Machine:" in text
-    for r in rows:
-        cells = [r.label, "runge-kutta", r.proved, r.proved, f"{r.seconds:.3f}", "< 2", "PASS"]
-        assert "| " + " | ".join(map(str, cells)) + " |" in text
-    heun, rk4 = rows[1], rows[2]
-    assert heun.seconds is not None and rk4.seconds is not None
-    ratio = 0.5 / heun.seconds
-    shown = f"{ratio:.0f}×" if ratio >= 10 else f"{ratio:.2g}×"
-    assert f"| heun | 2 | 2 | {heun.seconds:.3f} | 0.500 | {shown} |" in text
     assert (
-        f"| rk4 | 4 | — | {rk4.seconds:.3f} | timeout (>45 s) | > {45 / rk4.seconds:.0f}× |" in text
-    )
-    assert "| euler | 1 |" not in text.split("### Beside NodePy")[1]  # only the compared ones
+        f"| heun | runge-kutta | exact | 2 | 2 | {heun.seconds:.3f} | exact | 2 | 0.500 "
+        f"| {bench_order._times(0.5 / heun.seconds)} | < 2 s: met |"
+    ) in text
+    assert f"| rk4 | runge-kutta | exact | 4 | 4 | {rk4.seconds:.3f} | exact | — " in text
+    assert "| timeout (>300 s) | > " in text and "≥ 10× NodePy: met |" in text
+    assert "| strang | splitting | exact | 2 | 2 |" in text
+    ratios = sorted(r.ratio for r in (euler, heun, rk4) if r.ratio is not None)
+    median = bench_order._times(ratios[1])
+    assert f"over the 3 methods both ran: median {median}, worst " in text
+    assert f"worst {bench_order._times(ratios[0])} (euler, NodePy exact mode)" in text
+    assert "butcherflow is slower than NodePy on 1 of them: euler." in text
+    assert "Targets met: 5 of 5." in text
 
 
-def test_a_missed_target_and_a_broken_declaration_are_fail_rows(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_a_missed_target_and_a_broken_declaration_are_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(bench_order.TARGETS, "heun", 0.0)
-    rows = run_order(output=tmp_path / "b.md", repeats=1, names=["heun", "no-such-method"])
+    monkeypatch.setattr(bench_order, "ORDER_TARGET", 0.0)
+    rows = run_order(
+        output=tmp_path / "b.md", repeats=1, names=["heun", "no-such-method"], nodepy=False
+    )
     assert [r.passed for r in rows] == [False, False]
-    assert "error:" in rows[1].note
-    out = capsys.readouterr().out
-    assert "FAIL: heun" in out and "FAIL: no-such-method" in out
-    assert "**FAIL**" in (tmp_path / "b.md").read_text(encoding="utf-8")
+    assert rows[0].targets == [("< 0 s", False)]
+    assert "error:" in rows[1].note and rows[1].seconds is None
+    text = (tmp_path / "b.md").read_text(encoding="utf-8")
+    assert "< 0 s: **not met**" in text
+    assert "Targets met: 0 of 2; not met: heun (< 0 s), no-such-method (< 0 s)." in text
+
+
+def test_feagin_high_orders_have_their_own_target() -> None:
+    row = bench_order.Row("feagin-14", "runge-kutta", True, 14, 14, 59.0)
+    assert bench_order.targets(row) == [("< 60 s", True)]
+    row = bench_order.Row("hairer-11", "runge-kutta", False, 11, 11, 3.0)
+    assert bench_order.targets(row) == []  # order > 10: no target of the issue applies
+    slow = bench_order.Row("x", "runge-kutta", False, 6, 6, 0.5, nodepy=NodepyResult(4.0, 6))
+    assert bench_order.targets(slow) == [("< 2 s", True), ("≥ 10× NodePy", False)]
+    floats = NodepyResult(4.0, 6, mode="float")  # the 10x target is about NodePy's exact mode
+    assert bench_order.targets(bench_order.Row("y", "runge-kutta", True, 6, 6, 0.5, nodepy=floats))
 
 
 def test_section_replacement_keeps_the_other_sections(tmp_path: Path) -> None:
@@ -95,12 +119,27 @@ def test_cli_bench_order(
     argv = ["bench", "order", "--output", str(output), "--repeats", "1", "--no-nodepy"]
     assert main(argv) == 0
     text = output.read_text(encoding="utf-8")
-    assert "| euler |" in text and "| midpoint |" in text and "Beside NodePy" not in text
+    assert "| euler |" in text and "| midpoint |" in text
+    euler_row = next(line for line in text.splitlines() if line.startswith("| euler |"))
+    assert "| — | — | — | — |" in euler_row  # no NodePy columns filled
     assert f"--no-nodepy --output {output}`" in text
     assert "| midpoint |" in capsys.readouterr().out
 
 
-def test_nodepy_times_the_same_tableau() -> None:
+@pytest.mark.parametrize(
+    ("name", "order", "mode"),
+    [("heun", 2, "exact"), ("tsitouras-5", 5, "float"), ("adams-bashforth-3", 3, "exact")],
+)
+def test_nodepy_times_the_same_method(name: str, order: int, mode: str) -> None:
+    """Exact mode for exact tableaux, float mode for numeric ones, multistep methods too."""
     pytest.importorskip("nodepy")
-    result = bench_order.time_nodepy("heun", 1)
-    assert result.order == 2 and result.seconds is not None and result.seconds >= 0, result.note
+    result = bench_order.time_nodepy(name, 1)
+    assert (result.order, result.mode) == (order, mode), result.note
+    assert result.seconds is not None and result.seconds >= 0
+
+
+def test_a_proof_past_the_time_limit_is_a_timeout_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench_order, "CHECK_TIMEOUT", 1e-6)
+    row = bench_order.time_check("rk4", 3)
+    assert row.seconds is None and row.note.startswith("timeout")
+    assert bench_order.targets(row) == [("< 2 s", False)]

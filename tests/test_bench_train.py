@@ -30,7 +30,7 @@ from butcherflow.bench.train import (
     transformer_twin,
 )
 from butcherflow.cli import main
-from butcherflow.train.batching import Batch
+from butcherflow.data import Batch
 
 TINY = Path(__file__).parent / "data" / "tiny"
 VOCAB = 100

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 import re
 import sys
+from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -16,7 +17,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-catalog_module = importlib.import_module("butcherflow.methods.catalog")
+from butcherflow.methods import files as catalog_files
+
 NAMES = sorted(bf.catalog)  # at collection time; the catalog grows as files are added
 NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
@@ -98,6 +100,7 @@ def test_entry_family_matches_its_class(name: str) -> None:
         "splitting": bf.Splitting,
         "multistep": bf.LinearMultistep,
         "continuous": bf.ContinuousDynamics,
+        "general-linear": bf.GeneralLinear,
     }[family]
     assert isinstance(method, expected)
 
@@ -105,7 +108,7 @@ def test_entry_family_matches_its_class(name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_entry_uses_only_known_keys(name: str) -> None:
     data = raw(name)
-    allowed = set(catalog_module.COMMON_KEYS) | set(catalog_module.FAMILY_KEYS[data["family"]])
+    allowed = set(catalog_files.COMMON_KEYS) | set(catalog_files.BY_FAMILY[data["family"]].keys)
     assert set(data) <= allowed, f"{name}.toml: unknown keys {sorted(set(data) - allowed)}"
 
 
@@ -117,3 +120,13 @@ def test_adaptive_solvers_have_their_tableaux_in_the_catalog() -> None:
         method = bf.catalog[tableau]
         assert isinstance(method, bf.ButcherTableau)
         assert method.b_hat is not None, f"{tableau} is an embedded pair: give b_hat"
+
+
+def test_the_catalog_object_and_its_module_have_different_names(tmp_path: Path) -> None:
+    assert bf.methods.catalog is bf.catalog and isinstance(bf.catalog, bf.methods.Catalog)
+    # mock.patch reaches the module's catalog, which the declarations look names up in
+    empty = bf.methods.Catalog(tmp_path)
+    unknown = pytest.raises(bf.DeclarationError, match="unknown solver 'rk4'")
+    with mock.patch("butcherflow.methods.files.catalog", empty), unknown:
+        bf.ContinuousDynamics("rk4")
+    assert bf.ContinuousDynamics("rk4").tableau is bf.catalog["rk4"]

@@ -87,6 +87,23 @@ def test_learned_family_symbol_is_a_per_layer_parameter() -> None:
     assert len(thetas) == 3 and all(p.grad is not None and p.grad.abs().sum() > 0 for p in thetas)
 
 
+def test_a_declared_family_compiles_as_declared() -> None:
+    """lm-resnet declares k a learned scalar starting at 1: every layer gets its own k, and
+    `init=` (with the old coefficients='learned') still overrides the start."""
+    weights = _weights(4)
+    declared = bf.compile_stack("lm-resnet", fields=[Linear(w) for w in weights])
+    assert [p.tolist() for n, p in declared.named_parameters() if "theta" in n] == [[1.0]] * 3
+    y = torch.randn(1, 2, 4, dtype=torch.float64)
+    states = [y]
+    for w in weights:  # k = 1: the residual stack
+        states.append(states[-1] + states[-1] @ w.T)
+    torch.testing.assert_close(declared(y), states[-1], rtol=1e-12, atol=1e-12)
+    old = bf.compile_stack(
+        "lm-resnet", fields=[Linear(w) for w in weights], coefficients="learned", init={"k": 1}
+    )
+    assert old.code == declared.code
+
+
 def test_dlcl_starts_as_the_residual_stack() -> None:
     torch.manual_seed(0)
     stack = bf.compile_stack("dlcl", fields=["san+ffn"] * 3, d_model=8, n_heads=2, d_ffn=16)
@@ -101,13 +118,17 @@ def test_dlcl_starts_as_the_residual_stack() -> None:
     assert all(p.grad is not None for p in stack.parameters())
 
 
+LM_UNDECLARED = bf.LinearMultistep(["k - 1", "-k", 1], [0, 1, 0], name="lm-undeclared")
+
+
 @pytest.mark.parametrize(
     ("kwargs", "fragment"),
     [
         ({"method": "bdf-2"}, "implicit"),
-        ({"method": "rk4"}, "not a multistep method"),
-        ({"method": "lm-resnet"}, "free symbols"),
-        ({"method": "lm-resnet", "coefficients": "learned"}, "no initial value"),
+        ({"method": "rk4"}, "not a method that spans layers"),
+        ({"method": LM_UNDECLARED}, "no initial value for the free symbol 'k'"),
+        ({"method": LM_UNDECLARED, "coefficients": "learned"}, "no initial value"),
+        ({"method": "lm-resnet", "init": {"q": 1}}, "init names symbols"),
         ({"method": "dlcl", "coefficients": "exact"}, "learned by definition"),
         ({"method": "leapfrog", "starter": "adams-bashforth-2"}, "Runge-Kutta"),
         ({"method": "leapfrog", "fields": "san"}, "one field per layer"),

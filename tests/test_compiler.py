@@ -27,6 +27,7 @@ from torch import Tensor, nn
 
 import butcherflow as bf
 from butcherflow.compiler import StageGate
+from butcherflow.methods.files import from_dict
 from butcherflow.nn import Context, Field, make_field
 
 DOUBLE = torch.float64
@@ -43,7 +44,7 @@ EXPLICIT = _names("runge-kutta", lambda m: m.is_explicit and not m.symbols)
 IMPLICIT = _names("runge-kutta", lambda m: m.is_implicit and not m.symbols)
 DIRK = [n for n in IMPLICIT if bf.catalog[n].is_diagonally_implicit]
 FULLY_IMPLICIT = [n for n in IMPLICIT if not bf.catalog[n].is_diagonally_implicit]
-FAMILIES_WITH_SYMBOLS = _names("runge-kutta", lambda m: bool(m.symbols))
+FAMILIES_WITH_SYMBOLS = _names("runge-kutta", lambda m: bool(m.symbols))  # parameters declared
 SPLITTINGS = _names("splitting", lambda m: m.substep is not None)
 EXACT_FLOW_SPLITTINGS = _names("splitting", lambda m: m.substep is None)
 MULTISTEP = _names("multistep")
@@ -159,7 +160,7 @@ def test_the_catalog_has_every_kind_this_file_parametrizes_over() -> None:
     assert {"backward-euler", "sdirk-2"} <= set(DIRK)
     assert "gauss-legendre-2" in FULLY_IMPLICIT
     assert {"strang", "lie-trotter", "strang-rk4"} <= set(SPLITTINGS)
-    assert "rk2-gated" in FAMILIES_WITH_SYMBOLS
+    assert {"rk2-gated", "rk2-learned"} <= set(FAMILIES_WITH_SYMBOLS)
     assert EXACT_FLOW_SPLITTINGS and MULTISTEP
 
 
@@ -709,7 +710,7 @@ def test_flops_grow_with_the_field_calls() -> None:
 
 
 def test_a_shared_gate_is_shared() -> None:
-    gate = StageGate(D, 2, "gated", init=(0.5, 0.5))
+    gate = StageGate(D, 2, "gate", init=(0.5,))
     first = bf.compile("heun", **named(coefficients="gated", gate=gate))
     second = bf.compile("heun", **named(coefficients="gated", gate=gate))
     assert first.program.gate is gate and second.program.gate is gate
@@ -867,11 +868,22 @@ def test_implicit_tableau_needs_iterations() -> None:
     assert bf.compile(implicit, **named("ffn", iterations=2)).field_calls == 3
 
 
+def _undeclared(name: str) -> bf.Method:
+    """A catalog family without its [parameters] table."""
+    table = {k: v for k, v in bf.catalog[name].to_table().items() if k != "parameters"}
+    return from_dict(table)
+
+
 @pytest.mark.parametrize("name", FAMILIES_WITH_SYMBOLS)
-def test_family_with_symbols_is_refused(name: str) -> None:
-    symbols = sorted(str(s) for s in bf.catalog[name].symbols)
-    with raises(name, "symbols", symbols[0]):
-        bf.compile(name, **named())
+def test_family_with_symbols_is_refused_unless_its_parameters_are_declared(name: str) -> None:
+    family = _undeclared(name)
+    symbols = sorted(str(s) for s in family.symbols)
+    with raises(name, "symbols", symbols[0], "parameters"):
+        bf.compile(family, **named())
+    block = bf.compile(name, **named())  # as declared: its symbols are parameters
+    assert block.method is bf.catalog[name]
+    with raises("coefficients='gated'", "free symbols"):
+        bf.compile(name, **named(coefficients="gated"))
 
 
 @pytest.mark.parametrize("policy", ["gated", "tanh"])
@@ -891,9 +903,9 @@ def test_post_norm_after_scaled_steps_is_refused() -> None:
         bf.compile("strang", post_norm=True, **STRANG)
     with raises("post_norm"):
         bf.compile("lie-trotter", post_norm=True, coefficients="learned", **STRANG)
-    with raises("post_norm", "splittings only"):
+    with raises("post_norm does not apply to a runge-kutta declaration", "takes field"):
         bf.compile("heun", **named(post_norm=True))
-    with raises("share", "splittings only"):
+    with raises("share does not apply to a runge-kutta declaration"):
         bf.compile("heun", **named(share=True))
 
 
@@ -936,7 +948,7 @@ def test_step_size_must_be_a_positive_number(step: object) -> None:
 def test_field_and_fields_are_not_interchangeable() -> None:
     with raises("fields"):
         bf.compile("strang", field="ffn", **SIZES)
-    with raises("field="):
+    with raises("fields does not apply to a runge-kutta declaration", "takes field,"):
         bf.compile("heun", fields={"A": "ffn"}, **SIZES)
     with raises("field="):
         bf.compile("heun", **SIZES)
@@ -944,9 +956,9 @@ def test_field_and_fields_are_not_interchangeable() -> None:
 
 def test_shared_gate_must_fit() -> None:
     with raises("gate"):
-        bf.compile("heun", **named(gate=StageGate(D, 2, "gated")))
+        bf.compile("heun", **named(gate=StageGate(D, 2, "gate", (None,))))
     with raises("gate", "4 stages"):
-        bf.compile("rk4", **named(coefficients="gated", gate=StageGate(D, 2, "gated")))
+        bf.compile("rk4", **named(coefficients="gated", gate=StageGate(D, 2, "gate", (None,))))
 
 
 def test_unknown_method_name() -> None:

@@ -169,9 +169,14 @@ def test_stability_intervals_match_sampling(name: str) -> None:
         reach = 1000.0 if end == math.inf else end
         points = (direction * np.linspace(0.0, reach, 20001)).astype(complex)
         inside = np.abs(np.asarray(in_numpy(points), dtype=complex) * np.ones_like(points))
-        assert inside.max() <= 1 + 1e-9, (
-            f"{name}: |R| = {inside.max()} inside {direction}·[0, {end}]"
-        )
+        # float64 cancels in a high-degree R far from 0 (SSP(16,3) at z = -25: 1 + 2.5e-9):
+        # points it puts above 1 are evaluated again at 50 digits before they count
+        with mpmath.workdps(50):
+            worst = max(
+                [abs(in_mpmath(mpmath.mpc(points[k]))) for k in np.flatnonzero(inside > 1 + 1e-9)],
+                default=mpmath.mpf(inside.max()),
+            )
+        assert worst <= 1 + 1e-9, f"{name}: |R| = {worst} inside {direction}·[0, {end}]"
         if end == math.inf:
             continue
         with mpmath.workdps(50):
@@ -179,7 +184,11 @@ def test_stability_intervals_match_sampling(name: str) -> None:
                 abs(in_mpmath(mpmath.mpc(direction) * (mpmath.mpf(end) + mpmath.mpf(k) / 800)))
                 for k in range(1, 41)
             ]
-        assert max(beyond) > 1, (
+        # A numeric tableau's proved interval takes R's low-degree terms from its order (the
+        # report says so); sampled from the rounded entries, those terms are ~1e-16 off, which
+        # can hold |R| a hair below 1 beyond the end (Prince-Dormand 8 in floats: 1 - 1.7e-22).
+        slack = mpmath.mpf("1e-12") if report.method.numeric else 0
+        assert max(beyond) > 1 - slack, (
             f"{name}: |R| ≤ 1 on {direction}·(0, {end} + 0.05] too: the interval is longer than "
             f"{end} (max |R| − 1 there: {mpmath.nstr(max(beyond) - 1, 5)})"
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -11,8 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from butcherflow.errors import DeclarationError
-from butcherflow.train import (
+from butcherflow.data import (
     BibleSpec,
     EncodedSplit,
     ParallelCorpus,
@@ -25,8 +25,8 @@ from butcherflow.train import (
     parse_bible_spec,
     read_bible,
 )
-from butcherflow.train import vocab as vocab_module
-from butcherflow.train.bible import (
+from butcherflow.data import vocab as vocab_module
+from butcherflow.data.bible import (
     DEFAULT_VERSIONS,
     LANGUAGES,
     VERSIONS,
@@ -35,7 +35,8 @@ from butcherflow.train.bible import (
     clean_verse,
     verse_bucket,
 )
-from butcherflow.train.vocab import vocabulary_path
+from butcherflow.data.vocab import vocabulary_path
+from butcherflow.errors import DeclarationError
 
 TINY = Path(__file__).parent / "data" / "tiny"
 VERSES = 31102
@@ -244,6 +245,28 @@ def test_explicit_files(tmp_path: Path, tiny: ParallelCorpus) -> None:
     assert (corpus.source_lang, corpus.target_lang) == ("de", "en")
     assert corpus.fingerprint == tiny.fingerprint
     assert corpus.train == tiny.train
+
+
+def test_the_spec_reloads_the_corpus_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copytree(TINY, tmp_path / "data" / "copy")
+    monkeypatch.chdir(tmp_path)
+    given = [
+        "data/copy",
+        "data/copy:de-en",
+        ";".join(f"{s}=data/copy/{s}.de,data/copy/{s}.en" for s in ("train", "valid", "test")),
+    ]
+    corpora = [load_corpus(spec) for spec in given]
+    monkeypatch.chdir(tmp_path / "data")  # elsewhere: the relative specs no longer work
+    for spec, corpus in zip(given, corpora, strict=True):
+        assert str(tmp_path / "data" / "copy") in corpus.spec
+        again = load_corpus(corpus.spec)
+        assert (again.fingerprint, again.source_lang, again.target_lang) == (
+            corpus.fingerprint,
+            corpus.source_lang,
+            corpus.target_lang,
+        ), spec
 
 
 @pytest.mark.parametrize(

@@ -297,12 +297,22 @@ def test_embedded_order_without_b_hat(declaration_error) -> None:
         bf.ButcherTableau([[0, 0], [1, 0]], [half, half], embedded_order=1)
 
 
-@pytest.mark.parametrize(
-    "name", ["RK4", "rk_4", "rk 4", "-rk4", "rk4-", "rk--4", "", "rk4.toml", 4]
-)
+@pytest.mark.parametrize("name", ["GL3", "RK44", "rk_4", "Dormand–Prince 5(4)", "rk4"])
+def test_names_people_use_are_accepted_in_python(name) -> None:
+    assert bf.ButcherTableau([[0]], [1], name=name).name == name
+
+
+@pytest.mark.parametrize("name", ["", "   ", "a\nb", "x" * 101, 4, ["rk4"]])
 def test_bad_names(name, declaration_error) -> None:
-    with declaration_error("key 'name'", repr(name), "lowercase"):
+    with declaration_error("key 'name'", repr(name)[:60], "one printable line"):
         bf.ButcherTableau([[0]], [1], name=name)
+
+
+def test_catalog_names_are_file_safe() -> None:
+    from butcherflow.methods.base import file_safe_name
+
+    assert all(file_safe_name(name) for name in bf.catalog)
+    assert not file_safe_name("GL3") and not file_safe_name("rk 4")
 
 
 @pytest.mark.parametrize("order", [-1, 4.0, "4", True, [4]])
@@ -330,13 +340,13 @@ STRANG = [("A", "1/2"), ("B", 1), ("A", "1/2")]
 
 
 def test_strang_steps() -> None:
-    strang = bf.Splitting(STRANG, substep="euler", name="strang", order=2, effective_order=1)
+    strang = bf.Splitting(STRANG, substep="euler", name="strang", order=2, substep_order=1)
     assert strang.steps == (("A", half), ("B", 1), ("A", half))
     assert strang.operators == ("A", "B")
     assert strang.substep is EULER
     assert strang.substep_name == "euler"
     assert strang.coefficient_sums() == {"A": 1, "B": 1}
-    assert (strang.order, strang.effective_order) == (2, 1)
+    assert (strang.order, strang.substep_order) == (2, 1)
     assert strang.family == "splitting"
     assert not strang.numeric
 
@@ -500,7 +510,7 @@ def test_substep_must_be_a_runge_kutta_method(isolated_catalog, declaration_erro
         bf.Splitting(STRANG, substep="ab1")
 
 
-@pytest.mark.parametrize("key", ["order", "effective_order"])
+@pytest.mark.parametrize("key", ["order", "substep_order"])
 def test_splitting_bad_orders(key, declaration_error) -> None:
     with declaration_error(f"key '{key}'", "-2"):
         bf.Splitting(STRANG, **{key: -2})
@@ -937,10 +947,10 @@ def test_random_tableaux_raise_only_declaration_errors(
     operators=st.one_of(st.none(), st.lists(operator_names, max_size=3), scalars, values),
     name=names,
     order=orders,
-    effective_order=orders,
+    substep_order=orders,
 )
 def test_random_splittings_raise_only_declaration_errors(
-    small_catalog, steps, substep, operators, name, order, effective_order
+    small_catalog, steps, substep, operators, name, order, substep_order
 ) -> None:
     construct_or_declaration_error(
         bf.Splitting,
@@ -949,7 +959,7 @@ def test_random_splittings_raise_only_declaration_errors(
         operators=operators,
         name=name,
         order=order,
-        effective_order=effective_order,
+        substep_order=substep_order,
     )
 
 

@@ -1,7 +1,8 @@
 """Incremental decoding: a compiled decoder block fed one token (or a few) at a time with a
 `DecodeCache` equals the full causal forward, for every catalog Runge-Kutta method, every
 splitting with Runge-Kutta sub-steps, every explicit multistep stack and every fixed-step
-continuous block, each with every decoder field; `DecodeCache.reorder` (beam search), the static
+continuous block, each with every decoder field, and every general linear stack under every
+coefficient policy; `DecodeCache.reorder` (beam search), the static
 layout (keys written in place, capacity doubled, one `index_select` per reorder) and the protocol
 errors.
 
@@ -55,6 +56,10 @@ CONTINUOUS = [
     and bf.catalog[n].grid == "interval"
     and not bf.catalog[n].adaptive
 ]
+GENERAL_LINEAR = [n for n in sorted(bf.catalog) if bf.catalog[n].family == "general-linear"]
+# Sinkhorn needs a doubly stochastic V (hyper-connections-4's identity)
+GLM_POLICIES = [(n, p) for n in GENERAL_LINEAR for p in ("exact", "learned", "dynamic")]
+GLM_POLICIES.append(("hyper-connections-4", "sinkhorn"))
 
 
 @pytest.fixture(autouse=True)
@@ -83,6 +88,17 @@ def stack_block(name: str, field: str, layers: int = 3) -> bf.CompiledBlock:
 
 def continuous_block(name: str, field: str) -> bf.CompiledBlock:
     return bf.compile(name, field=field, causal=True, **SIZES).to(DOUBLE).eval()
+
+
+def glm_stack(name: str, policy: str) -> bf.CompiledBlock:
+    """A three-layer decoder stack of the general linear method `name`, its coefficients moved
+    off the declared start so that the streams differ."""
+    stack = bf.compile_stack(name, ["san+ca+ffn"] * 3, coefficients=policy, **SIZES)
+    stack = stack.to(DOUBLE).eval()
+    with torch.no_grad():
+        for p in stack.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    return stack
 
 
 @pytest.fixture
@@ -217,7 +233,8 @@ def test_continuous_decoding_equals_the_full_causal_forward(name: str, field: st
 
 
 def _every_block() -> list[tuple[str, object]]:
-    """(id, maker) for every catalog method with every decoder field (splittings: their own)."""
+    """(id, maker) for every catalog method with every decoder field (splittings: their own;
+    general linear stacks: san+ca+ffn under every coefficient policy)."""
     makers: list[tuple[str, object]] = []
     for field in DECODER_FIELDS:
         makers += [(f"{n}-{field}", lambda n=n, f=field: rk_block(n, f)) for n in RUNGE_KUTTA]
@@ -226,6 +243,7 @@ def _every_block() -> list[tuple[str, object]]:
             (f"{n}-{field}", lambda n=n, f=field: continuous_block(n, f)) for n in CONTINUOUS
         ]
     makers += [(n, lambda n=n: splitting_block(n)) for n in SPLITTINGS]
+    makers += [(f"{n}-{p}", lambda n=n, p=p: glm_stack(n, p)) for n, p in GLM_POLICIES]
     return makers
 
 
@@ -246,6 +264,19 @@ def test_traced_decoding_equals_the_full_causal_forward(make: object) -> None:
     cache = DecodeCache(capacity=8)
     assert_close(decode([block], x, memory, (1, 2, 1, 1), padding, cache=cache), expected)
     assert cache.length == T  # read back from the device position
+
+
+@pytest.mark.parametrize(("name", "policy"), GLM_POLICIES)
+def test_general_linear_stack_decoding_equals_the_full_causal_forward(
+    name: str, policy: str
+) -> None:
+    """The streams are mixed per token (dynamic and Sinkhorn coefficients too), so a stack
+    decoded token by token equals its full causal forward."""
+    stack = glm_stack(name, policy)
+    assert stack.causal
+    x, memory = inputs()
+    assert_close(decode([stack], x, memory), full([stack], x, memory))
+    assert_close(decode([stack], x, memory, chunks=(2, 3)), full([stack], x, memory))
 
 
 def test_macaron_decoder_with_its_own_fields() -> None:

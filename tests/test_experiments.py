@@ -10,12 +10,14 @@ import dataclasses
 import json
 import math
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
+import butcherflow as bf
 from butcherflow import DeclarationError
 from butcherflow.assemble import count_parameters, load_recipe
 from butcherflow.cli import main
@@ -32,19 +34,34 @@ from butcherflow.experiments import (
     judge,
     plan,
     run_experiment,
+    write_reports,
 )
 from butcherflow.experiments.evaluation import length_bins, throughput
+from butcherflow.experiments.index import (
+    README_END,
+    README_START,
+    readme_summary,
+    write_readme_summary,
+)
 from butcherflow.experiments.runner import prepare_recipe, train_config
 from butcherflow.experiments.verdict import (
+    FEW_PAIRS,
     NOT_MEASURED,
     NOT_SUPPORTED,
     ONE_SEED,
+    PAIRED,
+    PAIRED_WITHIN_NOISE,
+    SEEDS_DISAGREE,
     SUPPORTED,
+    UNPAIRED,
     WITHIN_NOISE,
+    decide,
     format_mean_std,
+    judge_paired,
 )
+from butcherflow.savedir import read_commit
+from butcherflow.savedir.curves import read_log
 from butcherflow.train.config import resolve_recipe
-from butcherflow.train.curves import read_log
 
 ROOT = Path(__file__).parent.parent
 TINY = Path(__file__).parent / "data" / "tiny"
@@ -79,20 +96,34 @@ def seeds(name: str) -> dict[str, int]:
     return {run.name: len(run.seeds) for run in EXPERIMENTS[name].runs}
 
 
-def test_seeds_are_the_ones_issue_7_asks_for() -> None:
-    assert seeds("translation") == {
-        "residual": 3,
-        "rk2": 1,
-        "rk2-unit": 1,
-        "rk2-gated": 3,
-        "rk4": 3,
-        "macaron": 3,
-        "leapfrog": 1,
-        "dlcl": 1,
-        "floater": 3,
-    }
-    assert set(seeds("truncation").values()) == {3} and len(seeds("truncation")) == 8
+def test_every_run_has_the_three_seeds_issue_16_asks_for() -> None:
+    for name in EXPERIMENTS:
+        assert set(seeds(name).values()) == {3}, name
+    assert len(seeds("translation")) == 9 and len(seeds("truncation")) == 8
+    assert len(seeds("depth")) == 12 and len(seeds("extrapolation")) == 3
+    assert len(seeds("connections")) == 7
     assert seeds("coefficients") == dict.fromkeys(("exact", "unit", "learned", "gated", "tanh"), 3)
+
+
+def test_declared_budgets_and_patience(tmp_path: Path) -> None:
+    """Truncation: the one-layer runs and the two-layer residual stack go on until the valid loss
+    stops improving (patience 5, validated every 100 updates) or 3000 updates; the two-layer RK
+    stacks keep 600. `--budget` replaces every run's budget (patience stays declared)."""
+    invocation = plan("truncation", runs_dir=tmp_path)
+    long = {"residual-1layer", "rk2-1layer", "rk2-gated-1layer", "rk4-1layer", "residual-2layer"}
+    for run in invocation.experiment.runs:
+        config = train_config(invocation, run, 1)
+        expected = (3000, 5) if run.name in long else (600, 0)
+        assert (config.max_update, config.patience) == expected, run.name
+        assert config.validate_interval_updates == 100
+    assert "--budget" not in invocation.command()
+    capped = plan("truncation", budget=50, runs_dir=tmp_path)
+    assert {capped.budget_of(run) for run in capped.experiment.runs} == {50}
+    assert "--budget 50" in capped.command()
+    for name in ("translation", "coefficients", "extrapolation", "depth"):
+        experiment = EXPERIMENTS[name]
+        assert experiment.budget == 1000 and all(r.budget is None for r in experiment.runs)
+        assert all(r.patience == 0 for r in experiment.runs)
 
 
 def test_the_runs_vary_what_the_issue_says() -> None:
@@ -102,22 +133,28 @@ def test_the_runs_vary_what_the_issue_says() -> None:
         (load_recipe(run.recipe_name).encoder.method, run.encoder_layers)  # type: ignore[union-attr]
         for run in truncation.runs
     }
-    assert methods == {(m, n) for m in ("euler", "heun", "rk4") for n in (1, 2)}
+    assert methods == {(m, n) for m in ("euler", "rk2-gated", "heun", "rk4") for n in (1, 2)}
     gated = [r for r in truncation.runs if r.recipe_name == "ode-transformer-rk2-gated"]
     assert {r.encoder_layers for r in gated} == {1, 2}
-    policies = {
-        run.name: recipe.encoder.options.get("coefficients", "exact")  # type: ignore[union-attr]
-        for run, recipe in zip(
-            EXPERIMENTS["coefficients"].runs,
-            EXPERIMENTS["coefficients"].recipes().values(),
-            strict=True,
+    # the coefficient experiment trains Heun's stages under each policy: either the policy on
+    # heun, or the catalog declaration that is that policy (rk2-gated, rk2-unit)
+    heun = bf.catalog["heun"]
+    for run, recipe in zip(
+        EXPERIMENTS["coefficients"].runs,
+        EXPERIMENTS["coefficients"].recipes().values(),
+        strict=True,
+    ):
+        side = recipe.encoder
+        assert side is not None
+        trains = bf.catalog[side.method].with_coefficients(
+            side.options.get("coefficients", "exact")
         )
-    }
-    assert policies == {p: p for p in ("exact", "unit", "learned", "gated", "tanh")}
-    assert all(
-        r.encoder.method == "heun"  # type: ignore[union-attr]
-        for r in EXPERIMENTS["coefficients"].recipes().values()
-    )
+        expected = heun.with_coefficients(run.name)
+        assert (trains.A, trains.b, trains.parameters) == (
+            expected.A,
+            expected.b,
+            expected.parameters,
+        ), run.name
     extrapolation = EXPERIMENTS["extrapolation"]
     assert extrapolation.data == "bible:de-en:short2long"
     positions = {n: r.position for n, r in extrapolation.recipes().items()}
@@ -129,6 +166,40 @@ def test_the_runs_vary_what_the_issue_says() -> None:
         for recipe in ("transformer-small", "ode-transformer-rk2-gated", "ode-transformer-rk4")
         for n in (1, 2, 3, 6)
     }
+
+
+def test_the_connections_experiment_trains_each_connection_at_the_small_preset(
+    tmp_path: Path,
+) -> None:
+    """`butcherflow experiment connections`: residual, DLCL, DenseFormer, hyper-connections
+    static/dynamic, mHC, PCformer on bible:de-en, three seeds each (paired by seed), the
+    encoder's connections across depth varied and nothing else."""
+    experiment = EXPERIMENTS["connections"]
+    assert experiment.data == "bible:de-en" and experiment.task == "translation"
+    assert seeds("connections") == dict.fromkeys(
+        ("residual", "dlcl", "denseformer", "hc", "hc-dynamic", "mhc", "pcformer"), 3
+    )
+    assert {run.seeds for run in experiment.runs} == {(1, 2, 3)}  # the same seeds: paired
+    encoders = {
+        name: (recipe.encoder.method, recipe.encoder.options.get("coefficients"))  # type: ignore[union-attr]
+        for name, recipe in experiment.recipes().items()
+    }
+    assert encoders == {
+        "residual": ("euler", None),
+        "dlcl": ("dlcl", None),
+        "denseformer": ("denseformer-4", "learned"),
+        "hc": ("hyper-connections-4", "learned"),
+        "hc-dynamic": ("hyper-connections-4", "dynamic"),
+        "mhc": ("hyper-connections-4", "sinkhorn"),
+        "pcformer": ("pcformer", "learned"),
+    }
+    assert all(r.decoder.method == "euler" for r in experiment.recipes().values())  # type: ignore[union-attr]
+    invocation = plan("connections", runs_dir=tmp_path)
+    assert "experiment connections" in invocation.command()
+    for run in experiment.runs:
+        config = train_config(invocation, run, 2)
+        assert (config.d_model, config.encoder_layers, config.max_update) == (128, 2, 1000)
+        assert config.seed == 2 and config.data == "bible:de-en"
 
 
 def test_the_small_preset_is_make_demos() -> None:
@@ -186,6 +257,9 @@ def test_a_variant_is_validated_like_a_recipe_file() -> None:
         ({"runs": (Run("a", "A", "transformer-small", seeds=(1, 1)),)}, "seeds"),
         ({"table": "grid"}, "column"),
         ({"runs": (Run("A b", "A", "transformer-small"),)}, "save dir"),
+        ({"runs": (Run("a", "A", "transformer-small", budget=0),)}, "a.budget"),
+        ({"runs": (Run("a", "A", "transformer-small", patience=-1),)}, "a.patience"),
+        ({"validate_interval_updates": -1}, "validate_interval_updates"),
     ],
 )
 def test_bad_declarations_are_refused(changes: dict[str, Any], fragment: str) -> None:
@@ -231,6 +305,44 @@ def test_the_verdict_rule_on_constructed_numbers() -> None:
     assert judge([22.0], [20.0, 22.0], True).text == WITHIN_NOISE  # s = √2, d = 1
     with pytest.raises(ValueError, match="non-finite"):
         judge([math.nan], [1.0, 2.0], True)
+
+
+def test_the_paired_rule_on_constructed_numbers() -> None:
+    # seed-correlated: the means differ by less than the seeds' spread, every seed agrees
+    a, b = {1: 19.3, 2: 18.3, 3: 20.2}, {1: 19.0, 2: 18.0, 3: 19.8}
+    assert judge(list(a.values()), list(b.values()), True).text == WITHIN_NOISE
+    paired = judge_paired(a, b, True)
+    assert paired.text == SUPPORTED and paired.seeds == (1, 2, 3) and paired.positive == 3
+    assert paired.differences == pytest.approx((0.3, 0.3, 0.4))
+    assert paired.mean == pytest.approx(1 / 3) and paired.spread == pytest.approx(0.0577, 1e-3)
+    # perplexity: lower is better, the sign follows
+    assert judge_paired({1: 50.0, 2: 51.0}, {1: 52.0, 2: 54.0}, False).text == SUPPORTED
+    assert judge_paired({1: 52.0, 2: 54.0}, {1: 50.0, 2: 51.0}, False).text == NOT_SUPPORTED
+    # one seed carries the difference: every sign agrees but the mean is within one std
+    assert judge_paired({1: 1.1, 2: 1.1, 3: 9.0}, {1: 1.0, 2: 1.0, 3: 1.0}, True).text == (
+        PAIRED_WITHIN_NOISE
+    )
+    # the signs disagree, however large the mean
+    disagree = judge_paired({1: 5.0, 2: 5.0, 3: 0.9}, {1: 1.0, 2: 1.0, 3: 1.0}, True)
+    assert disagree.text == SEEDS_DISAGREE and disagree.positive == 2
+    # only the seeds both sides have are paired
+    few = judge_paired({1: 2.0, 2: 3.0}, {2: 1.0, 3: 0.0}, True)
+    assert few.text == FEW_PAIRS and few.seeds == (2,) and few.mean == 2.0 and few.spread is None
+    assert judge_paired({}, {1: 1.0}, True).text == NOT_MEASURED
+    # a zero difference is not a win
+    assert judge_paired({1: 1.0, 2: 2.0}, {1: 1.0, 2: 1.0}, True).text == SEEDS_DISAGREE
+    with pytest.raises(ValueError, match="non-finite"):
+        judge_paired({1: math.inf}, {1: 1.0}, True)
+
+
+def test_the_paired_rule_decides_when_every_comparison_has_two_pairs() -> None:
+    supported = judge_paired({1: 2.0, 2: 3.0}, {1: 1.5, 2: 2.6}, True)
+    lonely = judge_paired({1: 2.0}, {1: 1.5, 2: 2.6}, True)
+    unpaired = [judge([2.0, 3.0], [1.5, 2.6], True)]
+    assert unpaired[0].text == WITHIN_NOISE
+    assert decide(unpaired, [supported]) == (SUPPORTED, PAIRED)
+    assert decide(unpaired * 2, [supported, lonely]) == (WITHIN_NOISE, UNPAIRED)
+    assert decide([], []) == (NOT_MEASURED, UNPAIRED)
 
 
 def test_a_claim_combines_its_comparisons() -> None:
@@ -384,7 +496,12 @@ def test_a_language_model_experiment_with_seeds_gives_verdicts(tmp_path: Path) -
     expected = judge(rk4, euler, higher_is_better=False)
     report = (tmp_path / "docs" / "lm-check.md").read_text()
     assert f"| RK4 | {format_mean_std(rk4, 1)} |" in report
-    assert f"**Verdict: {expected.text}.**" in report and expected.spread is not None
+    paired = judge_paired(dict(enumerate(rk4, 1)), dict(enumerate(euler, 1)), False)
+    assert (
+        f"**Verdict: {paired.text}** (decided by the paired rule; unpaired: {expected.text}; "
+        f"paired: {paired.text})." in report
+    )
+    assert expected.spread is not None and len(paired.differences) == 2
     assert outcome.figure is not None and outcome.figure.is_file()
     config = json.loads(
         (tmp_path / "runs" / "lm-check" / "rk4-1-seed2" / "config.json").read_text()
@@ -418,6 +535,144 @@ def test_learned_positions_shorter_than_the_test_sources_are_reported(tmp_path: 
     assert f"| 8 ({positions['test_sources_cut']}) |" in outcome.report.read_text()
 
 
+def _one_language_model(**run: Any) -> Experiment:
+    return Experiment(
+        name="lm-one",
+        title="one block",
+        analogue="a test",
+        data=TINY_DATA,
+        task="language_model",
+        runs=(
+            Run("euler", "Euler", "transformer-small", (1,), encoder_layers=1, column="1", **run),
+        ),
+        claims=(),
+        budget=2,
+        table="grid",
+        metric="ppl",
+        plot="grouped-points",
+        x_label="layers",
+        validate_interval_updates=1,
+    )
+
+
+def test_a_result_in_the_committed_record_is_carried_over_not_retrained(tmp_path: Path) -> None:
+    """The save dirs are gone (runs/ is not committed) but OUT/NAME.json holds the same run:
+    the runner keeps that result and the report says so; any difference retrains."""
+    out, runs = tmp_path / "docs", tmp_path / "runs"
+    experiment = _one_language_model()
+    where: dict[str, Any] = {"sizes": "tiny", "out": out, "echo": lambda line: None}
+    first = run_experiment(experiment, runs_dir=runs, threads=1, **where)
+    assert first.trained == ["euler-seed1"] and first.carried == []
+    result = first.results[0]
+    assert result["threads"] == 1 and result["wall_seconds"] > 0 and result["sessions"] == 1
+    assert result["stopped"] == "max_update 2 reached" and result["updates"] == 2
+
+    lines: list[str] = []
+    again = run_experiment(
+        experiment, runs_dir=tmp_path / "gone", **{**where, "echo": lines.append}
+    )
+    assert again.trained == [] and again.carried == ["euler-seed1"]
+    assert again.results == [result] and not (tmp_path / "gone" / "lm-one" / "euler-seed1").exists()
+    assert any("carried over from" in line and result["finished"] in line for line in lines)
+    report = (out / "lm-one.md").read_text()
+    assert "| carried over from the record |" in report
+    assert f"1 of 1 results, finished {result['finished'][:10]}" in report
+    assert json.loads((out / "lm-one.json").read_text())["carried_over"] == ["euler-seed1"]
+
+    # another budget, another patience or another preset is another run: trained, not carried
+    for changes in ({"budget": 3}, {"experiment": _one_language_model(patience=2)}):
+        args = {"experiment": experiment, **changes}
+        outcome = run_experiment(
+            runs_dir=tmp_path / f"r{len(changes)}{id(changes)}", **args, **where
+        )
+        assert outcome.carried == [] and outcome.trained == ["euler-seed1"]
+    record = json.loads((out / "lm-one.json").read_text())
+    record["preset"]["lr"] = 1.0  # the record was made with other hyper-parameters
+    (out / "lm-one.json").write_text(json.dumps(record))
+    other = run_experiment(experiment, runs_dir=tmp_path / "p", **where)
+    assert other.carried == [] and other.trained == ["euler-seed1"]
+
+
+def test_a_run_with_patience_is_evaluated_at_its_best_checkpoint(tmp_path: Path) -> None:
+    outcome = run_experiment(
+        _one_language_model(budget=4, patience=1),
+        sizes="tiny",
+        out=tmp_path / "docs",
+        runs_dir=tmp_path / "runs",
+        echo=lambda line: None,
+    )
+    result = outcome.results[0]
+    save_dir = tmp_path / "runs" / "lm-one" / "euler-seed1"
+    best = read_commit(save_dir, "checkpoint_best")
+    assert best is not None and result["evaluation"]["checkpoint"] == "best"
+    assert result["evaluation"]["update"] == result["best_update"] == best["update"]
+    assert result["metrics"]["ppl"] == best["valid_ppl"]
+    assert (result["budget"], result["patience"], result["validate_interval_updates"]) == (4, 1, 1)
+    assert result["stopped"] == read_log(save_dir / "log.jsonl")[-1]["reason"]
+    report = (tmp_path / "docs" / "lm-one.md").read_text()
+    assert f"| 4, patience 1 | {result['updates']} | best (update {best['update']}) |" in report
+    assert "Budget: 4 updates or patience 1 per run" in report
+    assert "validations, every 1 updates" in report
+
+
+def test_report_only_rebuilds_the_pages_from_the_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, runs = tmp_path / "docs", tmp_path / "runs"
+    run_experiment(_one_language_model(), sizes="tiny", out=out, runs_dir=runs, echo=print)
+    page = (out / "lm-one.md").read_text()
+    shutil.rmtree(runs)
+    (out / "lm-one.md").unlink()
+    (out / "index.md").unlink()
+    outcome = write_reports(_one_language_model(), out)
+    assert (out / "lm-one.md").read_text() == page and outcome.trained == []
+    assert (out / "index.md").is_file() and not runs.exists()
+    capsys.readouterr()
+    assert main(["experiment", "depth", "--report-only", "--out", str(out)]) == 1
+    assert "depth.json does not exist" in capsys.readouterr().err
+    assert main(["experiment", "all", "--out", str(out)]) == 1  # 'all' trains nothing
+    assert "--report-only" in capsys.readouterr().err
+
+
+def test_figures_carry_the_command_that_regenerates_them(tmp_path: Path) -> None:
+    from PIL import Image
+
+    experiment = dataclasses.replace(
+        _one_language_model(),
+        runs=(
+            Run("euler", "Euler", "transformer-small", (1, 2), encoder_layers=1, column="1"),
+            Run("rk4", "RK4", "ode-transformer-rk4", (1, 2), encoder_layers=1, column="1"),
+        ),
+        claims=(Claim("a paper", "RK4 wins", (Comparison("rk4", "euler", "ppl"),)),),
+    )
+    out = tmp_path / "docs"
+    run_experiment(experiment, sizes="tiny", out=out, runs_dir=tmp_path / "r", echo=print)
+    command = f"butcherflow experiment lm-one --report-only --out {out}"
+    page = (out / "lm-one.md").read_text()
+    assert "![one block: paired by seed](lm-one-paired.png)" in page
+    assert page.count(f"rebuilt from `lm-one.json` by `{command}`") == 2
+    for name in ("lm-one.png", "lm-one-paired.png"):
+        with Image.open(out / name) as image:
+            assert image.info["Description"] == f"regenerate: {command}"
+
+
+def test_the_readme_summary_is_written_between_its_markers(tmp_path: Path) -> None:
+    out = tmp_path / "docs"
+    run_experiment(_one_language_model(), sizes="tiny", out=out, runs_dir=tmp_path / "r")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\nbefore\n{README_START}\nstale\n{README_END}\nafter\n")
+    assert (
+        main(["experiment", "all", "--report-only", "--out", str(out), "--readme", str(readme)])
+        == 0
+    )
+    text = readme.read_text()
+    assert text.startswith("# x\n\nbefore\n") and text.endswith(f"{README_END}\nafter\n")
+    assert "stale" not in text and readme_summary(out, EXPERIMENTS) in text
+    readme.write_text("no markers\n")
+    with pytest.raises(ButcherflowError, match=re.escape(f"README.md has no '{README_START}'")):
+        write_readme_summary(readme, out, EXPERIMENTS)
+
+
 # --- bad inputs ----------------------------------------------------------------------------------
 
 
@@ -430,6 +685,7 @@ def test_learned_positions_shorter_than_the_test_sources_are_reported(tmp_path: 
         (["experiment", "depth", "--sizes", "huge"], ["--sizes", "'huge'", "small, base"]),
         (["experiment", "depth", "--seeds", "1", "1"], ["--seeds", "(1, 1)", "distinct"]),
         (["experiment", "depth", "--device", "tpu"], ["--device", "'tpu'", "cuda"]),
+        (["experiment", "depth", "--threads", "0"], ["--threads", "0", ">= 1"]),
     ],
 )
 def test_bad_options_are_one_line_errors(

@@ -12,8 +12,7 @@ import torch
 
 import butcherflow as bf
 from butcherflow.analysis.convergence import generic_member
-from butcherflow.analysis.layer import layer_verdict
-from butcherflow.assemble import recipe_names
+from butcherflow.assemble import recipe_names, side_order
 from butcherflow.cli import build_parser, main
 from butcherflow.gallery import GalleryResult, build_gallery, cli_reference, read_block, render_svg
 from butcherflow.gallery.diagram import number
@@ -28,10 +27,13 @@ LINK = re.compile(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 
 
 @pytest.fixture(scope="module")
-def gallery(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, GalleryResult]:
-    """The whole catalog's gallery, built once for this module (about 20 s on one core)."""
+def gallery(
+    tmp_path_factory: pytest.TempPathFactory, proved_catalog: list[str]
+) -> tuple[Path, GalleryResult]:
+    """The catalog's gallery, built once for this module (about 20 s on one core): every entry
+    whose proof runs in this session (conftest's SLOW_PROOFS only with the slow tests)."""
     out = tmp_path_factory.mktemp("docs") / "gallery"
-    return out, build_gallery(out, benchmarks=BENCHMARKS)
+    return out, build_gallery(out, names=proved_catalog, benchmarks=BENCHMARKS)
 
 
 def _figure_count(svg: Path) -> int:
@@ -74,7 +76,7 @@ def test_every_catalog_entry_has_its_page(gallery: tuple[Path, GalleryResult], n
     if not diverges:
         assert f"({name}/convergence.svg)" in text and "| slope |" in text
 
-    compiles, why = layer_verdict(method)
+    compiles, why = method.layer.compiles, method.layer.how
     diagram = out / "solvers" / name / "block.svg"
     if compiles:
         assert "### Generated code" in text and "def forward(self, y, ctx):" in text
@@ -83,8 +85,8 @@ def test_every_catalog_entry_has_its_page(gallery: tuple[Path, GalleryResult], n
         if isinstance(method, bf.ContinuousDynamics):
             step = bf.compile(method.solver_tableau(), field="ffn", d_model=8, n_heads=1, d_ffn=8)
             assert boxes == step.field_calls  # one drawn step of the solve
-        elif isinstance(method, bf.LinearMultistep):
-            assert boxes == 6 * int(row.stages)  # the 6-layer stack, one field per layer
+        elif isinstance(method, (bf.LinearMultistep, bf.GeneralLinear)):
+            assert boxes == 6 * int(row.stages)  # the 6-layer stack, its field calls per layer
         else:
             assert boxes == int(row.stages)
         assert row.params is not None and row.params > 0
@@ -106,8 +108,26 @@ def test_every_recipe_has_its_page(gallery: tuple[Path, GalleryResult], name: st
     for side in (recipe.encoder, recipe.decoder):
         if side is not None and side.method in bf.catalog:
             assert f"[{side.method}](../solvers/{side.method}.md)" in text
+        if side is not None:  # the order of the blocks as they train, not of a catalog entry
+            assert f"| proved order of the block as it trains | {side_order(side)} |" in text
     assert "def forward(self, y, ctx):" in text
     assert (out / "models" / name / "encoder.svg").is_file()
+
+
+def test_pages_state_the_order_of_the_block_as_it_trains(tmp_path: Path) -> None:
+    """`--only` takes recipes too; the RK2-gated model's page proves the gated block it trains
+    (order 1 for every g), not Heun's method (order 2)."""
+    out = tmp_path / "gallery"
+    only = ["rk2-gated", "ode-transformer-rk2-gated", "heun"]
+    assert main(["gallery", "--out", str(out), "--only", *only]) == 0
+    model = (out / "models" / "ode-transformer-rk2-gated.md").read_text(encoding="utf-8")
+    trained = "1 for every g (2 at initialisation, g = 1/2)"
+    assert f"| proved order of the block as it trains | {trained} |" in model
+    assert f"[rk2-gated](../solvers/rk2-gated.md) (field `san+ffn`, order {trained})" in model
+    solver = (out / "solvers" / "rk2-gated.md").read_text(encoding="utf-8")
+    assert f"the layer, as it trains, has order {trained}" in solver
+    assert "def forward(self, y, ctx):" in solver  # the family compiles, as declared
+    assert main(["gallery", "--out", str(out), "--only", "no-such-entry"]) == 1
 
 
 def test_recipe_parameter_count_matches_the_model(gallery: tuple[Path, GalleryResult]) -> None:
@@ -120,15 +140,17 @@ def test_recipe_parameter_count_matches_the_model(gallery: tuple[Path, GalleryRe
         assert counts[name] == model.num_parameters
 
 
-def test_index_lists_every_entry(gallery: tuple[Path, GalleryResult]) -> None:
+def test_index_lists_every_entry(
+    gallery: tuple[Path, GalleryResult], proved_catalog: list[str]
+) -> None:
     out, result = gallery
     index = (out / "index.md").read_text(encoding="utf-8")
     assert '<div class="sortable" markdown>' in index
-    for name in NAMES:
+    for name in proved_catalog:
         assert f"[{name}](solvers/{name}.md " in index
     for name in RECIPES:
         assert f"[{name}](models/{name}.md " in index
-    assert len(result.rows) == len(NAMES) + len(RECIPES)
+    assert len(result.rows) == len(proved_catalog) + len(RECIPES)
     rk4 = next(line for line in index.splitlines() if line.startswith("| [rk4]"))
     assert "| 4 | 4 | 4 | 2.785 | 3,152,384 |" in rk4  # stages, order, effective, interval
 
@@ -252,7 +274,7 @@ def test_diagram_shows_the_exact_weights() -> None:
     )
     gated = read_block(_blocks()["heun gated"].program)
     assert any("gate(k1, k2)" in box.lines[0] for box in gated.boxes if box.kind == "module")
-    assert any("g1·k1 + g2·k2" in " ".join(box.lines) for box in gated.boxes)
+    assert any("g·k1 + (1 − g)·k2" in " ".join(box.lines) for box in gated.boxes)
     lm = read_block(_blocks()["lm-resnet"].program)
     assert any("(1 − k1)·y" in " ".join(box.lines) for box in lm.boxes)
 

@@ -620,7 +620,7 @@ def test_cli_translate_reads_stdin_and_keeps_the_lines(
     import io
 
     from butcherflow.cli import main
-    from butcherflow.train.trained import load_model
+    from butcherflow.savedir import load_model
 
     lines = [
         "Im Anfang schuf Gott die Himmel und die Erde.",

@@ -34,8 +34,9 @@ from butcherflow.bench.train import run_train_bench
 from butcherflow.experiments import run_experiment
 from butcherflow.generate import greedy, search
 from butcherflow.nn import DecodeCache
-from butcherflow.train import TrainConfig, load_model, train
-from butcherflow.train.checkpoint import load_state
+from butcherflow.savedir import load_model
+from butcherflow.savedir.checkpoint import load_state
+from butcherflow.train import TrainConfig, train
 
 pytestmark = [
     pytest.mark.cuda,

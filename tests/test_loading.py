@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import pytest
@@ -11,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import butcherflow as bf
+from butcherflow.methods import files as catalog_files
 
-catalog_module = importlib.import_module("butcherflow.methods.catalog")
-from_dict = catalog_module.from_dict
+from_dict = catalog_files.from_dict
 
 RK4 = """
     name = "my-rk4"
@@ -57,7 +56,7 @@ def test_each_family_loads_from_a_file(write_toml) -> None:
             name = "strang"
             family = "splitting"
             order = 2
-            effective_order = 1
+            substep_order = 1
             steps = [["A", "1/2"], ["B", 1], ["A", "1/2"]]
             substep = "euler"
             operators = ["A", "B"]
@@ -67,7 +66,7 @@ def test_each_family_loads_from_a_file(write_toml) -> None:
     )
     assert isinstance(strang, bf.Splitting)
     assert strang.steps[1] == ("B", 1)
-    assert strang.effective_order == 1
+    assert strang.substep_order == 1
     bdf2 = bf.load(
         write_toml(
             """
@@ -359,7 +358,7 @@ def test_catalog_resolve(tmp_path, write_toml, heun) -> None:
 
 # -- property: random TOML-ish content -> DeclarationError or a declaration ------------------------
 
-FAMILIES = catalog_module.FAMILIES
+FAMILIES = list(catalog_files.BY_FAMILY)
 toml_scalars = st.one_of(
     st.booleans(),
     st.integers(-(2**63), 2**63 - 1),
@@ -395,6 +394,18 @@ PLAUSIBLE = {
         st.integers(0, 4),
     ),
     "substep": st.sampled_from(["exact", "euler", "heun", "nope"]),
+    "parameters": st.dictionaries(
+        st.sampled_from(["g", "a", "x"]),
+        st.one_of(
+            st.sampled_from(["gate", "learned", "tanh", "softmax", "nope"]),
+            st.fixed_dictionaries(
+                {"kind": st.sampled_from(["gate", "learned", "softmax"])},
+                optional={"init": numbers},
+            ),
+            toml_values,
+        ),
+        max_size=2,
+    ),
     "operators": st.lists(st.sampled_from(["A", "B"]), max_size=2),
     "method": st.sampled_from(["dopri5", "heun", "rk4", "nope"]),
     "grid": st.sampled_from(["interval", "positions"]),
@@ -406,8 +417,9 @@ PLAUSIBLE = {
 
 
 def declaration_dicts(family: object) -> st.SearchStrategy[dict]:
-    keys = [k for k in catalog_module.COMMON_KEYS if k != "family"]
-    keys += catalog_module.FAMILY_KEYS.get(family, ()) if isinstance(family, str) else ()
+    keys = [k for k in catalog_files.COMMON_KEYS if k != "family"]
+    cls = catalog_files.BY_FAMILY.get(family) if isinstance(family, str) else None
+    keys += cls.keys if cls is not None else ()
     optional = {
         key: st.one_of(PLAUSIBLE[key], toml_values) if key in PLAUSIBLE else toml_values
         for key in keys

@@ -135,13 +135,21 @@ def test_radicals_are_exact() -> None:
     assert sympy.simplify(skewed.error_constant - (1 - sympy.sqrt(2)) / 2) == 0
 
 
-def test_numeric_declarations_use_the_rounding() -> None:
-    ab3 = check([0, 0, -1, 1], ["0.4167", "-1.3333", "1.9167", 0])  # σ(1) = 1.0001
-    assert ab3.order == 3
-    assert any("rounding" in note and "5e-05" in note for note in ab3.notes)
+def test_numeric_declarations_are_judged_at_their_precision() -> None:
+    # Four decimals cannot decide consistency: σ(1) = 1.0001 is within their rounding of 1.
+    ab3 = check([0, 0, -1, 1], ["0.4167", "-1.3333", "1.9167", 0])
+    assert ab3.order == 0 and [c for c, *_ in ab3.undetermined] == ["C_1"]
+    assert any("numeric declaration" in note for note in ab3.notes)
+    # Twenty decimals do; as floats too (each known to 2^-44 of its size).
+    long = check(
+        [0, 0, -1, 1],
+        ["0.41666666666666666667", "-1.3333333333333333333", "1.9166666666666666667", 0],
+    )
+    assert long.order == 3 and long.order_upper == 3
+    floats = check([0, 0, -1, 1], [5 / 12, -4 / 3, 23 / 12, 0])
+    assert floats.order == 3 and floats.zero_stable is True
     bdf2 = check(["0.33333", "-1.33334", 1], [0, 0, "0.66667"])  # as given, a root at 1.00001
-    assert bdf2.order == 2 and bdf2.zero_stable is True
-    assert bdf2.a_alpha is not None and bdf2.a_alpha > 89.9
+    assert bdf2.order == 0 and bdf2.undetermined
 
 
 @pytest.mark.parametrize(

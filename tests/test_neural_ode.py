@@ -132,6 +132,24 @@ def test_adjoint_gradient_equals_the_direct_gradient(
         assert (d - a).abs().max() <= tol * d.abs().max()
 
 
+@pytest.mark.parametrize("name", EXPLICIT)
+def test_every_explicit_tableau_has_an_adjoint(name: str) -> None:
+    """The adjoint ODE solved backwards by the same tableau: its gradient differs from
+    backpropagation through the steps by the method's own error, C·hᵖ (h = 1/16)."""
+    A, y0, _ = linear_problem()
+    p = bf.check(bf.catalog[name]).order
+    direct = gradients(block(name, Linear(A), steps=16), y0)
+    adjoint = gradients(block(name, Linear(A), steps=16, adjoint=True), y0)
+    for d, a in zip(direct, adjoint, strict=True):
+        assert (d - a).abs().max() <= 4 * (1 / 16) ** p * d.abs().max(), name
+
+
+def test_nothing_is_written_into_torchdiffeqs_tables() -> None:
+    from torchdiffeq._impl.odeint import SOLVERS  # read only, to check that it stays torchdiffeq's
+
+    assert not [name for name in SOLVERS if "butcherflow" in name]
+
+
 def test_adjoint_gradient_reaches_the_encoder_memory_and_time_weights() -> None:
     def run(adjoint: bool) -> list[Tensor]:
         torch.manual_seed(3)
@@ -409,15 +427,20 @@ def test_a_blow_up_is_an_error_not_a_nan() -> None:
 def test_compile_refuses_options_of_other_families(
     options: dict, key: str, declaration_error
 ) -> None:
-    with declaration_error(key, "continuous dynamics"):
+    # the declaration fixes the solver, its steps and the interval: a block takes field, causal
+    with declaration_error(
+        key, "does not apply to a continuous declaration", "takes field, causal"
+    ):
         bf.compile("neural-ode-rk4", field="ffn", **SIZES, **options)
 
 
 def test_compile_refuses_what_makes_no_block(declaration_error) -> None:
     with declaration_error("'grid'", "position = 'floater'"):
         bf.compile("floater", field="ffn", **SIZES)
-    with declaration_error("'field'"):
+    with declaration_error("'fields'", "takes field, causal"):
         bf.compile("neural-ode-rk4", fields={"A": "ffn"}, **SIZES)
+    with declaration_error("'field'", "pass field="):
+        bf.compile("neural-ode-rk4", **SIZES)
     with declaration_error("'dropout'", "adjoint"):
         bf.compile(bf.ContinuousDynamics("rk4", adjoint=True), field="ffn", dropout=0.1, **SIZES)
     with declaration_error("'d_model'"):

@@ -407,8 +407,20 @@ def test_numeric_rk4_is_fourth_order_within_a_reported_tolerance(digits: int) ->
     assert report.exact is False
     assert report.tolerance is not None
     assert 0 < report.tolerance < 10.0 ** (3 - digits)
-    assert any("numeric" in note and "rounding" in note for note in report.notes)
+    assert any("numeric tableau" in note and "ball arithmetic" in note for note in report.notes)
     assert json.loads(report.to_json())["tolerance"] == report.tolerance
+    assert report.order_upper == 4 and not report.undetermined
+
+
+@pytest.mark.parametrize("digits", [1, 3, 5])
+def test_coarse_decimals_leave_conditions_undetermined_never_met(digits: int) -> None:
+    # With few digits the rounding could hide a miss: conditions within it are undetermined.
+    report = check(decimal_rk4(digits))
+    assert report.order < 4 and report.undetermined
+    assert report.order_is_lower_bound
+    assert not report.claim_holds or report.method.order is None
+    _tree, residual, bound = report.undetermined[0]
+    assert abs(residual) <= bound
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ runs that are SIGKILLed, interrupted mid-save, or resumed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import math
@@ -24,21 +25,42 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
+from butcherflow.data.batching import (
+    EncodedSplit,
+    collate,
+    encode_split,
+    make_batches,
+    target_side,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 from butcherflow import DeclarationError
-from butcherflow.assemble import Seq2Seq, load_recipe, recipe_from_dict, recipe_names
+from butcherflow.assemble import (
+    Seq2Seq,
+    load_recipe,
+    recipe_from_dict,
+    recipe_names,
+    recipe_to_toml,
+)
 from butcherflow.cli import main
-from butcherflow.train import checkpoint as ckpt
-from butcherflow.train import distributed, trained
-from butcherflow.train.batching import EncodedSplit, collate, encode_split, target_side
+from butcherflow.devices import set_threads
+from butcherflow.savedir import checkpoint as ckpt
+from butcherflow.savedir import read_config, trained
+from butcherflow.train import distributed, loop
 from butcherflow.train.config import TrainConfig, resolve_recipe
 from butcherflow.train.distributed import Process
-from butcherflow.train.loop import KILL_ENV, TrainingError, train
+from butcherflow.train.loop import TrainingError, train
 from butcherflow.train.step import (
     forward_backward,
     inverse_sqrt_lr,
     label_smoothed_loss,
     optimizer_step,
     shard,
+    validate,
 )
 
 TINY = Path(__file__).parent / "data" / "tiny"
@@ -164,6 +186,8 @@ def test_shard_gives_every_process_as_many_batches() -> None:
         ({"source_lang": "de"}, ["--target-lang", "both"]),
         ({"d_model": 0}, ["--d-model", "0"]),
         ({"warmup_init_lr": 1.0}, ["--warmup-init-lr", "1.0", "<= --lr"]),
+        ({"patience": -1}, ["--patience", "-1", ">= 0"]),
+        ({"threads": 0}, ["--threads", "0", ">= 1"]),
     ],
 )
 def test_bad_config_names_the_flag(changes: dict[str, Any], fragments: list[str]) -> None:
@@ -196,13 +220,13 @@ def test_size_overrides_and_param_budget() -> None:
 @pytest.mark.parametrize("name", recipe_names())
 def test_recipe_survives_config_json(name: str) -> None:
     recipe = load_recipe(name)
-    back = recipe_from_dict(ckpt.tomllib.loads(ckpt.recipe_to_toml(recipe)))
+    back = recipe_from_dict(tomllib.loads(recipe_to_toml(recipe)))
     assert back == dataclasses.replace(recipe, source=None)
 
 
 def test_shared_tensors_are_saved_once_and_restored(tmp_path: Path) -> None:
     text = (TINY.parent.parent.parent / "models" / "ode-transformer-rk2-gated.toml").read_text()
-    text = text.replace('coefficients = "gated"', 'coefficients = "gated"\nshare_gate = true')
+    text = text.replace('method = "rk2-gated"', 'method = "rk2-gated"\nshare_gate = true')
     (tmp_path / "shared.toml").write_text(text)
     sizes = {**SIZES, "encoder_layers": 3}
     recipe = resolve_recipe(TrainConfig(str(tmp_path / "shared.toml"), "x", "y", **sizes), 50)
@@ -248,7 +272,7 @@ def test_run_writes_the_save_dir(reference: tuple[Path, dict[str, Any]]) -> None
     save_dir, summary = reference
     assert summary["updates"] == 14 and summary["epochs_done"] >= 1
     assert summary["stopped"] == "max_update 14 reached"
-    config_json = ckpt.read_config(save_dir)
+    config_json = read_config(save_dir)
     assert config_json["vocab_size"] == 200 and config_json["max_tokens"] == 2048
     assert "d_model = 32" in config_json["recipe_toml"]
     for name in ("checkpoint_last", "checkpoint_best", "checkpoint_3", "checkpoint_12"):
@@ -267,7 +291,7 @@ def test_run_writes_the_save_dir(reference: tuple[Path, dict[str, Any]]) -> None
 
 
 def ckpt_log(save_dir: Path) -> list[dict[str, Any]]:
-    from butcherflow.train.curves import read_log
+    from butcherflow.savedir.curves import read_log
 
     return read_log(save_dir / "log.jsonl")
 
@@ -322,17 +346,39 @@ def test_average_checkpoints_is_the_mean(tmp_path: Path) -> None:
 # --- resume --------------------------------------------------------------------------------------
 
 
+# `butcherflow train ARGS` that SIGKILLs itself as update 8 begins: after update 7 and the
+# checkpoints it wrote (checkpoint_6 is the last one, every 3 updates), as a hard kill would.
+KILLED_AFTER_UPDATE_7 = """
+import os, signal, sys
+from butcherflow.cli import main
+from butcherflow.train import loop
+
+real, calls = loop.forward_backward, []
+
+def forward_backward(*args, **kwargs):
+    calls.append(1)
+    if len(calls) == 8:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(*args, **kwargs)
+
+loop.forward_backward = forward_backward
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def test_sigkill_then_resume_gives_the_same_weights(
     reference: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     save_dir = tmp_path / "killed"
-    command = [sys.executable, "-m", "butcherflow.cli", "train", "transformer-small"]
-    command += ["--data", f"{TINY}:de-en", "--save-dir", str(save_dir), *CLI_FLAGS]
-    env = {**os.environ, KILL_ENV: "7", "OMP_NUM_THREADS": "1"}
-    killed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    argv = ["train", "transformer-small", "--data", f"{TINY}:de-en", "--save-dir", str(save_dir)]
+    command = [sys.executable, "-c", KILLED_AFTER_UPDATE_7, *argv, *CLI_FLAGS]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    killed = subprocess.run(
+        command, env=env, cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=300
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert ckpt.read_commit(save_dir, "checkpoint_last")["update"] == 6  # type: ignore[index]
-    # the same command again (in this process: the kill hook is not set here)
+    # the same command again, in this process
     summary = train(config(save_dir))
     assert (
         f"resuming from {save_dir}/checkpoint_last (update 6, epoch 1)" in capsys.readouterr().out
@@ -446,6 +492,99 @@ def test_time_budget_and_max_epoch_stop_with_a_checkpoint(tmp_path: Path) -> Non
     assert commit is not None and commit["update"] == epoch["updates"] and commit["epoch"] == 2
 
 
+def test_patience_stops_after_that_many_validations_without_improvement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fairseq's rule: the counter restarts at every new best (strictly lower valid loss) and the
+    run stops when it reaches `patience`; the counter survives a resume."""
+    scripted = iter([3.0, 2.0, 2.5, 2.0, 2.2, 1.0, 0.5])  # valid losses at updates 1, 2, ...
+    real = loop.validate
+
+    def validate(*args: Any, **kwargs: Any) -> dict[str, float]:
+        return {**real(*args, **kwargs), "valid_loss": next(scripted)}
+
+    monkeypatch.setattr(loop, "validate", validate)
+    patient = config(tmp_path, max_update=14, validate_interval_updates=1, patience=3)
+    summary = train(patient)
+    # best at update 2 (2.0); 2.5, 2.0 (not lower) and 2.2 are three without improvement
+    assert summary["updates"] == 5 and summary["stopped"].startswith("patience 3")
+    assert ckpt.read_commit(tmp_path, "checkpoint_best")["update"] == 2  # type: ignore[index]
+    assert ckpt.read_commit(tmp_path, "checkpoint_last")["update"] == 5  # type: ignore[index]
+    again = train(patient)  # the counter was saved: nothing left to do
+    assert again["updates"] == 5 and again["stopped"].startswith("patience 3")
+    more = train(dataclasses.replace(patient, patience=4, max_update=6))  # a resumable change
+    assert more["updates"] == 6 and more["stopped"] == "max_update 6 reached"
+    assert ckpt.read_commit(tmp_path, "checkpoint_best")["update"] == 6  # type: ignore[index]
+    monkeypatch.undo()
+    off = train(config(tmp_path / "off", max_update=3, validate_interval_updates=1))
+    assert off["updates"] == 3 and off["stopped"] == "max_update 3 reached"  # 0 = no patience
+
+
+@pytest.mark.parametrize("task", ["translation", "language_model"])
+def test_validation_perplexity_is_the_one_computed_by_hand(task: str) -> None:
+    """`validate` batches and pads several sentences; here every sentence goes through the model
+    alone (no padding, no batching), its target log-probabilities are summed by hand, and the
+    perplexity is exp(total nll / total target tokens) (float64, exact to rounding)."""
+    from butcherflow.assemble import LanguageModel
+
+    vocab, pad, bos, eos, epsilon = 50, 0, 2, 3, 0.1
+    sizes = {**SIZES, "decoder_layers": None} if task == "language_model" else SIZES
+    settings = TrainConfig("transformer-small", "x", "-", dropout=0.0, task=task, **sizes)
+    recipe = resolve_recipe(settings, vocab)
+    torch.manual_seed(0)
+    model = (LanguageModel if task == "language_model" else Seq2Seq)(recipe, vocab).double()
+    generator = torch.Generator().manual_seed(1)
+    lengths = [(5, 3), (2, 7), (9, 1), (4, 4), (1, 6)]  # (source, target) lengths: padding
+    split = EncodedSplit(
+        [torch.randint(4, vocab, (n,), generator=generator).tolist() for n, _ in lengths],
+        [torch.randint(4, vocab, (m,), generator=generator).tolist() for _, m in lengths],
+    )
+    if task == "language_model":
+        split = target_side(split)
+    nll = smoothed = tokens = 0.0
+    model.eval()
+    with torch.no_grad():
+        for src, tgt in zip(split.src, split.tgt, strict=True):
+            inputs = torch.tensor([[bos, *tgt]])
+            if task == "language_model":
+                logits = model(inputs)
+            else:
+                logits = model(torch.tensor([src]), inputs)
+            logp = torch.log_softmax(logits[0], dim=-1)  # (len(tgt) + 1, vocab)
+            for position, token in enumerate([*tgt, eos]):
+                nll -= float(logp[position, token])
+                # fairseq: eps/(V-1) on every wrong class, 1 - eps on the right one
+                others = -float(logp[position].sum()) + float(logp[position, token])
+                smoothed += (1 - epsilon) * -float(logp[position, token])
+                smoothed += epsilon / (vocab - 1) * others
+                tokens += 1
+    config = TrainConfig("transformer-small", "x", "-", max_tokens=12, label_smoothing=epsilon)
+    measured = validate(
+        model, split, config, torch.device("cpu"), contextlib.nullcontext, Process()
+    )
+    assert len(make_batches(split, 12, shuffle=False, seed=1, epoch=1)) > 1  # several batches
+    assert measured["valid_nll_loss"] == pytest.approx(nll / tokens / math.log(2), rel=1e-12)
+    assert measured["valid_ppl"] == pytest.approx(math.exp(nll / tokens), rel=1e-12)
+    assert measured["valid_loss"] == pytest.approx(smoothed / tokens / math.log(2), rel=1e-12)
+    assert pad not in [t for sentence in split.tgt for t in sentence]
+
+
+def test_set_threads_sets_torchs_count_and_none_keeps_it(tmp_path: Path) -> None:
+    before = torch.get_num_threads()
+    other = 2 if before == 1 else 1
+    try:
+        assert set_threads(None) == before == torch.get_num_threads()
+        assert set_threads(other) == other == torch.get_num_threads()
+        summary = train(config(tmp_path, max_update=1, threads=before))
+        assert summary["threads"] == before == torch.get_num_threads()
+        assert read_config(tmp_path)["threads"] == before
+    finally:
+        torch.set_num_threads(before)
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(DeclarationError, match="--threads"):
+            set_threads(bad)  # type: ignore[arg-type]
+
+
 # --- non-finite losses ---------------------------------------------------------------------------
 
 
@@ -521,14 +660,14 @@ def test_language_model_trains_validates_and_loads(
 
     summary = train(lm_config(tmp_path))
     assert summary["updates"] == 4 and summary["stopped"] == "max_update 4 reached"
-    assert ckpt.read_config(tmp_path)["task"] == "language_model"
+    assert read_config(tmp_path)["task"] == "language_model"
     commit = ckpt.read_commit(tmp_path, "checkpoint_last")
     assert commit is not None and commit["update"] == 4
     assert math.isclose(commit["valid_ppl"], 2 ** commit["valid_nll_loss"], rel_tol=1e-12)
     model, vocab, _ = trained.load_language_model(tmp_path, "last")
     assert isinstance(model, LanguageModel) and len(model.blocks) == 1  # --encoder-layers 1
     # the perplexity in the commit is the model's on the target side of valid, recomputed here
-    from butcherflow.train.corpus import load_corpus
+    from butcherflow.data import load_corpus
 
     valid = target_side(encode_split(load_corpus(f"{TINY}:de-en").valid, vocab))
     nullcontext = __import__("contextlib").nullcontext
@@ -575,7 +714,7 @@ def test_language_model_refuses_validation_bleu(tmp_path: Path) -> None:
     argv = ["train", "ode-transformer-rk2", "--data", f"{TINY}:de-en", "--task", "language_model"]
     argv += [f for f in CLI_FLAGS if not f.startswith("--max-update")]
     argv += ["--save-dir", str(tmp_path), "--max-update", "1"]
-    assert main(argv) == 0 and ckpt.read_config(tmp_path)["task"] == "language_model"
+    assert main(argv) == 0 and read_config(tmp_path)["task"] == "language_model"
 
 
 # --- the command line ----------------------------------------------------------------------------
@@ -728,6 +867,18 @@ def test_bench_train_writes_its_section(benchmarks_md: Path) -> None:
     text = output.read_text()
     assert "kept" in text and "<!-- bench:train:start -->" in text
     assert "| transformer-small | " in text
+    assert f", {torch.get_num_threads()} torch thread(s); load average " in text
+
+
+def test_transformer_small_against_torch_is_stated_once() -> None:
+    """One figure, one home: docs/benchmarks.md compares transformer-small with
+    torch.nn.Transformer only in the `bench train` section, which names its thread count."""
+    text = (TINY.parent.parent.parent / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("| transformer-small |")]
+    reference = [line for line in text.splitlines() if line.startswith("| torch.nn.Transformer")]
+    assert len(reference) == 1 and len([r for r in rows if r.count("|") == 5]) == 1
+    train = text.split("<!-- bench:train:start -->", 1)[1].split("<!-- bench:train:end -->")[0]
+    assert reference[0] in train and "torch thread(s)" in train
 
 
 @pytest.mark.slow
@@ -759,3 +910,28 @@ def test_torchrun_two_processes_match_one_process_with_update_freq_2(tmp_path: P
     right = weights(tmp_path / "one" / "checkpoint_last.safetensors")
     for key in left:
         torch.testing.assert_close(left[key], right[key], rtol=1e-4, atol=1e-5)
+
+
+def test_learned_stream_matrices_are_reported_in_the_log_and_by_show(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A general linear stack's trained V: spectral radius and max ‖Vⁿ‖ per layer, in the
+    validation log line, in log.jsonl and in `butcherflow show RUN_DIR`."""
+    from butcherflow.savedir.curves import read_log
+
+    run = TrainConfig(
+        "hyper-connections",
+        f"{TINY}:de-en",
+        str(tmp_path),
+        **{**RUN, "max_update": 4, "save_interval_updates": 0},
+    )
+    train(run)
+    said = capsys.readouterr().out
+    assert "V: max spectral radius" in said
+    valid = [e for e in read_log(tmp_path / "log.jsonl") if e.get("kind") == "valid"]
+    streams = valid[-1]["streams"]
+    assert [s["where"] for s in streams] == ["encoder.0 layer 0"]
+    assert all(s["radius"] > 0.5 and s["worst"] >= s["radius"] - 1e-9 for s in streams)
+    assert main(["show", str(tmp_path)]) == 0
+    shown = capsys.readouterr().out
+    assert "encoder.0 layer 0: spectral radius" in shown and "max ‖Vⁿ‖" in shown

@@ -1,12 +1,13 @@
 """Stage 2, analyse: exact proofs of order and stability (sympy)."""
 
-from .check import check
+from .check import ANALYSES, check, trained_order
 from .report import Report
 from .runge_kutta import RungeKuttaReport, analyse_tableau
 from .stability import StabilityFunction, stability_function
 from .trees import Tree, TreeFamily
 
 __all__ = [
+    "ANALYSES",
     "Report",
     "RungeKuttaReport",
     "StabilityFunction",
@@ -15,4 +16,5 @@ __all__ = [
     "analyse_tableau",
     "check",
     "stability_function",
+    "trained_order",
 ]

@@ -2,42 +2,80 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..methods import (
     ButcherTableau,
     ContinuousDynamics,
+    GeneralLinear,
     LinearMultistep,
     Method,
     Splitting,
     catalog,
 )
-from .continuous import ContinuousReport
+from .continuous import analyse_continuous
+from .general_linear import analyse_general_linear
 from .multistep import analyse_multistep
 from .report import Report
+from .rk_order import DEFAULT_TIME_BUDGET
 from .runge_kutta import analyse_tableau
+from .splitting import analyse_splitting
+
+# Each family's analysis, called as analyse(method, max_order=..., time_budget=...). A new family
+# adds its line here: no registration happens anywhere else.
+ANALYSES: dict[type[Method], Callable[..., Report]] = {
+    ButcherTableau: analyse_tableau,
+    Splitting: analyse_splitting,
+    LinearMultistep: analyse_multistep,
+    ContinuousDynamics: analyse_continuous,
+    GeneralLinear: analyse_general_linear,
+}
 
 
-def check(method: Method | str | Path, *, max_order: int | None = None) -> Report:
+def check(
+    method: Method | str | Path,
+    *,
+    max_order: int | None = None,
+    time_budget: float = DEFAULT_TIME_BUDGET,
+) -> Report:
     """Prove the order of a declaration and report it.
 
     **Arguments:**
 
     - `method`: a declaration, a catalog name (`"rk4"`) or the path of a declaration file.
-    - `max_order`: where the order search stops (default: the claimed order + 1).
+    - `max_order`: where the order search stops (default: what the method can reach: Butcher's
+      barrier or 2s stages for a tableau, 2k + 1 for a k-step method, and one order more).
+    - `time_budget`: seconds an order search may take; past it the report says what was
+      established and that the search stopped at the budget.
 
-    **Returns:** a `RungeKuttaReport`, `SplittingReport`, `MultistepReport` or `ContinuousReport`
-    (all `Report`s: `.order`, `.claim_holds`, `str()`, `.to_markdown()`, `.to_json()`).
+    **Returns:** the family's report (`RungeKuttaReport`, `SplittingReport`, `MultistepReport`,
+    `ContinuousReport`; all `Report`s: `.order`, `.claim_holds`, `str()`, `.to_markdown()`,
+    `.to_json()`).
     """
     resolved = catalog.resolve(method)
-    if isinstance(resolved, ButcherTableau):
-        return analyse_tableau(resolved, max_order=max_order)
-    if isinstance(resolved, Splitting):
-        from .splitting import analyse_splitting
+    return ANALYSES[type(resolved)](resolved, max_order=max_order, time_budget=time_budget)
 
-        return analyse_splitting(resolved, max_order=max_order)
-    if isinstance(resolved, LinearMultistep):
-        return analyse_multistep(resolved, max_order=max_order)
-    if isinstance(resolved, ContinuousDynamics):
-        return ContinuousReport(resolved)
-    raise TypeError(f"cannot check {type(resolved).__name__}")  # pragma: no cover
+
+def trained_order(method: Method, coefficients: str = "exact", **kwargs: Any) -> str:
+    """The order of a layer as it trains, in words: the proof is about the declaration the
+    compiled layer computes (`Method.with_coefficients`), its parameters included.
+
+    **Arguments:**
+
+    - `method`: the declaration a block is compiled from.
+    - `coefficients`: the compile option `coefficients=` ("exact" when not given).
+    - `kwargs`: passed to `check` (`time_budget`, ...).
+
+    **Returns:** e.g. `"4"`, `"1 for every g (2 at initialisation, g = 1/2)"`, or, where the
+    family's compiler trains the coefficients itself, the order they start from.
+    """
+    declared = method.with_coefficients(coefficients)
+    if declared is not None:
+        return check(declared, **kwargs).block_order_text
+    start = check(method, **kwargs).block_order_text
+    return (
+        f"{start} at initialisation; coefficients = '{coefficients}' trains the coefficients, so "
+        "no order is proved for the trained layer"
+    )

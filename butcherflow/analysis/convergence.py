@@ -7,6 +7,11 @@ proves; the tests assert it for every catalog entry and the gallery plots it.
   y' = −y + cos t on [0, 1], y(0) = 1, exact y = (cos t + sin t)/2 + e^{−t}/2 (the nodes c matter).
   f is affine in y, so implicit stages are solved exactly by one linear solve per step size.
 - Multistep: the same problem, started from exact values.
+- General linear methods: the same problem as the autonomous system (y, t)' = (−y + cos t, 1)
+  (the method advances t too, so no stage abscissae are assumed); the r inputs start from the
+  exact solution by the declared starting procedure (y(x + θh) and h·f(x + θh) taken exactly),
+  and the error at t = 1 is the largest difference between an output and the starting procedure
+  applied to the exact solution there.
 - Splittings: y' = (L_A + L_B [+ L_C ...]) y with non-commuting 3×3 matrices; sub-flows exact
   (matrix exponentials by mpmath, no scipy) or advanced by the declared Runge-Kutta sub-step.
 
@@ -24,7 +29,14 @@ from typing import Any, final
 import mpmath
 import sympy
 
-from ..methods import ButcherTableau, ContinuousDynamics, LinearMultistep, Method, Splitting
+from ..methods import (
+    ButcherTableau,
+    ContinuousDynamics,
+    GeneralLinear,
+    LinearMultistep,
+    Method,
+    Splitting,
+)
 from .report import Report
 
 GENERIC = sympy.Rational(1, 3)  # the value every symbol of a parametrised family takes
@@ -180,6 +192,60 @@ def lmm_error(method: LinearMultistep, n: int, ar: Arithmetic) -> Any:
     return abs(ys[n] - exact_solution(one, ar))
 
 
+# -- general linear methods on the same problem ------------------------------------------------
+
+
+def glm_start(method: GeneralLinear, x: Any, h: Any, ar: Arithmetic) -> list[list[Any]]:
+    """The r inputs (y, t) at x by the starting procedure, from the exact solution: each term
+    c·y(x + θh) contributes c·(y, t) there, c·h·f(x + θh) contributes c·h·(−y + cos t, 1)."""
+    out = []
+    for terms in method.start:
+        y = t = 0 * h
+        for c, kind, theta in terms:
+            at = x + ar.num(theta) * h
+            value = exact_solution(at, ar)
+            if kind == "y":
+                y, t = y + ar.num(c) * value, t + ar.num(c) * at
+            else:
+                y += ar.num(c) * h * (-value + ar.cos(at))
+                t += ar.num(c) * h
+        out.append([y, t])
+    return out
+
+
+def glm_error(method: GeneralLinear, n: int, ar: Arithmetic) -> Any:
+    """max over the outputs of |y[N] − S(1)| after N steps on y' = −y + cos t, S the starting
+    procedure on the exact solution. Stage times are explicit (t' = 1); the y-stages then solve
+    (I + hA) Y = h A cos T + U y exactly (f is affine in y)."""
+    one = ar.num(1)
+    h = one / n
+    s = method.stages
+    A, U, B, V = (
+        [[ar.num(x) for x in row] for row in m] for m in (method.A, method.U, method.B, method.V)
+    )
+    M = inverse(
+        [[(one if i == j else 0 * one) + h * A[i][j] for j in range(s)] for i in range(s)], one
+    )
+    ones = [one] * s
+    state = glm_start(method, 0 * one, h, ar)
+    for _ in range(n):
+        y, t = [v[0] for v in state], [v[1] for v in state]
+        T = [a + b for a, b in zip(matvec(A, [h * o for o in ones]), matvec(U, t), strict=True)]
+        Yy = matvec(
+            M,
+            [
+                h * a + b
+                for a, b in zip(matvec(A, [ar.cos(x) for x in T]), matvec(U, y), strict=True)
+            ],
+        )
+        Fy = [-a + ar.cos(x) for a, x in zip(Yy, T, strict=True)]
+        new_y = [a + h * b for a, b in zip(matvec(V, y), matvec(B, Fy), strict=True)]
+        new_t = [a + h * b for a, b in zip(matvec(V, t), matvec(B, ones), strict=True)]
+        state = [[a, b] for a, b in zip(new_y, new_t, strict=True)]
+    exact = glm_start(method, one, h, ar)
+    return max(abs(a[0] - e[0]) for a, e in zip(state, exact, strict=True))
+
+
 # -- splittings of y' = Σ L_X y ----------------------------------------------------------------
 
 OPERATORS: list[list[list[Any]]] = [
@@ -257,32 +323,13 @@ def splitting_error(method: Splitting, n: int, ar: Arithmetic, *, exact_flows: b
 
 def generic_member(method: Method) -> Method:
     """Every symbol replaced by 1/3 (methods without symbols are returned as they are)."""
-    if isinstance(method, ButcherTableau):
-        return method.subs({str(s): GENERIC for s in method.symbols}) if method.symbols else method
-    if isinstance(method, LinearMultistep) and method.symbols:
-        values = {s: GENERIC for s in method.symbols}
-        return LinearMultistep(
-            [x.subs(values) for x in method.alpha],
-            [x.subs(values) for x in method.beta],
-            name=method.name,
-        )
-    if isinstance(method, Splitting):
-        symbols = {s for _, c in method.steps for s in c.free_symbols}
-        if symbols:
-            values = {s: GENERIC for s in symbols}
-            return Splitting(
-                [(op, c.subs(values)) for op, c in method.steps],
-                substep=method.substep if method.substep is not None else "exact",
-                name=method.name,
-            )
-    return method
+    symbols = method.symbols
+    return method.subs({str(s): GENERIC for s in symbols}) if symbols else method
 
 
 def has_symbols(method: Method) -> bool:
     """A parametrised family (its convergence is measured on `generic_member`)."""
-    if isinstance(method, Splitting):
-        return any(c.free_symbols for _, c in method.steps)
-    return bool(getattr(method, "symbols", set()))
+    return bool(method.symbols)
 
 
 # -- the measurement ---------------------------------------------------------------------------
@@ -369,39 +416,67 @@ def convergence(method: Method, report: Report, *, coarser: int = 0) -> list[Con
     diverges however small h is); two for a splitting with a sub-step (exact sub-flows, then the
     sub-step), one with exact sub-flows only.
     """
-    if isinstance(method, ButcherTableau):
-        tableau = method
-        return [_curve(method.name, report.order, lambda n, ar: rk_error(tableau, n, ar), coarser)]
-    if isinstance(method, ContinuousDynamics):
-        solver = method.solver_tableau()
-        label = f"{method.name} (solver {solver.name})"
-        return [_curve(label, report.order, lambda n, ar: rk_error(solver, n, ar), coarser)]
-    if isinstance(method, LinearMultistep):
-        if not getattr(report, "zero_stable", False):
-            return []
-        lmm = method
-        # at least 4k steps, so that the plot does not show the exact starting values alone
-        error = lambda n, ar: lmm_error(lmm, n, ar)  # noqa: E731
-        return [_curve(method.name, report.order, error, coarser, 4 * method.steps)]
-    if isinstance(method, Splitting):
-        split = method
-        curves = [
+    curves = CURVES.get(type(method))
+    return [] if curves is None else curves(method, report, coarser)
+
+
+def _rk_curves(method: ButcherTableau, report: Report, coarser: int) -> list[Convergence]:
+    return [_curve(method.name, report.order, lambda n, ar: rk_error(method, n, ar), coarser)]
+
+
+def _continuous_curves(
+    method: ContinuousDynamics, report: Report, coarser: int
+) -> list[Convergence]:
+    solver = method.solver_tableau()
+    label = f"{method.name} (solver {solver.name})"
+    return [_curve(label, report.order, lambda n, ar: rk_error(solver, n, ar), coarser)]
+
+
+def _multistep_curves(method: LinearMultistep, report: Report, coarser: int) -> list[Convergence]:
+    if not getattr(report, "zero_stable", False):
+        return []
+    # at least 4k steps, so that the plot does not show the exact starting values alone
+    error = lambda n, ar: lmm_error(method, n, ar)  # noqa: E731
+    return [_curve(method.name, report.order, error, coarser, 4 * method.steps)]
+
+
+def _splitting_curves(method: Splitting, report: Report, coarser: int) -> list[Convergence]:
+    curves = [
+        _curve(
+            f"{method.name} (exact sub-flows)",
+            report.order,
+            lambda n, ar: splitting_error(method, n, ar, exact_flows=True),
+            coarser,
+        )
+    ]
+    if method.substep is not None:
+        effective = int(getattr(report, "substep_order", report.order))
+        curves.append(
             _curve(
-                f"{method.name} (exact sub-flows)",
-                report.order,
-                lambda n, ar: splitting_error(split, n, ar, exact_flows=True),
+                f"{method.name} ({method.substep_name} sub-steps)",
+                effective,
+                lambda n, ar: splitting_error(method, n, ar),
                 coarser,
             )
-        ]
-        if method.substep is not None:
-            effective = int(getattr(report, "effective_order", report.order))
-            curves.append(
-                _curve(
-                    f"{method.name} ({method.substep_name} sub-steps)",
-                    effective,
-                    lambda n, ar: splitting_error(split, n, ar),
-                    coarser,
-                )
-            )
-        return curves
-    raise TypeError(f"no convergence measurement for {type(method).__name__}")
+        )
+    return curves
+
+
+def _general_linear_curves(
+    method: GeneralLinear, report: Report, coarser: int
+) -> list[Convergence]:
+    # a method that is not zero-stable diverges however small h is; order 0 has no slope
+    if getattr(report, "zero_stable", None) is not True or report.order < 1:
+        return []
+    label = f"{method.name} (exact starting values)"
+    return [_curve(label, report.order, lambda n, ar: glm_error(method, n, ar), coarser)]
+
+
+# Each family's measurement (a family without one gets no curve). A new family adds its line.
+CURVES: dict[type[Method], Callable[[Any, Report, int], list[Convergence]]] = {
+    ButcherTableau: _rk_curves,
+    ContinuousDynamics: _continuous_curves,
+    LinearMultistep: _multistep_curves,
+    Splitting: _splitting_curves,
+    GeneralLinear: _general_linear_curves,
+}

@@ -13,16 +13,28 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from itertools import combinations
 from typing import Any, final
 
+import flint
 import mpmath
 import numpy as np
 import sympy
 
 from ..errors import AnalysisError
 from ..methods import LinearMultistep
-from .report import Report
+from ..methods.numbers import ball
+from ..methods.parameters import initial_values
+from ..methods.precision import (
+    RESOLUTION,
+    Judgement,
+    judge_enclosure,
+    judge_exact,
+    working_precision,
+)
+from .report import Report, trained_order_text
+from .search import search_order
 
 ZETA = sympy.Symbol("zeta")
 DIGITS = 50  # working precision of the root moduli that exact factoring leaves to numerics
@@ -39,19 +51,48 @@ def condition(alpha: Sequence[sympy.Expr], beta: Sequence[sympy.Expr], q: int) -
     return sympy.expand(total / sympy.factorial(q))
 
 
-def rounding_tolerance(steps: int, q: int, rounding: float) -> float:
-    """Bound on |C_q| caused by moving every αⱼ, βⱼ by at most `rounding`."""
-    weight = sum(j**q + (q * j ** (q - 1) if q else 0) for j in range(steps + 1))
-    return rounding * weight / math.factorial(q)
+def _scale(steps: int, q: int, alpha: Sequence[Any], beta: Sequence[Any]) -> Fraction:
+    """The size of C_q's terms, Σⱼ (j^q |αⱼ| + q j^(q−1) |βⱼ|) / q!: the resolution's scale."""
+    total = Fraction(0)
+    for j in range(steps + 1):
+        a, b = _magnitude(alpha[j]), _magnitude(beta[j])
+        total += j**q * a + (q * j ** (q - 1) * b if q else 0)
+    return max(total / math.factorial(q), Fraction(1, math.factorial(q)))
 
 
-def _vanishes(value: sympy.Expr, tol: float) -> bool:
+def _magnitude(x: sympy.Expr) -> Fraction:
+    if x.is_Rational:
+        return abs(Fraction(int(x.p), int(x.q)))
+    return Fraction(abs(float(x)))
+
+
+def _bound(method: LinearMultistep, q: int) -> Fraction:
+    """How far C_q can move when every αⱼ, βⱼ moves within its precision (C_q is linear)."""
+    total = Fraction(0)
+    for j in range(method.steps + 1):
+        total += j**q * method.alpha_numbers[j].rounding
+        if q:
+            total += q * j ** (q - 1) * method.beta_numbers[j].rounding
+    return total / math.factorial(q)
+
+
+def judge_condition(method: LinearMultistep, q: int, value: sympy.Expr) -> Judgement:
+    """The verdict on C_q = `value` (computed exactly from the digits)."""
+    if value.free_symbols:  # a family: only an identity counts
+        return judge_exact(value, bool(sympy.simplify(value) == 0))
+    zero = _vanishes(value)
+    if not method.numeric:
+        return judge_exact(value, zero)
+    bound = _bound(method, q)
+    with flint.ctx.workprec(working_precision([*method.alpha_numbers, *method.beta_numbers])):
+        enclosure = ball(value, bound)
+        scale = _scale(method.steps, q, method.alpha, method.beta)
+        return judge_enclosure(enclosure, scale, lambda: zero)
+
+
+def _vanishes(value: sympy.Expr) -> bool:
     if value == 0:
         return True
-    if value.free_symbols:  # a family: only an identity counts
-        return bool(sympy.simplify(value) == 0)
-    if tol > 0:
-        return abs(float(value)) <= tol
     if value.is_Rational:
         return False
     try:  # radicals: exactly zero iff the minimal polynomial is ζ itself
@@ -60,34 +101,55 @@ def _vanishes(value: sympy.Expr, tol: float) -> bool:
         return bool(value.equals(0))
 
 
+def dahlquist_barrier(steps: int, explicit: bool) -> int:
+    """The highest order of a zero-stable k-step method: k + 2 for even k, k + 1 for odd k
+    (Dahlquist's first barrier), k when explicit."""
+    if explicit:
+        return steps
+    return steps + 2 if steps % 2 == 0 else steps + 1
+
+
 @dataclass(frozen=True)
 class _Order:
     order: int
+    upper: int | None
     consistent: bool
     conditions: list[sympy.Expr]
-    failing: list[sympy.Expr]  # the unmet conditions that keep the order from rising
-    capped: bool
+    failing: list[tuple[int, Judgement]]  # the conditions of order + 1 that fail
+    undetermined: list[tuple[int, Judgement]]
+    stopped: str | None
 
 
-def _search(alpha: Sequence[Any], beta: Sequence[Any], rounding: float, cap: int) -> _Order:
-    k = len(alpha) - 1
-    conds = [condition(alpha, beta, 0), condition(alpha, beta, 1)]
-    unmet = [c for q, c in enumerate(conds) if not _vanishes(c, rounding_tolerance(k, q, rounding))]
-    if unmet:
-        return _Order(0, False, conds, unmet, False)
-    for q in range(2, cap + 1):
-        conds.append(condition(alpha, beta, q))
-        if not _vanishes(conds[q], rounding_tolerance(k, q, rounding)):
-            return _Order(q - 1, True, conds, [conds[q]], False)
-    return _Order(cap, True, conds, [], True)
+def _search(method: LinearMultistep, limit: int, bound: int | None, capped: bool) -> _Order:
+    """Judge C_0, C_1, ... (consistency, C_0 = C_1 = 0, is part of the definition of order 1)."""
+    conditions: list[sympy.Expr] = []
+
+    def judged_at(n: int) -> list[tuple[int, Judgement]]:
+        while len(conditions) <= n:
+            conditions.append(condition(method.alpha, method.beta, len(conditions)))
+        qs = (0, 1) if n == 1 else (n,)
+        return [(q, judge_condition(method, q, conditions[q])) for q in qs]
+
+    found = search_order(judged_at, limit=limit, deadline=math.inf, bound=bound, capped=capped)
+    consistent = found.order >= 1
+    return _Order(
+        found.order,
+        found.upper,
+        consistent,
+        conditions,
+        found.failing,
+        found.undetermined,
+        found.stopped,
+    )
 
 
-def _raising(method: LinearMultistep, found: _Order, cap: int) -> list[str]:
+def _raising(method: LinearMultistep, found: _Order, limit: int) -> list[str]:
     """Which parameter values of a family meet the conditions that fail generically."""
     symbols = sorted(method.symbols, key=str)
     names = ", ".join(map(str, symbols))
+    equations = [j.residual for _, j in found.failing]
     try:
-        solutions = sympy.solve(found.failing, symbols, dict=True)
+        solutions = sympy.solve(equations, symbols, dict=True)
     except NotImplementedError:
         return [f"sympy could not solve the next order condition for {names}"]
     notes = []
@@ -95,8 +157,9 @@ def _raising(method: LinearMultistep, found: _Order, cap: int) -> list[str]:
         alpha, beta = (
             [sympy.expand(x.subs(solution)) for x in v] for v in (method.alpha, method.beta)
         )
-        if not _vanishes(alpha[-1], 0.0):  # else it is no longer a k-step method
-            order = _search(alpha, beta, method.rounding, cap).order
+        if not _vanishes(alpha[-1]):  # else it is no longer a k-step method
+            member = LinearMultistep(alpha, beta, name=method.name)
+            order = _search(member, limit, None, False).order
             where = ", ".join(f"{s} = {v}" for s, v in solution.items())
             notes.append(f"{where} raises the order from {found.order} to {order}")
     return notes or [f"no value of {names} raises the order above {found.order}"]
@@ -125,8 +188,11 @@ def _place(modulus: Any, eps: float = 0.0) -> int:  # -1 inside, 0 on, 1 outside
     return 0 if abs(modulus - 1) <= eps else (-1 if modulus < 1 else 1)
 
 
-def _root_condition(rho: sympy.Poly, rounding: float) -> tuple[bool, list[Root], str]:
-    exact = bool(rho.domain.is_QQ or rho.domain.is_ZZ)
+def _root_condition(rho: sympy.Poly, rounding: float) -> tuple[bool | None, list[Root], str, bool]:
+    """(zero-stable, roots, how it was decided, weakly: roots on the circle other than 1).
+    Zero-stable is None when a numeric declaration leaves a root other than 1 within its
+    precision of the unit circle (on it, or just outside: the digits cannot tell)."""
+    exact = bool(rho.domain.is_QQ or rho.domain.is_ZZ) and rounding == 0
     k, used = rho.degree(), set()
     found: list[tuple[Any, int, Any, int, float]] = []  # value, mult, modulus, place, eps
     for f, mult in rho.factor_list()[1] if exact else rho.sqf_list()[1]:
@@ -168,7 +234,13 @@ def _root_condition(rho: sympy.Poly, rounding: float) -> tuple[bool, list[Root],
             found.append((value, mult, modulus, side, eps))
     circle = [r for r in found if r[3] == 0]
     clustered = any(abs(_mp(a[0]) - _mp(b[0])) <= a[4] + b[4] for a, b in combinations(circle, 2))
-    stable = all(r[3] < 1 for r in found) and all(r[1] == 1 for r in circle) and not clustered
+    stable: bool | None = (
+        all(r[3] < 1 for r in found) and all(r[1] == 1 for r in circle) and not clustered
+    )
+    parasitic = [r for r in circle if abs(_mp(r[0]) - 1) > max(r[4], 1e-30)]
+    weakly = bool(stable and parasitic)
+    if stable and parasitic and rounding > 0:
+        stable, weakly = None, False  # on the circle only to within the precision
     how = (
         "zero-stability decided exactly: ρ factored over QQ; " + "; ".join(sorted(used))
         if exact
@@ -182,7 +254,9 @@ def _root_condition(rho: sympy.Poly, rounding: float) -> tuple[bool, list[Root],
     roots = [
         (v if isinstance(v, sympy.Basic) else complex(v), m, float(a)) for v, m, a, *_ in found
     ]
-    return stable, roots, how
+    if stable is None:
+        how += "; a root other than 1 lies within the precision of |ζ| = 1: undetermined"
+    return stable, roots, how, weakly
 
 
 def _locus(rho_c: np.ndarray, sigma_c: np.ndarray, theta: np.ndarray) -> np.ndarray:
@@ -219,7 +293,9 @@ def _zoom(g: Callable[[np.ndarray], np.ndarray], lo: float, hi: float) -> float:
     return 0.5 * (lo + hi)
 
 
-def _a_alpha(rho_c: np.ndarray, sigma_c: np.ndarray, tiny: float) -> float | None:
+def _a_alpha(
+    rho_c: np.ndarray, sigma_c: np.ndarray, tiny: float, snap: bool = True
+) -> float | None:
     def angle(ts: np.ndarray) -> np.ndarray:
         return _angle(_locus(rho_c, sigma_c, ts), tiny)
 
@@ -229,7 +305,8 @@ def _a_alpha(rho_c: np.ndarray, sigma_c: np.ndarray, tiny: float) -> float | Non
     interior = np.flatnonzero((ang[1:-1] <= ang[:-2]) & (ang[1:-1] <= ang[2:])) + 1
     for i in sorted(interior, key=lambda i: ang[i])[:8]:
         best = min(best, float(angle(np.array([_zoom(angle, theta[i - 1], theta[i + 1])]))[0]))
-    best = 90.0 if best > 90.0 - 1e-7 else best  # float64 noise on A-stable loci
+    if snap and best > 90.0 - 1e-7:
+        best = 90.0  # float64 noise on A-stable loci
     # Off the locus the sector is all stable or all not: test points in it decide which.
     probes = [-1e-3, -1.0, -1e3, -1e6] if best > 1e-6 else list(-np.logspace(-3, 6, 64))
     if not all(_stable(rho_c, sigma_c, z) for z in probes if -z > 2 * tiny):
@@ -268,7 +345,12 @@ class MultistepReport(Report):
     - `error_constant`: the normalised error constant C_{p+1}/σ(1) (Hairer-Nørsett-Wanner's C,
       invariant when α and β are scaled together: Adams-Bashforth 2 gives 5/12, the trapezoid
       −1/12, BDFk −1/(k+1)); `None` when inconsistent, when σ(1) = 0 or when the search capped.
-    - `zero_stable`: the root condition on ρ; `None` only when ρ has symbols.
+    - `zero_stable`: the root condition on ρ; `None` when ρ has symbols, or when a numeric
+      declaration's precision cannot place a root on or off the unit circle.
+    - `weakly_stable`: zero-stable with roots on the unit circle other than ζ = 1 (Milne-Simpson,
+      leapfrog): their error components are never damped.
+    - `order_upper`: a certain upper bound on the order (None when no condition was seen to
+      fail); `undetermined`: conditions a numeric declaration's digits cannot decide.
     - `rho`, `sigma`: ρ(ζ) = Σ αⱼ ζ^j and σ(ζ) = Σ βⱼ ζ^j as `sympy.Poly` in `ZETA`.
     - `roots`: the roots of ρ as (value, multiplicity, |value|), largest modulus first; rational
       roots exact (sympy), others `complex`; symbolic when ρ has symbols and sympy finds them all.
@@ -282,15 +364,22 @@ class MultistepReport(Report):
 
     method: LinearMultistep
     order: int
+    order_upper: int | None
     consistent: bool
     error_constant: sympy.Expr | None
     zero_stable: bool | None
+    weakly_stable: bool
     rho: sympy.Poly
     sigma: sympy.Poly
     roots: list[Root]
     a_alpha: float | None
     real_interval: float | None
+    undetermined: list[tuple[str, Any, float]]
     notes: list[str]
+
+    @property
+    def order_is_lower_bound(self) -> bool:
+        return self.order_upper != self.order
 
     @property
     def explicit(self) -> bool:
@@ -318,20 +407,38 @@ class MultistepReport(Report):
         rho_c, sigma_c = _float_coeffs(self.method)
         return _locus(rho_c, sigma_c, 2 * np.pi * np.arange(n) / n)
 
+    @property
+    def block_order_text(self) -> str:
+        """For declared parameters: the order for every value, and at their initial values."""
+        declared = self.method.parameters
+        if not declared or self.method.symbols - set(declared):
+            return str(self.order)
+        start = initial_values(declared)
+        member = analyse_multistep(self.method.subs({str(s): v for s, v in start.items()}))
+        return trained_order_text(
+            self.order, self.method.symbols, member.order, {str(s): v for s, v in start.items()}
+        )
+
     def rows(self) -> list[tuple[str, Any]]:
         return [
             ("steps", self.method.steps),
             ("explicit", self.explicit),
-            ("order", self.order),
+            ("order", f"{self.order}" + ("+" if self.order_is_lower_bound else "")),
+            ("undetermined", [f"{c}: {r:.3g} ± {b:.3g}" for c, r, b in self.undetermined] or None),
             ("consistent", self.consistent),
             ("error constant C_{p+1}/σ(1)", self.error_constant),
-            ("zero-stable", self.zero_stable),
+            ("zero-stable", self._zero_stability_text()),
             ("ρ(ζ)", self.rho.as_expr()),
             ("σ(ζ)", self.sigma.as_expr()),
             ("roots of ρ", [_show_root(*root) for root in self.roots]),
             ("A(α) angle (degrees)", self.a_alpha),
             ("real stability interval [-r, 0]: r", self.real_interval),
         ]
+
+    def _zero_stability_text(self) -> Any:
+        if self.zero_stable and self.weakly_stable:
+            return "yes, weakly (roots on |ζ| = 1 other than 1)"
+        return self.zero_stable
 
     def to_dict(self) -> dict[str, Any]:
         roots = [{"value": str(v), "multiplicity": m, "modulus": a} for v, m, a in self.roots]
@@ -343,6 +450,11 @@ class MultistepReport(Report):
             "consistent": self.consistent,
             "error_constant": self.error_constant,
             "zero_stable": self.zero_stable,
+            "weakly_stable": self.weakly_stable,
+            "order_upper": self.order_upper,
+            "undetermined": [
+                {"condition": c, "residual": r, "bound": b} for c, r, b in self.undetermined
+            ],
             "rho": self.rho.as_expr(),
             "sigma": self.sigma.as_expr(),
             "roots": roots,
@@ -373,42 +485,29 @@ def _poly(coeffs: Sequence[sympy.Expr]) -> sympy.Poly:
         return sympy.Poly(expr, ZETA)
 
 
-def analyse_multistep(method: LinearMultistep, *, max_order: int | None = None) -> MultistepReport:
+def analyse_multistep(
+    method: LinearMultistep, *, max_order: int | None = None, time_budget: float | None = None
+) -> MultistepReport:
     """Prove the order, error constant and stability of a linear multistep method.
 
     **Arguments:**
 
     - `method`: the declaration.
-    - `max_order`: stop the order search there (default 20); the report notes when it stops.
+    - `max_order`: stop the order search there (default 2k + 1: no k-step method has order above
+      2k, so C_{2k+1} must fail).
+    - `time_budget`: accepted like every family's analysis; the k + 2 linear conditions of a
+      k-step method need no budget.
 
     **Returns:** a `MultistepReport`.
     """
-    cap = 20 if max_order is None else max_order
-    if cap < 1:
-        raise AnalysisError(f"max_order must be at least 1 (got {cap})")
-    found = _search(method.alpha, method.beta, method.rounding, cap)
+    k = method.steps
+    limit = 2 * k + 1 if max_order is None else max_order
+    if limit < 1:
+        raise AnalysisError(f"max_order must be at least 1 (got {limit})")
     notes: list[str] = []
-    if method.numeric:
-        notes.append(
-            f"numeric declaration (rounding {method.rounding:.3g}): C_q counts as zero when "
-            "|C_q| <= rounding * Σⱼ (j^q + q j^(q-1)) / q!, the most the rounding can move it"
-        )
-    if method.symbols:
-        notes.append("the order is the family's generic order (conditions that vanish identically)")
-        notes += _raising(method, found, cap)
-    if found.capped:
-        notes.append(f"C_0..C_{cap} all vanish: the order is at least {cap} (search stopped)")
-    error_constant = None
-    if found.consistent and not found.capped:
-        sigma_1 = sympy.expand(sum(method.beta, sympy.Integer(0)))
-        if _vanishes(sigma_1, 0.0):
-            notes.append("σ(1) = 0, so the normalised error constant C_{p+1}/σ(1) is undefined")
-        else:
-            error_constant = found.conditions[found.order + 1] / sigma_1
-            if not error_constant.is_Rational:
-                error_constant = sympy.simplify(error_constant)
     rho, sigma = _poly(method.alpha), _poly(method.beta)
     zero_stable: bool | None = None
+    weakly = False
     roots: list[Root] = []
     if rho.free_symbols - {ZETA}:
         factored = sympy.factor(rho.as_expr())
@@ -417,8 +516,46 @@ def analyse_multistep(method: LinearMultistep, *, max_order: int | None = None) 
         if sum(solved.values()) == rho.degree():
             roots = [(v, m, sympy.Abs(v)) for v, m in solved.items()]
     else:
-        zero_stable, roots, how = _root_condition(rho, method.rounding)
+        zero_stable, roots, how, weakly = _root_condition(rho, float(method.rounding))
         notes.append(how)
+    barrier = dahlquist_barrier(k, method.is_explicit) if zero_stable else 2 * k
+    found = _search(method, limit, barrier, max_order is not None)
+    if method.numeric:
+        notes.append(
+            "numeric declaration: C_q is computed exactly from the digits and judged against "
+            "the most the entries' precision can move it (C_q is linear in them): met when "
+            f"that is below {float(RESOLUTION):.2g} of the size of C_q's terms, fails when "
+            "|C_q| exceeds it, undetermined otherwise"
+        )
+    if found.undetermined:
+        notes.append(
+            f"order {found.order} established; C_{found.order + 1} is undetermined at the "
+            "precision of the entries"
+            + (
+                f" (Dahlquist's first barrier: a zero-stable {k}-step method has order ≤ {barrier})"
+                if found.order + 1 > barrier
+                else ""
+            )
+        )
+    if weakly:
+        notes.append(
+            "zero-stable, but only weakly: ρ has roots on the unit circle other than ζ = 1, "
+            "whose (parasitic) error components are never damped"
+        )
+    if method.symbols:
+        notes.append("the order is the family's generic order (conditions that vanish identically)")
+        notes += _raising(method, found, limit)
+    if found.stopped == "max_order":
+        notes.append(f"C_0..C_{limit} all vanish: the order is at least {limit} (search stopped)")
+    error_constant = None
+    if found.consistent and found.upper == found.order:
+        sigma_1 = sympy.expand(sum(method.beta, sympy.Integer(0)))
+        if _vanishes(sigma_1):
+            notes.append("σ(1) = 0, so the normalised error constant C_{p+1}/σ(1) is undefined")
+        else:
+            error_constant = found.conditions[found.order + 1] / sigma_1
+            if not error_constant.is_Rational:
+                error_constant = sympy.simplify(error_constant)
     a_alpha: float | None = None
     interval: float | None = None
     if method.symbols:
@@ -430,8 +567,11 @@ def analyse_multistep(method: LinearMultistep, *, max_order: int | None = None) 
         # that tilts the angle by under 0.06°.
         tiny, sigma_1 = 1e-6, abs(float(sum(method.beta, sympy.Integer(0))))
         if method.numeric and sigma_1:
-            tiny = max(tiny, 1000 * (method.steps + 1) * method.rounding / sigma_1)
-        a_alpha, interval = _a_alpha(rho_c, sigma_c, tiny), _real_interval(rho_c, sigma_c, tiny)
+            tiny = max(tiny, 1000 * (k + 1) * float(method.rounding) / sigma_1)
+        # Dahlquist's second barrier: an A-stable multistep method has order ≤ 2, so above
+        # order 2 a reading within float noise of 90° is not rounded up to A-stability.
+        a_alpha = _a_alpha(rho_c, sigma_c, tiny, snap=found.order <= 2)
+        interval = _real_interval(rho_c, sigma_c, tiny)
         notes.append(
             "A(α) and the real stability interval are float64 readings of the boundary locus "
             f"(4097 angles on [0, π], refined; points within {tiny:.3g} of 0 ignored), checked by "
@@ -440,13 +580,16 @@ def analyse_multistep(method: LinearMultistep, *, max_order: int | None = None) 
     return MultistepReport(
         method=method,
         order=found.order,
+        order_upper=found.upper,
         consistent=found.consistent,
         error_constant=error_constant,
         zero_stable=zero_stable,
+        weakly_stable=weakly,
         rho=rho,
         sigma=sigma,
         roots=roots,
         a_alpha=a_alpha,
         real_interval=interval,
+        undetermined=[(f"C_{q}", j.residual, j.bound) for q, j in found.undetermined],
         notes=notes,
     )

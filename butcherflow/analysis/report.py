@@ -10,6 +10,7 @@ import sympy
 
 from ..errors import OrderClaimError
 from ..methods import Method
+from ..methods.base import Layer
 
 
 def show(value: Any) -> str:
@@ -40,6 +41,17 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, float) and value in (float("inf"), float("-inf")):
         return "inf" if value > 0 else "-inf"  # strict JSON has no Infinity
     return value
+
+
+def trained_order_text(order: int, symbols: Any, initial_order: int, start: dict[Any, Any]) -> str:
+    """The order of a layer whose parameters train: for every value they take, and (when it
+    differs) at their initial values: `"1 for every g (2 at initialisation, g = 1/2)"`."""
+    names = ", ".join(sorted(map(str, symbols))) or "value"
+    text = f"{order} for every {names}"
+    if initial_order != order:
+        values = ", ".join(f"{k} = {v}" for k, v in start.items())
+        text += f" ({initial_order} at initialisation, {values})"
+    return text
 
 
 class Report(abc.ABC):
@@ -100,14 +112,19 @@ class Report(abc.ABC):
         """Everything the report knows, as plain data (exact values as strings)."""
 
     @property
-    def layer(self) -> tuple[bool, str]:
-        """`(compiles, how or why not)`: whether `bf.compile` turns the method into a layer."""
-        from .layer import layer_verdict
+    def layer(self) -> Layer:
+        """Whether `bf.compile` turns the method into a layer, and how or why not (stated by
+        the declaration, `Method.layer`, which the compiler enforces)."""
+        return self.method.layer
 
-        return layer_verdict(self.method)
+    @property
+    def block_order_text(self) -> str:
+        """The order of what the compiled layer computes, in words (`"4"`; a family's reports
+        add the order for every parameter value and at initialisation)."""
+        return str(self.order)
 
     def all_rows(self) -> list[tuple[str, Any]]:
-        return [*self.rows(), ("layer", self.layer[1])]
+        return [*self.rows(), ("layer", self.layer.how)]
 
     def header(self) -> str:
         title = self.method.title if self.method.title != self.method.name else ""
@@ -139,7 +156,7 @@ class Report(abc.ABC):
             "family": self.method.family,
             "claims": {k: {"claimed": c, "proved": p} for k, (c, p) in self.claims.items()},
             "claim_holds": self.claim_holds,
-            "layer": {"compiles": self.layer[0], "how": self.layer[1]},
+            "layer": {"compiles": self.layer.compiles, "how": self.layer.how},
             **self.to_dict(),
             "notes": self.notes,
         }

@@ -1,11 +1,8 @@
-"""Order of Runge-Kutta methods, proved exactly over rooted trees, and their linear stability.
+"""The report of a Runge-Kutta method: order, stage order, error constant and stability.
 
-The order is the largest p such that Φ(t) = 1/γ(t) for every rooted tree t with |t| ≤ p. The
-weights are computed in the smallest exact sympy domain of the coefficients (`weights.py`). A
-numeric tableau (floats or decimals) is still evaluated exactly, from the digits given, and each
-residual is compared with a rigorous bound on what rounding those digits can cause:
-|Φ(A + δA, b + δb) − Φ(A, b)| ≤ Φ(|A| + ε, |b| + ε) − Φ(|A|, |b|) for |δ| ≤ ε entrywise, since Φ is
-a polynomial with non-negative coefficients in the entries.
+The order comes from `rk_order` (exact proofs for exact tableaux; ball-arithmetic verdicts met /
+fails / undetermined for numeric ones, `precision.py`). Every other row is computed from the
+entries themselves, with the same verdicts where a numeric declaration is judged.
 """
 
 from __future__ import annotations
@@ -13,145 +10,79 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any, final
 
+import flint
 import sympy
 
+from ..errors import AnalysisError
 from ..methods import ButcherTableau
-from .report import Report
-from .stability import StabilityFunction, stability_function
-from .trees import PLAIN, Tree, TreeFamily
-from .weights import Dual, WeightTable
-
-DEFAULT_CAP = 10  # search limit when the declaration claims no order
-
-
-def _tree_family(tableau: ButcherTableau) -> tuple[TreeFamily, dict[str, Sequence[Any]]]:
-    """Plain trees, or trees with a leaf-only time colour when c is not the row sums of A."""
-    sums = [sympy.Add(*row) for row in tableau.A]
-    if tableau.row_sum_c or all(
-        sympy.simplify(x - y) == 0 for x, y in zip(tableau.c, sums, strict=True)
-    ):
-        return PLAIN, {}
-    return TreeFamily(("y",), leaf_only=("t",)), {"t": tableau.c}
+from ..methods.numbers import Number, ball
+from ..methods.parameters import initial_values, relations
+from ..methods.precision import RESOLUTION, Verdict, digits_hint, judge_enclosure, working_precision
+from .report import Report, trained_order_text
+from .rk_order import DEFAULT_TIME_BUDGET, Conditions, order_bound, tree_family
+from .search import Search
+from .stability import StabilityFunction, algebraically_stable, stability_function
+from .trees import Tree
+from .weights import smallest_domain
 
 
-class _Conditions:
-    """Residuals of the order conditions of one tableau, with the rounding bound when numeric."""
-
-    def __init__(self, tableau: ButcherTableau, weights: tuple[Sequence[Any], ...] | None = None):
-        A, b = (tableau.A, tableau.b) if weights is None else weights
-        self.family, leaves = _tree_family(tableau)
-        colours = {colour: b for colour in self.family.colours}
-        matrices = {colour: A for colour in self.family.colours if colour not in leaves}
-        self.table = WeightTable(self.family, matrices, colours, leaves)
-        self.numeric = tableau.numeric
-        self.symbolic = bool(tableau.symbols)
-        if self.numeric:
-            eps = _entry_rounding(tableau, len(b), b is tableau.b)
-
-            def dual(values: Sequence[Any], rounding: Sequence[float]) -> list[Dual]:
-                return [Dual(abs(float(x)), e) for x, e in zip(values, rounding, strict=True)]
-
-            self._bound = WeightTable(
-                self.family,
-                {c: [dual(row, e) for row, e in zip(A, eps["A"], strict=True)] for c in matrices},
-                {c: dual(b, eps["b"]) for c in self.family.colours},
-                {k: dual(v, eps["c"]) for k, v in leaves.items()},
-                exact=False,
-            )
-
-    def tolerance(self, tree: Tree) -> float:
-        """Twice the first-order bound on what rounding can change Φ(t) (0 when exact)."""
-        if not self.numeric:
-            return 0.0
-        return 2.0 * self._bound.weight(tree).dx + 1e-300
-
-    def residual(self, tree: Tree) -> Any:
-        return self.table.residual(tree)
-
-    def holds(self, tree: Tree) -> bool:
-        res = self.table.residual(tree)
-        if self.numeric:
-            return abs(float(self.table.to_sympy(res))) <= self.tolerance(tree)
-        return bool(res == self.table.domain.zero)
-
-    def order(self, cap: int) -> tuple[int, list[Tree], bool]:
-        """(order, failing trees at order+1, whether the search stopped at the cap)."""
-        for n in range(1, cap + 1):
-            failing = [t for t in self.family.of_order(n) if not self.holds(t)]
-            if failing:
-                return n - 1, failing, False
-        return cap, [], True
+def _stage_residuals(
+    A: Sequence[Sequence[Any]], b: Sequence[Any], c: Sequence[Any], k: int, inv_k: Any, one: Any
+) -> list[Any]:
+    """The residuals of B(k), Σᵢ bᵢcᵢ^(k−1) − 1/k, and of every row of C(k),
+    Σⱼ aᵢⱼcⱼ^(k−1) − cᵢ^k/k, in any arithmetic with + and × (an exact domain, or balls)."""
+    s = len(b)
+    powers = [one] * s
+    for _ in range(k - 1):
+        powers = [p * x for p, x in zip(powers, c, strict=True)]
+    quad = sum((b[i] * powers[i] for i in range(1, s)), b[0] * powers[0]) - inv_k
+    rows = [
+        sum((A[i][j] * powers[j] for j in range(1, s)), A[i][0] * powers[0])
+        - powers[i] * c[i] * inv_k
+        for i in range(s)
+    ]
+    return [quad, *rows]
 
 
-def _entry_rounding(tableau: ButcherTableau, s: int, main: bool) -> dict[str, Any]:
-    entries = tableau.entries
-    weights = "b" if main else "b_hat"
-    return {
-        "A": [[entries[f"A[{i}][{j}]"].rounding for j in range(s)] for i in range(s)],
-        "b": [entries[f"{weights}[{i}]"].rounding for i in range(s)],
-        "c": [entries[f"c[{i}]"].rounding for i in range(s)],
-    }
+def _stage_order(tableau: ButcherTableau, cap: int) -> tuple[int, bool]:
+    """Largest q with B(q) and C(q) met (exactly, or at the entries' precision), and whether
+    the next order was decided (False: a condition of order q + 1 is undetermined)."""
+    e, s = tableau.entries, tableau.stages
+    numbers: list[Number] = [e[f"A[{i}][{j}]"] for i in range(s) for j in range(s)]
+    numbers += [e[f"b[{i}]"] for i in range(s)] + [e[f"c[{i}]"] for i in range(s)]
+    domain, conv = smallest_domain([sympy.expand(x.value) for x in numbers])
 
-
-def _sign(value: sympy.Expr) -> int:
-    """The exact sign of a real constant (algebraic numbers included)."""
-    if value.is_zero or sympy.simplify(value) == 0:
-        return 0
-    approx = value.evalf(60)
-    if approx.is_comparable:
-        return 1 if approx > 0 else -1
-    raise ValueError(f"cannot decide the sign of {value}")
-
-
-def _stage_order(tableau: ButcherTableau, cap: int) -> int:
-    """Largest q with B(q) and C(q): Σ bᵢcᵢ^(k-1) = 1/k and Σⱼ aᵢⱼcⱼ^(k-1) = cᵢ^k/k for k ≤ q."""
-    A, b, c = tableau.A, tableau.b, tableau.c
-    s = tableau.stages
-
-    def zero(expr: sympy.Expr) -> bool:
-        if tableau.numeric and not expr.free_symbols:
-            return abs(float(expr)) <= 1e3 * tableau.rounding * s
-        return bool(sympy.simplify(expr) == 0)
-
-    q = 0
-    for k in range(1, cap + 1):
-        quad = sympy.Add(*(b[i] * c[i] ** (k - 1) for i in range(s))) - sympy.Rational(1, k)
-        if not zero(quad):
-            break
-        rows = (
-            sympy.Add(*(A[i][j] * c[j] ** (k - 1) for j in range(s))) - c[i] ** k / k
-            for i in range(s)
+    def split(values: list[Any]) -> tuple[list[list[Any]], list[Any], list[Any]]:
+        return (
+            [values[i * s : (i + 1) * s] for i in range(s)],
+            values[s * s : s * s + s],
+            values[s * s + s :],
         )
-        if not all(zero(r) for r in rows):
-            break
-        q = k
-    return q
 
-
-def _algebraically_stable(tableau: ButcherTableau) -> bool | None:
-    """bᵢ ≥ 0 and M = BA + AᵀB − bbᵀ positive semi-definite (all principal minors ≥ 0)."""
-    if tableau.symbols:
-        return None
-    A = sympy.Matrix(tableau.A)
-    b = sympy.Matrix(tableau.b)
-    if any(_sign(x) < 0 for x in b):
-        return False
-    B = sympy.diag(*b)
-    M = B * A + A.T * B - b * b.T
-    s = tableau.stages
-    if any(_sign(M[i, i]) < 0 for i in range(s)):
-        return False
-    if s > 8:
-        return None
-    from itertools import combinations
-
-    for size in range(2, s + 1):
-        for idx in combinations(range(s), size):
-            if _sign(M.extract(list(idx), list(idx)).det(method="berkowitz")) < 0:
-                return False
-    return True
+    prec = working_precision(numbers)
+    with flint.ctx.workprec(prec):
+        balls = split([ball(x.value, x.rounding) for x in numbers]) if tableau.numeric else None
+    for k in range(1, cap + 1):
+        inv_k = domain.convert(sympy.Rational(1, k))
+        exact = _stage_residuals(*split(conv), k, inv_k, domain.one)
+        if balls is None:
+            if any(r != domain.zero for r in exact):
+                return k - 1, True
+            continue
+        with flint.ctx.workprec(prec):
+            enclosed = _stage_residuals(*balls, k, flint.arb(flint.fmpq(1, k)), flint.arb(1))
+            verdicts = {
+                judge_enclosure(r, Fraction(1, k), bool(x == domain.zero)).verdict
+                for r, x in zip(enclosed, exact, strict=True)
+            }
+        if Verdict.FAILS in verdicts:
+            return k - 1, True
+        if Verdict.UNDETERMINED in verdicts:
+            return k - 1, False
+    return cap, False
 
 
 @final
@@ -161,90 +92,151 @@ class RungeKuttaReport(Report):
     **Attributes:**
 
     - `order`: the largest p with every condition of order ≤ p met (generic order for families).
-    - `exact`: the proof used exact arithmetic (False: numeric tableau, compared with `tolerance`).
-    - `domain`: the sympy domain of the coefficients (QQ, QQ<sqrt(6)>, ZZ(g), ...).
+    - `order_upper`: a certain upper bound (a condition of order `order_upper + 1` fails);
+      `None` when the search found no failing condition. Equal to `order` when decided.
+    - `undetermined`: conditions of order p+1 that the precision of a numeric tableau cannot
+      decide: `(tree, residual, bound)`.
+    - `exact`: the proof used exact arithmetic (False: a numeric tableau, judged at the precision
+      of its entries; `tolerance` is the largest bound used).
+    - `domain`: the sympy domain of the coefficients (QQ, QQ<sqrt(6)>, ZZ(g), ...), or the ball
+      arithmetic of a numeric tableau.
     - `failing`: the trees of order p+1 whose condition fails, with residuals Φ(t) − 1/γ(t).
     - `principal_error_norm`: ‖τ‖₂ over trees of order p+1, τ(t) = (Φ(t) − 1/γ(t))/σ(t).
     - `stage_order`, `embedded_order`: see the docs; `None` when not applicable.
     - `stability`: the `StabilityFunction` R(z) with its intervals and A-/L-stability.
     - `algebraically_stable`: Burrage-Butcher algebraic stability (None for families).
+    - `stopped`: why the search ended without a failing condition (`"max_order"`,
+      `"time budget"`), or None.
+    - `initial_order`: for a declaration whose symbols are all declared parameters, the order
+      of the layer when training starts (its parameters at their initial values); else None.
+    - `proved`: the tableau the conditions were judged on: the declaration, with the identities
+      its parameters satisfy substituted (softmax weights sum to 1).
     """
 
     method: ButcherTableau
 
-    def __init__(self, method: ButcherTableau, max_order: int | None = None) -> None:
+    def __init__(
+        self,
+        method: ButcherTableau,
+        max_order: int | None = None,
+        time_budget: float = DEFAULT_TIME_BUDGET,
+    ) -> None:
         start = time.perf_counter()
+        if method.numeric and method.symbols:
+            raise AnalysisError(
+                f"{method.name}: a numeric tableau with the free symbols "
+                f"{sorted(map(str, method.symbols))} cannot be judged at the precision of its "
+                "entries (ball arithmetic needs numbers); give exact entries, or substitute "
+                "the symbols (tableau.subs({...}))"
+            )
         self.method = method
         self.notes: list[str] = []
-        claimed = method.order
-        cap = max_order if max_order is not None else max(DEFAULT_CAP, (claimed or 0) + 1)
-        if max_order is None and claimed is not None:
-            cap = claimed + 1
-        self._conditions = _Conditions(method)
-        order, failing, capped = self._conditions.order(cap)
-        if capped and max_order is None and claimed is not None:
-            # The claim is too low: keep looking so the report says what the order really is.
-            order, failing, capped = self._conditions.order(max(claimed + 3, DEFAULT_CAP))
-        self.order = order
-        self.order_is_lower_bound = capped
+        deadline = time.monotonic() + time_budget
+        identities = relations(method.parameters)
+        self.proved = method.subs(identities) if identities else method
+        method = self.proved
+        self.order_bound = order_bound(method)
+        self._conditions = Conditions(method)
+        found = self._conditions.search(self.order_bound, deadline, max_order)
+        self._set_order(found)
         self.exact = not method.numeric
-        self.domain = str(self._conditions.table.domain)
-        table = self._conditions.table
-        self.failing = [
-            (self._conditions.family.bracket(t), table.to_sympy(table.residual(t))) for t in failing
-        ]
+        self.domain = self._conditions.domain
         self.tolerance = (
-            max((self._conditions.tolerance(t) for t in failing), default=None)
+            max((j.bound for _, j in found.failing + found.undetermined), default=0.0)
             if method.numeric
             else None
         )
-        self.principal_error_norm = self._error_norm(failing)
-        self.stage_order = _stage_order(method, max(order, 1) + 1) if order > 0 else 0
+        self.principal_error_norm = self._error_norm(found)
+        self.stage_order, stage_decided = (
+            _stage_order(method, min(self.order, method.stages) + 1)
+            if self.order > 0
+            else (0, True)
+        )
         self.embedded_order: int | None = None
+        self.embedded_undetermined = False
         if method.b_hat is not None:
-            embedded = _Conditions(method, (method.A, method.b_hat))
-            self.embedded_order = embedded.order(max(cap, 1))[0]
-        self.stability: StabilityFunction = stability_function(method, order)
-        self.algebraically_stable = _algebraically_stable(method)
-        self._explain(capped)
+            embedded = Conditions(method, "b_hat").search(self.order_bound, deadline, max_order)
+            self.embedded_order = embedded.order
+            self.embedded_undetermined = bool(embedded.undetermined)
+        self.stability: StabilityFunction = stability_function(method, self.order)
+        self.algebraically_stable = algebraically_stable(method)
+        self.initial_order, self.initial_values = self._initial(deadline, max_order)
+        self._explain(stage_decided)
+        for symbol, value in identities.items():
+            self.notes.append(
+                f"softmax weights sum to 1 for every token: proved with {symbol} = {value}."
+            )
         self.seconds = time.perf_counter() - start
 
-    def _error_norm(self, failing: list[Tree]) -> float | None:
-        if self.method.symbols or (not failing and self.order_is_lower_bound):
+    def _set_order(self, found: Search[Tree]) -> None:
+        family = self._conditions.family
+        self.order = found.order
+        self.order_upper = found.upper
+        self.stopped = found.stopped
+        self.order_is_lower_bound = found.upper != found.order
+        self.failing = [(family.bracket(t), j.residual) for t, j in found.failing]
+        self.undetermined = [
+            (family.bracket(t), j.residual, j.bound) for t, j in found.undetermined
+        ]
+        self._search = found
+
+    def _initial(self, deadline: float, max_order: int | None) -> tuple[int | None, dict[str, Any]]:
+        """The order when training starts: every parameter at its initial value."""
+        declared = self.method.parameters
+        if not declared or self.method.symbols - set(declared):
+            return None, {}
+        start = initial_values(declared)
+        values = {s: v for s, v in start.items() if s in self.proved.symbols}
+        member = self.proved.subs(values)
+        found = Conditions(member).search(order_bound(member), deadline, max_order)
+        return found.order, {str(s): v for s, v in start.items()}
+
+    @property
+    def block_order_text(self) -> str:
+        """The order of the layer as it trains: for declared parameters, the order for every
+        value they take, and the order at their initial values."""
+        if self.initial_order is None:
+            return super().block_order_text
+        return trained_order_text(
+            self.order, self.proved.symbols, self.initial_order, self.initial_values
+        )
+
+    def _error_norm(self, found: Search[Tree]) -> float | None:
+        if self.method.symbols or not found.decided:
             return None
-        table = self._conditions.table
         total = 0.0
         for tree in self._conditions.family.of_order(self.order + 1):
-            res = float(table.to_sympy(table.residual(tree))) / tree.symmetry
+            res = float(self._conditions.judge(tree).residual) / tree.symmetry
             total += res * res
         return math.sqrt(total)
 
-    def _explain(self, capped: bool) -> None:
-        m = self.method
+    def _explain(self, stage_decided: bool) -> None:
+        m = self.proved
         total = sympy.nsimplify(sympy.Add(*m.b))
-        if self.order == 0 and not m.symbols and sympy.simplify(total - 1) != 0:
+        if self.order == 0 and not m.symbols and not m.numeric and sympy.simplify(total - 1) != 0:
             self.notes.append(
                 f"Σb = {total} ≠ 1: inconsistent as an integrator of f (order 0); it is a "
                 f"consistent step for the rescaled field {total}·f (step {total}·h)."
             )
-        if capped:
+        if self.stopped == "max_order":
             self.notes.append(
                 f"every condition up to order {self.order} holds; the search "
-                f"stopped there (order ≥ {self.order})."
+                f"stopped there as asked (order ≥ {self.order})."
+            )
+        if self.stopped == "time budget":
+            self.notes.append(
+                f"established to order {self.order}; the search stopped at the time budget "
+                "before finding a failing condition (order ≥ "
+                f"{self.order}; `time_budget=` or --time-budget gives it longer)."
             )
         if m.numeric:
-            self.notes.append(
-                "numeric tableau: conditions were evaluated exactly from the digits given and "
-                "accepted when |Φ(t) − 1/γ(t)| is within twice the rigorous bound of what "
-                f"rounding each entry (up to ±{m.rounding:.3g}) can change Φ(t); the largest "
-                f"bound used at order {self.order + 1} was {self.tolerance or 0:.3g}."
-            )
+            self._explain_numeric(stage_decided)
         if m.symbols:
             self.notes.append(
                 f"parametrised family in {sorted(map(str, m.symbols))}: order {self.order} holds "
                 "for every parameter value; " + self._raised_by()
             )
-        if _tree_family(m)[1]:
+        if tree_family(m)[1]:
             self.notes.append(
                 "c differs from the row sums of A (row_sum_c = false): the order is for "
                 "non-autonomous problems, with the time variable as a leaf-only tree colour."
@@ -255,10 +247,58 @@ class RungeKuttaReport(Report):
                 f"{m.iterations or 'a declared number of'} fixed-point iteration(s)."
             )
 
+    def _explain_numeric(self, stage_decided: bool) -> None:
+        m = self.method
+        precision = (
+            f"declared precision ±{float(m.precision):.3g}"
+            if m.precision
+            else (f"entries known to ±{float(m.rounding):.3g} at worst")
+        )
+        self.notes.append(
+            f"numeric tableau ({precision}): each condition was evaluated in ball arithmetic "
+            "holding every method within that precision; a condition counts as met when its "
+            f"residual is exactly zero or its enclosure holds 0 and is below "
+            f"{float(RESOLUTION):.2g}·(1/γ(t)), fails when the enclosure excludes 0, and is "
+            "undetermined otherwise."
+        )
+        if self.undetermined:
+            upper = (
+                f"at most {self.order_upper}"
+                if self.order_upper is not None
+                else "no failing condition found up to the order examined"
+            )
+            self.notes.append(
+                f"order {self.order} established; {len(self.undetermined)} condition(s) of order "
+                f"{self.order + 1} undetermined at this precision ({upper}): give more digits, "
+                "exact values or a declared precision to decide them."
+            )
+            if self.order + 1 > self.order_bound:
+                self.notes.append(
+                    f"order {self.order + 1} exceeds what {m.stages} stages allow "
+                    f"({'Butcher barrier' if m.is_explicit else '2s'}: {self.order_bound}): at "
+                    "least one of its conditions fails, the precision cannot show which."
+                )
+        hint = digits_hint(j for _, j in self._search.failing)
+        if hint:
+            self.notes.append(hint)
+        if not stage_decided:
+            self.notes.append(
+                f"stage order {self.stage_order} established; the next is undetermined at "
+                "this precision."
+            )
+        snapped = getattr(self.stability, "snapped_note", None)
+        if snapped:
+            self.notes.append(snapped)
+        for key in m.undetermined_nodes:
+            self.notes.append(
+                f"{key} equals the row sum of A only to within the precision of the entries "
+                "(undetermined): the analysis uses the row sums."
+            )
+
     def _raised_by(self) -> str:
         equations = [sympy.numer(sympy.together(r)) for _, r in self.failing]
         try:
-            solutions = sympy.solve(equations, sorted(self.method.symbols, key=str), dict=True)
+            solutions = sympy.solve(equations, sorted(self.proved.symbols, key=str), dict=True)
         except NotImplementedError:
             solutions = []
         if not solutions:
@@ -283,20 +323,68 @@ class RungeKuttaReport(Report):
         claims["embedded_order"] = (self.method.embedded_order, self.embedded_order)
         return claims
 
+    @property
+    def mismatches(self) -> dict[str, tuple[Any, Any]]:
+        """A claim above the established order is a mismatch unless the search only stopped at
+        the caller's `max_order` (then nothing contradicts it)."""
+        out = super().mismatches
+        claimed = self.method.order
+        if (
+            "order" not in out
+            and claimed is not None
+            and claimed > self.order
+            and self.stopped != "max_order"
+        ):
+            out["order"] = (claimed, self.order)
+        return out
+
+    def mismatch_message(self) -> str:
+        message = super().mismatch_message()
+        if self.undetermined and "order" in self.mismatches:
+            message += (
+                f" (established {self.order}; {len(self.undetermined)} condition(s) of order "
+                f"{self.order + 1} undetermined at the precision of the entries)"
+            )
+        elif self.stopped == "time budget" and "order" in self.mismatches:
+            message += f" (established {self.order} before the time budget ran out)"
+        return message
+
     def rows(self) -> list[tuple[str, Any]]:
         m = self.method
         order = f"{self.order}" + ("+" if self.order_is_lower_bound else "")
         stab = self.stability
-        shown_failing = [f"{tree}: {res}" for tree, res in self.failing[:4]]
+        shown_failing = [f"{tree}: {_show_residual(res)}" for tree, res in self.failing[:4]]
         if len(self.failing) > 4:
             shown_failing.append(f"... {len(self.failing) - 4} more")
-        return [
+        shown_open = [
+            f"{tree}: {res:.3g} ± {bound:.3g}" for tree, res, bound in self.undetermined[:4]
+        ]
+        if len(self.undetermined) > 4:
+            shown_open.append(f"... {len(self.undetermined) - 4} more")
+        rows: list[tuple[str, Any]] = [
             ("order", order),
             ("claimed order", m.order),
             ("exact", self.exact),
             ("kind", f"{m.kind}, {m.stages} stage(s)"),
             ("domain", self.domain),
+        ]
+        if m.parameters:
+            start = initial_values(m.parameters)
+            rows.append(
+                (
+                    "parameters",
+                    [f"{s}: {p.describe(start[s])}" for s, p in m.parameters.items()],
+                )
+            )
+            rows.append(("order at initialisation", self.initial_order))
+        if m.numeric:
+            rows.append(("tolerance", self._tolerance_text()))
+        rows += [
             (f"failing at order {self.order + 1}", shown_failing),
+        ]
+        if self.undetermined:
+            rows.append((f"undetermined at order {self.order + 1}", shown_open))
+        rows += [
             ("principal error norm", self.principal_error_norm),
             ("stage order", self.stage_order),
             ("embedded order", self.embedded_order),
@@ -308,18 +396,39 @@ class RungeKuttaReport(Report):
             ("algebraically stable", self.algebraically_stable),
             ("proved in", f"{self.seconds:.3f} s"),
         ]
+        return rows
+
+    def _tolerance_text(self) -> str:
+        m = self.method
+        given = (
+            f"declared precision ±{float(m.precision):.3g}"
+            if m.precision
+            else f"entries' own precision (worst ±{float(m.rounding):.3g})"
+        )
+        return (
+            f"{given}; met below {float(RESOLUTION):.2g}·(1/γ); largest bound {self.tolerance:.3g}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         m = self.method
         return {
             "order": self.order,
+            "order_upper": self.order_upper,
             "order_is_lower_bound": self.order_is_lower_bound,
+            "stopped": self.stopped,
             "exact": self.exact,
             "tolerance": self.tolerance,
+            "precision": None if m.precision is None else float(m.precision),
+            "resolution": float(RESOLUTION) if m.numeric else None,
             "kind": m.kind,
             "stages": m.stages,
+            "parameters": {str(s): p.kind for s, p in m.parameters.items()},
+            "initial_order": self.initial_order,
             "domain": self.domain,
             "failing_trees": [{"tree": t, "residual": r} for t, r in self.failing],
+            "undetermined_trees": [
+                {"tree": t, "residual": r, "bound": b} for t, r, b in self.undetermined
+            ],
             "principal_error_norm": self.principal_error_norm,
             "stage_order": self.stage_order,
             "embedded_order": self.embedded_order,
@@ -338,14 +447,26 @@ class RungeKuttaReport(Report):
         return self.stability.expression
 
 
-def analyse_tableau(tableau: ButcherTableau, *, max_order: int | None = None) -> RungeKuttaReport:
+def _show_residual(residual: Any) -> str:
+    return f"{residual:.3g}" if isinstance(residual, float) else str(residual)
+
+
+def analyse_tableau(
+    tableau: ButcherTableau,
+    *,
+    max_order: int | None = None,
+    time_budget: float = DEFAULT_TIME_BUDGET,
+) -> RungeKuttaReport:
     """Prove the order of a tableau and describe its stability.
 
     **Arguments:**
 
     - `tableau`: the method.
-    - `max_order`: stop the search there (default: the claimed order + 1, or 10 without a claim).
+    - `max_order`: stop the search there (default: what the stage count allows, Butcher's
+      barrier for explicit methods and 2s for implicit ones, plus the order that must fail).
+    - `time_budget`: seconds the order search may take; past it the report says what was
+      established and that the search stopped at the budget.
 
     **Returns:** a `RungeKuttaReport`.
     """
-    return RungeKuttaReport(tableau, max_order)
+    return RungeKuttaReport(tableau, max_order, time_budget)

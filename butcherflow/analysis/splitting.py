@@ -15,29 +15,47 @@ sufficient for arbitrary non-commuting fields). Word reversal fixes exp(h Σ D),
 With a Runge-Kutta sub-step, the composition is an additive Runge-Kutta method over the fields
 {f_X} (`additive_tableau`), and its order is proved with coloured trees (`weights.py`).
 
-A numeric declaration (decimal digits) is evaluated exactly from its digits, and a residual is
-accepted when it is within twice the rigorous bound P(|c| + ε) − P(|c|) of what rounding every
-coefficient by ε can change it: every word coefficient and every elementary weight is a polynomial
-P with non-negative coefficients in the coefficients.
+A numeric declaration (floats, decimals) is judged like every other (`methods/precision.py`):
+each word coefficient and elementary weight is enclosed in ball arithmetic holding every
+splitting within the precision of the coefficients, and each condition is met, fails or is
+undetermined.
+
+"Order with the sub-step" is the order of the composition when each sub-flow is advanced by the
+declared Runge-Kutta step (what a compiled layer computes). It is not Butcher's *effective*
+order (the order up to a change of variables, a processing map), which this module does not
+compute.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any, final
 
+import flint
 import sympy
-from sympy.polys.domains import QQ
 
 from ..errors import AnalysisError
 from ..methods import ButcherTableau, Splitting
+from ..methods.numbers import Number, ball
+from ..methods.precision import (
+    Judgement,
+    digits_hint,
+    judge_enclosure,
+    judge_exact,
+    working_precision,
+)
+from .enclosure import WeightEnclosures
 from .report import Report
-from .trees import TreeFamily
+from .rk_order import DEFAULT_TIME_BUDGET
+from .search import Search, search_order
+from .trees import Tree, TreeFamily
 from .weights import WeightTable, smallest_domain
 
-DEFAULT_CAP = 8  # search limit when the declaration claims no order
+DEFAULT_CAP = 8  # search limit when the declaration claims no order (compositions have no barrier)
 Word = tuple[int, ...]  # letters are operator indices
 Series = dict[Word, Any]
 
@@ -135,10 +153,20 @@ def additive_tableau(
     return big_A, big_b
 
 
-def _majorant(value: sympy.Expr, eps: float) -> tuple[sympy.Rational, sympy.Rational]:
-    """(|value|, |value| + ε) as rationals, for the rounding bound."""
-    low = sympy.Rational(abs(float(value)))
-    return low, low + sympy.Rational(repr(eps))
+def _substep_numbers(sub: ButcherTableau) -> list[Number]:
+    return list(sub.entries.values())
+
+
+@final
+class BallDomain:
+    """arb balls behind the small domain interface `FreeProduct` uses (zero, one, convert)."""
+
+    def __init__(self) -> None:
+        self.zero = flint.arb(0)
+        self.one = flint.arb(1)
+
+    def convert(self, value: Any) -> flint.arb:
+        return ball(value)
 
 
 @final
@@ -150,62 +178,81 @@ class SplittingReport(Report):
     - `method`: the `Splitting`.
     - `max_order`: where the searches stop (default: the claimed order + 1, or 8 without a claim).
 
-    Attributes: `order` (exact sub-flows, free algebra), `effective_order` (the declared sub-step,
+    Attributes: `order` (exact sub-flows, free algebra), `substep_order` (the declared sub-step,
     coloured trees; equals `order` for exact sub-flows), `coefficient_sums` (per operator),
     `failing_words` ((word, residual) at `order` + 1), `failing_trees` ((tree, residual) at
-    `effective_order` + 1), `order_is_lower_bound` / `effective_order_is_lower_bound` (the search
+    `substep_order` + 1), `order_is_lower_bound` / `substep_order_is_lower_bound` (the search
     stopped at its cap), `exact`, `domain`, `notes`.
     """
 
     method: Splitting
 
-    def __init__(self, method: Splitting, max_order: int | None = None) -> None:
+    def __init__(
+        self,
+        method: Splitting,
+        max_order: int | None = None,
+        time_budget: float = DEFAULT_TIME_BUDGET,
+    ) -> None:
         start = time.perf_counter()
+        deadline = time.monotonic() + time_budget
         self.method = method
         self.notes: list[str] = []
-        self.exact = not method.numeric and not (method.substep and method.substep.numeric)
+        sub = method.substep
+        self.exact = not method.numeric and not (sub and sub.numeric)
         self.symbolic = any(c.free_symbols for _, c in method.steps)
         ops = method.operators
         self._letter = {op: i for i, op in enumerate(ops)}
         self._single = all(len(op) == 1 for op in ops)
         domain, values = smallest_domain([c for _, c in method.steps])
-        self.domain = str(domain)
-        self._product = FreeProduct(
-            [(self._letter[op], v) for (op, _), v in zip(method.steps, values, strict=True)], domain
-        )
+        self.domain = str(domain) if self.exact else "numeric (ball arithmetic)"
+        letters = [self._letter[op] for op, _ in method.steps]
+        self._product = FreeProduct(list(zip(letters, values, strict=True)), domain)
         sums = dict.fromkeys(ops, domain.zero)
         for (op, _), v in zip(method.steps, values, strict=True):
             sums[op] += v
         self.coefficient_sums: dict[str, sympy.Expr] = {
             op: domain.to_sympy(x) for op, x in sums.items()
         }
-        self.tolerance: float | None = None  # the largest rounding bound used (numeric only)
-        self._bounds: list[FreeProduct] = []
-        if method.numeric and not self.symbolic:
-            pairs = [(self._letter[op], _majorant(c, method.rounding)) for op, c in method.steps]
-            self._bounds = [
-                FreeProduct([(x, QQ.from_sympy(c[side])) for x, c in pairs], QQ) for side in (0, 1)
-            ]
+        self._numbers = [*method.step_numbers, *(_substep_numbers(sub) if sub else [])]
+        self._prec = working_precision(self._numbers)
+        self._balls: FreeProduct | None = None
+        if not self.exact and not self.symbolic:
+            with flint.ctx.workprec(self._prec):
+                factors = [ball(x.value, x.rounding) for x in method.step_numbers]
+                self._balls = FreeProduct(list(zip(letters, factors, strict=True)), BallDomain())
 
-        claims = [c for c in (method.order, method.effective_order) if c is not None]
-        cap = max_order if max_order is not None else (max(claims) + 1 if claims else DEFAULT_CAP)
-        order, failing, capped = self._free_order(cap)
-        if capped and max_order is None and claims:
-            # The claim is too low: keep looking so the report says what the order really is.
-            order, failing, capped = self._free_order(max(cap + 2, DEFAULT_CAP))
-        self.order: int = order
-        self.order_is_lower_bound = capped
-        self.failing_words = [(self.word(w), domain.to_sympy(r)) for w, r in failing]
+        claims = [c for c in (method.order, method.substep_order) if c is not None]
+        limit = max_order if max_order is not None else max([DEFAULT_CAP, *(c + 1 for c in claims)])
+        found = search_order(
+            self._judged_words, limit=limit, deadline=deadline, capped=max_order is not None
+        )
+        self.order: int = found.order
+        self.order_upper = found.upper
+        self.order_is_lower_bound = found.is_lower_bound
+        self.failing_words = [(self.word(w), j.residual) for w, j in found.failing]
+        self.undetermined_words = [
+            (self.word(w), j.residual, j.bound) for w, j in found.undetermined
+        ]
+        self.tolerance: float | None = (
+            None
+            if self.exact
+            else max((j.bound for _, j in found.failing + found.undetermined), default=0.0)
+        )
+        self.stopped = found.stopped
+        self._failing_judgements = [j for _, j in found.failing]
 
-        self.effective_order: int = order
-        self.effective_order_is_lower_bound = capped
-        self.failing_trees: list[tuple[str, sympy.Expr]] = []
-        if method.substep is not None:
+        self.substep_order: int = self.order
+        self.substep_order_is_lower_bound = self.order_is_lower_bound
+        self.failing_trees: list[tuple[str, Any]] = []
+        self.undetermined_trees: list[tuple[str, Any, float]] = []
+        if sub is not None:
             # A consistent sub-step never beats the exact flows (its errors are single-colour
             # trees, the splitting's are mixed), so searching past order + 1 would only cost time.
-            found = order if capped else order + 1
-            eff_cap = max_order if max_order is not None else max([found, *(c + 1 for c in claims)])
-            self._trees(method.substep, eff_cap)
+            reach = self.order if found.upper is None else self.order + 1
+            sub_limit = (
+                max_order if max_order is not None else max([reach, *(c + 1 for c in claims)])
+            )
+            self._trees(sub, sub_limit, deadline, max_order is not None)
         self._explain()
         self.seconds = time.perf_counter() - start
 
@@ -215,34 +262,30 @@ class SplittingReport(Report):
         names = [self.method.operators[i] for i in word]
         return ("" if self._single else "·").join(names)
 
-    def _residuals(self, n: int) -> list[tuple[Word, Any, bool]]:
-        """(word, residual, holds) for every word of length n, in lexicographic order."""
+    def _exact_residuals(self, n: int) -> list[tuple[Word, Any]]:
+        """(word, exact residual) for every word of length n, in lexicographic order."""
         product, domain = self._product, self._product.domain
         part, exact = product.grade(n), product.exact(n)
-        out = []
-        for word in itertools.product(range(len(self.method.operators)), repeat=n):
-            res = part.get(word, domain.zero) - exact
-            holds = res == domain.zero
-            if not holds and self._bounds:
-                majorants = [b.grade(n).get(word, QQ.zero) for b in self._bounds]
-                holds = self._within(domain.to_sympy(res), *majorants)
-            out.append((word, res, holds))
-        return out
+        words = itertools.product(range(len(self.method.operators)), repeat=n)
+        return [(w, part.get(w, domain.zero) - exact) for w in words]
 
-    def _within(self, residual: sympy.Expr, low: Any, high: Any) -> bool:
-        """|residual| ≤ 2 (P(|c| + ε) − P(|c|)), with low = P(|c|) and high = P(|c| + ε)."""
-        bound = 2 * float(high - low)
-        if abs(float(residual)) > bound:
-            return False
-        self.tolerance = max(self.tolerance or 0.0, bound)
-        return True
-
-    def _free_order(self, cap: int) -> tuple[int, list[tuple[Word, Any]], bool]:
-        for n in range(1, cap + 1):
-            failing = [(w, r) for w, r, holds in self._residuals(n) if not holds]
-            if failing:
-                return n - 1, failing, False
-        return cap, [], True
+    def _judged_words(self, n: int) -> list[tuple[Word, Judgement]]:
+        domain = self._product.domain
+        exact = self._exact_residuals(n)
+        if self._balls is None:
+            return [(w, judge_exact(domain.to_sympy(r), r == domain.zero)) for w, r in exact]
+        with flint.ctx.workprec(self._prec):
+            part, target = self._balls.grade(n), self._balls.exact(n)
+            scale = Fraction(1, math.factorial(n))
+            return [
+                (
+                    w,
+                    judge_enclosure(
+                        part.get(w, flint.arb(0)) - target, scale, bool(r == domain.zero)
+                    ),
+                )
+                for w, r in exact
+            ]
 
     def conditions(self, order: int) -> list[sympy.Expr]:
         """The word conditions up to `order` that do not hold identically, as residuals
@@ -252,50 +295,60 @@ class SplittingReport(Report):
         return [
             sympy.factor(domain.to_sympy(res))
             for n in range(1, order + 1)
-            for _, res, _ in self._residuals(n)
+            for _, res in self._exact_residuals(n)
             if res != domain.zero
         ]
 
     # -- coloured trees --------------------------------------------------------------------------
-    def _trees(self, substep: ButcherTableau, cap: int) -> None:
+    def _trees(self, substep: ButcherTableau, limit: int, deadline: float, capped: bool) -> None:
         method = self.method
         family = TreeFamily(colours=method.operators)
         big_A, big_b = additive_tableau(method.steps, substep.A, substep.b, sympy.Integer(0))
         table = WeightTable(family, big_A, big_b)
-        bounds = []
+        balls = None
         if not self.exact and not self.symbolic and not substep.symbols:
-            bounds = self._rounding_tables(family, substep)
-        for n in range(1, cap + 1):
-            failing = []
+            balls = self._ball_weights(family, substep)
+
+        def judged_at(n: int) -> list[tuple[Tree, Judgement]]:
+            out = []
             for tree in family.of_order(n):
                 res = table.residual(tree)
-                if res == table.domain.zero:
+                if balls is None:
+                    out.append((tree, judge_exact(table.to_sympy(res), res == table.domain.zero)))
                     continue
-                majorants = [t.weight(tree) for t in bounds]
-                if bounds and self._within(table.to_sympy(res), *majorants):
-                    continue
-                failing.append((family.bracket(tree), table.to_sympy(res)))
-            if failing:
-                self.effective_order, self.failing_trees = n - 1, failing
-                self.effective_order_is_lower_bound = False
-                return
-        self.effective_order, self.effective_order_is_lower_bound = cap, True
+                zero = res == table.domain.zero
+                scale = Fraction(1, tree.density)
+                out.append((tree, judge_enclosure(balls.residual(tree), scale, zero)))
+            return out
 
-    def _rounding_tables(self, family: TreeFamily, sub: ButcherTableau) -> list[WeightTable]:
-        """Weight tables of the majorants, |entries| and |entries| + ε, in exact rationals."""
-        rounding = {key: x.rounding for key, x in sub.entries.items()}
-        steps = [(op, _majorant(c, self.method.rounding)) for op, c in self.method.steps]
-        A = [
-            [_majorant(x, rounding[f"A[{i}][{j}]"]) for j, x in enumerate(r)]
-            for i, r in enumerate(sub.A)
+        found: Search[Tree] = search_order(judged_at, limit=limit, deadline=deadline, capped=capped)
+        self.substep_order = found.order
+        self.substep_order_is_lower_bound = found.is_lower_bound
+        self.failing_trees = [(family.bracket(t), j.residual) for t, j in found.failing]
+        self._failing_judgements += [j for _, j in found.failing]
+        self.undetermined_trees = [
+            (family.bracket(t), j.residual, j.bound) for t, j in found.undetermined
         ]
-        b = [_majorant(x, rounding[f"b[{i}]"]) for i, x in enumerate(sub.b)]
-        tables = []
-        for side in (0, 1):
-            pick = [(op, c[side]) for op, c in steps]
-            big = additive_tableau(pick, [[x[side] for x in r] for r in A], [x[side] for x in b])
-            tables.append(WeightTable(family, *big))
-        return tables
+        if self.tolerance is not None:
+            bounds = [j.bound for _, j in found.failing + found.undetermined]
+            self.tolerance = max([self.tolerance, *bounds])
+
+    def _ball_weights(self, family: TreeFamily, sub: ButcherTableau) -> WeightEnclosures:
+        """The additive tableau of the composition, in balls (steps and sub-step entries)."""
+        s = sub.stages
+        with flint.ctx.workprec(self._prec):
+            steps = [
+                (op, ball(x.value, x.rounding))
+                for (op, _), x in zip(self.method.steps, self.method.step_numbers, strict=True)
+            ]
+            e = sub.entries
+            A = [
+                [ball(e[f"A[{i}][{j}]"].value, e[f"A[{i}][{j}]"].rounding) for j in range(s)]
+                for i in range(s)
+            ]
+            b = [ball(e[f"b[{i}]"].value, e[f"b[{i}]"].rounding) for i in range(s)]
+            big_A, big_b = additive_tableau(steps, A, b, flint.arb(0))
+        return WeightEnclosures(family, big_A, big_b, prec=self._prec)
 
     # -- the report ------------------------------------------------------------------------------
     def _explain(self) -> None:
@@ -316,23 +369,33 @@ class SplittingReport(Report):
                 f"every word condition up to order {self.order} holds; the search stopped there "
                 f"(order ≥ {self.order})."
             )
-        if m.substep is not None and self.effective_order_is_lower_bound:
+        if m.substep is not None and self.substep_order_is_lower_bound:
             self.notes.append(
                 f"with {m.substep_name} sub-steps every coloured-tree condition up to order "
-                f"{self.effective_order} holds; the search stopped there."
+                f"{self.substep_order} holds; the search stopped there."
             )
-        elif m.substep is not None and self.effective_order < self.order:
+        elif m.substep is not None and self.substep_order < self.order:
             self.notes.append(
                 f"{m.substep_name} sub-steps lower the order from {self.order} (exact sub-flows) "
-                f"to {self.effective_order}: that is the order of the compiled layer."
+                f"to {self.substep_order}: that is the order of the compiled layer."
             )
         if not self.exact and not self.symbolic:
-            sub = f", sub-step ±{m.substep.rounding:.3g}" if m.substep else ""
             self.notes.append(
-                "numeric declaration: conditions were evaluated exactly from the digits given "
-                "and accepted when the residual is within twice the rigorous bound of what "
-                f"rounding every coefficient (steps ±{m.rounding:.3g}{sub}) can "
-                f"cause; the largest bound used was {self.tolerance or 0:.3g}."
+                "numeric declaration: every word coefficient and elementary weight was enclosed "
+                "in ball arithmetic holding every splitting within the precision of the "
+                f"coefficients (worst ±{float(max(x.rounding for x in self._numbers)):.3g}); a "
+                "condition is met when its enclosure holds 0 and is narrow, fails when it "
+                "excludes 0, and is undetermined otherwise "
+                f"(largest bound used {self.tolerance or 0:.3g})."
+            )
+        hint = digits_hint(self._failing_judgements)
+        if hint and not self.exact:
+            self.notes.append(hint)
+        if self.undetermined_words or self.undetermined_trees:
+            self.notes.append(
+                f"{len(self.undetermined_words) + len(self.undetermined_trees)} condition(s) "
+                "are undetermined at the precision of the coefficients: the orders shown are "
+                "what was established; give more digits or exact values to decide the rest."
             )
 
     def _raised_by(self) -> str:
@@ -349,14 +412,25 @@ class SplittingReport(Report):
 
     def _show(self, value: sympy.Expr) -> str:
         """Exact values as they are; a numeric declaration's long rationals as floats."""
+        value = sympy.sympify(value)
         return str(value) if self.exact or value.free_symbols else f"{float(value):.6g}"
 
     @property
     def claims(self) -> dict[str, tuple[Any, Any]]:
         claims = super().claims
-        if self.method.effective_order is not None:
-            claims["effective_order"] = (self.method.effective_order, self.effective_order)
+        if self.method.substep_order is not None:
+            claims["substep_order"] = (self.method.substep_order, self.substep_order)
         return claims
+
+    @property
+    def block_order_text(self) -> str:
+        """The layer computes the sub-steps: their order, beside the exact flows' order."""
+        if self.method.substep is None:
+            return str(self.order)
+        return (
+            f"{self.substep_order} with {self.method.substep_name} sub-steps "
+            f"({self.order} with exact sub-flows)"
+        )
 
     def rows(self) -> list[tuple[str, Any]]:
         def shorten(items: list[tuple[str, sympy.Expr]], shown: int = 4) -> list[str]:
@@ -367,12 +441,12 @@ class SplittingReport(Report):
         steps = " → ".join(f"{op} {self._show(c)}" for op, c in m.steps)
         sums = ", ".join(f"{op}: {self._show(s)}" for op, s in self.coefficient_sums.items())
         order = f"{self.order}" + ("+" if self.order_is_lower_bound else "")
-        effective = f"{self.effective_order}" + ("+" if self.effective_order_is_lower_bound else "")
+        effective = f"{self.substep_order}" + ("+" if self.substep_order_is_lower_bound else "")
         rows: list[tuple[str, Any]] = [
             ("order (exact sub-flows)", order),
             ("claimed order", m.order),
-            (f"effective order ({m.substep_name})", effective),
-            ("claimed effective order", m.effective_order),
+            (f"order with the sub-step ({m.substep_name})", effective),
+            ("claimed order with the sub-step", m.substep_order),
             ("exact", self.exact),
             ("operators", ", ".join(m.operators)),
             ("steps", steps),
@@ -380,9 +454,16 @@ class SplittingReport(Report):
             ("domain", self.domain),
             (f"failing words at order {self.order + 1}", shorten(self.failing_words)),
         ]
+        if self.undetermined_words:
+            rows.append(
+                (f"undetermined words at order {self.order + 1}", _open(self.undetermined_words))
+            )
         if m.substep is not None:
-            label = f"failing trees at order {self.effective_order + 1}"
+            label = f"failing trees at order {self.substep_order + 1}"
             rows.append((label, shorten(self.failing_trees)))
+            if self.undetermined_trees:
+                label = f"undetermined trees at order {self.substep_order + 1}"
+                rows.append((label, _open(self.undetermined_trees)))
         rows.append(("proved in", f"{self.seconds:.3f} s"))
         return rows
 
@@ -391,8 +472,8 @@ class SplittingReport(Report):
         return {
             "order": self.order,
             "order_is_lower_bound": self.order_is_lower_bound,
-            "effective_order": self.effective_order,
-            "effective_order_is_lower_bound": self.effective_order_is_lower_bound,
+            "substep_order": self.substep_order,
+            "substep_order_is_lower_bound": self.substep_order_is_lower_bound,
             "substep": m.substep_name,
             "exact": self.exact,
             "tolerance": self.tolerance,
@@ -402,11 +483,27 @@ class SplittingReport(Report):
             "domain": self.domain,
             "failing_words": [{"word": w, "residual": r} for w, r in self.failing_words],
             "failing_trees": [{"tree": t, "residual": r} for t, r in self.failing_trees],
+            "undetermined_words": [
+                {"word": w, "residual": r, "bound": b} for w, r, b in self.undetermined_words
+            ],
+            "undetermined_trees": [
+                {"tree": t, "residual": r, "bound": b} for t, r, b in self.undetermined_trees
+            ],
             "seconds": self.seconds,
         }
 
 
-def analyse_splitting(method: Splitting, *, max_order: int | None = None) -> SplittingReport:
+def _open(items: list[tuple[str, Any, float]], shown: int = 4) -> list[str]:
+    more = [f"... {len(items) - shown} more"] if len(items) > shown else []
+    return [f"{name}: {res:.3g} ± {bound:.3g}" for name, res, bound in items[:shown]] + more
+
+
+def analyse_splitting(
+    method: Splitting,
+    *,
+    max_order: int | None = None,
+    time_budget: float = DEFAULT_TIME_BUDGET,
+) -> SplittingReport:
     """Prove the order of a splitting with exact sub-flows and with its declared sub-step.
 
     **Arguments:**
@@ -420,4 +517,4 @@ def analyse_splitting(method: Splitting, *, max_order: int | None = None) -> Spl
         raise AnalysisError(f"analyse_splitting needs a Splitting, got {type(method).__name__}")
     if max_order is not None and (not isinstance(max_order, int) or max_order < 1):
         raise AnalysisError(f"max_order must be a positive integer, got {max_order!r}")
-    return SplittingReport(method, max_order)
+    return SplittingReport(method, max_order, time_budget)

@@ -15,8 +15,6 @@ of non-autonomous problems when a tableau declares c different from the row sums
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -63,20 +61,30 @@ class TreeFamily:
         self._add_order_one()
 
     def _new(self, colour: str, children: tuple[int, ...]) -> None:
+        """Add the tree (colour, children); children sorted, and (colour, children[1:]) known.
+
+        With t = u + s (s = children[0], the smallest child): |t| = |u| + |s|,
+        γ(t) = |t|·γ(u)/|u|·γ(s), and σ(t) = σ(u)·σ(s)·m where m counts s among t's children.
+        """
         key = (colour, children)
         if key in self._key:  # pragma: no cover - the decomposition makes this impossible
             raise AssertionError(f"tree generated twice: {key}")
-        kids = [self.trees[i] for i in children]
-        counts = Counter(children)
-        symmetry = 1
-        for child, m in counts.items():
-            symmetry *= self.trees[child].symmetry ** m * math.factorial(m)
-        order = 1 + sum(k.order for k in kids)
-        density = order * math.prod(k.density for k in kids)
-        tree = Tree(len(self.trees), colour, children, order, density, symmetry)
+        if not children:
+            tree = Tree(len(self.trees), colour, children, 1, 1, 1)
+        else:
+            u = self.trees[self._key[(colour, children[1:])]]
+            s = self.trees[children[0]]
+            m = 1
+            while m < len(children) and children[m] == children[0]:
+                m += 1
+            order = u.order + s.order
+            density = order * (u.density // u.order) * s.density
+            tree = Tree(
+                len(self.trees), colour, children, order, density, u.symmetry * s.symmetry * m
+            )
         self._key[key] = tree.index
         self.trees.append(tree)
-        self._by_order[order].append(tree.index)
+        self._by_order[tree.order].append(tree.index)
 
     def _add_order_one(self) -> None:
         self._by_order.append([])
@@ -101,6 +109,11 @@ class TreeFamily:
         while len(self._by_order) <= n:
             self._extend()
         return [self.trees[i] for i in self._by_order[n]]
+
+    def split(self, tree: Tree) -> tuple[Tree, Tree]:
+        """(u, s): the tree without its smallest child s, and s (t = u + s; `tree` has children)."""
+        rest = self._key[(tree.colour, tree.children[1:])]
+        return self.trees[rest], self.trees[tree.children[0]]
 
     def up_to(self, n: int) -> Iterator[Tree]:
         for k in range(1, n + 1):

@@ -1,8 +1,8 @@
 """Stage 4, assemble: models built from compiled blocks, declared by recipes."""
 
 from .floater import FloaterInjection, warm_start
-from .models import LanguageModel, Seq2Seq, apply_param_budget, count_parameters
-from .recipe import Recipe, load_recipe, recipe_from_dict, recipe_names
+from .models import LanguageModel, Seq2Seq, apply_param_budget, count_parameters, side_order
+from .recipe import Recipe, load_recipe, recipe_from_dict, recipe_names, recipe_to_toml
 
 __all__ = [
     "FloaterInjection",
@@ -14,5 +14,7 @@ __all__ = [
     "load_recipe",
     "recipe_from_dict",
     "recipe_names",
+    "recipe_to_toml",
+    "side_order",
     "warm_start",
 ]

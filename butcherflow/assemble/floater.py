@@ -29,6 +29,7 @@ from typing import Any, final
 import torch
 from torch import Tensor, nn
 
+from ..analysis import check
 from ..compiler.multistep import MultistepStack
 from ..errors import DeclarationError, UnknownNameError
 from ..methods import ContinuousDynamics, catalog
@@ -41,6 +42,7 @@ from ..nn import (
     token_positions,
 )
 from ..nn.floater import FloaterPositions
+from ..nn.ode import field_calls_per_step
 
 FLOATER_BLOCKS = ("all", "input")
 Ref = tuple[str, int]  # (flow, index of the initial value)
@@ -303,8 +305,6 @@ class FloaterInjection(nn.Module):
 
     def describe(self) -> str:
         """Where the biases go and what they cost, for `butcherflow show`."""
-        from ..analysis import check
-
         d = self.declaration
         where = "every block" if self.blocks == "all" else "the input block of each side"
         _, steps, evals, _ = _solver_text(d)
@@ -334,8 +334,6 @@ class FloaterInjection(nn.Module):
 
 def _solver_text(dynamics: ContinuousDynamics) -> tuple[str, str, str, str]:
     """(solver, steps per position, field evaluations per position, gradients), in words."""
-    from ..nn.ode import field_calls_per_step
-
     tableau = dynamics.solver_tableau()
     if dynamics.adaptive:
         solver = f"{dynamics.method} (adaptive torchdiffeq method running '{tableau.name}')"
@@ -356,7 +354,7 @@ def _solver_text(dynamics: ContinuousDynamics) -> tuple[str, str, str, str]:
             steps = f"{count} step(s) per position (step_size {dynamics.step_size})"
         evals = f"{count} step(s) × {per_step} stages = {count * per_step}"
     gradients = (
-        "adjoint ODE (torchdiffeq odeint_adjoint: memory constant in the length)"
+        "adjoint ODE (solved backwards by the same solver: memory constant in the length)"
         if dynamics.adjoint
         else "backpropagation through the solver steps"
     )
@@ -370,8 +368,6 @@ def describe_dynamics(dynamics: ContinuousDynamics, d_model: int, hidden: int | 
 
     **Returns:** a few lines of text (`butcherflow show floater`).
     """
-    from ..analysis import check
-
     hidden = d_model if hidden is None else hidden
     report = check(dynamics)
     size = FloaterPositions(dynamics, d_model, 1, hidden).num_dynamics_parameters

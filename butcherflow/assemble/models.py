@@ -15,9 +15,10 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..compiler import CompiledBlock, compile, compile_stack
+from ..analysis import trained_order
+from ..compiler import CompiledBlock, compile, compile_stack, spans_layers
 from ..errors import DeclarationError
-from ..methods import LinearMultistep, Splitting, catalog
+from ..methods import catalog
 from ..nn import Context, DecodeCache, LearnedPositions, SinusoidalPositions, token_positions
 from .floater import FloaterInjection
 from .recipe import Recipe, Side, load_recipe
@@ -31,40 +32,49 @@ def _cross_attends(side: Side) -> bool:
 
 
 def build_side(side: Side, sizes: Mapping[str, Any], *, where: str, causal: bool) -> nn.ModuleList:
-    """The blocks of one side: `layers` compiled blocks, or one stack for multistep/DLCL."""
+    """The blocks of one side: `layers` compiled blocks, or one stack for multistep/DLCL.
+
+    Compile options that do not apply to the method are refused by the compiler; the error
+    names the recipe's key (`encoder.share`).
+    """
     options = dict(side.options)
     share_gate = bool(options.pop("share_gate", False))
-    if side.method == "dlcl" or isinstance(catalog.resolve(side.method), LinearMultistep):
-        if side.field is None:
-            raise DeclarationError(
-                "a multistep stack takes one field for every layer",
-                key=f"{where}.field",
-                value=side.fields,
-                valid="field = 'san+ffn'",
-            )
-        return nn.ModuleList(
-            [
-                compile_stack(
-                    side.method, [side.field] * side.layers, **sizes, causal=causal, **options
+    fields = {"field": side.field} if side.field is not None else {"fields": side.fields}
+    method = side.method if side.method == "dlcl" else catalog.resolve(side.method)
+    try:
+        if spans_layers(method):
+            if side.field is None:
+                raise DeclarationError(
+                    "a multistep stack takes one field for every layer",
+                    key="field",
+                    value=side.fields,
+                    valid="field = 'san+ffn'",
                 )
-            ]
-        )
-    method = catalog.resolve(side.method)
-    if isinstance(method, Splitting) != (side.fields is not None):
+            stack = compile_stack(
+                method, [side.field] * side.layers, **sizes, causal=causal, **options
+            )
+            return nn.ModuleList([stack])
+        blocks: list[CompiledBlock] = []
+        for _ in range(side.layers):
+            if share_gate and blocks:
+                options["gate"] = blocks[0].program.get_submodule("gate")
+            blocks.append(compile(method, **fields, **sizes, causal=causal, **options))
+        return nn.ModuleList(blocks)
+    except DeclarationError as error:
+        if error.key not in {*side.options, "field", "fields"}:
+            raise
         raise DeclarationError(
-            f"'{side.method}' is a {method.family} method",
-            key=f"{where}.field",
-            value=side.field or side.fields,
-            valid="splittings take fields = {...}; other methods take field = '...'",
-        )
-    blocks: list[CompiledBlock] = []
-    for _ in range(side.layers):
-        if share_gate and blocks:
-            options["gate"] = blocks[0].program.get_submodule("gate")
-        blocks.append(
-            compile(method, field=side.field, fields=side.fields, **sizes, causal=causal, **options)
-        )
-    return nn.ModuleList(blocks)
+            error.problem, key=f"{where}.{error.key}", value=error.value, valid=error.valid
+        ) from None
+
+
+def side_order(side: Side) -> str:
+    """The proved order of one side's blocks as they train (`analysis.trained_order`): of the
+    declaration the compiled blocks compute, its parameters and `coefficients` included."""
+    if side.method == "dlcl":
+        return "none: DLCL learns its weights over every earlier layer"
+    method = catalog.resolve(side.method)
+    return trained_order(method, str(side.options.get("coefficients") or "exact"))
 
 
 class _Embedding(nn.Module):

@@ -26,19 +26,29 @@ position = "sinusoidal"              # or "learned" (with max_len), or "floater"
 A side (`[encoder]`/`[decoder]`) takes `method` and either `field` (Runge-Kutta methods,
 multistep stacks, `"dlcl"`) or `fields` (splittings), plus `coefficients`, `step_size`,
 `iterations`, `share`, `share_gate`, `starter`, `init`.
+
+A method (`method`, `starter`, `floater`) is named by a catalog name, a declaration file (a
+relative path is read from the recipe's folder), or given inline as a declaration table
+(`method = { name = "mine", family = "runge-kutta", A = [...], b = [...] }`): a run's
+`config.json` stores its recipe so, every method resolved (`declarations.pinned`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
+import tomli_w
+
 from ..errors import DeclarationError, UnknownNameError
+from ..methods import ContinuousDynamics, Method
 from ..methods.base import check_name
-from ..methods.catalog import _catalog_dir, check_keys, read_toml
+from ..methods.files import catalog_dir, check_keys, from_dict, read_toml
+from .floater import FLOATER_BLOCKS, resolve_floater
 
 TOP_KEYS = (
     "name",
@@ -81,10 +91,11 @@ FLOATER_KEYS = ("floater", "floater_blocks", "floater_hidden")
 @final
 @dataclass(frozen=True)
 class Side:
-    """One side (encoder or decoder) of a recipe."""
+    """One side (encoder or decoder) of a recipe; `method` (and a `starter` in `options`) is a
+    name, a file or a declaration (see the module docstring)."""
 
     layers: int
-    method: str
+    method: str | Method
     field: str | None = None
     fields: Mapping[str, str] | None = None
     options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -108,7 +119,7 @@ class Recipe:
     scale_embeddings: bool = True
     param_budget: str | None = None
     source: str | None = None
-    floater: str | None = None  # position = "floater": the flow declaration (name or file)
+    floater: str | ContinuousDynamics | None = None  # position = "floater": the flow
     floater_blocks: str = "all"
     floater_hidden: int | None = None
 
@@ -121,20 +132,38 @@ def _int(value: Any, key: str, source: str | None, minimum: int = 1) -> int:
     return value
 
 
-def _side(data: Any, where: str, source: str | None) -> Side:
+def _reference(value: Any, key: str, source: str | None, folder: Path | None) -> str | Method:
+    """A method named in a recipe: a declaration as it is, a declaration table built, a
+    relative file path read from the recipe's `folder`, a catalog name as it is."""
+    if isinstance(value, Method):
+        return value
+    if isinstance(value, Mapping):
+        return from_dict(value, source=source)
+    if not isinstance(value, str) or not value:
+        raise DeclarationError(
+            "missing method",
+            key=key,
+            value=value,
+            valid="a catalog name such as 'rk4', 'strang' or 'dlcl', a declaration file, or a "
+            "declaration table",
+            source=source,
+        )
+    if folder is not None and _is_file(value):
+        return str(folder / value)
+    return value
+
+
+def _is_file(name: str) -> bool:
+    """A relative path (as the catalog tells names from files); absolute paths stay as given."""
+    return (name.endswith(".toml") or "/" in name) and not Path(name).is_absolute()
+
+
+def _side(data: Any, where: str, source: str | None, folder: Path | None) -> Side:
     if not isinstance(data, Mapping):
         raise DeclarationError("expected a table", key=where, value=data, source=source)
     check_keys(data, SIDE_KEYS, source, where=f"{where}.")
     layers = _int(data.get("layers"), f"{where}.layers", source)
-    method = data.get("method")
-    if not isinstance(method, str):
-        raise DeclarationError(
-            "missing method",
-            key=f"{where}.method",
-            value=method,
-            valid="a catalog name such as 'rk4', 'strang' or 'dlcl'",
-            source=source,
-        )
+    method = _reference(data.get("method"), f"{where}.method", source, folder)
     single, several = data.get("field"), data.get("fields")
     if (single is None) == (several is None):
         raise DeclarationError(
@@ -159,12 +188,25 @@ def _side(data: Any, where: str, source: str | None) -> Side:
             source=source,
         )
     options = {k: v for k, v in data.items() if k not in ("layers", "method", "field", "fields")}
+    if "starter" in options:
+        options["starter"] = _reference(options["starter"], f"{where}.starter", source, folder)
     return Side(layers, method, single, several, options)
 
 
-def recipe_from_dict(data: Mapping[str, Any], source: str | Path | None = None) -> Recipe:
-    """Validate the content of a recipe file."""
+def recipe_from_dict(
+    data: Mapping[str, Any], source: str | Path | None = None, *, folder: str | Path | None = None
+) -> Recipe:
+    """Validate the content of a recipe file.
+
+    **Arguments:**
+
+    - `data`: the parsed file.
+    - `source`: where it came from (named in errors).
+    - `folder`: where relative declaration files are read from (a recipe file's folder; None:
+      the working directory).
+    """
     src = None if source is None else str(source)
+    base = None if folder is None else Path(folder)
     check_keys(data, TOP_KEYS, src)
     sizes = data.get("sizes", {})
     if not isinstance(sizes, Mapping):
@@ -179,8 +221,8 @@ def recipe_from_dict(data: Mapping[str, Any], source: str | Path | None = None) 
         raise DeclarationError(
             "dropout must be in [0, 1)", key="sizes.dropout", value=dropout, source=src
         )
-    encoder = _side(data["encoder"], "encoder", src) if "encoder" in data else None
-    decoder = _side(data["decoder"], "decoder", src) if "decoder" in data else None
+    encoder = _side(data["encoder"], "encoder", src, base) if "encoder" in data else None
+    decoder = _side(data["decoder"], "decoder", src, base) if "decoder" in data else None
     if encoder is None and decoder is None:
         raise DeclarationError("a recipe needs an [encoder] or a [decoder] table", source=src)
     embedding = data.get("embedding", {})
@@ -204,7 +246,7 @@ def recipe_from_dict(data: Mapping[str, Any], source: str | Path | None = None) 
             valid="remove it (sinusoidal positions have no maximum)",
             source=src,
         )
-    floater = _floater(embedding, position, src)
+    floater = _floater(embedding, position, src, base)
     budget = data.get("param_budget")
     if budget is not None and not isinstance(budget, str):
         raise DeclarationError(
@@ -214,6 +256,8 @@ def recipe_from_dict(data: Mapping[str, Any], source: str | Path | None = None) 
             valid="e.g. param_budget = 'transformer-base'",
             source=src,
         )
+    if budget is not None and base is not None and _is_file(budget):
+        budget = str(base / budget)  # a recipe file, read from this recipe's folder too
     return Recipe(
         name=check_name(data.get("name"), src),
         title=str(data.get("title", data.get("name", ""))),
@@ -232,7 +276,57 @@ def recipe_from_dict(data: Mapping[str, Any], source: str | Path | None = None) 
     )
 
 
-def _floater(embedding: Mapping[str, Any], position: str, src: str | None) -> dict[str, Any]:
+def recipe_to_toml(recipe: Recipe) -> str:
+    """The recipe as a TOML recipe file: `recipe_from_dict` of its parse gives it back (the
+    serialiser of `recipe_from_dict`; a save dir's `config.json` stores a run's recipe so)."""
+    data: dict[str, Any] = {
+        "name": recipe.name,
+        "title": recipe.title,
+        "reference": recipe.reference,
+        "description": recipe.description,
+    }
+    if recipe.param_budget is not None:
+        data["param_budget"] = recipe.param_budget
+    data["sizes"] = dict(recipe.sizes)
+    for where in ("encoder", "decoder"):
+        side = getattr(recipe, where)
+        if side is None:
+            continue
+        table: dict[str, Any] = {"layers": side.layers, "method": _table(side.method)}
+        if side.field is not None:
+            table["field"] = side.field
+        if side.fields is not None:
+            table["fields"] = dict(side.fields)
+        table.update({k: _table(v) if k == "starter" else v for k, v in side.options.items()})
+        data[where] = table
+    embedding: dict[str, Any] = {
+        "position": recipe.position,
+        "share_embeddings": recipe.share_embeddings,
+        "scale": recipe.scale_embeddings,
+    }
+    if recipe.position == "learned":
+        embedding["max_len"] = recipe.max_len
+    if recipe.position == "floater":  # FLOATER's flow and where it is injected
+        for key in ("floater", "floater_blocks", "floater_hidden"):
+            if getattr(recipe, key, None) is not None:
+                embedding[key] = _table(getattr(recipe, key))
+    data["embedding"] = embedding
+    return tomli_w.dumps(data)
+
+
+def method_name(reference: str | Method) -> str:
+    """How a recipe's method is called: a declaration's name, else the name or path given."""
+    return reference.name if isinstance(reference, Method) else reference
+
+
+def _table(reference: Any) -> Any:
+    """A declaration as its table (a name or a path stays as it is)."""
+    return reference.to_table() if isinstance(reference, Method) else reference
+
+
+def _floater(
+    embedding: Mapping[str, Any], position: str, src: str | None, folder: Path | None
+) -> dict[str, Any]:
     """The FLOATER options of `[embedding]`, validated (empty unless position = "floater")."""
     if position != "floater":
         for key in FLOATER_KEYS:
@@ -245,8 +339,6 @@ def _floater(embedding: Mapping[str, Any], position: str, src: str | None) -> di
                     source=src,
                 )
         return {}
-    from .floater import FLOATER_BLOCKS, resolve_floater
-
     name = embedding.get("floater")
     if name is None:
         raise DeclarationError(
@@ -256,10 +348,11 @@ def _floater(embedding: Mapping[str, Any], position: str, src: str | None) -> di
             "'positions': a catalog name or a .toml file)",
             source=src,
         )
-    if isinstance(name, str) and src is not None and (name.endswith(".toml") or "/" in name):
-        beside = Path(src).parent / name  # a relative file is read beside the recipe
-        name = str(beside) if not Path(name).is_absolute() and beside.is_file() else name
-    resolve_floater(name, key="embedding.floater", source=src)
+    if isinstance(name, (str, Mapping)):
+        name = _reference(name, "embedding.floater", src, folder)
+    flow = resolve_floater(name, key="embedding.floater", source=src)
+    if isinstance(name, Method):
+        name = flow
     blocks = embedding.get("floater_blocks", "all")
     if blocks not in FLOATER_BLOCKS:
         raise DeclarationError(
@@ -276,7 +369,7 @@ def _floater(embedding: Mapping[str, Any], position: str, src: str | None) -> di
 
 
 def recipe_names() -> list[str]:
-    return sorted(p.stem for p in _catalog_dir("models").glob("*.toml"))
+    return sorted(p.stem for p in catalog_dir("models").glob("*.toml"))
 
 
 def load_recipe(recipe: str | Path | Recipe) -> Recipe:
@@ -285,14 +378,12 @@ def load_recipe(recipe: str | Path | Recipe) -> Recipe:
         return recipe
     text = str(recipe)
     if isinstance(recipe, Path) or text.endswith(".toml") or "/" in text:
-        return recipe_from_dict(read_toml(text), source=text)
-    path = _catalog_dir("models") / f"{text}.toml"
+        return recipe_from_dict(read_toml(text), source=text, folder=Path(text).parent)
+    path = catalog_dir("models") / f"{text}.toml"
     if not path.is_file():
-        import difflib
-
         close = difflib.get_close_matches(text, recipe_names(), n=3)
         hint = f"did you mean {', '.join(close)}? " if close else ""
         raise UnknownNameError(
             f"no recipe named '{text}'; {hint}recipes: " + ", ".join(recipe_names())
         )
-    return recipe_from_dict(read_toml(path), source=path)
+    return recipe_from_dict(read_toml(path), source=path, folder=path.parent)

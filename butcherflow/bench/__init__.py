@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..devices import set_threads
+
 HEADER = (
     "# Benchmarks\n\n"
     "Every number on this page comes from a `butcherflow bench ...` command that anyone can rerun; "
@@ -61,11 +63,14 @@ def run_benchmark(args: argparse.Namespace) -> int:
     **Arguments:**
 
     - `args`: parsed CLI arguments: `what` (`"order"`, `"block"` or `"beam"`), `output`, `repeats`,
-      `no_nodepy`.
+      `no_nodepy`, `threads` (torch's CPU threads; None keeps torch's default).
 
     **Returns:** the exit code, 0 (a missed target is reported, not an error).
     """
-    command = f"butcherflow bench {args.what} --repeats {args.repeats}"
+    threads = getattr(args, "threads", None)
+    set_threads(threads)
+    given = f" --threads {threads}" if threads is not None else ""
+    command = f"butcherflow bench {args.what} --repeats {args.repeats}{given}"
     if args.what == "order" and args.no_nodepy:
         command += " --no-nodepy"
     if str(args.output) != "docs/benchmarks.md":
@@ -73,7 +78,7 @@ def run_benchmark(args: argparse.Namespace) -> int:
     if args.what == "train":
         from .train import run_from_args
 
-        return run_from_args(args)
+        return run_from_args(args, given)
     if args.what == "beam":
         from .beam import run_beam
 
@@ -86,10 +91,13 @@ def run_benchmark(args: argparse.Namespace) -> int:
 
         run_floater(output=args.output, repeats=args.repeats, command=command)
         return 0
-    if args.what == "block":
+    if args.what in ("block", "streams"):
         from .block import run_block
+        from .streams import run_streams
 
-        run_block(output=args.output, repeats=args.repeats, command=command)
+        if args.what == "block":
+            run_block(output=args.output, repeats=args.repeats, command=command)
+        run_streams(output=args.output, repeats=args.repeats, command=command)
         return 0
     from .order import run_order
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from ..assemble import Recipe, Seq2Seq, load_recipe
-from ..generate.evaluate import resolve_device
+from ..devices import resolve_device
 from ..generate.search import search
 from . import write_section
 from .block import side_by_side

@@ -1,5 +1,11 @@
-"""`butcherflow bench order`: how long `bf.check` takes on every catalog method, beside NodePy's
-exact mode on the same tableaux (built from butcherflow's coefficients, one child process each).
+"""`butcherflow bench order`: `bf.check` on every catalog method, beside NodePy, in one table.
+
+For each method, in one run and side by side: the median wall clock of our full report (order,
+error terms, stage order, embedded order, R(z) and its intervals, A-/L- and algebraic
+stability), then NodePy's `order()` on the same coefficients in a child process (exact mode for
+exact tableaux, float mode for numeric ones; NodePy has no exact mode for R(z) with radicals).
+Each row marks the issue's targets as met or not; the median and the worst ratio are reported
+over every method both ran, slower rows included.
 """
 
 from __future__ import annotations
@@ -17,125 +23,175 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from sympy.core.cache import clear_cache
 
 from ..analysis import check
-from ..methods import ButcherTableau, catalog, load
+from ..analysis import stability as stability_module
+from ..methods import ButcherTableau, LinearMultistep, Method, catalog, load
 from . import write_section
 
-DEFAULT_TARGET = 2.0  # seconds, for every catalog method
-TARGETS = {"dormand-prince-8": 1.0, "gauss-legendre-3": 1.0, "radau-iia-5": 1.0}
-FEAGIN, FEAGIN_ORDER, FEAGIN_TARGET = "feagin-10", 10, 10.0
-# The methods of the issue's NodePy figures, compared where the catalog has them.
-NODEPY_METHODS: tuple[str, ...] = ("gauss-legendre-3", "radau-iia-5", "dormand-prince-8")
-NODEPY_METHODS += ("feagin-10", "tsitouras-5", "lawson-6", "tsitouras-9")
-NODEPY_TIMEOUT = 45.0
+ORDER_TARGET = 2.0  # seconds: every method of order ≤ 10, full report
+HIGH_ORDER_TARGET = 60.0  # seconds: Feagin 12 and 14
+HIGH_ORDER_METHODS = ("feagin-12", "feagin-14")
+NODEPY_SPEEDUP = 10.0  # at least this many times NodePy's exact mode where NodePy takes > 1 s
+NODEPY_SLOW = 1.0
+NODEPY_TIMEOUT = 300.0  # seconds before a NodePy run is abandoned
 NODEPY_ONE_RUN = 5.0  # a NodePy run longer than this is not repeated
+CHECK_TIMEOUT = 1800.0  # seconds before one of our proofs is abandoned (a finding, not a hang)
+ONE_RUN = 10.0  # one of our proofs longer than this is not repeated
 
 
 @dataclass
 class NodepyResult:
-    """NodePy's median time and exact order; `seconds` is `None` on a timeout or an error."""
+    """NodePy's median time, its mode and order; `seconds` is `None` on a timeout or an error."""
 
     seconds: float | None
     order: int | None = None
+    mode: str = "exact"
     note: str = ""
+
+    @property
+    def timed_out(self) -> bool:
+        return self.seconds is None and self.note.startswith("timeout")
 
 
 @dataclass
 class Row:
-    """One timed proof: `seconds` is the median (`None` when loading or proving failed)."""
+    """One method: our median time (`None` when loading or proving failed) and NodePy's."""
 
-    label: str
+    name: str
     family: str
+    numeric: bool
     claimed: int | None
     proved: int | None
     seconds: float | None
-    target: float
     note: str = ""
     nodepy: NodepyResult | None = None
+    targets: list[tuple[str, bool]] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float | None:
+        """NodePy's time over ours; for a NodePy timeout, a lower bound (timeout / ours)."""
+        theirs = self.nodepy
+        if not self.seconds or theirs is None:
+            return None
+        if theirs.seconds is None:
+            return NODEPY_TIMEOUT / self.seconds if theirs.timed_out else None
+        return theirs.seconds / self.seconds
 
     @property
     def passed(self) -> bool:
-        return self.seconds is not None and self.seconds < self.target
+        return self.seconds is not None and all(met for _, met in self.targets)
 
 
-def time_check(name: str, repeats: int, max_order: int | None = None) -> Row:
+def _fresh_caches() -> None:
+    clear_cache()  # sympy's
+    stability_module.clear_cache()
+
+
+def time_check(name: str, repeats: int) -> Row:
     """Median time of `bf.check` on catalog method `name`, loaded afresh for every run.
 
     **Arguments:**
 
     - `name`: a catalog name.
-    - `repeats`: how many runs the median is taken over.
-    - `max_order`: passed to `bf.check` (default: the claimed order + 1).
+    - `repeats`: how many runs the median is taken over (one only when they exceed
+      `ONE_RUN` seconds together).
 
-    **Returns:** a `Row` (its `note` holds the error when loading or proving failed).
+    **Returns:** a `Row` without NodePy's result (its `note` holds the error when loading or
+    proving failed, or the time limit `CHECK_TIMEOUT` when a proof ran past it).
     """
-    label = name if max_order is None else f"{name} (to order {max_order})"
-    target = FEAGIN_TARGET if max_order is not None else TARGETS.get(name, DEFAULT_TARGET)
     times: list[float] = []
+    previous = signal.signal(signal.SIGALRM, signal.default_int_handler)
     try:
-        for _ in range(repeats):
+        while len(times) < repeats and sum(times) <= ONE_RUN:
             method = load(catalog.path(name))
-            clear_cache()
+            _fresh_caches()
+            signal.setitimer(signal.ITIMER_REAL, CHECK_TIMEOUT)
             start = time.perf_counter()
-            report = check(method, max_order=max_order)
+            report = check(method)
             times.append(time.perf_counter() - start)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except KeyboardInterrupt:  # SIGALRM: sympy swallows no KeyboardInterrupt
+        return Row(name, "?", False, None, None, None, f"timeout (>{CHECK_TIMEOUT:g} s)")
     except Exception as error:  # one broken declaration must not stop the benchmark
-        return Row(label, "?", None, None, None, target, f"error: {error}")
+        return Row(name, "?", False, None, None, None, f"error: {error}")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
     note = "" if report.claim_holds else "claim fails: " + report.mismatch_message()
     m = report.method
-    return Row(label, m.family, m.order, report.order, statistics.median(times), target, note)
+    numeric = bool(getattr(m, "numeric", False))  # continuous dynamics have no digits
+    return Row(name, m.family, numeric, m.order, report.order, statistics.median(times), note)
+
+
+def _nodepy_method(
+    method: ButcherTableau | LinearMultistep, numeric: bool
+) -> tuple[Callable[[], int], str]:
+    """NodePy's order computation for `method` and its mode (`exact` or `float`)."""
+    from nodepy import linear_multistep_method as lmm
+    from nodepy import runge_kutta_method as rkm
+
+    mode = "float" if numeric else "exact"
+    dtype = float if numeric else object
+    if isinstance(method, LinearMultistep):
+        alpha = np.array(list(method.alpha), dtype=dtype)
+        beta = np.array(list(method.beta), dtype=dtype)
+        lm = lmm.LinearMultistepMethod(alpha, beta, description=method.name)  # no order at init
+        return (lambda: int(lm.order())), mode
+    A = np.array([list(row) for row in method.A], dtype=dtype)
+    b = np.array(list(method.b), dtype=dtype)
+    kind = rkm.ExplicitRungeKuttaMethod if method.is_explicit else rkm.RungeKuttaMethod
+    rk = kind(A, b, name=method.name)
+    high = (method.order or 0) > 10  # NodePy's float conditions stop at 10 without this flag
+    if numeric:
+        return (lambda: int(rk.order(mode="float", extremely_high_order=high))), mode
+    return (lambda: int(rk.order(mode="exact"))), mode
 
 
 def nodepy_child(path: str, repeats: str, timeout: str) -> None:
-    """In a child process: time NodePy's `order(mode="exact")` and print the result as JSON.
+    """In a child process: time NodePy's order of one declaration and print it as JSON.
 
     **Arguments:**
 
-    - `path`: the declaration file of a Runge-Kutta method.
-    - `repeats`: how many runs (one only when a run exceeds `NODEPY_ONE_RUN` seconds).
+    - `path`: the declaration file (a Runge-Kutta or linear multistep method).
+    - `repeats`: how many runs (one only when they exceed `NODEPY_ONE_RUN` seconds together).
     - `timeout`: seconds before a run is abandoned.
 
-    **Returns:** nothing; prints `{"times": [...], "order": p}` or `{"timeout": true}`.
+    **Returns:** nothing; prints `{"times": [...], "order": p, "mode": m}` or `{"timeout": true}`.
     """
-    from nodepy import runge_kutta_method as rkm
-
-    tableau = load(path)
-    assert isinstance(tableau, ButcherTableau)
+    method = load(path)
+    assert isinstance(method, (ButcherTableau, LinearMultistep)), "see comparable()"
     # SIGALRM raises KeyboardInterrupt, which no `except Exception` in sympy or NodePy swallows.
     signal.signal(signal.SIGALRM, signal.default_int_handler)
     times: list[float] = []
-    order = None
+    order, mode = None, "exact"
     while len(times) < int(repeats) and sum(times) <= NODEPY_ONE_RUN:
-        A = np.array([list(row) for row in tableau.A], dtype=object)
-        b = np.array(list(tableau.b), dtype=object)
-        kind = rkm.ExplicitRungeKuttaMethod if tableau.is_explicit else rkm.RungeKuttaMethod
-        method = kind(A, b, name=tableau.name)
+        run, mode = _nodepy_method(method, method.numeric)
         clear_cache()
         signal.setitimer(signal.ITIMER_REAL, float(timeout))
         start = time.perf_counter()
         try:
-            order = int(method.order(mode="exact"))
+            order = run()
         except KeyboardInterrupt:
-            print(json.dumps({"timeout": True}))
+            print(json.dumps({"timeout": True, "mode": mode}))
             return
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         times.append(time.perf_counter() - start)
-    print(json.dumps({"times": times, "order": order}))
+    print(json.dumps({"times": times, "order": order, "mode": mode}))
 
 
 def time_nodepy(name: str, repeats: int) -> NodepyResult:
-    """Time NodePy's exact order of catalog method `name` in a fresh Python process.
+    """Time NodePy's order of catalog method `name` in a fresh Python process.
 
     **Arguments:**
 
-    - `name`: a catalog name of a Runge-Kutta method.
+    - `name`: a catalog name of a Runge-Kutta or linear multistep method.
     - `repeats`: runs to take the median of.
 
     **Returns:** a `NodepyResult`.
@@ -152,8 +208,34 @@ def time_nodepy(name: str, repeats: int) -> NodepyResult:
         return NodepyResult(None, note="error: " + (done.stderr.strip().splitlines() or ["?"])[-1])
     result = json.loads(lines[-1])
     if result.get("timeout"):
+        timeout.mode = result["mode"]
         return timeout
-    return NodepyResult(statistics.median(result["times"]), result["order"])
+    return NodepyResult(statistics.median(result["times"]), result["order"], result["mode"])
+
+
+def comparable(method: Method) -> bool:
+    """Whether NodePy can compute the order of `method` (a Runge-Kutta or linear multistep
+    method without free parameters)."""
+    return isinstance(method, (ButcherTableau, LinearMultistep)) and not method.symbols
+
+
+def targets(row: Row) -> list[tuple[str, bool]]:
+    """The issue's speed targets that apply to `row`, each with whether it is met."""
+    out: list[tuple[str, bool]] = []
+    ours = row.seconds
+    if row.name in HIGH_ORDER_METHODS:
+        out.append((f"< {HIGH_ORDER_TARGET:g} s", ours is not None and ours < HIGH_ORDER_TARGET))
+    elif row.proved is None or row.proved <= 10:
+        out.append((f"< {ORDER_TARGET:g} s", ours is not None and ours < ORDER_TARGET))
+    theirs = row.nodepy
+    if (
+        theirs is not None
+        and theirs.mode == "exact"
+        and (theirs.timed_out or (theirs.seconds or 0.0) > NODEPY_SLOW)
+    ):
+        ratio = row.ratio
+        out.append((f"≥ {NODEPY_SPEEDUP:g}× NodePy", ratio is not None and ratio >= NODEPY_SPEEDUP))
+    return out
 
 
 def ensure_nodepy() -> bool:
@@ -178,9 +260,12 @@ def machine() -> str:
     if Path("/proc/cpuinfo").is_file():
         models = [x for x in Path("/proc/cpuinfo").read_text().splitlines() if "model name" in x]
         cpu = models[0].split(":", 1)[1].strip() if models else cpu
-    found = {p: importlib.util.find_spec(p) for p in ("sympy", "gmpy2", "nodepy")}
+    found = {p: importlib.util.find_spec(p) for p in ("sympy", "gmpy2", "flint", "nodepy")}
+    names = {"flint": "python-flint"}
     versions = [
-        f"{p} {importlib.metadata.version(p) if f else 'not installed'}" for p, f in found.items()
+        f"{names.get(p, p)} "
+        + (importlib.metadata.version(names.get(p, p)) if f else "not installed")
+        for p, f in found.items()
     ]
     return (
         f"{platform.platform()}; {cpu}, {os.cpu_count()} cores; "
@@ -188,45 +273,67 @@ def machine() -> str:
     )
 
 
-def _show(value: float | None) -> str:
+def _show(value: float | int | None) -> str:
     return "—" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
-def _ratio(ours: float | None, theirs: NodepyResult) -> str:
-    if not ours:
-        return "—"
-    if theirs.seconds is None:
-        return f"> {NODEPY_TIMEOUT / ours:.0f}×" if theirs.note.startswith("timeout") else "—"
-    ratio = theirs.seconds / ours
+def _times(ratio: float) -> str:
     return f"{ratio:.0f}×" if ratio >= 10 else f"{ratio:.2g}×"
 
 
-def tables(rows: Sequence[Row]) -> list[str]:
-    """The markdown tables: every timed proof with its verdict, then the NodePy comparison."""
+def _ratio_text(row: Row) -> str:
+    ratio = row.ratio
+    if ratio is None:
+        return "—"
+    return ("> " if row.nodepy and row.nodepy.timed_out else "") + _times(ratio)
+
+
+def table(rows: Sequence[Row]) -> str:
+    """The markdown table: one row per method, ours beside NodePy, targets met or not."""
     out = [
-        "| method | family | claimed | proved | butcherflow (s) | target (s) | verdict |",
-        "|---|---|--:|--:|--:|--:|---|",
+        "| method | family | entries | claimed | proved | butcherflow (s) | NodePy mode "
+        "| NodePy order | NodePy (s) | NodePy / butcherflow | targets |",
+        "|---|---|---|--:|--:|--:|---|--:|--:|--:|---|",
     ]
     for r in rows:
-        verdict = ("PASS" if r.passed else "**FAIL**") + (f" ({r.note})" if r.note else "")
+        theirs = r.nodepy
+        shown = [f"{label}: {'met' if met else '**not met**'}" for label, met in r.targets]
+        if r.note:
+            shown.append(r.note)
         out.append(
-            f"| {r.label} | {r.family} | {_show(r.claimed)} | {_show(r.proved)} "
-            f"| {_show(r.seconds)} | < {r.target:g} | {verdict} |"
+            f"| {r.name} | {r.family} | {'numeric' if r.numeric else 'exact'} "
+            f"| {_show(r.claimed)} | {_show(r.proved)} | {_show(r.seconds)} "
+            f"| {theirs.mode if theirs else '—'} | {_show(theirs.order) if theirs else '—'} "
+            f"| {(theirs.note or _show(theirs.seconds)) if theirs else '—'} | {_ratio_text(r)} "
+            f"| {'; '.join(shown)} |"
         )
-    compared = [(r, r.nodepy) for r in rows if r.nodepy is not None]
-    if not compared:
-        return ["\n".join(out)]
-    side = [
-        "| method | butcherflow order | NodePy order | butcherflow (s) | NodePy exact (s) "
-        "| NodePy / butcherflow |",
-        "|---|--:|--:|--:|--:|--:|",
-    ]
-    for r, theirs in compared:
-        side.append(
-            f"| {r.label} | {_show(r.proved)} | {_show(theirs.order)} | {_show(r.seconds)} "
-            f"| {theirs.note or _show(theirs.seconds)} | {_ratio(r.seconds, theirs)} |"
+    return "\n".join(out)
+
+
+def summary(rows: Sequence[Row]) -> str:
+    """Median and worst NodePy/butcherflow ratio, where we are slower, and targets met."""
+    ratios = [(x, r) for r in rows if (x := r.ratio) is not None]
+    lines = []
+    if ratios:
+        median = statistics.median(x for x, _ in ratios)
+        worst, who = min(ratios, key=lambda pair: pair[0])
+        mode = who.nodepy.mode if who.nodepy else "?"
+        lines.append(
+            f"NodePy / butcherflow over the {len(ratios)} methods both ran: median "
+            f"{_times(median)}, worst {_times(worst)} ({who.name}, NodePy {mode} mode)."
         )
-    return ["\n".join(out), "\n".join(side)]
+        slower = [r.name for x, r in ratios if x < 1]
+        lines.append(
+            f"butcherflow is slower than NodePy on {len(slower)} of them"
+            + (f": {', '.join(slower)}." if slower else ".")
+        )
+    checked = [met for r in rows for _, met in r.targets]
+    missed = [f"{r.name} ({label})" for r in rows for label, met in r.targets if not met]
+    lines.append(
+        f"Targets met: {sum(checked)} of {len(checked)}"
+        + (f"; not met: {', '.join(missed)}." if missed else ".")
+    )
+    return "\n\n".join(lines)
 
 
 def run_order(
@@ -234,11 +341,10 @@ def run_order(
     repeats: int = 3,
     nodepy: bool = True,
     names: Sequence[str] | None = None,
-    nodepy_names: Sequence[str] = NODEPY_METHODS,
     nodepy_timer: Callable[[str, int], NodepyResult] = time_nodepy,
     command: str = "butcherflow bench order",
 ) -> list[Row]:
-    """Time the catalog's proofs (and NodePy's), print the tables, rewrite the markdown section.
+    """Time the catalog's proofs beside NodePy, print the table, rewrite the markdown section.
 
     **Arguments:**
 
@@ -246,54 +352,51 @@ def run_order(
     - `repeats`: runs per timing (the median is reported).
     - `nodepy`: compare with NodePy (installed on demand).
     - `names`: the catalog methods to time (default: the whole catalog).
-    - `nodepy_names`: the methods compared with NodePy, where `names` has them.
     - `nodepy_timer`: how a NodePy timing is taken (`time_nodepy`; tests substitute their own).
     - `command`: the command line the markdown shows.
 
-    **Returns:** the rows, one per timed proof (`.nodepy` set on the compared ones).
+    **Returns:** the rows, one per method (`.nodepy` set where NodePy ran).
     """
+    use_nodepy = nodepy and (nodepy_timer is not time_nodepy or ensure_nodepy())
     rows: list[Row] = []
     for name in list(catalog) if names is None else names:
-        for max_order in (None, FEAGIN_ORDER) if name == FEAGIN else (None,):
-            rows.append(time_check(name, repeats, max_order))
-            print(f"{rows[-1].label:<32} {_show(rows[-1].seconds):>8} s", flush=True)
-    compared = [r for r in rows if r.label in nodepy_names and r.family in ("runge-kutta", "?")]
-    if nodepy and compared and ensure_nodepy():
-        for r in compared:
-            r.nodepy = nodepy_timer(r.label, repeats)
-            print(f"NodePy {r.label:<25} {r.nodepy.note or _show(r.nodepy.seconds)}", flush=True)
+        row = time_check(name, repeats)
+        if use_nodepy and row.seconds is not None and comparable(load(catalog.path(name))):
+            row.nodepy = nodepy_timer(name, repeats)
+        row.targets = targets(row)
+        rows.append(row)
+        theirs = row.nodepy
+        print(
+            f"{name:<28} {_show(row.seconds):>8} s   NodePy "
+            f"{(theirs.note or _show(theirs.seconds)) if theirs else '—':>10}   {_ratio_text(row)}",
+            flush=True,
+        )
     date = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    main, *side = tables(rows)
-    targets = ", ".join(f"{n} under {t:g} s" for n, t in TARGETS.items())
     body = [
-        "## Order proofs",
+        "## Order proofs beside NodePy",
         f"Command: `{command}`, run {date}.",
         f"Machine: {machine()}.",
-        "Timing: wall clock of `bf.check(method)`, the whole report (for a Runge-Kutta method: "
-        "order, failing trees and principal error norm, stage order, embedded order, stability "
-        f"function and intervals, algebraic stability); median of {repeats} run(s), each on a "
-        "freshly loaded declaration "
-        f"with sympy's cache cleared. Targets: every method under {DEFAULT_TARGET:g} s; {targets}; "
-        f"{FEAGIN} to order {FEAGIN_ORDER} under {FEAGIN_TARGET:g} s.",
-        main,
+        "butcherflow: wall clock of `bf.check(method)`, the whole report (for a Runge-Kutta "
+        "method: order, failing trees and principal error norm, stage order, embedded order, "
+        "R(z) with its real and imaginary intervals, A-, L- and algebraic stability); median of "
+        f"{repeats} run(s) (one when it takes over {ONE_RUN:g} s), each on a freshly loaded "
+        "declaration with sympy's cache cleared, abandoned after "
+        f"{CHECK_TIMEOUT:g} s. "
+        "NodePy: `order()` of the same coefficients (its only exact computation: its exact R(z) "
+        "refuses radicals), `mode='exact'` for exact tableaux and `mode='float'` for numeric "
+        "ones (linear multistep methods: `LinearMultistepMethod.order()` on the same numbers), "
+        f"in a fresh process per method, abandoned after {NODEPY_TIMEOUT:g} s, median of "
+        f"{repeats} runs (fewer when they exceed {NODEPY_ONE_RUN:g} s together), timed right "
+        "after ours. NodePy computes only the order; butcherflow the whole report.",
+        f"Targets: every method of order ≤ 10 under {ORDER_TARGET:g} s; "
+        f"{' and '.join(HIGH_ORDER_METHODS)} under {HIGH_ORDER_TARGET:g} s; at least "
+        f"{NODEPY_SPEEDUP:g}× NodePy's exact mode wherever that takes over {NODEPY_SLOW:g} s "
+        "(a NodePy timeout counts with its time limit).",
+        table(rows),
+        summary(rows),
     ]
-    if side:
-        body += [
-            "### Beside NodePy",
-            "NodePy's `RungeKuttaMethod(A, b).order(mode='exact')` on the same tableaux (built "
-            "from butcherflow's coefficients as sympy numbers), one process per method, abandoned "
-            f"after {NODEPY_TIMEOUT:g} s; median of {repeats} runs (fewer when they exceed "
-            f"{NODEPY_ONE_RUN:g} s together). Both tools check the order conditions up to the "
-            "first failing order p + 1; NodePy computes only the order, butcherflow the whole "
-            "report.",
-            *side,
-        ]
     text = "\n\n".join(body)
     print("\n" + text + "\n")
-    for r in rows:
-        if not r.passed:
-            note = f"; {r.note}" if r.note else ""
-            print(f"FAIL: {r.label}: {_show(r.seconds)} s, target < {r.target:g} s{note}")
     write_section(output, "order", text)
     print(f"wrote the order section of {output}")
     return rows

@@ -29,6 +29,7 @@ import argparse
 import contextlib
 import dataclasses
 import math
+import os
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -41,20 +42,20 @@ from torch import nn
 from ..assemble import Recipe, Seq2Seq, apply_param_budget, load_recipe
 from ..assemble.recipe import Side
 from ..compiler import CompiledBlock
+from ..data import (
+    Batch,
+    build_vocabulary,
+    collate,
+    default_cache_dir,
+    encode_split,
+    load_corpus,
+    make_batches,
+)
+from ..devices import resolve_device
 from ..errors import DeclarationError
 from ..experiments.catalog import PRESETS
-from ..train.batching import Batch, collate, encode_split, make_batches
-from ..train.config import (
-    SIZE_OVERRIDES,
-    TrainConfig,
-    cache_dir,
-    resolve_device,
-    resolve_precision,
-    resolve_recipe,
-)
-from ..train.corpus import load_corpus
+from ..train.config import SIZE_OVERRIDES, TrainConfig, resolve_precision, resolve_recipe
 from ..train.step import forward_backward, optimizer_step
-from ..train.vocab import build_vocabulary
 from . import write_section
 from .block import TorchTransformer
 from .hardware import Peak, device_peak, process_peak_rss, resident_bytes
@@ -224,11 +225,11 @@ def bench_train(
     """
     overrides = dict(sizes or {})
     base = TrainConfig(recipes[0], data, "-", device=device, precision=precision)
-    target = resolve_device(base)
+    target = resolve_device(base.device)
     precision_name = resolve_precision(base, target)
     amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision_name)
     corpus = load_corpus(data)
-    vocab = build_vocabulary(corpus, vocab_size, cache_dir())
+    vocab = build_vocabulary(corpus, vocab_size, default_cache_dir())
     split = encode_split(corpus.train, vocab)
     order = make_batches(split, max_tokens, shuffle=True, seed=1, epoch=1)[: warmup + updates]
     batches = [collate(split, indices).to(target) for indices in order]
@@ -366,6 +367,7 @@ def train_section_key(device: torch.device, compile: bool, recipes: Sequence[str
 
 def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]:
     """Run `bench_train(**options)`, print the table and write its section of `output`."""
+    load = os.getloadavg()[0]  # the machine's business, which every row shared (they alternate)
     rows, settings, target = bench_train(**options)
     peak = device_peak(target)
     by_name = {r.name: r for r in rows}
@@ -387,7 +389,9 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
         "## Training throughput (`butcherflow bench train`)",
         "",
         f"Command: `{command}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}). "
-        f"Machine: {machine()}; torch {torch.__version__}{gpu}. Settings: {settings}. Each model "
+        f"Machine: {machine()}; torch {torch.__version__}{gpu}, {torch.get_num_threads()} torch "
+        f"thread(s); load average {load:.1f} at start, {os.getloadavg()[0]:.1f} at the end. "
+        f"Settings: {settings}. Each model "
         "takes the training loop's own step (label-smoothed loss, AdamW) on the same batches, "
         "in turns; throughput counts target tokens (non-pad, eos included), as fairseq does. "
         "FLOPs: the model's, from its compiled blocks, forward + backward = 3 × forward "
@@ -414,8 +418,17 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
     return rows
 
 
-def run_from_args(args: argparse.Namespace) -> int:
-    """`bench train`: the options, the command line shown in its section, the run."""
+def run_from_args(args: argparse.Namespace, given: str = "") -> int:
+    """`bench train`: the options, the command line shown in its section, the run.
+
+    **Arguments:**
+
+    - `args`: the parsed `butcherflow bench train` arguments.
+    - `given`: options the caller already applied, as they appear on the command line
+      (`" --threads N"`), appended to the command shown.
+
+    **Returns:** the exit code, 0.
+    """
     options: dict[str, Any] = {
         "data": args.data,
         "vocab_size": args.vocab_size,
@@ -427,7 +440,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     command = "butcherflow bench train " + " ".join(
         f"--{k.replace('_', '-')} {v}" for k, v in options.items()
     )
-    command += " --compile" * args.compile + " --compare-eager" * args.compare_eager
+    command += " --compile" * args.compile + " --compare-eager" * args.compare_eager + given
     if args.recipes:
         options["recipes"] = tuple(args.recipes)
         command += " --recipes " + " ".join(args.recipes)

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from ..errors import ButcherflowError
+from ..analysis.rk_order import DEFAULT_TIME_BUDGET
+from ..errors import ButcherflowError, ButcherflowWarning
+from ..methods.files import BY_FAMILY
 from .declarations import cmd_check, cmd_list, cmd_show
 from .docs import cmd_bench, cmd_gallery
 from .pipeline import (
+    THREADS_HELP,
     cmd_average,
     cmd_evaluate,
     cmd_experiment,
@@ -41,14 +46,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="check the whole catalog (a table)")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument("--max-order", type=int, default=None, help="stop the order search here")
+    p.add_argument(
+        "--time-budget",
+        type=float,
+        default=DEFAULT_TIME_BUDGET,
+        metavar="SECONDS",
+        help="stop an order search after this long and report what it established "
+        f"(default {DEFAULT_TIME_BUDGET:g})",
+    )
     p.set_defaults(run=cmd_check)
 
     p = sub.add_parser("list", help="list the catalog")
-    p.add_argument("--family", choices=("runge-kutta", "splitting", "multistep", "continuous"))
+    p.add_argument("--family", choices=tuple(BY_FAMILY))
     p.set_defaults(run=cmd_list)
 
     p = sub.add_parser("show", help="a method's compiled block, or a model recipe, explained")
-    p.add_argument("name", help="a catalog method, a model recipe, or a .toml file")
+    p.add_argument(
+        "name",
+        help="a catalog method, a model recipe, a .toml file, or a save dir (learned V per layer)",
+    )
     p.add_argument("--field", help="field name (splittings: A=ffn,B=san)")
     p.add_argument("--d-model", type=int, default=512)
     p.add_argument("--n-heads", type=int, default=8)
@@ -80,17 +96,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="run a benchmark and write docs/benchmarks.md")
     p.add_argument(
         "what",
-        choices=("order", "block", "beam", "floater", "train"),
+        choices=("order", "block", "streams", "beam", "floater", "train"),
         help="order: prove the whole catalog, timed, beside NodePy; block: compiled blocks vs "
-        "hand-written loops and transformer-small vs torch.nn.Transformer; beam: beam search "
-        "with incremental caches (eager and compiled) vs recomputing every prefix; floater: a "
-        "training step with FLOATER positions vs sinusoidal positions; train: training tokens/s, "
-        "FLOPs, MFU and peak memory of recipes beside torch.nn.Transformer",
+        "hand-written loops, then streams; streams: hyper-connection stacks (n = 4, every "
+        "coefficient policy) vs the residual stack; beam: beam search with incremental caches "
+        "(eager and compiled) vs recomputing every prefix; floater: a training step with "
+        "FLOATER positions vs sinusoidal positions; train: training tokens/s, FLOPs, MFU and "
+        "peak memory of recipes beside torch.nn.Transformer",
     )
     p.add_argument("--output", default="docs/benchmarks.md", help="markdown file to update")
     p.add_argument("--repeats", type=int, default=3, help="timings are the median of repeats")
     p.add_argument("--no-nodepy", action="store_true", help="skip the NodePy comparison")
     p.add_argument("--device", default="auto", help="train and beam: auto, cpu, cuda or cuda:N")
+    p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     train = p.add_argument_group("bench train (training tokens/s beside torch.nn.Transformer)")
     train.add_argument("--data", default="bible:de-en", help="the corpus whose batches are timed")
     train.add_argument("--vocab-size", type=int, default=8000, help="BPE vocabulary size")
@@ -111,7 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("gallery", help="write the docs gallery: a page per catalog entry")
     p.add_argument("--out", default="docs/gallery", help="the gallery folder (replaced)")
-    p.add_argument("--only", nargs="+", metavar="NAME", help="only these catalog entries")
+    p.add_argument(
+        "--only", nargs="+", metavar="NAME", help="only these catalog entries and model recipes"
+    )
     p.add_argument("--benchmarks", default="docs/benchmarks.md", help="measured results")
     p.add_argument("--jobs", type=int, default=1, help="worker processes for the pages")
     p.set_defaults(run=cmd_gallery)
@@ -120,8 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
         "experiment",
         help="run one of the papers' experiments (resumable) and write its table and plot",
     )
-    p.add_argument("name", help="truncation, translation, coefficients, extrapolation or depth")
-    p.add_argument("--budget", type=int, default=None, help="updates per run (default: its own)")
+    p.add_argument(
+        "name",
+        help="truncation, translation, coefficients, extrapolation or depth (all: every one, "
+        "with --report-only)",
+    )
+    p.add_argument(
+        "--budget", type=int, default=None, help="updates of every run (default: each run's own)"
+    )
     p.add_argument("--device", default="auto", help="auto (default), cpu, cuda or cuda:N")
     p.add_argument(
         "--sizes", default="small", help="small (CPU, default), base (transformer-base, GPU), tiny"
@@ -130,18 +156,43 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", default="runs/experiments", help="a save dir per run and seed")
     p.add_argument("--seeds", type=int, nargs="+", default=None, help="replace every run's seeds")
     p.add_argument("--data", default=None, help="replace the experiment's corpus (e.g. a test one)")
+    p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rebuild NAME.md, NAME.png and index.md from OUT/NAME.json; train nothing",
+    )
+    p.add_argument(
+        "--readme",
+        default=None,
+        metavar="FILE",
+        help="also rewrite the experiments' summary between the markers of FILE (README.md)",
+    )
     p.set_defaults(run=cmd_experiment)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        code: int = args.run(args)
-    except ButcherflowError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:  # `butcherflow show rk4 | head`: the reader left, nothing to say
-        sys.stderr.close()
-        return 0
+    with warnings.catch_warnings():
+        warnings.showwarning = _note
+        try:
+            code: int = args.run(args)
+        except ButcherflowError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        except BrokenPipeError:  # `butcherflow show rk4 | head`: the reader left, nothing to say
+            sys.stderr.close()
+            return 0
     return code
+
+
+_show_warning = warnings.showwarning
+
+
+def _note(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """butcherflow's own warnings as one `note:` line; any other warning as Python shows it."""
+    if issubclass(category, ButcherflowWarning):
+        print(f"note: {message}", file=sys.stderr)
+    else:
+        _show_warning(message, category, *args, **kwargs)

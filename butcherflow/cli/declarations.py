@@ -5,10 +5,19 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+
+import torch
 
 from ..analysis import Report, check
+from ..assemble import Seq2Seq, load_recipe, recipe_names, side_order
+from ..assemble.floater import describe_dynamics
+from ..compiler import compile, example_fields, stream_bounds
 from ..errors import ButcherflowError
-from ..methods import catalog
+from ..methods import ContinuousDynamics, catalog
+from ..savedir.checkpoint import read_commit
+from ..savedir.layout import BEST, CONFIG
+from ..savedir.trained import load_model
 
 
 def _render(report: Report, fmt: str) -> str:
@@ -21,10 +30,10 @@ def _render(report: Report, fmt: str) -> str:
 
 def order_table(reports: Sequence[Report]) -> str:
     """One line per method: family, claimed and proved orders, verdict, time."""
-    header = f"{'method':<24} {'family':<12} {'claimed':>7} {'proved':>6} {'effective':>9}  verdict"
+    header = f"{'method':<24} {'family':<12} {'claimed':>7} {'proved':>6} {'sub-step':>9}  verdict"
     lines = [header, "-" * len(header)]
     for r in reports:
-        effective = getattr(r, "effective_order", None)
+        effective = getattr(r, "substep_order", None)
         verdict = "ok" if r.claim_holds else "CLAIM FAILS: " + r.mismatch_message()
         lines.append(
             f"{r.method.name:<24} {r.method.family:<12} "
@@ -41,7 +50,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         reports, broken = [], []
         for name in catalog:
             try:
-                reports.append(check(name))
+                reports.append(check(name, time_budget=args.time_budget))
             except ButcherflowError as error:  # report every bad file, not just the first
                 broken.append(f"{name}: {error}")
         print(order_table(reports))
@@ -53,7 +62,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             f"{len(failed)} claim(s) fail, {len(broken)} invalid."
         )
         return 1 if failed or broken else 0
-    report = check(args.method, max_order=args.max_order)
+    report = check(args.method, max_order=args.max_order, time_budget=args.time_budget)
     print(_render(report, args.format))
     if not report.claim_holds:
         print(f"error: {report.mismatch_message()}", file=sys.stderr)
@@ -77,17 +86,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 1 if broken else 0
 
 
-DEFAULT_FIELDS = {"A": "ffn", "B": "san", "C": "ca"}
-
-
 def cmd_show(args: argparse.Namespace) -> int:
     """A catalog method compiled at the given sizes, and/or a model recipe, explained.
 
     Some names are both (the `leapfrog` integrator and the `leapfrog` architecture): both are
     shown, the method first.
     """
-    from ..assemble import recipe_names
-
+    if (Path(args.name) / CONFIG).is_file():
+        _show_run(args.name)
+        return 0
     is_recipe = args.name in recipe_names() or "models/" in args.name
     is_method = args.name in catalog or (args.name.endswith(".toml") and not is_recipe)
     if not (is_recipe or is_method):
@@ -102,15 +109,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def _show_method(args: argparse.Namespace) -> None:
-    from ..compiler import CompiledBlock, compile, compile_stack
-    from ..methods import ContinuousDynamics, LinearMultistep, Splitting
-
     method = catalog.resolve(args.name)
     sizes = {"d_model": args.d_model, "n_heads": args.n_heads, "d_ffn": args.d_ffn}
     if isinstance(method, ContinuousDynamics) and method.grid == "positions":
-        from ..assemble import load_recipe, recipe_names
-        from ..assemble.floater import describe_dynamics
-
         d_model, hidden = args.d_model, None
         if args.name in recipe_names():  # also a recipe: explain the encoder at its sizes
             recipe = load_recipe(args.name)
@@ -123,34 +124,23 @@ def _show_method(args: argparse.Namespace) -> None:
         )
         print(check(method))
         return
-    block: CompiledBlock | None
-    if isinstance(method, ContinuousDynamics):
-        shown = args.field or "san+ffn"
-        block = compile(method, field=shown, **sizes)
-    elif isinstance(method, Splitting):
-        fields = {op: DEFAULT_FIELDS.get(op, "ffn") for op in method.operators}
-        if args.field:
-            fields = dict(part.split("=", 1) for part in args.field.split(","))
-        shown = ", ".join(f"{k}={v}" for k, v in fields.items())
-        block = compile(method, fields=fields, **sizes) if method.substep else None
-    elif isinstance(method, LinearMultistep):
-        shown = f"{args.field or 'san+ffn'} x {args.layers} layers"
-        block = (
-            compile_stack(method, [args.field or "san+ffn"] * args.layers, **sizes)
-            if method.is_explicit and not method.symbols
-            else None
-        )
+    field = args.field
+    if field and "=" in field:  # a splitting's fields: A=ffn,B=san
+        field = dict(part.split("=", 1) for part in field.split(","))
+    fields = example_fields(method, field, args.layers)
+    given = next(iter(fields.values()))
+    if isinstance(given, dict):
+        shown = ", ".join(f"{k}={v}" for k, v in given.items())
+    elif isinstance(given, list):
+        shown = f"{given[0]} x {len(given)} layers"
     else:
-        shown = args.field or "san+ffn"
-        runnable = not getattr(method, "symbols", set())
-        block = compile(method, field=shown, **sizes) if runnable else None
+        shown = str(given)
+    report = check(method)
     print(f"{method.name}: {method.title}")
-    if block is None:
-        print(
-            "(not compiled: exact sub-flows, implicit multistep methods and families with free "
-            "symbols have no layer; see the report)"
-        )
+    if not method.layer.compiles:
+        print(f"({method.name} is {method.layer.how}; see the report)")
     else:
+        block = compile(method, **fields, **sizes)
         print(
             f"compiled with {shown} at d_model={args.d_model}, n_heads={args.n_heads}, "
             f"d_ffn={args.d_ffn}"
@@ -161,15 +151,29 @@ def _show_method(args: argparse.Namespace) -> None:
             f"{'chosen at run time' if block.field_calls is None else block.field_calls}   "
             f"FLOPs/token (length 64): {'data-dependent' if flops is None else f'{flops:,}'}"
         )
+        print(f"order of the block as it trains: {report.block_order_text}")
         print(block.code)
-    print(check(method))
+    print(report)
+
+
+BASELINE = "transformer-small"  # the residual model every recipe's size is shown beside
+
+
+def _show_run(save_dir: str) -> None:
+    """A trained run: its model, parameters and, for general linear stacks, whether each
+    layer's learned V is still power-bounded."""
+    checkpoint = "last" if read_commit(Path(save_dir), BEST) is None else "best"
+    model, _, _ = load_model(save_dir, checkpoint)
+    print(f"{save_dir}: {model.recipe.name} ({model.recipe.title}), checkpoint {checkpoint}")
+    print(f"parameters: {model.num_parameters:,}")
+    bounds = stream_bounds(model)
+    if not bounds:
+        print("no general linear stack: no learned stream-mixing matrix V to report")
+    for bound in bounds:
+        print(f"  {bound}")
 
 
 def _show_recipe(args: argparse.Namespace) -> None:
-    import torch
-
-    from ..assemble import Seq2Seq, load_recipe
-
     recipe = load_recipe(args.name)
     with torch.device("meta"):
         model = Seq2Seq.from_recipe(recipe, args.vocab)
@@ -179,7 +183,12 @@ def _show_recipe(args: argparse.Namespace) -> None:
         if side is not None:
             what = side.field or dict(side.fields or {})
             print(f"{where}: {side.layers} x {side.method} with {what} {dict(side.options)}")
+            print(f"  order of its blocks as they train: {side_order(side)}")
     print(f"parameters: {model.num_parameters:,} (vocabulary {args.vocab:,})")
+    if recipe.name != BASELINE:
+        with torch.device("meta"):
+            baseline = Seq2Seq.from_recipe(load_recipe(BASELINE), args.vocab).num_parameters
+        print(f"  beside {BASELINE}: {baseline:,} ({model.num_parameters / baseline:.4f}×)")
     if model.floater is not None:
         print(model.floater.describe())
     first = model.encoder[0]

@@ -4,20 +4,33 @@ from __future__ import annotations
 
 import argparse
 
+from ..assemble import recipe_names
+from ..bench import run_benchmark
+from ..errors import ButcherflowError
+from ..gallery import build_gallery
+from ..methods import catalog
+
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from ..bench import run_benchmark
-
     return run_benchmark(args)
 
 
 def cmd_gallery(args: argparse.Namespace) -> int:
-    from ..gallery import build_gallery
-
+    names, recipes = None, None
+    if args.only:  # catalog entries and recipes (a name that is both gets both pages)
+        models = set(recipe_names())
+        unknown = [n for n in args.only if n not in catalog and n not in models]
+        if unknown:
+            raise ButcherflowError(
+                f"--only: no catalog entry or recipe named {', '.join(unknown)} "
+                "(`butcherflow list` shows the catalog, models/ the recipes)"
+            )
+        names = [n for n in args.only if n in catalog]
+        recipes = [n for n in args.only if n in models]
     result = build_gallery(
         args.out,
-        names=args.only or None,
-        recipes=[] if args.only else None,
+        names=names,
+        recipes=recipes,
         benchmarks=args.benchmarks,
         jobs=args.jobs,
     )

@@ -3,14 +3,30 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import fields
+from pathlib import Path
 from typing import Any
+
+from ..devices import resolve_device
+from ..errors import DeclarationError
+from ..experiments import EXPERIMENTS, run_experiment, write_reports
+from ..experiments.index import write_readme_summary
+from ..generate import evaluate, translate
+from ..generate.evaluate import MAX_TOKENS, validation_bleu
+from ..generate.search import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B
+from ..savedir import average_checkpoints, checkpoint_paths, load_model, read_config, save_weights
+from ..train import TrainConfig, train
+
+THREADS_HELP = (
+    "torch's CPU threads (default: torch's, OMP_NUM_THREADS or the physical cores; "
+    "1 is often fastest on a busy machine)"
+)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from ..generate import evaluate
-
     result = evaluate(
         args.save_dir,
         args.subset,
@@ -37,10 +53,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_translate(args: argparse.Namespace) -> int:
-    from ..generate import translate
-    from ..generate.evaluate import resolve_device
-    from ..train.trained import load_model
-
     device = resolve_device(args.device)
     model, vocab, _ = load_model(args.save_dir, args.checkpoint, device=device)
     lines = [line.rstrip("\r\n") for line in sys.stdin]
@@ -63,21 +75,17 @@ def cmd_translate(args: argparse.Namespace) -> int:
 def generation_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("save_dir", help="the --save-dir of a `butcherflow train` run")
     p.add_argument("--checkpoint", default="best", help="best, last, avg:N or a weights file")
-    p.add_argument("--beam", type=int, default=5, help="beam size (1: greedy)")
-    p.add_argument("--lenpen", type=float, default=1.0, help="score = logprob / length^lenpen")
-    p.add_argument("--max-len-a", type=float, default=0.0, help="max length = a * src_len + b")
-    p.add_argument("--max-len-b", type=int, default=200, help="max length = a * src_len + b")
-    p.add_argument("--max-tokens", type=int, default=4096, help="source tokens per batch")
+    p.add_argument("--beam", type=int, default=BEAM, help="beam size (1: greedy)")
+    p.add_argument("--lenpen", type=float, default=LENPEN, help="score = logprob / length^lenpen")
+    p.add_argument(
+        "--max-len-a", type=float, default=MAX_LEN_A, help="max length = a * src_len + b"
+    )
+    p.add_argument("--max-len-b", type=int, default=MAX_LEN_B, help="max length = a * src_len + b")
+    p.add_argument("--max-tokens", type=int, default=MAX_TOKENS, help="source tokens per batch")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    import os
-    from dataclasses import fields
-
-    from ..train.config import TrainConfig
-    from ..train.loop import train
-
     names = {f.name for f in fields(TrainConfig)}
     config = TrainConfig(**{k: v for k, v in vars(args).items() if k in names})
     summary = train(config, validate_bleu=_bleu_hook(args.validate_bleu))
@@ -96,7 +104,6 @@ def _bleu_hook(sentences: int) -> Callable[..., float] | None:
     which may not import the generate stage itself."""
     if sentences <= 0:
         return None
-    from ..generate.evaluate import validation_bleu
 
     def hook(model: Any, vocab: Any, pairs: Sequence[tuple[str, str]], device: Any) -> float:
         return validation_bleu(model, vocab, pairs[:sentences], device)
@@ -105,11 +112,6 @@ def _bleu_hook(sentences: int) -> Callable[..., float] | None:
 
 
 def cmd_average(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from ..train.checkpoint import read_config
-    from ..train.trained import average_checkpoints, checkpoint_paths, save_weights
-
     read_config(args.save_dir)  # a clear error when this is not a save dir
     paths = checkpoint_paths(Path(args.save_dir), f"avg:{args.last}")
     averaged = ", ".join(p.stem for p in paths)
@@ -139,6 +141,7 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         ("--max-update", int, "stop after this many updates (default 0: no limit)"),
         ("--max-epoch", int, "stop after this many epochs (default 0: no limit)"),
         ("--time-budget", float, "stop with a checkpoint after this many seconds of this command"),
+        ("--patience", int, "stop when valid loss has not improved for N validations (0: off)"),
         ("--seed", int, "initialisation, dropout and shuffling (default 1)"),
         ("--save-interval-updates", int, "also save checkpoint_<update> every N updates"),
         ("--keep-last-checkpoints", int, "keep the newest N interval checkpoints (default all)"),
@@ -146,6 +149,7 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         ("--log-interval", int, "updates per line of log.jsonl (default 100)"),
         ("--vocab-size", int, "joint sentencepiece BPE vocabulary size (default 8000)"),
         ("--device", str, "auto (default), cpu, cuda or cuda:N"),
+        ("--threads", int, THREADS_HELP),
         ("--precision", str, "auto (default: bf16/fp16 on GPU, fp32 on CPU), fp32, bf16, fp16"),
         ("--d-model", int, "override the recipe's d_model"),
         ("--n-heads", int, "override the recipe's n_heads"),
@@ -169,8 +173,26 @@ def train_flags(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from ..experiments import run_experiment
-
+    if args.name == "all" and not args.report_only:
+        raise DeclarationError(
+            "'all' rebuilds every report from its JSON; it trains nothing",
+            key="NAME",
+            value="all",
+            valid="add --report-only, or name one experiment",
+        )
+    if args.report_only:
+        for name in EXPERIMENTS if args.name == "all" else [args.name]:
+            if args.name == "all" and not (Path(args.out) / f"{name}.json").is_file():
+                continue
+            outcome = write_reports(name, args.out)
+            print(
+                f"{name}: {len(outcome.results)} result(s) from {args.out}/{name}.json; "
+                f"report {outcome.report}, index {outcome.index} (nothing trained)"
+            )
+        if args.readme:
+            write_readme_summary(Path(args.readme), Path(args.out), EXPERIMENTS)
+            print(f"summary of {args.out}/*.json written into {args.readme}")
+        return 0
     outcome = run_experiment(
         args.name,
         budget=args.budget,
@@ -180,9 +202,14 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         runs_dir=args.runs_dir,
         seeds=args.seeds,
         data=args.data,
+        threads=args.threads,
     )
     print(
         f"{args.name}: {len(outcome.trained)} run(s) trained, {len(outcome.skipped)} already "
-        f"done; report {outcome.report}, index {outcome.index}"
+        f"done, {len(outcome.carried)} carried over from the record; report {outcome.report}, "
+        f"index {outcome.index}"
     )
+    if args.readme:
+        write_readme_summary(Path(args.readme), Path(args.out), EXPERIMENTS)
+        print(f"summary of {args.out}/*.json written into {args.readme}")
     return 0

@@ -1,83 +1,83 @@
-"""Coefficient policies for the output weights bᵢ of a compiled block (ODE Transformer Table 10).
+"""Per-token gates: the module behind a declaration's gate parameters (`methods/parameters.py`).
 
-- `"exact"`: the declared weights, folded into the graph as constants.
-- `"unit"`: every bᵢ = 1 (the paper's γᵢ = 1; as an integrator this is order 0, see `bf.check`).
-- `"learned"`: one scalar per bᵢ, initialised from the declaration.
-- `"gated"`: per-token gates from the stages themselves: g = σ([K₁;K₂]W + b) and weights
-  (g, 1 − g) for two stages (Eq. 25-26); a softmax over stages for more.
-- `"tanh"`: per-token weights tanh([K₁;…;Kₛ]W + b), one per stage (Table 10's last line).
+The coefficient policies of the ODE Transformer (Table 10: `"exact"`, `"unit"`, `"learned"`,
+`"gated"`, `"tanh"`) are declarations with parameters (`ButcherTableau.with_coefficients`); the
+compiler builds a `StageGate` for the gate symbols of a declaration:
+
+- `"gate"`: g = σ([K₁;…;Kₛ]W + β) per gate symbol (the gated RK2 block is b = (g, 1 − g),
+  Eq. 25-26).
+- `"softmax"`: the gate symbols are one softmax over [K₁;…;Kₛ]W + β.
+- `"tanh"`: tanh([K₁;…;Kₛ]W + β) per gate symbol (Table 10's last line).
 """
 
 from __future__ import annotations
 
 import math
-from typing import final
+from collections.abc import Sequence
+from typing import Any, final
 
 import torch
 from torch import Tensor, nn
 
-POLICIES = ("exact", "unit", "learned", "gated", "tanh")
+from ..methods.tableau import POLICIES
+
+GATE_KINDS = ("gate", "softmax", "tanh")
+__all__ = ["GATE_KINDS", "POLICIES", "StageGate", "start_logit"]
+
+
+def start_logit(kind: str, value: Any) -> float:
+    """The logit at which a gate of `kind` outputs `value` (None: logit 0, the kind's default).
+    A sigmoid gate's 1 − value is taken exactly when `value` is exact."""
+    if value is None:
+        return 0.0
+    if kind == "gate":
+        return math.log(float(value) / float(1 - value))
+    if kind == "tanh":
+        return math.atanh(float(value))
+    return math.log(float(value))
 
 
 @final
 class StageGate(nn.Module):
-    """Per-token weights of s stages computed from the stages.
+    """Per-token weights computed from s stages: logits = [K₁;…;Kₛ]W + β, one per gate symbol.
 
     **Arguments:**
 
     - `d_model`: width of each stage.
-    - `stages`: s ≥ 2.
-    - `kind`: `"gated"` (sigmoid for two stages, softmax otherwise) or `"tanh"`.
-    - `init`: the declared weights bᵢ; W starts at 0 and the bias is set so that the gate
-      starts exactly at them where it can (positive weights summing to 1 for `"gated"`, |bᵢ| < 1
-      for `"tanh"`), so a gated RK2 block starts as Heun's method.
+    - `stages`: s, the weighted stages the gate reads.
+    - `kind`: `"gate"` (a sigmoid per output), `"softmax"` (one softmax over the outputs) or
+      `"tanh"`.
+    - `init`: the initial value of each output (None: logit 0). W starts at 0 and β at the
+      logits of these values, so the block starts at the declaration's initial values.
 
-    `forward(*stages)` takes s tensors `(batch, length, d_model)` and returns s weights
-    `(batch, length, 1)`.
+    `forward(*stages)` takes s tensors `(batch, length, d_model)` and returns one weight
+    `(batch, length, 1)` per output.
     """
 
     start: torch.Tensor
 
-    def __init__(
-        self, d_model: int, stages: int, kind: str, init: tuple[float, ...] | None = None
-    ) -> None:
+    def __init__(self, d_model: int, stages: int, kind: str, init: Sequence[Any]) -> None:
         super().__init__()
-        if stages < 2:
-            raise ValueError(f"a gate needs at least two weighted stages, got {stages}")
-        self.kind = kind
-        self.stages = stages
-        self.d_model = d_model
-        outputs = 1 if kind == "gated" and stages == 2 else stages
-        self.proj = nn.Linear(stages * d_model, outputs)
+        if kind not in GATE_KINDS or stages < 1 or not init:
+            raise ValueError(f"a gate reads >= 1 stage into >= 1 {GATE_KINDS} output")
+        self.kind, self.stages, self.d_model, self.outputs = kind, stages, d_model, len(init)
+        self.proj = nn.Linear(stages * d_model, self.outputs)
         nn.init.zeros_(self.proj.weight)
         nn.init.zeros_(self.proj.bias)
         # The starting logits live in a float64 buffer added at use in the input's dtype, so a
-        # float64 block starts exactly at the declared weights (a float32 bias would round them).
-        self.register_buffer("start", self._start_logits(init, outputs))
-
-    def _start_logits(self, weights: tuple[float, ...] | None, outputs: int) -> torch.Tensor:
-        # Plain floats, not tensors: models are also built on the meta device (parameter counts).
-        start = [0.0] * outputs
-        if weights is not None:
-            if self.kind == "tanh":
-                if all(abs(w) < 1 for w in weights):
-                    start = [math.atanh(w) for w in weights]
-            elif all(w > 0 for w in weights) and abs(sum(weights) - 1.0) < 1e-12:
-                if self.stages == 2:
-                    start = [math.log(weights[0] / weights[1])]
-                else:
-                    start = [math.log(w) for w in weights]
-        return torch.tensor(start, dtype=torch.float64)
+        # float64 block starts exactly at the declared values (a float32 bias would round them);
+        # plain floats, not tensors: models are also built on the meta device.
+        start = [start_logit(kind, value) for value in init]
+        self.register_buffer("start", torch.tensor(start, dtype=torch.float64))
 
     def forward(self, *stages: Tensor) -> tuple[Tensor, ...]:
         if len(stages) != self.stages:
             raise ValueError(f"gate built for {self.stages} stages got {len(stages)}")
         logits = self.proj(torch.cat(stages, dim=-1)) + self.start.to(stages[0].dtype)
-        if self.kind == "tanh":
+        if self.kind == "gate":
+            weights = torch.sigmoid(logits)
+        elif self.kind == "tanh":
             weights = torch.tanh(logits)
-        elif self.stages == 2:
-            g = torch.sigmoid(logits)
-            return g, 1.0 - g
         else:
             weights = torch.softmax(logits, dim=-1)
-        return tuple(weights[..., i : i + 1] for i in range(self.stages))
+        return tuple(weights[..., i : i + 1] for i in range(self.outputs))

@@ -1,9 +1,10 @@
 """Continuous-depth blocks: y(t1) = y(t0) + ∫ F(t, y(t)) dt, solved inside the forward.
 
 The block is the continuous limit of a Runge-Kutta block (the ODE Transformer's discussion): one
-field F, evaluated wherever the declared solver asks, by `butcherflow.nn.ode.solve` (torchdiffeq's
-`odeint` or `odeint_adjoint`; fixed-step catalog tableaux run butcherflow's own step). The field
-may depend on t (`time = "concat"` or `"embedding"`), so each depth has its own effective weights.
+field F, evaluated wherever the declared solver asks, by `butcherflow.nn.ode.solve` (fixed-step
+catalog tableaux run butcherflow's own step, adaptive methods torchdiffeq's `odeint`; the adjoint
+is `butcherflow.nn.adjoint`). The field may depend on t (`time = "concat"` or `"embedding"`), so
+each depth has its own effective weights.
 
 Fixed steps give every (step, stage) field call its own decoding-cache slot, so incremental
 decoding equals the full causal forward. An adaptive solver chooses its steps from the error of
@@ -16,17 +17,26 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import final
 
 import sympy
 import torch
 from torch import Tensor, nn
 
-from ..errors import ButcherflowError
+from ..errors import ButcherflowError, DeclarationError
 from ..methods import ContinuousDynamics
-from ..nn import Context, Field, ModuleField, SinusoidalPositions
+from ..nn import Context, Field, ModuleField, MultiheadAttention, SinusoidalPositions, make_field
 from ..nn.ode import coefficients, prepare, solve
-from .program import CompiledBlock, ProgramBuilder, call_flops, class_name, require
+from .options import FieldSizes, FieldSpec
+from .program import (
+    CompiledBlock,
+    ProgramBuilder,
+    call_flops,
+    class_name,
+    field_width,
+    require,
+)
 
 # The embedding maps [t0, t1] onto the first 1000 positions of the Transformer's sinusoid (the
 # diffusion models' 1000 time steps): the fastest channel turns 1000 rad over the interval, the
@@ -146,6 +156,62 @@ def _context_tensors(ctx: Context) -> list[Tensor]:
 
 
 @final
+@dataclass(frozen=True)
+class ContinuousOptions(FieldSizes):
+    """The options of `bf.compile` for `ContinuousDynamics` (and the field sizes): the
+    declaration itself fixes the solver, its steps or tolerances and the interval.
+
+    - `field`: the field F, a name or an `nn.Module`.
+    - `causal`: causal self-attention; by default, whenever the field cross-attends.
+    """
+
+    field: FieldSpec | None = None
+    causal: bool | None = None
+
+
+def compile_continuous(method: ContinuousDynamics, options: ContinuousOptions) -> ContinuousBlock:
+    """`bf.compile` for continuous dynamics (`grid = "interval"`): a continuous-depth block."""
+    method.layer.require(method)
+    require(
+        options.field is not None,
+        "a continuous-depth block evaluates one field: pass field=",
+        key="field",
+        value=None,
+        valid="e.g. field='san+ffn' or field=my_module",
+    )
+    assert options.field is not None
+    built = make_field(options.field, **options.sizes)
+    rates = [
+        float(m.p if isinstance(m, nn.Dropout) else m.dropout)
+        for m in built.modules()
+        if isinstance(m, (nn.Dropout, MultiheadAttention))
+    ]
+    rates = [rate for rate in rates if rate > 0]
+    if method.adjoint and rates:
+        raise DeclarationError(
+            "the adjoint re-evaluates the field backwards in time, with fresh dropout masks: "
+            "its gradient would not be the forward's",
+            key="dropout",
+            value=max(rates),
+            valid="dropout=0 with adjoint = true, or adjoint = false",
+        )
+    if method.time == "concat" and isinstance(built, ModuleField) and options.d_model is None:
+        raise DeclarationError(
+            "with time = 'concat' a module field takes d_model + 1 input features, so its "
+            "width cannot be read from its parameters",
+            key="d_model",
+            value=None,
+            valid="pass d_model=...",
+        )
+    return ContinuousBlock(
+        method,
+        built,
+        d_model=field_width(built, options.d_model),
+        causal=built.needs_memory if options.causal is None else options.causal,
+    )
+
+
+@final
 class ContinuousBlock(CompiledBlock):
     """A `ContinuousDynamics` (grid `"interval"`) compiled around one field. Build it with
     `bf.compile(dynamics, field=...)`.
@@ -166,15 +232,7 @@ class ContinuousBlock(CompiledBlock):
         self, method: ContinuousDynamics, field: Field, *, d_model: int, causal: bool = False
     ) -> None:
         super().__init__()
-        require(
-            method.grid == "interval",
-            f"'{method.name}' declares position dynamics (grid = 'positions'): a position "
-            "encoder, not a block",
-            key="grid",
-            value=method.grid,
-            valid="use it as position = 'floater' in a recipe's [embedding], or declare "
-            "grid = 'interval' for a continuous-depth block",
-        )
+        method.layer.require(method)
         self.method, self.d_model, self.causal, self.policy = method, d_model, causal, "exact"
         self.incremental = not method.adaptive
         holder = nn.Module()
@@ -239,26 +297,27 @@ class ContinuousBlock(CompiledBlock):
             f"# {m.name}: y({m.t1}) = y({m.t0}) + ∫ F(t, y) dt, {_f_text(self)}",
         ]
         if m.adaptive:
-            call = "odeint_adjoint" if m.adjoint else "odeint"
+            gradients = "adjoint ODE (butcherflow.nn.adjoint)" if m.adjoint else "backpropagation"
             lines += [
                 f"# adaptive: torchdiffeq's {m.method} (the tableau "
                 f"'{m.solver_tableau().name}') picks its steps; field calls depend on the data",
                 "def forward(self, y, ctx):",
                 f"    t = torch.tensor([{float(m.t0)!r}, {float(m.t1)!r}], dtype=torch.float64)",
-                f"    return torchdiffeq.{call}(F, y, t, method={m.method!r}, rtol={m.rtol!r}, "
+                f"    return torchdiffeq.odeint(F, y, t, method={m.method!r}, rtol={m.rtol!r}, "
                 f"atol={m.atol!r},",
-                "        options={'max_num_steps': " + f"{m.max_num_steps}" + "})[-1]",
+                "        options={'max_num_steps': " + f"{m.max_num_steps}" + "})[-1]"
+                f"  # gradients: {gradients}",
             ]
             return "\n".join(lines) + "\n"
         tableau = m.tableau
         assert tableau is not None and self.steps is not None
         numbers = coefficients(tableau)
         h = (m.t1 - m.t0) / self.steps  # equal sub-steps, each at most step_size
-        gradients = "adjoint ODE (odeint_adjoint)" if m.adjoint else "backpropagation"
+        gradients = "adjoint ODE (butcherflow.nn.adjoint)" if m.adjoint else "backpropagation"
         lines += [
             f"# {self.steps} fixed step(s) of h = {h} with '{tableau.name}', "
             f"{len(numbers.stages)} field call(s) each;",
-            f"# run by torchdiffeq's odeint(method='butcherflow'); gradients: {gradients}",
+            f"# run by butcherflow.nn.ode.fixed_steps; gradients: {gradients}",
             "def step(self, t, y, ctx, h):",
         ]
         for i in numbers.stages:

@@ -15,19 +15,43 @@ is computed from a layer-normalised input.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping, Sequence
-from typing import Any, final
+from dataclasses import dataclass
+from typing import final
 
 import sympy
 import torch.fx as fx
 from torch import nn
 
-from ..methods import ButcherTableau, LinearMultistep
+from ..methods import ButcherTableau, LinearMultistep, Method, catalog
 from ..nn import Field, make_field
+from .options import FieldSizes, FieldSpec, require_fields_list
 from .program import Coefficient, CompiledBlock, ProgramBuilder, exact_parameter, require
 
 STACK_POLICIES = ("exact", "learned")
+
+
+@final
+@dataclass(frozen=True)
+class MultistepOptions(FieldSizes):
+    """The options of `bf.compile_stack` for a `LinearMultistep` or `"dlcl"` (and the sizes).
+
+    - `fields`: one field spec per layer (names such as `"san+ffn"`, or modules).
+    - `coefficients`: `"exact"` (default for multistep methods: a family's declared parameters
+      are learned per layer) or `"learned"` (every α, β per layer; the default and only choice
+      for DLCL).
+    - `starter`: Runge-Kutta method (name or tableau) for the first k − 1 layers; default Euler.
+    - `init`: initial values of a family's symbols (`{"k": 1}`), overriding the declared ones.
+    - `causal`: default: True when a field cross-attends.
+    """
+
+    fields: Sequence[FieldSpec] | None = None
+    coefficients: str | None = None
+    starter: Method | str | None = None
+    init: Mapping[str, float] | None = None
+    causal: bool | None = None
+
+    spans_layers = True
 
 
 @final
@@ -47,18 +71,9 @@ class MultistepStack(CompiledBlock):
     - `causal`: causal self-attention (default: True when a field cross-attends).
     """
 
-    def __init__(
-        self,
-        method: LinearMultistep | str,
-        fields: Sequence[str | nn.Module],
-        sizes: Mapping[str, Any],
-        *,
-        coefficients: str = "exact",
-        starter: ButcherTableau | None = None,
-        init: Mapping[str, float] | None = None,
-        causal: bool | None = None,
-    ) -> None:
+    def __init__(self, method: LinearMultistep | str, options: MultistepOptions) -> None:
         super().__init__()
+        fields = require_fields_list(options.fields)
         require(
             len(fields) >= 1,
             "a stack needs at least one layer",
@@ -66,6 +81,7 @@ class MultistepStack(CompiledBlock):
             value=list(fields),
             valid="a list of L >= 1 fields",
         )
+        coefficients = options.coefficients or ("learned" if method == "dlcl" else "exact")
         require(
             coefficients in STACK_POLICIES,
             "unknown coefficient policy for a stack",
@@ -76,21 +92,30 @@ class MultistepStack(CompiledBlock):
         holder = nn.Module()
         modules: list[Field] = []
         for n, spec in enumerate(fields):
-            module = make_field(spec, **sizes)
+            module = make_field(spec, **options.sizes)
             holder.add_module(f"layer{n}", module)
             modules.append(module)
         self.layers = len(modules)
-        self.d_model = int(sizes.get("d_model") or next(modules[0].parameters()).shape[-1])
+        self.d_model = int(options.d_model or next(modules[0].parameters()).shape[-1])
+        causal = options.causal
         self.causal = any(m.needs_memory for m in modules) if causal is None else causal
         self.policy = coefficients
         builder = ProgramBuilder(holder)
-        if method == "dlcl":
+        if isinstance(method, str):
+            for option in ("starter", "init"):
+                require(
+                    getattr(options, option) is None,
+                    f"{option} does not apply to DLCL (learned weights over every earlier layer)",
+                    key=option,
+                    value=getattr(options, option),
+                    valid=f"leave {option} unset",
+                )
             self.method = _DLCL
             out = self._dlcl(holder, builder)
         else:
-            assert isinstance(method, LinearMultistep)
             self.method = method
-            out = self._multistep(holder, builder, method, starter, init or {})
+            starter = _starter(options.starter)
+            out = self._multistep(holder, builder, method, starter, _init(method, options.init))
         self.program = builder.finish(out, class_name="MultistepStack")
 
     def _multistep(
@@ -101,38 +126,8 @@ class MultistepStack(CompiledBlock):
         starter: ButcherTableau | None,
         init: Mapping[str, float],
     ) -> fx.Node:
-        require(
-            method.is_explicit,
-            f"'{method.name}' is implicit (beta_k != 0): f at the new "
-            "state belongs to the next layer's field",
-            key="method",
-            value=method.name,
-            valid="an explicit multistep method (beta_k = 0)",
-        )
+        method.layer.require(method)
         symbols = sorted(method.symbols, key=str)
-        require(
-            not symbols or self.policy == "learned",
-            f"'{method.name}' has free symbols {[str(s) for s in symbols]}",
-            key="method",
-            value=method.name,
-            valid="coefficients='learned' with init={symbol: value}",
-        )
-        for s in symbols:
-            require(
-                str(s) in init,
-                f"no initial value for the symbol '{s}'",
-                key=f"init.{s}",
-                value=None,
-                valid=f"init={{'{s}': value}}",
-            )
-        unknown = set(init) - {str(s) for s in symbols}
-        require(
-            not unknown,
-            "init names symbols the method does not have",
-            key="init",
-            value=sorted(unknown),
-            valid=f"symbols: {[str(s) for s in symbols]}",
-        )
         require(
             starter is None or starter.is_explicit,
             "the starter must be explicit",
@@ -173,7 +168,7 @@ class MultistepStack(CompiledBlock):
             "alpha": [-method.alpha[j] / alpha_k for j in range(k)],
             "beta": [method.beta[j] / alpha_k for j in range(k)],
         }
-        if self.policy == "exact":
+        if self.policy == "exact" and not symbols:
             return {key: [float(e) for e in v] for key, v in exprs.items()}
         if symbols:
             # the family's parameters, per layer; the coefficients are expressions in them
@@ -181,16 +176,11 @@ class MultistepStack(CompiledBlock):
             holder.register_parameter(name, exact_parameter([float(init[str(s)]) for s in symbols]))
             theta = builder.attribute(name, name=name)
             values = [builder.item(theta, i, name=f"{s}{m}") for i, s in enumerate(symbols)]
-            out: dict[str, list[Coefficient]] = {}
-            for key, vector in exprs.items():
-                out[key] = []
-                for expr in vector:
-                    if not expr.free_symbols:
-                        out[key].append(float(expr))
-                        continue
-                    env = dict(zip(symbols, values, strict=True))
-                    out[key].append(_emit(builder, expr, env))
-            return out
+            env = dict(zip(symbols, values, strict=True))
+            return {
+                key: [builder.expression(expr, env.__getitem__) for expr in vector]
+                for key, vector in exprs.items()
+            }
         name = f"coefficients{m}"
         initial = [float(e) for e in exprs["alpha"] + exprs["beta"]]
         holder.register_parameter(name, exact_parameter(initial))
@@ -244,22 +234,50 @@ class MultistepStack(CompiledBlock):
         return state
 
 
-def _emit(builder: ProgramBuilder, expr: sympy.Expr, env: Mapping[Any, fx.Node]) -> Any:
-    """A sympy expression in the family's symbols as fx arithmetic on parameter nodes."""
-    if expr in env:
-        return env[expr]
-    if not expr.free_symbols:
-        return float(expr)
-    args = [_emit(builder, a, env) for a in expr.args]
-    if isinstance(expr, (sympy.Add, sympy.Mul)):
-        op = operator.add if isinstance(expr, sympy.Add) else operator.mul
-        acc = args[0]
-        for a in args[1:]:
-            acc = builder.graph.call_function(op, (acc, a))
-        return acc
-    if isinstance(expr, sympy.Pow):
-        return builder.graph.call_function(operator.pow, (args[0], args[1]))
-    raise ValueError(f"cannot compile the coefficient {expr} (only +, *, ** of symbols)")
+def _starter(starter: Method | str | None) -> ButcherTableau | None:
+    """The Runge-Kutta method of the first k − 1 layers (None: forward Euler)."""
+    if starter is None:
+        return None
+    found = catalog.resolve(starter)
+    require(
+        isinstance(found, ButcherTableau),
+        "the starter must be a Runge-Kutta method",
+        key="starter",
+        value=found.name,
+        valid="e.g. starter='heun'",
+    )
+    assert isinstance(found, ButcherTableau)
+    return found
+
+
+def _init(method: LinearMultistep, given: Mapping[str, float] | None) -> dict[str, float]:
+    """The initial value of every symbol: `init=` over the declared parameters."""
+    symbols = sorted(map(str, method.symbols))
+    unknown = set(given or {}) - set(symbols)
+    require(
+        not unknown,
+        "init names symbols the method does not have",
+        key="init",
+        value=sorted(unknown),
+        valid=f"symbols: {symbols}",
+    )
+    declared = {str(s): p.init.value for s, p in method.parameters.items() if p.init is not None}
+    values = {**declared, **(given or {})}
+    for s in symbols:
+        require(
+            s in values,
+            f"no initial value for the free symbol '{s}' of '{method.name}'",
+            key=f"init.{s}",
+            value=None,
+            valid=f"init={{'{s}': value}}, or declare [parameters] {s} = {{ kind = 'learned', "
+            "init = ... }",
+        )
+    return {s: float(v) for s, v in values.items()}
+
+
+def compile_multistep(method: LinearMultistep, options: MultistepOptions) -> MultistepStack:
+    """`bf.compile_stack` (and `bf.compile` with a list of fields) for a multistep method."""
+    return MultistepStack(method, options)
 
 
 class _DLCLDeclaration:

@@ -10,15 +10,16 @@ after its last use, so memory does not grow with unused stages.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, final
 
+import sympy
 import torch
 import torch.fx as fx
 from torch import Tensor, nn
 
 from ..errors import DeclarationError
-from ..nn import Context, CrossAttentionSublayer, DecodeCache, MultiheadAttention
+from ..nn import Context, CrossAttentionSublayer, DecodeCache, Field, MultiheadAttention
 
 Coefficient = float | fx.Node  # a constant folded into the graph, or a node (learned, gated)
 
@@ -92,6 +93,56 @@ class ProgramBuilder:
                 )
         return acc
 
+    def expression(
+        self,
+        expr: sympy.Expr,
+        value_of: Callable[[sympy.Symbol], fx.Node],
+        name: str | None = None,
+    ) -> Coefficient:
+        """A coefficient that is an expression in a declaration's parameters, as fx arithmetic
+        on their nodes (`value_of(symbol)`): `1 - g` becomes `b2 = 1.0 - g`. Constants fold
+        to floats; +, −, × and integer powers are what parameters combine by."""
+        if not expr.free_symbols:
+            return float(expr)
+        if isinstance(expr, sympy.Symbol):
+            return value_of(expr)
+        if isinstance(expr, sympy.Add):
+            constant, terms = expr.as_coeff_add()
+            acc: Any = None if constant == 0 else float(constant)
+            for k, term in enumerate(terms):
+                negative = term.could_extract_minus_sign()
+                value = self.expression(-term if negative else term, value_of)
+                last = name if k == len(terms) - 1 else None
+                if acc is None:
+                    acc = self._call(operator.neg, (value,), last) if negative else value
+                else:
+                    acc = self._call(operator.sub if negative else operator.add, (acc, value), last)
+            return acc
+        if isinstance(expr, sympy.Mul):
+            coefficient, factors = expr.as_coeff_mul()
+            acc = None
+            for k, factor in enumerate(factors):
+                value = self.expression(factor, value_of)
+                last = name if k == len(factors) - 1 and coefficient == 1 else None
+                acc = value if acc is None else self._call(operator.mul, (acc, value), last)
+            return (
+                acc
+                if coefficient == 1
+                else self._call(operator.mul, (float(coefficient), acc), name)
+            )
+        if isinstance(expr, sympy.Pow) and expr.exp.is_Integer:
+            base = self.expression(expr.base, value_of)
+            return self._call(operator.pow, (base, int(expr.exp)), name)
+        raise DeclarationError(
+            f"cannot compile the coefficient {expr}",
+            key="parameters",
+            value=str(expr),
+            valid="coefficients combine their parameters by +, -, * and integer powers",
+        )
+
+    def _call(self, function: Any, args: tuple[Any, ...], name: str | None) -> fx.Node:
+        return self.graph.create_node("call_function", function, args, name=name)
+
     def _scale(self, c: Coefficient, k: fx.Node, name: str) -> fx.Node:
         return self.graph.create_node("call_function", operator.mul, (c, k), name=name)
 
@@ -155,8 +206,6 @@ class CompiledBlock(nn.Module):
     def field_calls(self) -> int | None:
         """Field evaluations per forward, counted in the final graph (after dead-code removal);
         None where the count is chosen at run time (adaptive ODE solvers)."""
-        from ..nn import Field
-
         return sum(
             1
             for node in self.program.graph.nodes

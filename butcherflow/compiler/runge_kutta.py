@@ -13,6 +13,7 @@ Each sweep is unrolled into the graph, so a block costs (iterations + 1)·s fiel
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import final
 
 import sympy
@@ -20,8 +21,9 @@ import torch.fx as fx
 from torch import nn
 
 from ..methods import ButcherTableau
-from ..nn import Field
-from .coefficients import POLICIES, StageGate
+from ..nn import Field, make_field
+from .coefficients import StageGate
+from .options import FieldSizes, FieldSpec
 from .program import (
     Coefficient,
     CompiledBlock,
@@ -29,8 +31,37 @@ from .program import (
     check_step_size,
     class_name,
     exact_parameter,
+    field_width,
     require,
 )
+
+
+@final
+@dataclass(frozen=True)
+class RungeKuttaOptions(FieldSizes):
+    """The options of `bf.compile` for a `ButcherTableau` (and the field sizes).
+
+    - `field`: the field every stage evaluates: `"san"`, `"ffn"`, `"san+ffn"`, `"ca"`,
+      `"san+ca"`, `"san+ca+ffn"` or any `nn.Module` mapping y to dy.
+    - `coefficients`: a policy applied to a tableau with exact weights, `"exact"` (default),
+      `"unit"`, `"learned"`, `"gated"` or `"tanh"` (`ButcherTableau.with_coefficients`); a
+      declaration with parameters is compiled as declared.
+    - `step_size`: h (default 1), or `"learned"`.
+    - `iterations`: fixed-point sweeps for implicit tableaux (default: the declaration's).
+    - `gate`: a `StageGate` shared with other blocks (for a declaration with gates).
+    - `causal`: causal self-attention; by default, whenever the field cross-attends.
+    """
+
+    field: FieldSpec | None = None
+    coefficients: str = "exact"
+    step_size: float | str = 1.0
+    iterations: int | None = None
+    gate: StageGate | None = None
+    causal: bool | None = None
+
+
+def _is_weighted(b: sympy.Expr) -> bool:
+    return bool(b.free_symbols) or float(b) != 0.0
 
 
 def _needed_stages(method: ButcherTableau, weighted: set[int]) -> set[int]:
@@ -52,54 +83,32 @@ class RungeKuttaBlock(CompiledBlock):
 
     **Arguments:**
 
-    - `method`: the tableau (no free symbols).
-    - `field`: the `Field` evaluated at every stage.
-    - `d_model`: the width (for gates and FLOP counts).
-    - `coefficients`: `"exact"`, `"unit"`, `"learned"`, `"gated"` or `"tanh"`.
-    - `step_size`: h (1 by default) or `"learned"` (a scalar parameter initialised at 1).
-    - `iterations`: fixed-point sweeps for implicit tableaux (default: the declaration's).
-    - `gate`: a `StageGate` to share with other blocks (`"gated"`/`"tanh"` only).
-    - `causal`: self-attention is causal (decoders).
+    - `method`: the tableau; every free symbol a declared parameter (learned scalars become
+      the float64 vector `weights`, gates one `StageGate` named `gate`).
+    - `options`: `RungeKuttaOptions`; a `coefficients` policy is applied first, so `method`
+      (the attribute) is the declaration the block computes, e.g. `heun-gated`.
     """
 
-    def __init__(
-        self,
-        method: ButcherTableau,
-        field: Field,
-        *,
-        d_model: int,
-        coefficients: str = "exact",
-        step_size: float | str = 1.0,
-        iterations: int | None = None,
-        gate: StageGate | None = None,
-        causal: bool = False,
-    ) -> None:
+    def __init__(self, method: ButcherTableau, options: RungeKuttaOptions) -> None:
         super().__init__()
         require(
-            not method.symbols,
-            f"'{method.name}' is a family with free symbols {sorted(map(str, method.symbols))}",
-            key="method",
-            value=method.name,
-            valid="substitute values with tableau.subs({...}), or use coefficients="
-            "'learned'/'gated' on a concrete member",
+            options.field is not None,
+            "a Runge-Kutta method evaluates one field: pass field=",
+            key="field",
+            value=None,
+            valid="e.g. field='san+ffn' or field=my_module",
         )
-        require(
-            coefficients in POLICIES,
-            "unknown coefficient policy",
-            key="coefficients",
-            value=coefficients,
-            valid=f"one of {', '.join(POLICIES)}",
+        assert options.field is not None
+        declared = method.with_coefficients(options.coefficients)
+        declared.layer.require(declared)
+        built = make_field(options.field, **options.sizes)
+        self.method, self.policy = declared, options.coefficients
+        self.d_model = field_width(built, options.d_model)
+        self.causal = built.needs_memory if options.causal is None else options.causal
+        self.iterations = (
+            options.iterations if options.iterations is not None else method.iterations
         )
-        require(
-            gate is None or coefficients in ("gated", "tanh"),
-            "a shared gate only applies to gated or tanh coefficients",
-            key="gate",
-            value=type(gate).__name__,
-            valid="coefficients='gated' or 'tanh'",
-        )
-        self.method, self.d_model, self.causal, self.policy = method, d_model, causal, coefficients
-        self.iterations = iterations if iterations is not None else method.iterations
-        if method.is_implicit:
+        if declared.is_implicit:
             require(
                 self.iterations is not None and self.iterations >= 1,
                 f"implicit tableau '{method.name}' needs a number of fixed-point iterations",
@@ -107,34 +116,45 @@ class RungeKuttaBlock(CompiledBlock):
                 value=self.iterations,
                 valid="pass iterations=N (N >= 1) or declare `iterations` in the file",
             )
-        holder = nn.Module()
-        holder.field = field
-        builder = ProgramBuilder(holder)
-        h = self._step(holder, builder, step_size)
-        b = [float(x) for x in method.b]
-        weighted = (
-            {i for i in range(method.stages) if b[i] != 0.0}
-            if coefficients == "exact"
-            else set(range(method.stages))
+        gates = [s for s, p in declared.parameters.items() if p.is_gate]
+        require(
+            options.gate is None or bool(gates),
+            "a shared gate applies to a declaration with gate parameters",
+            key="gate",
+            value=type(options.gate).__name__,
+            valid="coefficients='gated' or 'tanh', or a declaration with per-token gates",
         )
-        needed = _needed_stages(method, weighted)
-        if method.is_explicit and coefficients in ("exact", "unit", "learned"):
+        holder = nn.Module()
+        holder.field = built
+        builder = ProgramBuilder(holder)
+        h = self._step(holder, builder, options.step_size)
+        symbols = self._learned(holder, builder)
+        weighted = {i for i, x in enumerate(declared.b) if _is_weighted(x)}
+        needed = _needed_stages(declared, weighted)
+
+        def coefficient(i: int) -> Coefficient:
+            return self._times_h(builder, h, declared.b[i], symbols, name=f"b{i + 1}")
+
+        if declared.is_explicit and not gates:
             # Accumulate y_next as soon as each stage is final, so a stage tensor dies at its
             # last use by a later stage instead of living until the end of the block.
-            coefficient = self._coefficients(holder, builder, h, b, sorted(weighted))
             acc = [builder.y]
 
             def accumulate(i: int, k: fx.Node) -> None:
                 if i in weighted:
                     acc[0] = builder.combine(acc[0], [(coefficient(i), k)], name="y_next")
 
-            self._stages(builder, h, needed, accumulate)
+            self._stages(builder, h, needed, symbols, accumulate)
             out = acc[0]
         else:
-            stages = self._stages(builder, h, needed)
-            terms = self._weights(holder, builder, h, b, stages, gate)
-            out = builder.combine(builder.y, terms, name="y_next")
-        self.program = builder.finish(out, class_name=class_name(method.name))
+            stages = self._stages(builder, h, needed, symbols)
+            order = sorted(weighted)
+            if gates:
+                self._gate(
+                    holder, builder, [stages[i] for i in order], gates, options.gate, symbols
+                )
+            out = builder.combine(builder.y, [(coefficient(i), stages[i]) for i in order], "y_next")
+        self.program = builder.finish(out, class_name=class_name(declared.name))
 
     @property
     def field(self) -> Field:
@@ -149,16 +169,85 @@ class RungeKuttaBlock(CompiledBlock):
             return builder.item(builder.attribute("h", name="h_vector"), 0, name="h")
         return float(step)
 
-    def _scaled(self, builder: ProgramBuilder, h: Coefficient, a: sympy.Expr) -> Coefficient:
-        if isinstance(h, float):
-            return h * float(a)
-        return builder.graph.call_function(_times, (h, float(a)))
+    def _learned(
+        self, holder: nn.Module, builder: ProgramBuilder
+    ) -> dict[sympy.Symbol, Callable[[], fx.Node]]:
+        """A node maker per parameter: learned scalars are entries of one float64 vector
+        `weights` (read where first used); gates are filled in by `_gate`."""
+        learned = [s for s, p in self.method.parameters.items() if p.kind == "learned"]
+        if learned:
+            parameters = self.method.parameters
+            holder.weights = exact_parameter([float(parameters[s].start) for s in learned])
+
+        def entry(n: int, symbol: sympy.Symbol) -> Callable[[], fx.Node]:
+            def read() -> fx.Node:
+                weights = builder.attribute("weights", name="weights")
+                return builder.item(weights, n, name=str(symbol))
+
+            return read
+
+        return {s: entry(n, s) for n, s in enumerate(learned)}
+
+    def _value(
+        self,
+        builder: ProgramBuilder,
+        expr: sympy.Expr,
+        symbols: dict[sympy.Symbol, Callable[[], fx.Node]],
+        name: str,
+    ) -> Coefficient:
+        return builder.expression(expr, lambda s: symbols[s](), name=name)
+
+    def _times_h(
+        self,
+        builder: ProgramBuilder,
+        h: Coefficient,
+        expr: sympy.Expr,
+        symbols: dict[sympy.Symbol, Callable[[], fx.Node]],
+        name: str,
+    ) -> Coefficient:
+        """h·x for a coefficient x: folded when both are constants."""
+        value = self._value(builder, expr, symbols, name)
+        if isinstance(value, float) and isinstance(h, float):
+            return h * value
+        if isinstance(h, float) and h == 1.0:
+            return value
+        if isinstance(value, float):
+            return builder.graph.call_function(_times, (h, value))
+        return builder.graph.call_function(_times, (value, h))
+
+    def _gate(
+        self,
+        holder: nn.Module,
+        builder: ProgramBuilder,
+        stages: list[fx.Node],
+        gates: list[sympy.Symbol],
+        shared: StageGate | None,
+        symbols: dict[sympy.Symbol, Callable[[], fx.Node]],
+    ) -> None:
+        """One `StageGate` reads the weighted stages and gives every gate symbol its value."""
+        parameters = self.method.parameters
+        kind = parameters[gates[0]].kind
+        init = [parameters[s].start for s in gates]
+        gate = shared if shared is not None else StageGate(self.d_model, len(stages), kind, init)
+        require(
+            (gate.stages, gate.kind, gate.outputs) == (len(stages), kind, len(gates)),
+            f"the shared gate is a {gate.kind} gate over {gate.stages} stages with "
+            f"{gate.outputs} output(s)",
+            key="gate",
+            value=gate.stages,
+            valid=f"a {kind} gate over {len(stages)} stages with {len(gates)} output(s)",
+        )
+        holder.gate = gate
+        values = builder.call_module("gate", tuple(stages), name="gates")
+        for n, symbol in enumerate(gates):
+            symbols[symbol] = _node(builder.item(values, n, name=str(symbol)))
 
     def _stages(
         self,
         builder: ProgramBuilder,
         h: Coefficient,
         needed: set[int],
+        symbols: dict[sympy.Symbol, Callable[[], fx.Node]],
         on_stage: Callable[[int, fx.Node], None] | None = None,
     ) -> dict[int, fx.Node]:
         """Emit the stage nodes; `on_stage(i, Kᵢ)` runs once stage i of an explicit method is
@@ -167,12 +256,11 @@ class RungeKuttaBlock(CompiledBlock):
         s = m.stages
         K: dict[int, fx.Node] = {}
 
+        def scaled(i: int, j: int) -> Coefficient:
+            return self._times_h(builder, h, m.A[i][j], symbols, name=f"a{i + 1}{j + 1}")
+
         def stage_input(i: int, values: dict[int, fx.Node], upto: int) -> fx.Node:
-            terms = [
-                (self._scaled(builder, h, m.A[i][j]), values[j])
-                for j in range(upto)
-                if not m.is_zero(i, j)
-            ]
+            terms = [(scaled(i, j), values[j]) for j in range(upto) if not m.is_zero(i, j)]
             return builder.combine(builder.y, terms, name=f"y{i + 1}") if terms else builder.y
 
         if m.is_explicit:
@@ -200,9 +288,7 @@ class RungeKuttaBlock(CompiledBlock):
                 if not m.is_zero(i, i):
                     for sweep in range(self.iterations):
                         value = builder.combine(
-                            explicit,
-                            [(self._scaled(builder, h, m.A[i][i]), K[i])],
-                            name=f"y{i + 1}_{sweep + 1}",
+                            explicit, [(scaled(i, i), K[i])], name=f"y{i + 1}_{sweep + 1}"
                         )
                         K[i] = builder.call_field("field", value, name=f"k{i + 1}_{sweep + 1}")
             return K
@@ -220,70 +306,15 @@ class RungeKuttaBlock(CompiledBlock):
                 )
         return K
 
-    def _coefficients(
-        self,
-        holder: nn.Module,
-        builder: ProgramBuilder,
-        h: Coefficient,
-        b: list[float],
-        order: list[int],
-    ) -> Callable[[int], Coefficient]:
-        """h·bᵢ for the exact, unit and learned policies (emitted lazily, at first use)."""
-        if self.policy == "exact":
-            return lambda i: self._scaled(builder, h, sympy.Float(b[i]))
-        if self.policy == "unit":
-            return lambda i: self._scaled(builder, h, sympy.Integer(1))
-        holder.weights = exact_parameter([b[i] for i in order])
-        position = {i: n for n, i in enumerate(order)}
 
-        def learned(i: int) -> Coefficient:
-            weights = builder.attribute("weights", name="weights")
-            return self._times_h(builder, h, builder.item(weights, position[i], name=f"b{i + 1}"))
-
-        return learned
-
-    def _weights(
-        self,
-        holder: nn.Module,
-        builder: ProgramBuilder,
-        h: Coefficient,
-        b: list[float],
-        K: dict[int, fx.Node],
-        gate: StageGate | None,
-    ) -> list[tuple[Coefficient, fx.Node]]:
-        policy = self.policy
-        order = sorted(K) if policy != "exact" else [i for i in sorted(K) if b[i] != 0.0]
-        if policy in ("exact", "unit", "learned"):
-            coefficient = self._coefficients(holder, builder, h, b, order)
-            return [(coefficient(i), K[i]) for i in order]
-        require(
-            len(order) >= 2,
-            f"'{policy}' coefficients need at least two stages",
-            key="coefficients",
-            value=policy,
-            valid="'exact', 'unit' or 'learned'",
-        )
-        if gate is None:
-            gate = StageGate(self.d_model, len(order), policy, init=tuple(b[i] for i in order))
-        require(
-            gate.stages == len(order) and gate.kind == policy,
-            f"the shared gate is a {gate.kind} gate over {gate.stages} stages",
-            key="gate",
-            value=gate.stages,
-            valid=f"a {policy} gate over {len(order)} stages",
-        )
-        holder.gate = gate
-        gates = builder.call_module("gate", tuple(K[i] for i in order), name="gates")
-        return [
-            (self._times_h(builder, h, builder.item(gates, n, name=f"g{i + 1}")), K[i])
-            for n, i in enumerate(order)
-        ]
-
-    def _times_h(self, builder: ProgramBuilder, h: Coefficient, weight: fx.Node) -> Coefficient:
-        if isinstance(h, float) and h == 1.0:
-            return weight
-        return builder.graph.call_function(_times, (weight, h))
+def _node(node: fx.Node) -> Callable[[], fx.Node]:
+    return lambda: node
 
 
 def _times(a: object, b: object) -> object:
     return a * b  # type: ignore[operator]
+
+
+def compile_runge_kutta(method: ButcherTableau, options: RungeKuttaOptions) -> RungeKuttaBlock:
+    """`bf.compile` for a Butcher tableau."""
+    return RungeKuttaBlock(method, options)

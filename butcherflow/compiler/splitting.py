@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, final
 
 import torch
@@ -16,6 +17,7 @@ from torch import nn
 
 from ..methods import Splitting
 from ..nn import Field, make_field
+from .options import FieldSizes, FieldSpec
 from .program import (
     Coefficient,
     CompiledBlock,
@@ -28,6 +30,37 @@ from .program import (
 )
 
 SPLITTING_POLICIES = ("exact", "learned")
+DEFAULT_FIELDS = {"A": "ffn", "B": "san", "C": "ca"}  # what `show` and the gallery compile
+
+
+@final
+@dataclass(frozen=True)
+class SplittingOptions(FieldSizes):
+    """The options of `bf.compile` for a `Splitting` (and the field sizes).
+
+    - `fields`: operator -> field name or `nn.Module` (`{"A": "ffn", "B": "san"}`).
+    - `coefficients`: `"exact"` or `"learned"` (one scalar per step, initialised at its cₖ);
+      gated policies are refused: a gate replacing the residual add would cancel cₖ.
+    - `step_size`: h (every step advances cₖ·h), or `"learned"`.
+    - `share`: one module per operator instead of one per step.
+    - `post_norm`: a LayerNorm after every step; refused unless every cₖ and bᵢ is 1, since a
+      norm after a scaled branch cancels the scale.
+    - `causal`: default: True when some field cross-attends (a decoder).
+    """
+
+    fields: Mapping[str, FieldSpec] | None = None
+    coefficients: str = "exact"
+    step_size: float | str = 1.0
+    share: bool = False
+    post_norm: bool = False
+    causal: bool | None = None
+
+    @classmethod
+    def example(cls, method: Any, field: Any, layers: int) -> dict[str, Any]:
+        """A = ffn, B = san, C = ca (others ffn), or the given mapping."""
+        if isinstance(field, Mapping):
+            return {"fields": dict(field)}
+        return {"fields": {op: DEFAULT_FIELDS.get(op, "ffn") for op in method.operators}}
 
 
 @final
@@ -37,30 +70,22 @@ class SplittingBlock(CompiledBlock):
     **Arguments:**
 
     - `method`: the splitting; its sub-step must be a Runge-Kutta method (not `"exact"`).
-    - `fields`: operator -> field name or `nn.Module` (deep-copied per step unless `share`).
-    - `sizes`: `d_model`, `n_heads`, `d_ffn`, `dropout`, `activation` for named fields.
-    - `coefficients`: `"exact"` or `"learned"` (one scalar per step, initialised at its cₖ).
-      Gated policies are refused: a gate replacing the residual add would cancel cₖ.
-    - `step_size`: h (every step advances c_k·h), or `"learned"`.
-    - `share`: one module per operator instead of one per step.
-    - `post_norm`: a LayerNorm after every step; refused unless every cₖ and bᵢ is 1, since a
-      norm after a scaled branch cancels the scale.
-    - `causal`: default: True when some field cross-attends (a decoder).
+    - `options`: `SplittingOptions`; a module given as a field is deep-copied per step unless
+      `share`.
     """
 
-    def __init__(
-        self,
-        method: Splitting,
-        fields: Mapping[str, str | nn.Module],
-        sizes: Mapping[str, Any],
-        *,
-        coefficients: str = "exact",
-        step_size: float | str = 1.0,
-        share: bool = False,
-        post_norm: bool = False,
-        causal: bool | None = None,
-    ) -> None:
+    def __init__(self, method: Splitting, options: SplittingOptions) -> None:
         super().__init__()
+        fields, coefficients, step_size = options.fields, options.coefficients, options.step_size
+        share, post_norm, sizes = options.share, options.post_norm, options.sizes
+        require(
+            fields is not None,
+            "a splitting needs a field per operator: pass fields={...}",
+            key="fields",
+            value=options.fields,
+            valid=f"fields for {list(method.operators)}",
+        )
+        assert fields is not None
         check_step_size(step_size)
         valid_ops = f"one field per operator: {list(method.operators)}"
         require(
@@ -86,13 +111,7 @@ class SplittingBlock(CompiledBlock):
                 value=fields[op],
                 valid=valid_ops,
             )
-        require(
-            method.substep is not None,
-            f"'{method.name}' advances its sub-flows exactly, which a layer cannot compute",
-            key="substep",
-            value="exact",
-            valid='declare a Runge-Kutta sub-step (e.g. substep = "euler")',
-        )
+        method.layer.require(method)
         require(
             coefficients in SPLITTING_POLICIES,
             f"coefficients='{coefficients}' cannot be used with a splitting: a gate or a "
@@ -130,7 +149,7 @@ class SplittingBlock(CompiledBlock):
         self.method, self.policy = method, coefficients
         self.d_model = int(sizes.get("d_model") or field_width(next(iter(modules.values()))))
         needs_memory = any(isinstance(m, Field) and m.needs_memory for m in modules.values())
-        self.causal = needs_memory if causal is None else causal
+        self.causal = needs_memory if options.causal is None else options.causal
         builder = ProgramBuilder(holder)
         if coefficients == "learned":
             holder.step_weights = exact_parameter([float(c) for _, c in method.steps])
@@ -191,3 +210,8 @@ def _mul(builder: ProgramBuilder, scale: Coefficient, value: float) -> Coefficie
     if value == 1.0:
         return scale
     return builder.graph.call_function(torch.mul, (scale, value))
+
+
+def compile_splitting(method: Splitting, options: SplittingOptions) -> SplittingBlock:
+    """`bf.compile` for a splitting."""
+    return SplittingBlock(method, options)

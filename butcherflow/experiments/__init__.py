@@ -1,13 +1,13 @@
 """Stage "experiments": the papers' claims as declared experiments, run, tabulated and judged.
 
-`spec.py` (what an experiment is), `catalog.py` (the five experiments and the size presets),
+`spec.py` (what an experiment is), `catalog.py` (the six experiments and the size presets),
 `runner.py` (plan, train, `result.json`, resume), `evaluation.py` (BLEU, chrF, perplexity,
 length bins, throughput of a finished run), `report.py` (tables, figures, index), `verdict.py`
 (mean ± std over seeds and the rule that turns numbers into a verdict).
 """
 
 from .catalog import EXPERIMENTS, PRESETS
-from .runner import Outcome, get_experiment, get_preset, plan, run_experiment
+from .runner import Outcome, get_experiment, get_preset, plan, run_experiment, write_reports
 from .spec import Claim, Comparison, Experiment, Preset, Run, Variant
 from .verdict import Verdict, combine, judge, mean_std
 
@@ -29,4 +29,5 @@ __all__ = [
     "mean_std",
     "plan",
     "run_experiment",
+    "write_reports",
 ]

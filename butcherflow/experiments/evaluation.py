@@ -2,11 +2,13 @@
 
 Evaluation (fixed for every experiment, stated in every report):
 
-- translation: the `checkpoint_last` weights (the model at the budget), greedy decoding with a
-  maximum output length of `1.2 · source length + 10` subwords, detokenized sacreBLEU and chrF on
-  the whole test split (sacrebleu's default 13a tokenizer; signatures in `result.json`);
+- which weights: `checkpoint_last` (the model at the budget), or `checkpoint_best` for a run
+  with patience (trained until its validation loss stopped improving: the best is the result);
+- translation: greedy decoding with a maximum output length of `1.2 · source length + 10`
+  subwords, detokenized sacreBLEU and chrF on the whole test split (sacrebleu's default 13a
+  tokenizer; signatures in `result.json`);
 - language model: the validation perplexity `2 ** (nll bits per target token)` the training loop
-  measured at the last update (stored in the `checkpoint_last` commit);
+  measured at that checkpoint's update (stored in its commit);
 - throughput: target tokens per second of training steps (forward, backward, optimizer; no
   validation or checkpointing), from the run's `log.jsonl`, fairseq's counting.
 """
@@ -22,54 +24,48 @@ from typing import Any
 
 import torch
 
+from ..devices import resolve_device
 from ..errors import ButcherflowError
 from ..generate import score, translate
-from ..generate.evaluate import resolve_device
+from ..generate.evaluate import QUICK_DECODING
 from ..nn import LearnedPositions
-from ..train import load_corpus, load_language_model, load_model
-from ..train.checkpoint import LAST, read_commit
-from ..train.curves import read_log
+from ..savedir import load_language_model, load_model, read_commit, read_log, run_corpus
 
-DECODING: dict[str, Any] = {
-    "subset": "test",
-    "checkpoint": "last",
-    "beam": 1,
-    "max_len_a": 1.2,
-    "max_len_b": 10,
-}
+DECODING: dict[str, Any] = {"subset": "test", "checkpoint": "last", **QUICK_DECODING}
 LENGTH_BINS = 4
 
 
-def evaluate_language_model(save_dir: Path) -> dict[str, Any]:
-    """Validation perplexity at the last update (the loop's own measurement) and parameters."""
-    commit = read_commit(save_dir, LAST)
+def evaluate_language_model(save_dir: Path, checkpoint: str = "last") -> dict[str, Any]:
+    """Validation perplexity at `checkpoint` (`last` or `best`: the loop's own measurement, at
+    that checkpoint's update) and the parameter count."""
+    commit = read_commit(save_dir, f"checkpoint_{checkpoint}")
     if commit is None or commit.get("valid_ppl") is None:
         raise ButcherflowError(
-            f"{save_dir}: checkpoint_last has no validation perplexity (is the valid split empty?)"
+            f"{save_dir}: checkpoint_{checkpoint} has no validation perplexity (is the valid "
+            "split empty?)"
         )
-    model, _, _ = load_language_model(save_dir, "last")
+    model, _, _ = load_language_model(save_dir, checkpoint)
     return {
         "parameters": model.num_parameters,
         "metrics": {"ppl": float(commit["valid_ppl"])},
         "valid_nll_bits": float(commit["valid_nll_loss"]),
-        "evaluation": {"subset": "valid", "checkpoint": "last", "update": commit["update"]},
+        "evaluation": {"subset": "valid", "checkpoint": checkpoint, "update": commit["update"]},
     }
 
 
-def evaluate_translation(save_dir: Path, device: str, *, bins: bool) -> dict[str, Any]:
-    """Test BLEU and chrF with `DECODING`; with `bins`, also by source-length bin and what the
-    position encoding saw of the test lengths.
+def evaluate_translation(
+    save_dir: Path, device: str, *, bins: bool, checkpoint: str = "last"
+) -> dict[str, Any]:
+    """Test BLEU and chrF with `DECODING` at `checkpoint` (`last` or `best`); with `bins`, also
+    by source-length bin and what the position encoding saw of the test lengths.
 
     **Returns:** `parameters`, `metrics` (`bleu`, `chrf`, and `bleu_bin1..4` with `bins`),
     `evaluation` (the decoding and sacrebleu's signatures), and with `bins`: `bins`, `positions`.
     """
     target = resolve_device(device)
-    model, vocab, config = load_model(save_dir, DECODING["checkpoint"], device=target)
-    corpus = load_corpus(
-        str(config["data"]),
-        source_lang=config.get("source_lang"),
-        target_lang=config.get("target_lang"),
-    )
+    model, vocab, config = load_model(save_dir, checkpoint, device=target)
+    commit = read_commit(save_dir, f"checkpoint_{checkpoint}", verify=False) or {}
+    corpus = run_corpus(save_dir, config)
     if not corpus.test:
         raise ButcherflowError(f"the test split of {corpus.name!r} is empty")
     sources = [s for s, _ in corpus.test]
@@ -78,9 +74,7 @@ def evaluate_translation(save_dir: Path, device: str, *, bins: bool) -> dict[str
         model,
         vocab,
         sources,
-        beam=DECODING["beam"],
-        max_len_a=DECODING["max_len_a"],
-        max_len_b=DECODING["max_len_b"],
+        **QUICK_DECODING,
         device=target,
     )
     scores = score(hypotheses, references)
@@ -89,6 +83,8 @@ def evaluate_translation(save_dir: Path, device: str, *, bins: bool) -> dict[str
         "metrics": {"bleu": scores.bleu, "chrf": scores.chrf},
         "evaluation": {
             **DECODING,
+            "checkpoint": checkpoint,
+            "update": commit.get("update"),
             "sentences": scores.n,
             "bleu_signature": scores.bleu_signature,
             "chrf_signature": scores.chrf_signature,
@@ -177,7 +173,7 @@ def machine(device: str) -> str:
     except OSError:
         pass
     text = f"{cpu}, {os.cpu_count()} CPU threads, torch {torch.__version__}"
-    wants_gpu = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
-    if wants_gpu and torch.cuda.is_available():
-        text = f"{torch.cuda.get_device_name(resolve_device(device))}; {text}"
+    resolved = resolve_device(device)
+    if resolved.type == "cuda":
+        text = f"{torch.cuda.get_device_name(resolved)}; {text}"
     return text

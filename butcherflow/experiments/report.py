@@ -1,108 +1,32 @@
-"""An experiment's results as markdown tables, a matplotlib figure and verdicts; the index.
+"""An experiment's page: its results as markdown tables, its figures, its verdicts.
 
 `write_report` turns one experiment's aggregate (the `OUT/NAME.json` the runner writes: every
-run's `result.json` and how they were made) into `OUT/NAME.md` and `OUT/NAME.png`;
-`write_index` rebuilds `OUT/index.md` from every `OUT/NAME.json` on disk, so the index always
-describes exactly the results in the repository. Plots use matplotlib's object API with the Agg
-canvas (no pyplot state).
+run's `result.json` and how they were made) into `OUT/NAME.md` and its figures (`figures.py`);
+`index.py` builds `OUT/index.md` and the README's summary from every `OUT/NAME.json` on disk.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, final
+from typing import Any
 
-from ..errors import ButcherflowError
-from ..train.checkpoint import atomic_path, write_json, write_text
-from .spec import Claim, Experiment, higher_is_better, metric_title
-from .verdict import RULE, Verdict, combine, format_mean_std, judge, mean_std
+from ..savedir.atomic import write_json, write_text
+from .figures import plot, plot_paired
+from .spec import Experiment, metric_title
+from .summary import RunSummary, judge_claim, rows_and_columns, stop_rule, summarize
+from .verdict import format_mean_std, mean_std
 
-
-@final
-@dataclass(frozen=True)
-class RunSummary:
-    """The seeds of one run, gathered.
-
-    **Arguments:**
-
-    - `name`, `label`, `column`, `recipe`: from the declaration.
-    - `seeds`: the seeds that have a result.
-    - `values`: metric -> one value per seed (in `seeds` order).
-    - `parameters`: the model's parameter count (the same for every seed).
-    - `tokens_per_s`: training throughput per seed (target tokens/s).
-    - `extra`: the first seed's `positions` facts (extrapolation), or empty.
-    """
-
-    name: str
-    label: str
-    column: str
-    recipe: str
-    seeds: tuple[int, ...]
-    values: Mapping[str, tuple[float, ...]]
-    parameters: int | None
-    tokens_per_s: tuple[float, ...]
-    extra: Mapping[str, Any]
-
-    @property
-    def title(self) -> str:
-        return f"{self.label}, {self.column}" if self.column else self.label
-
-
-def summarize(experiment: Experiment, results: Sequence[Mapping[str, Any]]) -> list[RunSummary]:
-    """One `RunSummary` per declared run that has at least one result, in declaration order."""
-    summaries = []
-    for run in experiment.runs:
-        mine = sorted((r for r in results if r.get("run") == run.name), key=lambda r: r["seed"])
-        if not mine:
-            continue
-        metrics = sorted({m for r in mine for m in r.get("metrics", {})})
-        values = {
-            m: tuple(float(r["metrics"][m]) for r in mine if r["metrics"].get(m) is not None)
-            for m in metrics
-        }
-        summaries.append(
-            RunSummary(
-                name=run.name,
-                label=run.label,
-                column=run.column,
-                recipe=run.recipe_name,
-                seeds=tuple(int(r["seed"]) for r in mine),
-                values=values,
-                parameters=mine[0].get("parameters"),
-                tokens_per_s=tuple(float(r["tokens_per_s"]) for r in mine if r.get("tokens_per_s")),
-                extra=dict(mine[0].get("positions") or {}),
-            )
-        )
-    return summaries
-
-
-def judge_claim(claim: Claim, summaries: Sequence[RunSummary]) -> tuple[str, list[Verdict]]:
-    """The claim's verdict and each comparison's (`verdict.py` holds the rule)."""
-    by_name = {s.name: s for s in summaries}
-    verdicts = []
-    for comparison in claim.comparisons:
-        better, worse = by_name.get(comparison.better), by_name.get(comparison.worse)
-        verdicts.append(
-            judge(
-                better.values.get(comparison.metric, ()) if better else (),
-                worse.values.get(comparison.metric, ()) if worse else (),
-                higher_is_better(comparison.metric),
-            )
-        )
-    return combine(verdicts), verdicts
-
+DEFAULT_OUT = "docs/experiments"  # where `butcherflow experiment` writes (its --out default)
 
 # --- tables --------------------------------------------------------------------------------------
 
 
-def _digits(metric: str) -> int:
+def digits(metric: str) -> int:
     return 1 if metric == "ppl" else 2
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
@@ -123,7 +47,7 @@ def runs_table(experiment: Experiment, summaries: Sequence[RunSummary]) -> str:
     rows = []
     for s in summaries:
         row = [s.title, f"`{s.recipe}`", str(len(s.seeds))]
-        row += [format_mean_std(s.values.get(m, ()), _digits(m)) for m in metrics]
+        row += [format_mean_std(s.values.get(m, ()), digits(m)) for m in metrics]
         row.append("—" if s.parameters is None else f"{s.parameters:,}")
         row.append(f"{mean_std(s.tokens_per_s)[0]:,.0f}" if s.tokens_per_s else "—")
         if positions:
@@ -134,18 +58,12 @@ def runs_table(experiment: Experiment, summaries: Sequence[RunSummary]) -> str:
                 "—" if e.get("max_len") is None else f"{e['max_len']} ({e['test_sources_cut']})"
             )
         rows.append(row)
-    return _table(header, rows)
-
-
-def _rows_and_columns(summaries: Sequence[RunSummary]) -> tuple[list[str], list[str]]:
-    labels = list(dict.fromkeys(s.label for s in summaries))
-    columns = list(dict.fromkeys(s.column for s in summaries))
-    return labels, columns
+    return table(header, rows)
 
 
 def grid_table(experiment: Experiment, summaries: Sequence[RunSummary]) -> str:
     """Rows = run labels, columns = `Run.column`, cells = the experiment's metric."""
-    labels, columns = _rows_and_columns(summaries)
+    labels, columns = rows_and_columns(summaries)
     cell = {(s.label, s.column): s for s in summaries}
     header = [f"{metric_title(experiment.metric)} / {experiment.x_label}", *columns]
     rows = []
@@ -154,9 +72,9 @@ def grid_table(experiment: Experiment, summaries: Sequence[RunSummary]) -> str:
         for column in columns:
             s = cell.get((label, column))
             values = s.values.get(experiment.metric, ()) if s else ()
-            row.append(format_mean_std(values, _digits(experiment.metric)))
+            row.append(format_mean_std(values, digits(experiment.metric)))
         rows.append(row)
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def bin_edges(results: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -182,120 +100,160 @@ def bins_table(summaries: Sequence[RunSummary], titles: Sequence[str]) -> str:
         ]
         row.append(format_mean_std(s.values.get("bleu", ())))
         rows.append(row)
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def claims_markdown(experiment: Experiment, summaries: Sequence[RunSummary], level: str) -> str:
-    """Each claim with its verdict and the measured comparisons (mean ± std)."""
+    """Each claim with its verdicts and a table of its comparisons under both rules."""
     by_name = {s.name: s for s in summaries}
     parts = []
     for claim in experiment.claims:
-        verdict, verdicts = judge_claim(claim, summaries)
-        parts.append(f"{level} {claim.paper}\n\n> {claim.text}\n\n**Verdict: {verdict}.**\n")
-        for comparison, v in zip(claim.comparisons, verdicts, strict=True):
+        outcome = judge_claim(claim, summaries)
+        parts.append(
+            f"{level} {claim.paper}\n\n> {claim.text}\n\n**Verdict: {outcome.verdict}** "
+            f"(decided by the {outcome.rule} rule; unpaired: {outcome.unpaired}; paired: "
+            f"{outcome.paired}).\n"
+        )
+        header = ["comparison", "A", "B", "unpaired d (s)", "unpaired verdict"]
+        header += ["A − B per seed", "paired d̄ ± s_d", "seeds A wins", "paired verdict"]
+        rows = []
+        for comparison, unpaired, paired in outcome.comparisons:
             a, b = by_name.get(comparison.better), by_name.get(comparison.worse)
-            digits = _digits(comparison.metric)
-            left = format_mean_std(a.values.get(comparison.metric, ()) if a else (), digits)
-            right = format_mean_std(b.values.get(comparison.metric, ()) if b else (), digits)
+            metric = comparison.metric
+            places = digits(metric)
             name_a = a.title if a else experiment.run(comparison.better).label
             name_b = b.title if b else experiment.run(comparison.worse).label
-            numbers = ""
-            if v.difference is not None:
-                numbers = f"; d = {v.difference:+.{digits}f}"
-                numbers += "" if v.spread is None else f", s = {v.spread:.{digits}f}"
-            parts.append(
-                f"- {metric_title(comparison.metric)}: {name_a} {left} vs {name_b} {right}"
-                f"{numbers}: {v.text}"
+            rows.append(
+                [
+                    f"{metric_title(metric)}: {name_a} vs {name_b}" + _budget_note(a, b),
+                    format_mean_std(a.values.get(metric, ()) if a else (), places),
+                    format_mean_std(b.values.get(metric, ()) if b else (), places),
+                    _signed(unpaired.difference, places)
+                    + ("" if unpaired.spread is None else f" ({unpaired.spread:.{places}f})"),
+                    unpaired.text,
+                    ", ".join(
+                        f"{seed}: {_signed(d, places)}"
+                        for seed, d in zip(paired.seeds, paired.differences, strict=True)
+                    )
+                    or "—",
+                    _signed(paired.mean, places)
+                    + ("" if paired.spread is None else f" ± {paired.spread:.{places}f}"),
+                    f"{paired.positive}/{len(paired.differences)}" if paired.differences else "—",
+                    paired.text,
+                ]
             )
-        parts.append("")
+        parts.append(table(header, rows) + "\n")
+    parts.append(
+        "*d*: the claimed direction is positive (for perplexity, B − A). The claim text's "
+        "direction is what is judged; [index](index.md) states both rules.\n"
+        if experiment.claims
+        else ""
+    )
     return "\n".join(parts)
 
 
-# --- the figure ----------------------------------------------------------------------------------
+def _signed(value: float | None, digits: int) -> str:
+    return "—" if value is None else f"{value:+.{digits}f}"
 
 
-def plot(
-    experiment: Experiment,
-    summaries: Sequence[RunSummary],
-    titles: Sequence[str],
-    output: Path,
-) -> Path | None:
-    """Draw the experiment's figure into `output` (PNG); None when there is nothing to draw."""
-    from matplotlib.figure import Figure
-
-    metric = experiment.metric
-    if not any(s.values.get(metric) for s in summaries):
-        return None
-    figure = Figure(figsize=(7.5, 4.2), layout="constrained")
-    axis = figure.subplots()
-    labels, columns = _rows_and_columns(summaries)
-    cell = {(s.label, s.column): s for s in summaries}
-
-    def stats(s: RunSummary | None, key: str) -> tuple[float, float]:
-        values = s.values.get(key, ()) if s else ()
-        if not values:
-            return float("nan"), 0.0
-        mean, std = mean_std(values)
-        return mean, std or 0.0
-
-    # Points with error bars rather than bars from zero: the differences between architectures
-    # are small next to the scores themselves, and a bar's length would hide them.
-    if experiment.plot == "points":
-        means, errors = zip(*(stats(s, metric) for s in summaries), strict=True)
-        rows = list(range(len(summaries)))[::-1]
-        axis.errorbar(means, rows, xerr=errors, fmt="o", color="#4878a8", capsize=3)
-        axis.set_yticks(rows, [f"{s.title} ({len(s.seeds)})" for s in summaries])
-        for y, mean in zip(rows, means, strict=True):
-            axis.annotate(
-                f"{mean:.2f}",
-                (mean, y),
-                xytext=(0, 6),
-                textcoords="offset points",
-                ha="center",
-                fontsize=8,
-            )
-        axis.set(xlabel=metric_title(metric) + " (mean ± std over seeds; seeds in brackets)")
-    elif experiment.plot == "grouped-points":
-        offset = 0.5 / max(1, len(columns))
-        for j, column in enumerate(columns):
-            points = [stats(cell.get((label, column)), metric) for label in labels]
-            means, errors = zip(*points, strict=True)
-            xs = [i + (j - (len(columns) - 1) / 2) * offset for i in range(len(labels))]
-            axis.errorbar(xs, means, yerr=errors, fmt="o", capsize=3, label=column)
-        axis.set_xticks(range(len(labels)), labels)
-        axis.set(ylabel=metric_title(metric) + " (mean ± std)")
-        axis.legend(title=experiment.x_label)
-    else:  # lines over the grid's columns, or over the length bins
-        if experiment.plot == "lines":
-            xs = [float(c) if _is_number(c) else i for i, c in enumerate(columns)]
-            keys = [(c, metric) for c in columns]
-            axis.set(xlabel=experiment.x_label)
-            if all(_is_number(c) for c in columns):
-                axis.set_xticks(xs)
-        else:
-            xs = list(range(len(titles)))
-            keys = [("", f"bleu_bin{i}") for i in range(1, len(titles) + 1)]
-            axis.set_xticks(xs, [t.replace(" (", "\n(") for t in titles], fontsize=8)
-            axis.set(xlabel="test source length (words)")
-        for label in labels:
-            points = [stats(cell.get((label, c)), key) for c, key in keys]
-            means, errors = zip(*points, strict=True)
-            axis.errorbar(xs, means, yerr=errors, marker="o", capsize=3, label=label)
-        axis.set(ylabel="test BLEU (mean ± std)" if metric != "ppl" else metric_title(metric))
-        axis.legend()
-    axis.set_title(experiment.title, fontsize=10)
-    axis.grid(alpha=0.3)
-    with atomic_path(output) as tmp:
-        figure.savefig(tmp, format="png", dpi=110)
-    return output
+def _budget_note(a: RunSummary | None, b: RunSummary | None) -> str:
+    """` (600 vs 3000 updates)` when the two sides were trained with different budgets."""
+    if a is None or b is None or a.budget == b.budget:
+        return ""
+    return f" ({a.budget} vs {b.budget})"
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+def budgets_text(experiment: Experiment, results: Sequence[Mapping[str, Any]]) -> str:
+    """`"1000 updates per run"`, or each budget (and patience) with the runs trained at it."""
+    groups: dict[tuple[Any, int], list[str]] = {}
+    titles = {
+        run.name: (f"{run.label}, {run.column}" if run.column else run.label)
+        for run in experiment.runs
+    }
+    for result in results:
+        key = (result.get("budget"), int(result.get("patience") or 0))
+        title = titles.get(str(result.get("run")), str(result.get("run")))
+        if title not in groups.setdefault(key, []):
+            groups[key].append(title)
+
+    def stop(budget: Any, patience: int) -> str:
+        return stop_rule({"budget": budget, "patience": patience})
+
+    if len(groups) == 1:
+        ((budget, patience),) = groups
+        return stop(budget, patience) + " per run, the same for every run"
+    return "; ".join(f"{stop(b, p)}: {', '.join(names)}" for (b, p), names in groups.items())
+
+
+def _minutes(seconds: Any) -> str:
+    if not isinstance(seconds, (int, float)):
+        return "—"
+    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+
+
+def _provenance(aggregate: Mapping[str, Any], key: str) -> str:
+    if key in aggregate.get("carried_over", ()):
+        return "carried over from the record"
+    if key in aggregate.get("trained", ()):
+        return "trained by this command"
+    if key in aggregate.get("skipped", ()):
+        return "result.json in its save dir"
+    return "—"
+
+
+def seeds_table(experiment: Experiment, aggregate: Mapping[str, Any]) -> str:
+    """A row per run and seed: its budget and stop rule, where it ended, which checkpoint was
+    evaluated, what stopped it, its wall time, torch threads, when it finished and how the
+    result came here (trained, already on disk, or carried over from the committed record)."""
+    order = {run.name: i for i, run in enumerate(experiment.runs)}
+    results = sorted(
+        aggregate["results"], key=lambda r: (order.get(r.get("run"), len(order)), r["seed"])
+    )
+    header = [
+        "run",
+        "seed",
+        "budget",
+        "ended at",
+        "evaluated",
+        "stopped by",
+        "wall",
+        "torch threads",
+        "finished",
+        "result",
+    ]
+    rows = []
+    for r in results:
+        run = next((x for x in experiment.runs if x.name == r.get("run")), None)
+        title = (
+            r.get("run", "?")
+            if run is None
+            else (f"{run.label}, {run.column}" if run.column else run.label)
+        )
+        evaluation = r.get("evaluation") or {}
+        evaluated = evaluation.get("checkpoint", "last")
+        if evaluation.get("update") is not None:
+            evaluated += f" (update {evaluation['update']})"
+        stopped = r.get("stopped") or "not recorded"
+        budget = f"{r.get('budget')}" + (f", patience {r['patience']}" if r.get("patience") else "")
+        sessions = r.get("sessions", 1)
+        wall = _minutes(r.get("wall_seconds")) + (
+            f" (last of {sessions} sessions)" if sessions > 1 else ""
+        )
+        rows.append(
+            [
+                title,
+                str(r["seed"]),
+                budget,
+                str(r.get("updates", "—")),
+                evaluated,
+                stopped,
+                wall,
+                str(r.get("threads", "not recorded")),
+                r.get("finished", "—"),
+                _provenance(aggregate, f"{r.get('run')}-seed{r['seed']}"),
+            ]
+        )
+    return table(header, rows)
 
 
 # --- the files -----------------------------------------------------------------------------------
@@ -312,14 +270,23 @@ def write_report(
     - `aggregate`: what the runner gathered (`command`, `budget`, `results`, ...).
     - `out`: the folder.
 
-    **Returns:** `(markdown path, figure path or None)`.
+    **Returns:** `(markdown path, figure path or None)`; the paired figure, when a comparison
+    has seeds on both sides, is `OUT/NAME-paired.png`.
     """
     name = experiment.name
     write_json(out / f"{name}.json", aggregate)
     results = aggregate["results"]
     summaries = summarize(experiment, results)
     titles = bin_edges(results)
-    figure = plot(experiment, summaries, titles, out / f"{name}.png")
+    regenerate = f"butcherflow experiment {name} --report-only"
+    if str(out) != DEFAULT_OUT:
+        regenerate += f" --out {out}"
+    figure = plot(experiment, summaries, titles, out / f"{name}.png", regenerate)
+    paired = plot_paired(experiment, summaries, out / f"{name}-paired.png", regenerate)
+    caption = (
+        f"*Figure: rebuilt from `{name}.json` by `{regenerate}`; the runs behind it: "
+        f"`{aggregate['command']}`.*\n"
+    )
     parts = [f"# {experiment.title}\n", f"{experiment.analogue}.\n"]
     if experiment.table == "runs":
         parts.append(runs_table(experiment, summaries) + "\n")
@@ -332,9 +299,11 @@ def write_report(
             "nearest-rank quartiles of the test set.\n"
         )
     if figure is not None:
-        parts.append(f"![{experiment.title}]({figure.name})\n")
+        parts.append(f"![{experiment.title}]({figure.name})\n\n{caption}")
     parts.append("## Claims and verdicts\n")
     parts.append(claims_markdown(experiment, summaries, "###"))
+    if paired is not None:
+        parts.append(f"![{experiment.title}: paired by seed]({paired.name})\n\n{caption}")
     if experiment.table != "runs":
         parts.append("## Runs\n")
         parts.append(runs_table(experiment, summaries) + "\n")
@@ -346,6 +315,14 @@ def write_report(
             "(cut)*: a learned table's size, and how many test sources were cut to it before "
             "translation (as training cuts its sentences).\n"
         )
+    parts.append("## Every run and seed\n")
+    parts.append(
+        "*ended at*: the update training stopped at; *evaluated*: the checkpoint the metrics "
+        "come from; *wall*: training and evaluation by the command that finished the run; "
+        "*result*: whether the command that wrote this page trained the run or kept an earlier "
+        "result (carried over from the committed JSON record when its save dir is gone).\n"
+    )
+    parts.append(seeds_table(experiment, aggregate) + "\n")
     parts.append(_how(experiment, aggregate))
     path = out / f"{name}.md"
     write_text(path, "\n".join(parts))
@@ -370,78 +347,52 @@ def _how(experiment: Experiment, aggregate: Mapping[str, Any]) -> str:
             "detokenized sacreBLEU and chrF (signatures in the JSON)"
         )
     else:
-        evaluation = "validation perplexity 2^(nll bits per subword) at the last update"
+        evaluation = (
+            "validation perplexity 2^(nll bits per subword) at the last update, or at the best "
+            "checkpoint for a run with patience"
+        )
+    results = aggregate["results"]
     seconds = float(aggregate.get("wall_seconds", 0.0))
-    wall = f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+    wall = _minutes(seconds)
+    carried = aggregate.get("carried_over", [])
+    kept = [r for r in results if f"{r.get('run')}-seed{r['seed']}" in carried]
+    dates = sorted({str(r.get("finished", "?"))[:10] for r in kept})
+    provenance = (
+        f"- Carried over from the committed record (save dirs gone; not retrained): "
+        f"{len(kept)} of {len(results)} results, finished {', '.join(dates)}; see the last "
+        "column of the table above."
+        if kept
+        else "- Every result was trained by this command or read from its save dir."
+        if "trained" in aggregate
+        else "- Which results were trained and which were reused: not recorded by the version "
+        "that wrote this JSON."
+    )
+    interval = next(
+        (r.get("validate_interval_updates") for r in results if r.get("patience")), None
+    )
+    patience = (
+        f" Patience counts validations, every {interval} updates (fairseq's `--patience`: stop "
+        "when the validation loss has not improved for that many validations in a row)."
+        if interval
+        else ""
+    )
     return "\n".join(
         [
             "## How these numbers were made\n",
-            f"- Command: `{aggregate['command']}`",
-            f"- Budget: {aggregate['budget']} updates per run, the same for every run.",
+            f"- Command: `{aggregate['command']}` (rebuild this page from the JSON alone: "
+            f"`butcherflow experiment {experiment.name} --report-only`).",
+            f"- Budget: {budgets_text(experiment, results)}.{patience}",
+            provenance,
             f"- Sizes: `{aggregate['sizes']}` preset: {sizes}.",
             f"- Data: `{aggregate['data']}`; task: {aggregate['task']}.",
             f"- Evaluation: {evaluation}; train tokens/s count target tokens of training steps, "
             "timed inside each run on a shared machine, not side by side (speed ratios: "
             "`butcherflow bench train`, [benchmarks](../benchmarks.md)).",
-            f"- Machine: {aggregate['machine']}; finished {aggregate['date']}; wall time of "
-            f"the runs in this table (training and evaluation, each as last run): {wall}.",
+            f"- Machine: {aggregate['machine']}; "
+            f"{aggregate.get('threads', 'torch threads not recorded')}; "
+            f"finished {aggregate['date']}; wall time of the runs in this table (training and "
+            f"evaluation, each by the command that finished it): {wall}.",
             f"- Per-run details: `{experiment.name}.json`. Verdict rule: [index](index.md).",
             "",
         ]
     )
-
-
-def read_aggregate(path: Path) -> dict[str, Any]:
-    """An `OUT/NAME.json` (a clear error naming the file when it is unreadable)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ButcherflowError(f"{path} is not a readable experiment result ({error})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
-        raise ButcherflowError(f"{path} is not an experiment result (no 'results' list)")
-    return data
-
-
-def write_index(out: Path, experiments: Mapping[str, Experiment]) -> Path:
-    """Rebuild `OUT/index.md` from every `OUT/NAME.json` of the declared experiments.
-
-    **Returns:** the index's path.
-    """
-    summary_rows, sections = [], []
-    for name, experiment in experiments.items():
-        path = out / f"{name}.json"
-        if not path.is_file():
-            summary_rows.append(
-                [f"{name}", "—", f"not run yet: `butcherflow experiment {name}`", "—"]
-            )
-            continue
-        aggregate = read_aggregate(path)
-        summaries = summarize(experiment, aggregate["results"])
-        for claim in experiment.claims:
-            verdict, _ = judge_claim(claim, summaries)
-            summary_rows.append([f"[{name}]({name}.md)", claim.paper, claim.text, verdict])
-        seeds = sorted({int(r["seed"]) for r in aggregate["results"]})
-        sections.append(
-            f"## [{experiment.title}]({name}.md)\n\n{experiment.analogue}.\n\n"
-            f"Measured with `{aggregate['command']}` ({aggregate['budget']} updates per run, "
-            f"`{aggregate['sizes']}` sizes, seeds {', '.join(map(str, seeds))}; "
-            f"{aggregate['machine']}; {aggregate['date']}).\n\n"
-            + claims_markdown(experiment, summaries, "###")
-        )
-    text = "\n".join(
-        [
-            "# Experiments: the papers' claims, measured\n",
-            "Generated by `butcherflow experiment NAME` from the `*.json` results in this folder; "
-            "every number can be regenerated by the command printed beside it (rerunning a "
-            "command reuses finished runs). Values are mean ± sample standard deviation over "
-            "seeds (— for one seed).\n",
-            "## How a verdict is decided\n",
-            RULE,
-            "## Summary\n",
-            _table(["experiment", "paper", "claim", "verdict"], summary_rows) + "\n",
-            *sections,
-        ]
-    )
-    path = out / "index.md"
-    write_text(path, text)
-    return path

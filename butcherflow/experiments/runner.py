@@ -1,13 +1,18 @@
 """Run an experiment: train every run, evaluate it, write `result.json`, then the reports.
 
-`run_experiment("translation", budget=1200)` trains each run of the declaration into its own
-save dir `RUNS_DIR/NAME/<run>-seed<S>` with `train(TrainConfig(..., max_update=budget))`, then
-evaluates it and writes `result.json` there (atomically). A rerun skips runs whose `result.json`
-matches the budget, corpus and sizes, and resumes the others (the training loop resumes from its
-last checkpoint by itself; interval checkpoints every 200 updates bound what a kill loses). At the
-end it writes `OUT/NAME.json` (every result), `OUT/NAME.md`, `OUT/NAME.png` and regenerates
-`OUT/index.md` (`report.py`). `evaluation.py` evaluates a finished run (the decoding, the
-metrics and the throughput every report states).
+`run_experiment("translation", budget=1000)` trains each run of the declaration into its own
+save dir `RUNS_DIR/NAME/<run>-seed<S>` with `train(TrainConfig(..., max_update=budget))` (the
+run's declared budget and patience unless `budget` replaces them), then evaluates it and writes
+`result.json` there (atomically). A rerun skips runs whose `result.json` matches (`same_run`:
+run, seed, recipe, budget, patience, corpus and sizes), and resumes the others (the training loop
+resumes from its last checkpoint by itself; interval checkpoints every 200 updates bound what a
+kill loses). A run whose save dir has no `result.json` but whose matching result is in the
+committed record `OUT/NAME.json` is carried over from it rather than retrained (the record is
+what the repository keeps; save dirs are not committed); the report says which results were
+carried over and when they were made. At the end it writes `OUT/NAME.json` (every result),
+`OUT/NAME.md`, `OUT/NAME.png` and regenerates `OUT/index.md` (`report.py`); `write_reports`
+rebuilds those from the JSON alone, without training. `evaluation.py` evaluates a finished run
+(the decoding, the metrics and the throughput every report states).
 
 Recipes the catalog does not hold (`Variant`s) and parameter-matched recipes (`param_budget`)
 are written as recipe files into `RUNS_DIR/NAME/recipes/`: a `param_budget` recipe is matched to
@@ -26,20 +31,24 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, final
 
-import torch
+import tomli_w
 
 from ..assemble import load_recipe
-from ..errors import DeclarationError, UnknownNameError
+from ..devices import check_threads, resolve_device, set_threads, threads_note
+from ..errors import ButcherflowError, DeclarationError, UnknownNameError
+from ..savedir import read_commit, read_log
+from ..savedir.atomic import write_json, write_text
+from ..savedir.layout import BEST, LOG
 from ..train import TrainConfig, train
-from ..train.checkpoint import LOG, write_json, write_text
 from .catalog import EXPERIMENTS, PRESETS
 from .evaluation import DECODING, evaluate_language_model, evaluate_translation, machine, throughput
-from .report import write_index, write_report
+from .index import write_index
+from .report import DEFAULT_OUT, write_report
 from .spec import Experiment, Preset, Run, Variant, check_seeds, recipe_table
+from .summary import read_aggregate
 
 RESULT = "result.json"
 SAVE_INTERVAL = 200
-DEFAULT_OUT = "docs/experiments"
 DEFAULT_RUNS_DIR = "runs/experiments"
 
 Echo = Callable[[str], None]
@@ -71,7 +80,7 @@ class Invocation:
     """One `butcherflow experiment` command, its options resolved and checked."""
 
     experiment: Experiment
-    budget: int
+    budget: int | None
     device: str
     preset: Preset
     out: Path
@@ -79,12 +88,22 @@ class Invocation:
     data: str
     seeds: tuple[int, ...] | None
     data_override: bool
+    threads: int | None = None
+
+    def budget_of(self, run: Run) -> int:
+        """The run's updates: `--budget`, else the run's declared budget, else the experiment's."""
+        if self.budget is not None:
+            return self.budget
+        return run.budget if run.budget is not None else self.experiment.budget
 
     def command(self) -> str:
         """The command that reproduces this invocation (defaults spelled out, paths as given)."""
         parts = ["butcherflow", "experiment", self.experiment.name]
-        parts += ["--budget", str(self.budget), "--sizes", self.preset.name]
-        parts += ["--device", self.device]
+        if self.budget is not None:
+            parts += ["--budget", str(self.budget)]
+        parts += ["--sizes", self.preset.name, "--device", self.device]
+        if self.threads is not None:
+            parts += ["--threads", str(self.threads)]
         if self.seeds is not None:
             parts += ["--seeds", *map(str, self.seeds)]
         if self.data_override:
@@ -109,29 +128,19 @@ def plan(
     runs_dir: str | Path = DEFAULT_RUNS_DIR,
     seeds: Sequence[int] | None = None,
     data: str | None = None,
+    threads: int | None = None,
 ) -> Invocation:
     """Check every option before anything trains (see `run_experiment` for the arguments)."""
     declared = get_experiment(experiment) if isinstance(experiment, str) else experiment
-    if budget is None:
-        budget = declared.budget
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+    bad_budget = isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
+    if budget is not None and bad_budget:
         raise DeclarationError(
             "the budget is a number of updates per run",
             key="--budget",
             value=budget,
             valid="an integer >= 1",
         )
-    if not (device in ("auto", "cpu", "cuda") or device.startswith("cuda:")):
-        raise DeclarationError(
-            "unknown device", key="--device", value=device, valid="auto, cpu, cuda or cuda:N"
-        )
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise DeclarationError(
-            "CUDA is not available on this machine",
-            key="--device",
-            value=device,
-            valid="--device cpu or auto",
-        )
+    resolve_device(device)  # an unknown name, or a GPU this machine lacks, stops here
     preset = get_preset(sizes) if isinstance(sizes, str) else sizes
     chosen = None
     if seeds is not None:
@@ -140,6 +149,7 @@ def plan(
         declared = declared.with_seeds(chosen)
     if data is not None and not data.strip():
         raise DeclarationError("must not be empty", key="--data", value=data)
+    check_threads(threads)
     declared.recipes()  # every recipe and variant loads: a typo fails before hours of training
     return Invocation(
         experiment=declared,
@@ -151,6 +161,7 @@ def plan(
         data=data or declared.data,
         seeds=chosen,
         data_override=data is not None,
+        threads=threads,
     )
 
 
@@ -162,6 +173,7 @@ class Outcome:
     results: list[dict[str, Any]]
     trained: list[str]
     skipped: list[str]
+    carried: list[str]
     report: Path
     figure: Path | None
     index: Path
@@ -177,6 +189,7 @@ def run_experiment(
     runs_dir: str | Path = DEFAULT_RUNS_DIR,
     seeds: Sequence[int] | None = None,
     data: str | None = None,
+    threads: int | None = None,
     echo: Echo = print,
 ) -> Outcome:
     """Train, evaluate and report one experiment (resumable; see the module docstring).
@@ -185,13 +198,15 @@ def run_experiment(
 
     - `experiment`: a declared experiment's name (`truncation`, `translation`, `coefficients`,
       `extrapolation`, `depth`) or an `Experiment`.
-    - `budget`: updates per run (default: the experiment's CPU budget).
+    - `budget`: updates of every run (default: each run's declared budget).
     - `device`: `auto`, `cpu`, `cuda` or `cuda:N`, for training and evaluation.
     - `sizes`: a preset name (`small`, `base`, `tiny`) or a `Preset`.
-    - `out`: where `NAME.md`, `NAME.png`, `NAME.json` and `index.md` go.
+    - `out`: where `NAME.md`, `NAME.png`, `NAME.json` and `index.md` go; `OUT/NAME.json`, when
+      present, is also the record whose matching results are carried over.
     - `runs_dir`: where the save dirs go (`RUNS_DIR/NAME/<run>-seed<S>`).
     - `seeds`: replace every run's seeds.
     - `data`: replace the experiment's corpus (e.g. a small test corpus).
+    - `threads`: torch's CPU threads for training and evaluation (None: torch's default).
     - `echo`: where progress lines go.
 
     **Returns:** an `Outcome`.
@@ -205,50 +220,108 @@ def run_experiment(
         runs_dir=runs_dir,
         seeds=seeds,
         data=data,
+        threads=threads,
     )
     declared = invocation.experiment
+    set_threads(threads)
+    echo(f"{declared.name}: {threads_note(threads)}")
+    record = recorded_results(invocation)
     # Seed-major: every run's first seed trains before any second seed, so a table cut short
     # (out of time, interrupted) still has every row once.
     jobs = sorted(
         ((run, seed) for run in declared.runs for seed in run.seeds),
         key=lambda job: job[0].seeds.index(job[1]),
     )
-    results, trained, skipped = [], [], []
+    results: list[dict[str, Any]] = []
+    trained: list[str] = []
+    skipped: list[str] = []
+    carried: list[str] = []
     for number, (run, seed) in enumerate(jobs, 1):
         where = f"[{number}/{len(jobs)}] {declared.name}/{run.name}-seed{seed}"
+        budget_text = f"{invocation.budget_of(run)} updates" + (
+            f", patience {run.patience}" if run.patience else ""
+        )
         done = finished_result(invocation, run, seed)
         if done is not None:
-            echo(f"{where}: done (result.json at budget {invocation.budget}), skipped")
+            echo(f"{where}: done (result.json at {budget_text}), skipped")
             results.append(done)
             skipped.append(f"{run.name}-seed{seed}")
             continue
-        echo(f"{where}: training for {invocation.budget} updates, then evaluating")
+        kept = next((r for r in record if same_run(invocation, run, seed, r)), None)
+        if kept is not None:
+            echo(
+                f"{where}: carried over from {invocation.out / declared.name}.json "
+                f"(finished {kept.get('finished', 'at an unrecorded date')})"
+            )
+            results.append(kept)
+            carried.append(f"{run.name}-seed{seed}")
+            continue
+        echo(f"{where}: training for up to {budget_text}, then evaluating")
         results.append(run_one(invocation, run, seed))
         trained.append(f"{run.name}-seed{seed}")
     aggregate = {
         "experiment": declared.name,
         "title": declared.title,
         "command": invocation.command(),
-        "budget": invocation.budget,
+        "budget": invocation.budget if invocation.budget is not None else declared.budget,
+        "budget_override": invocation.budget is not None,
         "sizes": invocation.preset.name,
         "preset": invocation.preset.train_fields(),
         "data": invocation.data,
         "task": declared.task,
         "decoding": DECODING if declared.task == "translation" else None,
         "machine": machine(invocation.device),
+        "threads": threads_note(threads),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "wall_seconds": sum(r.get("wall_seconds", 0.0) for r in results),
+        "trained": trained,
+        "skipped": skipped,
+        "carried_over": carried,
         "results": results,
     }
     invocation.out.mkdir(parents=True, exist_ok=True)
     report, figure = write_report(declared, aggregate, invocation.out)
     index = write_index(invocation.out, EXPERIMENTS)
     echo(f"wrote {report}" + (f", {figure}" if figure else "") + f" and {index}")
-    return Outcome(results, trained, skipped, report, figure, index)
+    return Outcome(results, trained, skipped, carried, report, figure, index)
+
+
+def write_reports(experiment: Experiment | str, out: str | Path = DEFAULT_OUT) -> Outcome:
+    """Rebuild `OUT/NAME.md`, `OUT/NAME.png` and `OUT/index.md` from `OUT/NAME.json` alone, with
+    this version's tables, verdicts and plots; nothing trains (`--report-only`).
+
+    **Returns:** an `Outcome` listing no trained or skipped run.
+    """
+    declared = get_experiment(experiment) if isinstance(experiment, str) else experiment
+    folder = Path(out)
+    path = folder / f"{declared.name}.json"
+    if not path.is_file():
+        raise ButcherflowError(
+            f"{path} does not exist: run `butcherflow experiment {declared.name}` first"
+        )
+    aggregate = read_aggregate(path)
+    report, figure = write_report(declared, aggregate, folder)
+    index = write_index(folder, EXPERIMENTS)
+    return Outcome(aggregate["results"], [], [], [], report, figure, index)
+
+
+def same_run(invocation: Invocation, run: Run, seed: int, result: Any) -> bool:
+    """Whether `result` was made by this run and seed as this invocation would train it: the
+    same recipe, budget, patience, corpus and size preset."""
+    return (
+        isinstance(result, dict)
+        and result.get("run") == run.name
+        and result.get("seed") == seed
+        and result.get("budget") == invocation.budget_of(run)
+        and result.get("patience", 0) == run.patience
+        and result.get("data") == invocation.data
+        and result.get("sizes") == invocation.preset.name
+        and result.get("recipe") == run.recipe_name
+    )
 
 
 def finished_result(invocation: Invocation, run: Run, seed: int) -> dict[str, Any] | None:
-    """The run's `result.json` when it was made with this budget, corpus and preset, else None."""
+    """The run's `result.json` when it is `same_run` as this invocation's, else None."""
     path = invocation.save_dir(run, seed) / RESULT
     if not path.is_file():
         return None
@@ -256,14 +329,19 @@ def finished_result(invocation: Invocation, run: Run, seed: int) -> dict[str, An
         result = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None  # unreadable: evaluate again (the checkpoint is intact)
-    same = (
-        isinstance(result, dict)
-        and result.get("budget") == invocation.budget
-        and result.get("data") == invocation.data
-        and result.get("sizes") == invocation.preset.name
-        and result.get("recipe") == run.recipe_name
-    )
-    return result if same else None
+    return result if same_run(invocation, run, seed, result) else None
+
+
+def recorded_results(invocation: Invocation) -> list[dict[str, Any]]:
+    """The results of the committed record `OUT/NAME.json`, when it was made at this invocation's
+    preset (its sizes and hyper-parameters, not only the preset's name); else none."""
+    path = invocation.out / f"{invocation.experiment.name}.json"
+    if not path.is_file():
+        return []
+    record = read_aggregate(path)
+    if record.get("preset") != invocation.preset.train_fields():
+        return []
+    return [r for r in record["results"] if isinstance(r, dict)]
 
 
 def prepare_recipe(run: Run, preset: Preset, recipes_dir: Path) -> tuple[str, bool]:
@@ -293,8 +371,6 @@ def prepare_recipe(run: Run, preset: Preset, recipes_dir: Path) -> tuple[str, bo
 
 
 def _write_if_changed(path: Path, table: dict[str, Any]) -> None:
-    import tomli_w
-
     text = tomli_w.dumps(table)
     if not path.is_file() or path.read_text(encoding="utf-8") != text:
         write_text(path, text)
@@ -321,7 +397,10 @@ def train_config(invocation: Invocation, run: Run, seed: int) -> TrainConfig:
         save_dir=str(invocation.save_dir(run, seed)),
         task=experiment.task,
         seed=seed,
-        max_update=invocation.budget,
+        max_update=invocation.budget_of(run),
+        patience=run.patience,
+        validate_interval_updates=experiment.validate_interval_updates,
+        threads=invocation.threads,
         save_interval_updates=SAVE_INTERVAL,
         keep_last_checkpoints=0,  # checkpoint_last (and _best) suffice to resume and evaluate
         log_interval=1,
@@ -336,12 +415,18 @@ def run_one(invocation: Invocation, run: Run, seed: int) -> dict[str, Any]:
     config = train_config(invocation, run, seed)
     summary = train(config)
     save_dir = Path(config.save_dir)
+    checkpoint = "best" if run.patience else "last"  # patience: the best is what it trained for
     if invocation.experiment.task == "language_model":
-        measured = evaluate_language_model(save_dir)
+        measured = evaluate_language_model(save_dir, checkpoint)
     else:
         measured = evaluate_translation(
-            save_dir, invocation.device, bins=invocation.experiment.table == "bins"
+            save_dir,
+            invocation.device,
+            bins=invocation.experiment.table == "bins",
+            checkpoint=checkpoint,
         )
+    best = read_commit(save_dir, BEST, verify=False) or {}
+    log = read_log(save_dir / LOG)
     result = {
         "experiment": invocation.experiment.name,
         "run": run.name,
@@ -353,16 +438,24 @@ def run_one(invocation: Invocation, run: Run, seed: int) -> dict[str, Any]:
         "task": invocation.experiment.task,
         "data": invocation.data,
         "sizes": invocation.preset.name,
-        "budget": invocation.budget,
+        "budget": invocation.budget_of(run),
+        "patience": run.patience,
+        "validate_interval_updates": config.validate_interval_updates,
         "encoder_layers": config.encoder_layers,
         "decoder_layers": config.decoder_layers,
         "updates": summary["updates"],
+        "stopped": summary["stopped"],
+        "best_update": best.get("update"),
         "train_tokens": summary["train_tokens"],
         "tokens_per_s": throughput(save_dir / LOG),
         **measured,
         "device": invocation.device,
+        "threads": summary["threads"],
         "save_dir": str(save_dir),
+        # this command's training and evaluation; a run resumed from a checkpoint (sessions > 1)
+        # spent more in the sessions before
         "wall_seconds": time.monotonic() - start,
+        "sessions": 1 + sum(entry.get("kind") == "resume" for entry in log),
         "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
     write_json(save_dir / RESULT, result)

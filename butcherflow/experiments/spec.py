@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, final
 
-from ..assemble import Recipe, load_recipe, recipe_from_dict
+from ..assemble import Recipe, load_recipe, recipe_from_dict, recipe_to_toml
 from ..errors import DeclarationError
-from ..train.checkpoint import recipe_to_toml
 from ..train.config import TASKS
 
 if sys.version_info >= (3, 11):
@@ -109,6 +108,10 @@ class Run:
     - `encoder_layers`, `decoder_layers`: override the preset's depth (None keeps it). A language
       model is built from the encoder side of a translation recipe: `encoder_layers` sizes it.
     - `column`: the column of a grid table (`"1 layer"`, `"6"`); empty for other tables.
+    - `budget`: this run's updates (None: the experiment's `budget`; `--budget` replaces both).
+    - `patience`: fairseq's early stop: end the run when the validation loss has not improved
+      for this many consecutive validations (0 = off; `Experiment.validate_interval_updates`
+      sets how often it validates). A run with patience is evaluated at its best checkpoint.
     """
 
     name: str
@@ -118,6 +121,8 @@ class Run:
     encoder_layers: int | None = None
     decoder_layers: int | None = None
     column: str = ""
+    budget: int | None = None
+    patience: int = 0
 
     @property
     def recipe_name(self) -> str:
@@ -165,7 +170,8 @@ class Experiment:
     - `task`: `"translation"` (test BLEU and chrF, greedy) or `"language_model"` (valid perplexity).
     - `runs`: the runs.
     - `claims`: the claims it tests.
-    - `budget`: the default number of updates per run at the CPU scale (`--budget` replaces it).
+    - `budget`: the number of updates per run at the CPU scale, unless a run declares its own
+      (`--budget` replaces every run's).
     - `table`: `"runs"` (a row per run), `"grid"` (rows = labels, columns = `Run.column`) or
       `"bins"` (rows = labels, columns = source-length bins of the test set).
     - `metric`: the metric of the grid/bins tables and of the plot.
@@ -173,6 +179,8 @@ class Experiment:
       `"lines"` (over the grid's columns) or `"bins"` (over the length bins); every point is a
       mean with a ± one standard deviation bar.
     - `x_label`: the axis title of the grid's columns.
+    - `validate_interval_updates`: validate every N updates (0: at epoch ends), which is what a
+      run's `patience` counts.
     """
 
     name: str
@@ -187,6 +195,7 @@ class Experiment:
     metric: str
     plot: str
     x_label: str = ""
+    validate_interval_updates: int = 0
 
     def __post_init__(self) -> None:
         where = f"experiment '{self.name}'"
@@ -207,10 +216,8 @@ class Experiment:
                 value=self.metric,
                 valid="ppl",
             )
-        if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1:
-            raise DeclarationError(
-                "must be an integer >= 1", key=f"{where}.budget", value=self.budget
-            )
+        _check_count(self.budget, f"{where}.budget", minimum=1)
+        _check_count(self.validate_interval_updates, f"{where}.validate_interval_updates", 0)
         if not self.runs:
             raise DeclarationError("no runs", key=f"{where}.runs", value=())
         names = [run.name for run in self.runs]
@@ -228,6 +235,9 @@ class Experiment:
                 )
         for run in self.runs:
             check_seeds(run.seeds, f"{where}.{run.name}.seeds")
+            if run.budget is not None:
+                _check_count(run.budget, f"{where}.{run.name}.budget", minimum=1)
+            _check_count(run.patience, f"{where}.{run.name}.patience", minimum=0)
             if self.table == "grid" and not run.column:
                 raise DeclarationError(
                     "a grid table needs every run's column", key=f"{where}.{run.name}.column"
@@ -269,6 +279,16 @@ class Experiment:
         check_seeds(seeds, "--seeds")
         runs = tuple(dataclasses.replace(run, seeds=seeds) for run in self.runs)
         return dataclasses.replace(self, runs=runs)
+
+
+def _check_count(value: Any, key: str, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise DeclarationError(
+            f"must be an integer >= {minimum}",
+            key=key,
+            value=value,
+            valid=f"an integer >= {minimum}",
+        )
 
 
 def check_seeds(seeds: Any, key: str) -> None:

@@ -2,7 +2,9 @@
 
 `build_gallery(out)` writes `out/index.md` (one sortable table of every entry),
 `out/solvers/NAME.md` for every catalog declaration and `out/models/NAME.md` for every model
-recipe, with their figures (SVG: stability regions, convergence, block data flow).
+recipe, with their figures (SVG: stability regions, convergence, block data flow), and
+`out/reference-code.md`: what the papers' released code computes, declared and proved beside the
+papers' formulas (`audit`).
 """
 
 from .build import GalleryResult, build_gallery

@@ -21,12 +21,14 @@ from typing import final
 from ..assemble import recipe_names
 from ..errors import ButcherflowError
 from ..methods import catalog
+from .audit import audit_page
 from .model_page import VOCAB, model_page
 from .solver_block import BASE, LENGTH, STACK_LAYERS
 from .solver_page import IndexRow, solver_page
 from .text import Measured, count, read_benchmarks
 
 MARKER = ".butcherflow-gallery"  # a folder with this file may be replaced by a new build
+AUDIT_PAGE = "reference-code.md"  # "What the reference code computes"
 FAMILY_ORDER = ("runge-kutta", "splitting", "multistep", "continuous", "model")
 
 
@@ -63,7 +65,8 @@ def build_gallery(
     benchmarks: str | Path | None = None,
     jobs: int = 1,
 ) -> GalleryResult:
-    """Write the gallery: `out/index.md`, `out/solvers/NAME.md`, `out/models/NAME.md`.
+    """Write the gallery: `out/index.md`, `out/solvers/NAME.md`, `out/models/NAME.md`, and
+    `out/reference-code.md` (what the papers' released code computes, beside the papers).
 
     **Arguments:**
 
@@ -98,6 +101,7 @@ def build_gallery(
         model_rows = [model_page(n, work / "models", measured, by_name) for n in recipe_list]
         rows = tuple(solver_rows + model_rows)
         (work / "index.md").write_text(index_page(rows), encoding="utf-8")
+        (work / AUDIT_PAGE).write_text(audit_page(), encoding="utf-8")
         (work / MARKER).write_text("written by butcherflow gallery; replaced as a whole\n")
         if target.exists():
             old = target.with_name(f".{target.name}-old-{os.getpid()}")
@@ -156,7 +160,7 @@ def index_page(rows: Sequence[IndexRow]) -> str:
         "",
         "- **stages**: field calls per block (or per layer of a multistep stack); models: "
         "encoder + decoder layers.",
-        "- **order**: proved with exact sub-flows for splittings; **effective order**: with the "
+        "- **order**: proved with exact sub-flows for splittings; **with sub-steps**: with the "
         "declared sub-step (what the layer computes).",
         "- **real stability interval**: r of the largest [−r, 0] of hλ where the step is stable "
         "(∞: the whole negative axis).",
@@ -168,7 +172,7 @@ def index_page(rows: Sequence[IndexRow]) -> str:
         "",
         '<div class="sortable" markdown>',
         "",
-        "| entry | family | stages | order | effective order | real stability interval "
+        "| entry | family | stages | order | with sub-steps | real stability interval "
         "| parameters | FLOPs/token |",
         "| --- | --- | --: | --: | --: | --: | --: | --: |",
     ]
@@ -177,7 +181,7 @@ def index_page(rows: Sequence[IndexRow]) -> str:
         flops = "—" if row.flops is None else f"{row.flops:,}"
         link = f'[{row.name}]({row.page} "{_title(row.title)}"){flag}'
         lines.append(
-            f"| {link} | {row.family} | {row.stages} | {row.order} | {row.effective_order} | "
+            f"| {link} | {row.family} | {row.stages} | {row.order} | {row.substep_order} | "
             f"{row.interval} | {count(row.params)} | {flops} |"
         )
     lines += ["", "</div>", ""]

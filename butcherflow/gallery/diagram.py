@@ -25,6 +25,8 @@ import torch
 import torch.fx as fx
 from torch import nn
 
+from ..nn import Field
+
 Kind = Literal["input", "field", "module", "sum", "op", "output"]
 
 CHAR = 7.2  # px per character of 12 px monospace text
@@ -84,8 +86,6 @@ class _Reader:
     """Classifies the graph's nodes: vectors (states and stage outputs), coefficients, modules."""
 
     def __init__(self, program: fx.GraphModule) -> None:
-        from ..nn import Field
-
         self.program = program
         self.nodes = list(program.graph.nodes)
         self.vector: dict[fx.Node, bool] = {}
@@ -131,6 +131,14 @@ class _Reader:
                 else f"{self.coefficient_text(a)} + {right}"
             )
             return f"({text})" if wrap else text
+        if value.op == "call_function" and value.target is operator.sub:
+            right = self.coefficient_text(value.args[1], wrap=True)
+            text = f"{self.coefficient_text(value.args[0])} − {right}"
+            return f"({text})" if wrap else text
+        if value.op == "call_function" and value.target is operator.neg:
+            return "−" + self.coefficient_text(value.args[0], wrap=True)
+        if value.op == "call_function" and value.target is operator.pow:
+            return f"{self.coefficient_text(value.args[0], wrap=True)}^{value.args[1]}"
         return value.name
 
     def modules_behind(self, value: Any) -> set[fx.Node]:
@@ -277,8 +285,6 @@ def read_block(program: fx.GraphModule) -> Diagram:
 
 
 def _describe(module: nn.Module, calls: int) -> str:
-    from ..nn import Field
-
     params = sum(p.numel() for p in module.parameters() if p.requires_grad)
     what = f"{module.name} field" if isinstance(module, Field) else type(module).__name__
     shared = f", one module shared by all {calls} calls" if calls > 1 else ""

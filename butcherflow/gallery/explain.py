@@ -11,14 +11,9 @@ import sympy
 
 from ..analysis import Report
 from ..analysis.report import show
-from ..methods import ButcherTableau, ContinuousDynamics, LinearMultistep, Method, Splitting
+from ..methods import ButcherTableau, ContinuousDynamics, LinearMultistep, Splitting
+from ..methods.parameters import KINDS, initial_values
 from .text import exact, fence
-
-SPLIT_FIELDS = {
-    "A": "ffn",
-    "B": "san",
-    "C": "ca",
-}  # the fields a splitting's block gets (as `show`)
 
 
 def _term(coefficient: sympy.Expr, name: str, numeric: bool) -> tuple[str, str]:
@@ -107,27 +102,44 @@ def explain_rk(m: ButcherTableau) -> list[str]:
             "from F(y).",
             "",
         ]
-    if m.symbols:
+    undeclared = sorted(map(str, m.symbols - set(m.parameters)))
+    if undeclared:
         out += [
-            f"The coefficients contain the free symbols {', '.join(sorted(map(str, m.symbols)))}"
-            ": this is a family, compiled with learned or gated coefficients.",
+            f"The coefficients contain the free symbols {', '.join(undeclared)}: this is a "
+            "family, compiled once its symbols are declared parameters (`[parameters]`).",
             "",
         ]
+    if m.parameters:
+        start = initial_values(m.parameters)
+        trained = "; ".join(
+            f"{s} is {KINDS[p.kind]} starting at {exact(start[s])}" for s, p in m.parameters.items()
+        )
+        out += [f"The layer trains its parameters: {trained}.", ""]
     return out
 
 
 def accuracy_rk(m: ButcherTableau, r: Any) -> list[str]:
     p = r.order
+    how = "proved exactly" if r.exact else "established at the precision of the entries"
     lines = [
-        f"**Order {p}{'+' if r.order_is_lower_bound else ''}, proved "
-        f"{'exactly' if r.exact else 'from the digits given'}** over every rooted tree with at "
-        f"most {p} nodes: one step has local error O({power('h', p + 1)}) and the global error "
-        f"of n steps falls as {power('h', p)}.",
+        f"**Order {p}{'+' if r.order_is_lower_bound else ''}, {how}** over every rooted tree "
+        f"with at most {p} nodes: one step has local error O({power('h', p + 1)}) and the "
+        f"global error of n steps falls as {power('h', p)}.",
     ]
+    if r.undetermined:
+        lines.append(
+            f"{len(r.undetermined)} condition(s) of order {p + 1} are undetermined: the digits "
+            "given cannot decide them (never counted as met)."
+        )
     if r.failing:
         lines.append(
             f"The order stops there: {len(r.failing)} condition(s) of order {p + 1} fail "
             f"(principal error norm {show(r.principal_error_norm)}; the first are listed below)."
+        )
+    if r.initial_order is not None:
+        lines.append(
+            f"This is the order for every value the parameters take, so it is the order of the "
+            f"layer as it trains: {r.block_order_text}."
         )
     lines.append(f"Stage order {r.stage_order}.")
     stab = r.stability
@@ -140,23 +152,6 @@ def accuracy_rk(m: ButcherTableau, r: Any) -> list[str]:
     return [" ".join(lines), ""]
 
 
-def what(method: Method) -> str:
-    """One phrase naming the declaration's kind: "an explicit 4-stage Runge-Kutta method"."""
-    if isinstance(method, ButcherTableau):
-        article = "an" if method.kind[0] in "aeiou" else "a"
-        return f"{article} {method.kind} {method.stages}-stage Runge-Kutta method"
-    if isinstance(method, Splitting):
-        return f"a splitting of the operators {', '.join(method.operators)}"
-    if isinstance(method, LinearMultistep):
-        explicit = "explicit" if method.is_explicit else "implicit"
-        return f"an {explicit} {method.steps}-step linear multistep method"
-    if isinstance(method, ContinuousDynamics):
-        if method.grid == "positions":
-            return f"a position flow (FLOATER) solved by {method.method}"
-        return f"a continuous-depth block solved by {method.method}"
-    return f"a {method.family} declaration"
-
-
 def scientific(value: float) -> str:
     """`1e-08` as `10⁻⁸`, `2.5e-05` as `3·10⁻⁵` (one significant digit)."""
     mantissa, exponent = f"{value:.0e}".split("e")
@@ -167,49 +162,6 @@ def scientific(value: float) -> str:
 def power(base: str, exponent: int) -> str:
     """`h⁵`: an exponent as superscript digits."""
     return base + str(exponent).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
-
-
-def computes(method: Method, compiled_fields: bool) -> list[str]:
-    """The "what it computes" section: the step written out with the exact coefficients.
-
-    **Arguments:**
-
-    - `method`: the declaration.
-    - `compiled_fields`: a splitting's block is shown compiled with `SPLIT_FIELDS`: say so.
-    """
-    positions = isinstance(method, ContinuousDynamics) and method.grid == "positions"
-    md = ["## What it computes" if positions else "## What the layer computes", ""]
-    if isinstance(method, ButcherTableau):
-        md += explain_rk(method)
-    elif isinstance(method, Splitting):
-        ops = ", ".join(method.operators)
-        md += [
-            f"The field is split into operators {ops}, y' = "
-            + " + ".join(f"{op}(y)" for op in method.operators)
-            + ", and one block advances them one after another, each by its fraction of the "
-            "step h = 1. Each step has its own module (a layer with separate weights, as "
-            "Macaron's two half-step FFNs):",
-            "",
-            fence("\n".join(splitting_equations(method))),
-            "",
-        ]
-        if compiled_fields:
-            fields = ", ".join(f"{op} = {SPLIT_FIELDS.get(op, 'ffn')}" for op in method.operators)
-            md += [f"On this page the block is compiled with {fields}.", ""]
-    elif isinstance(method, LinearMultistep):
-        md += [
-            f"A {method.steps}-step method spans layers: layer n+{method.steps} combines the "
-            f"states and field outputs of the {method.steps} layers before it (each layer has "
-            "its own field F, with its own weights; h = 1):",
-            "",
-            fence(multistep_equation(method)),
-            "",
-            "The first layers, before k states exist, are started by forward Euler.",
-            "",
-        ]
-    elif isinstance(method, ContinuousDynamics):
-        md += explain_continuous(method)
-    return md
 
 
 def explain_continuous(m: ContinuousDynamics) -> list[str]:
@@ -272,50 +224,6 @@ def explain_continuous(m: ContinuousDynamics) -> list[str]:
         + (", backpropagating with the adjoint ODE." if m.adjoint else "."),
         "",
     ]
-
-
-def accuracy(method: Method, report: Report) -> list[str]:
-    """The "how accurate" section's text: proved orders, error constants, stability."""
-    md = ["## How accurate the integrator is", ""]
-    if isinstance(method, ButcherTableau):
-        md += accuracy_rk(method, report)
-    elif isinstance(method, Splitting):
-        r: Any = report
-        text = (
-            f"**Order {r.order} with exact sub-flows**, proved in the free algebra of the "
-            f"operators (every word of length ≤ {r.order} has the exact flow's coefficient). "
-        )
-        if method.substep is not None:
-            text += (
-                f"**Effective order {r.effective_order} with {method.substep_name} sub-steps** "
-                "(what the compiled layer computes), proved with coloured trees: "
-            )
-            sub_order = method.substep.order
-            why = (
-                f" (each {method.substep_name} sub-step is itself of order {sub_order}, and the "
-                f"composition does not cancel its local error O({power('h', sub_order + 1)}))"
-                if sub_order is not None and sub_order < r.order
-                else ""
-            )
-            text += (
-                f"the {method.substep_name} sub-steps lower the order from {r.order}{why}."
-                if r.effective_order < r.order
-                else "the sub-steps keep the splitting's order."
-            )
-        md += [text, ""]
-    elif isinstance(method, LinearMultistep):
-        r = report
-        stable = "zero-stable" if r.zero_stable else "**not zero-stable** (it diverges)"
-        text = f"**Order {r.order}**, {stable}"
-        if r.error_constant is not None:
-            text += f", error constant C = {exact(r.error_constant)}"
-        if r.real_interval is not None:
-            ri = "(−∞, 0]" if r.real_interval == math.inf else f"[−{r.real_interval:.4g}, 0]"
-            text += f"; real stability interval {ri}"
-        md += [text + ".", ""]
-    elif isinstance(method, ContinuousDynamics):
-        md += accuracy_continuous(method, report)
-    return md
 
 
 def accuracy_continuous(method: ContinuousDynamics, report: Report) -> list[str]:

@@ -10,10 +10,17 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..assemble import LanguageModel, Recipe, Seq2Seq, apply_param_budget, load_recipe
-from ..assemble.recipe import Side
+from ..assemble import (
+    LanguageModel,
+    Recipe,
+    Seq2Seq,
+    apply_param_budget,
+    load_recipe,
+    side_order,
+)
+from ..assemble.recipe import Side, method_name
 from ..compiler import CompiledBlock
-from ..methods.catalog import _catalog_dir, read_toml
+from ..methods.files import catalog_dir, read_toml
 from .diagram import block_svg
 from .solver_block import LENGTH
 from .solver_page import IndexRow
@@ -51,27 +58,25 @@ def _linked(value: Any, rows: Mapping[str, IndexRow]) -> str:
     return f"`{value}`"
 
 
-def _side_rows(side: Side, rows: Mapping[str, IndexRow]) -> list[tuple[str, str]]:
-    method = side.method
-    known = rows.get(method)
-    order = "—"
-    if known is not None:
-        order = known.order
-        if known.effective_order != known.order:
-            order += f" (effective {known.effective_order})"
+def _side_rows(
+    side: Side, order: str | None, rows: Mapping[str, IndexRow]
+) -> list[tuple[str, str]]:
     fields = side.field if side.field is not None else dict(side.fields or {})
     out = [
         ("layers", str(side.layers)),
-        ("method", _linked(method, rows)),
-        ("proved order of the method", order),
+        ("method", _linked(method_name(side.method), rows)),
+        ("proved order of the block as it trains", order or "—"),
         ("field" if side.field is not None else "fields", f"`{fields}`"),
     ]
     out += [(key, f"`{value}`") for key, value in side.options.items()]
     return out
 
 
-def _overview(recipe: Recipe, rows: Mapping[str, IndexRow]) -> str:
-    """One sentence per side: how many blocks of which method and field, and the positions."""
+def _overview(
+    recipe: Recipe, orders: Mapping[str, str | None], rows: Mapping[str, IndexRow]
+) -> str:
+    """One sentence per side: how many blocks of which method and field, the order of those
+    blocks as they train, and the positions."""
     parts = []
     for where, side in (("encoder", recipe.encoder), ("decoder", recipe.decoder)):
         if side is None:
@@ -81,13 +86,11 @@ def _overview(recipe: Recipe, rows: Mapping[str, IndexRow]) -> str:
             if side.field is not None
             else ", ".join(f"{op} = {f}" for op, f in (side.fields or {}).items())
         )
-        known = rows.get(side.method)
-        order = ""
-        if known is not None and known.order != "—":
-            order = f", order {known.effective_order}"
+        known = orders.get(where)
+        order = f", order {known}" if known else ""
         options = "".join(f", {k} = {v}" for k, v in side.options.items())
         parts.append(
-            f"the {where} is {side.layers} layer(s) of {_linked(side.method, rows)} "
+            f"the {where} is {side.layers} layer(s) of {_linked(method_name(side.method), rows)} "
             f"(field `{fields}`{order}{options})"
         )
     text = "; ".join(parts)
@@ -120,7 +123,7 @@ def model_page(
     **Returns:** the recipe's `IndexRow`.
     """
     attempt = Attempt([])
-    path = _catalog_dir("models") / f"{name}.toml"
+    path = catalog_dir("models") / f"{name}.toml"
     source = path.read_text(encoding="utf-8")
     data = attempt.run("reading the file", lambda: read_toml(path)) or {}
     recipe = attempt.run("loading the recipe", lambda: load_recipe(name))
@@ -137,8 +140,13 @@ def model_page(
         md += [f"> {data['description']}", ""]
     md += [f"**Reference:** {data.get('reference') or '—'} · **file:** `models/{name}.toml`", ""]
 
+    orders: dict[str, str | None] = {}
+    for where in ("encoder", "decoder"):
+        side = None if recipe is None else getattr(recipe, where)
+        if side is not None:
+            orders[where] = attempt.run(f"the {where}'s order", functools.partial(side_order, side))
     if recipe is not None:
-        md += [_overview(recipe, rows), ""]
+        md += [_overview(recipe, orders, rows), ""]
     total = None
     if model is not None:
         total = _params(model)
@@ -165,7 +173,8 @@ def model_page(
         for where in ("encoder", "decoder"):
             side = getattr(recipe, where)
             if side is not None:
-                md += [f"### {where.capitalize()}", "", table(("", ""), _side_rows(side, rows)), ""]
+                side_rows = _side_rows(side, orders.get(where), rows)
+                md += [f"### {where.capitalize()}", "", table(("", ""), side_rows), ""]
         embedding_data = data.get("embedding", {})
         if isinstance(embedding_data, Mapping) and embedding_data:
             shown = [(k, _linked(v, rows)) for k, v in embedding_data.items()]
@@ -228,7 +237,7 @@ def model_page(
         title=title,
         stages=stages,
         order="—",
-        effective_order="—",
+        substep_order="—",
         interval="—",
         params=total,
         flops=flops_total,

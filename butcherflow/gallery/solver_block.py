@@ -5,19 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import final
-
-import torch.fx as fx
+from typing import Any, final
 
 from ..analysis import Report
-from ..compiler import CompiledBlock, compile, compile_stack
-from ..methods import ContinuousDynamics, LinearMultistep, Method, Splitting
+from ..compiler import CompiledBlock, compile, example_fields, spans_layers
+from ..methods import Method
 from .diagram import block_svg
-from .explain import SPLIT_FIELDS
+from .families import page_for
 from .text import Attempt, fence, save_figure, table
 
 D_MODEL, N_HEADS, D_FFN = 512, 8, 2048  # transformer-base
-BASE = {"d_model": D_MODEL, "n_heads": N_HEADS, "d_ffn": D_FFN}
+BASE: dict[str, Any] = {"d_model": D_MODEL, "n_heads": N_HEADS, "d_ffn": D_FFN}
 LENGTH = 64  # sequence length of the FLOPs/token figures (attention grows with it)
 STACK_LAYERS = 6  # multistep stacks are compiled as the 6 layers of a transformer-base encoder
 
@@ -49,43 +47,21 @@ class Built:
 
 
 def build_block(method: Method) -> Built:
-    """Compile a declaration at transformer-base sizes the way the gallery shows it.
-
-    Runge-Kutta methods and continuous blocks call `"san+ffn"`; splittings take A = ffn,
-    B = san, C = ca (others ffn); multistep methods build a 6-layer `"san+ffn"` stack, a
-    family's symbols as learned per-layer parameters starting at 1.
+    """Compile a declaration at transformer-base sizes the way the gallery shows it: with the
+    family's example fields (`example_fields`, as `butcherflow show`: `"san+ffn"` for one
+    field; A = ffn, B = san, C = ca for a splitting; a 6-layer `"san+ffn"` stack for a method
+    that spans layers), its declared parameters as declared.
 
     **Raises:** whatever `bf.compile` raises for a declaration that has no layer.
     """
+    fields = example_fields(method, layers=STACK_LAYERS)
+    block = compile(method, **fields, **BASE)
     sizes = ", ".join(f"{k}={v}" for k, v in BASE.items())
-    if isinstance(method, Splitting):
-        fields = {op: SPLIT_FIELDS.get(op, "ffn") for op in method.operators}
-        shown = ", ".join(f"{k}={v!r}" for k, v in fields.items())
-        block = compile(method, fields=fields, d_model=D_MODEL, n_heads=N_HEADS, d_ffn=D_FFN)
-        return Built(block, f"bf.compile({method.name!r}, fields={{{shown}}}, {sizes})")
-    if isinstance(method, LinearMultistep):
-        layers = ["san+ffn"] * STACK_LAYERS
-        if method.symbols:
-            init = {str(s): 1.0 for s in sorted(method.symbols, key=str)}
-            block = compile_stack(
-                method,
-                layers,
-                coefficients="learned",
-                init=init,
-                d_model=D_MODEL,
-                n_heads=N_HEADS,
-                d_ffn=D_FFN,
-            )
-            how = (
-                f"bf.compile_stack({method.name!r}, ['san+ffn'] * {STACK_LAYERS}, "
-                f"coefficients='learned', init={init}, {sizes})"
-            )
-        else:
-            block = compile_stack(method, layers, d_model=D_MODEL, n_heads=N_HEADS, d_ffn=D_FFN)
-            how = f"bf.compile_stack({method.name!r}, ['san+ffn'] * {STACK_LAYERS}, {sizes})"
+    if spans_layers(method):
+        how = f"bf.compile_stack({method.name!r}, ['san+ffn'] * {STACK_LAYERS}, {sizes})"
         return Built(block, how, STACK_LAYERS)
-    block = compile(method, field="san+ffn", d_model=D_MODEL, n_heads=N_HEADS, d_ffn=D_FFN)
-    return Built(block, f"bf.compile({method.name!r}, field='san+ffn', {sizes})")
+    shown = ", ".join(f"{k}={v!r}" for k, v in fields.items())
+    return Built(block, f"bf.compile({method.name!r}, {shown}, {sizes})")
 
 
 def block_section(
@@ -109,7 +85,7 @@ def block_section(
         md += ["Not compiled: the declaration could not be checked (see the problems below).", ""]
         return md
     if built is None:
-        reason = report.layer[1] if not report.layer[0] else "compiling failed (see below)"
+        reason = report.layer.how if not report.layer.compiles else "compiling failed (see below)"
         md += [f"Not compiled: {reason}", ""]
         return md
     per = f" (a stack of {built.layers} layers; per layer in the index)" if built.layers > 1 else ""
@@ -134,17 +110,7 @@ def block_section(
         "every weighted sum.",
         "",
     ]
-    program: fx.GraphModule | None = block.program
-    caption = ""
-    method = block.method
-    if isinstance(method, ContinuousDynamics):
-        # the solve is one module; draw the solver step it repeats, on the same field
-        solver = method.solver_tableau()
-        field = block.get_submodule("program.ode.field")
-        step = attempt.run("the solver step", lambda: compile(solver, field=field))
-        program = step.program if step is not None else None
-        repeats = "an adaptive number of times" if method.adaptive else f"{method.steps} time(s)"
-        caption = f"one {solver.name} step of the solve, repeated {repeats}"
+    program, caption = page_for(block.method).diagram(block, attempt)
     svg = None
     if program is not None:
         title = f"{name}: {caption or 'data flow'}"

@@ -16,20 +16,12 @@ from typing import Any, final
 
 from ..analysis import Report, check
 from ..analysis.convergence import Convergence, convergence, generic_member, has_symbols
-from ..methods import (
-    ButcherTableau,
-    ContinuousDynamics,
-    LinearMultistep,
-    Method,
-    Splitting,
-    catalog,
-)
-from ..methods.catalog import read_toml
-from .explain import accuracy, computes, what
-from .plots import convergence_svg, multistep_stability_svg, stability_svg
+from ..methods import Method, catalog
+from ..methods.files import read_toml
+from .families import page_for
+from .plots import convergence_svg
 from .solver_block import Built, block_section, build_block
 from .text import (
-    NUMERIC_DIGITS,
     Attempt,
     Measured,
     cell,
@@ -54,7 +46,7 @@ class IndexRow:
     title: str
     stages: str
     order: str
-    effective_order: str
+    substep_order: str
     interval: str
     params: int | None
     flops: int | None
@@ -62,31 +54,6 @@ class IndexRow:
 
 
 # -- tables ---------------------------------------------------------------------------------------
-
-
-def butcher_table(m: ButcherTableau) -> str:
-    """The tableau as HTML (c | A over the weights), exact entries."""
-
-    def entry(key: str, value: Any) -> str:
-        numeric = m.entries[key].numeric if key in m.entries else m.numeric
-        return exact(value, numeric)
-
-    rows = []
-    for i, row in enumerate(m.A):
-        cells = "".join(f"<td>{_html(entry(f'A[{i}][{j}]', a))}</td>" for j, a in enumerate(row))
-        rows.append(f'<tr><th class="c">{_html(entry(f"c[{i}]", m.c[i]))}</th>{cells}</tr>')
-    weights = "".join(f"<td>{_html(entry(f'b[{i}]', b))}</td>" for i, b in enumerate(m.b))
-    rows.append(f'<tr class="b"><th class="c">b</th>{weights}</tr>')
-    if m.b_hat is not None:
-        hat = "".join(f"<td>{_html(entry(f'b_hat[{i}]', b))}</td>" for i, b in enumerate(m.b_hat))
-        rows.append(f'<tr class="b"><th class="c">b̂</th>{hat}</tr>')
-    return '<table class="butcher">\n' + "\n".join(rows) + "\n</table>"
-
-
-def _html(text: str) -> str:
-    from .text import esc
-
-    return esc(text)
 
 
 def _failing_table(items: Sequence[tuple[str, Any]], what: str, numeric: bool) -> str:
@@ -107,14 +74,13 @@ def report_table(report: Report) -> str:
 def _summary(method: Method | None, report: Report | None, built: Built | None) -> str:
     if method is None:
         return "This declaration could not be loaded; the reason is below."
-    kind = what(method)
+    page = page_for(method)
+    kind = page.what(method)
     parts = [kind[0].upper() + kind[1:]]
     if report is not None:
-        order = f" of proved order {report.order}"
-        effective = getattr(report, "effective_order", None)
-        if isinstance(method, Splitting) and effective is not None and method.substep:
-            order += f" with exact sub-flows and {effective} with {method.substep_name} sub-steps"
-        parts[0] += order
+        parts[0] += page.order_phrase(method, report)
+        if report.block_order_text != str(report.order):
+            parts[0] += f"; the layer, as it trains, has order {report.block_order_text}"
     parts[0] += "."
     if built is not None:
         per = " per layer" if built.layers > 1 else ""
@@ -125,7 +91,7 @@ def _summary(method: Method | None, report: Report | None, built: Built | None) 
             f"{built.params:,} parameters{per}{cost}."
         )
     elif report is not None:
-        reason = report.layer[1]
+        reason = report.layer.how
         parts.append(reason[0].upper() + reason[1:] + ".")
     return " ".join(parts)
 
@@ -147,7 +113,7 @@ def solver_page(name: str, folder: Path, measured: Mapping[str, Sequence[Measure
     data = attempt.run("reading the file", lambda: read_toml(path)) or {}
     method = attempt.run("loading the declaration", lambda: catalog[name])
     report = attempt.run("proving the order", lambda: check(method)) if method else None
-    compiles = bool(report is not None and report.layer[0])
+    compiles = bool(report is not None and report.layer.compiles)
     built = None
     if method is not None and compiles:
         built = attempt.run("compiling the block", lambda: build_block(method))
@@ -163,15 +129,18 @@ def solver_page(name: str, folder: Path, measured: Mapping[str, Sequence[Measure
     md += [f"**Reference:** {reference} · **family:** {family} · **file:** `solvers/{name}.toml`"]
     md.append("")
 
-    if method is not None:
-        md += computes(method, built is not None)
-    if method is not None and report is not None:
-        md += accuracy(method, report)
+    page = None if method is None else page_for(method)
+    if method is not None and page is not None:
+        md += [f"## {page.computes_title(method)}", ""]
+        md += page.computes(method, built is not None)
+    if method is not None and page is not None and report is not None:
+        md += ["## How accurate the integrator is", ""]
+        md += page.accuracy(method, report)
         md += _figures(method, report, attempt, assets)
 
     md += ["## Declaration", "", fence(source, "toml"), ""]
-    if method is not None:
-        md += _coefficients(method)
+    if method is not None and page is not None:
+        md += page.coefficients(method)
 
     if report is not None:
         md += ["## Order report", "", report_table(report), ""]
@@ -193,47 +162,11 @@ def solver_page(name: str, folder: Path, measured: Mapping[str, Sequence[Measure
     return _row(name, family, title, method, report, built, attempt.problems)
 
 
-def _coefficients(method: Method) -> list[str]:
-    """The coefficients as tables: the Butcher tableau, the splitting sequence, α and β."""
-    md: list[str] = []
-    if isinstance(method, ButcherTableau):
-        md += ["## Butcher tableau", ""]
-        if method.numeric:
-            md += [
-                f"A numeric declaration: entries are shown to {NUMERIC_DIGITS} digits (the "
-                "declaration above holds every digit, and the proof used them all).",
-                "",
-            ]
-        md += [butcher_table(method), ""]
-    elif isinstance(method, Splitting):
-        md += ["## Splitting sequence", ""]
-        steps = [(k + 1, op, exact(c, method.numeric)) for k, (op, c) in enumerate(method.steps)]
-        md += [table(("step", "operator", "fraction of h"), steps, "rll"), ""]
-        sub = "exact sub-flows" if method.substep is None else f"`{method.substep.name}`"
-        if method.substep is not None and method.substep.name in catalog:
-            sub = f"[{method.substep.name}]({method.substep.name}.md)"
-        md += [f"Sub-step: {sub}.", ""]
-    elif isinstance(method, LinearMultistep):
-        md += ["## Coefficients α, β", ""]
-        pairs = [
-            (j, exact(a, method.numeric), exact(b, method.numeric))
-            for j, (a, b) in enumerate(zip(method.alpha, method.beta, strict=True))
-        ]
-        md += [table(("j", "αⱼ", "βⱼ"), pairs, "rll"), ""]
-    elif isinstance(method, ContinuousDynamics):
-        solver = method.solver_tableau()
-        link = f"[{solver.name}]({solver.name}.md)" if solver.name in catalog else solver.name
-        md += ["## Solver", "", f"The dynamics are integrated by {link}:", ""]
-        md += [butcher_table(solver), ""]
-
-    return md
-
-
 def _failing(report: Report) -> tuple[str, list[tuple[str, Any]], bool] | None:
     numeric = not bool(getattr(report, "exact", True))
     if getattr(report, "failing_trees", None):
         return (
-            f"coloured trees at order {report.effective_order + 1}",  # type: ignore[attr-defined]
+            f"coloured trees at order {report.substep_order + 1}",  # type: ignore[attr-defined]
             list(report.failing_trees),  # type: ignore[attr-defined]
             numeric,
         )
@@ -251,28 +184,8 @@ def _failing(report: Report) -> tuple[str, list[tuple[str, Any]], bool] | None:
 def _figures(method: Method, report: Report, attempt: Attempt, assets: Path) -> list[str]:
     md: list[str] = []
     name = method.name
-    region: str | None = None
-    if isinstance(method, ButcherTableau) and not method.symbols:
-        stability = report.stability  # type: ignore[attr-defined]
-        region = attempt.run(
-            "the stability plot", lambda: stability_svg(stability, f"{name}: |R(z)| ≤ 1")
-        )
-    elif isinstance(method, ContinuousDynamics):
-        solver = attempt.run("the solver's report", lambda: check(method.solver_tableau()))
-        if solver is not None:
-            stability = solver.stability  # type: ignore[attr-defined]
-            region = attempt.run(
-                "the stability plot",
-                lambda: stability_svg(stability, f"{name}: solver {solver.method.name}"),
-            )
-    elif isinstance(method, LinearMultistep) and not method.symbols:
-        alpha = [float(a) for a in method.alpha]
-        beta = [float(b) for b in method.beta]
-        locus = report.boundary_locus  # type: ignore[attr-defined]
-        region = attempt.run(
-            "the stability plot",
-            lambda: multistep_stability_svg(alpha, beta, locus(), f"{name}: stability region"),
-        )
+    page = page_for(method)
+    region = attempt.run("the stability plot", lambda: page.stability(method, report))
     if region is not None:
         md += [
             "### Stability region",
@@ -299,7 +212,7 @@ def _figures(method: Method, report: Report, attempt: Attempt, assets: Path) -> 
         if plot is not None:
             image = save_figure(assets, "convergence.svg", plot, f"Convergence of {name}")
             md += ["### Convergence", "", image, ""]
-        problem = _problem_text(method)
+        problem = page.problem(method)
         if has_symbols(method):
             problem += " The declaration is a family: measured at every symbol = 1/3."
         md += [problem, ""]
@@ -311,23 +224,9 @@ def _figures(method: Method, report: Report, attempt: Attempt, assets: Path) -> 
                     (curve.label, n, f"{e:.3e}", "" if math.isnan(slope) else f"{slope:.2f}")
                 )
         md += [table(("integrated", "steps N", "error at t = 1", "slope"), rows, "lrrr"), ""]
-    elif curves == [] and isinstance(method, LinearMultistep):
+    elif curves == [] and getattr(member_report, "zero_stable", True) is False:
         md += ["No convergence plot: the method is not zero-stable, so it diverges.", ""]
     return md
-
-
-def _problem_text(method: Method) -> str:
-    if isinstance(method, Splitting):
-        return (
-            "Measured on y' = (L_A + L_B + …) y with non-commuting 3×3 matrices, integrated "
-            "to t = 1 in N steps (exact sub-flows by matrix exponentials); the dashed lines "
-            "have the proved slopes. Orders above 4 run in 60-digit arithmetic."
-        )
-    return (
-        "Measured on the non-autonomous y' = −y + cos t, y(0) = 1, integrated to t = 1 in N "
-        "steps against the exact solution; the dashed line has the proved slope. Orders above "
-        "4 run in 60-digit arithmetic, so rounding does not flatten the slope."
-    )
 
 
 def _row(
@@ -342,14 +241,12 @@ def _row(
     stages = "—"
     if built is not None and built.calls is not None:
         stages = str(built.calls)
-    elif isinstance(method, ButcherTableau):
-        stages = str(method.stages)
-    elif isinstance(method, ContinuousDynamics):
-        stages = str(method.solver_tableau().stages)
+    elif method is not None:
+        stages = page_for(method).stages(method)
     order = effective = interval = "—"
     if report is not None:
         order = str(report.order)
-        effective = str(getattr(report, "effective_order", report.order))
+        effective = str(getattr(report, "substep_order", report.order))
         interval = _interval(report)
     return IndexRow(
         name=name,
@@ -359,7 +256,7 @@ def _row(
         title=title,
         stages=stages,
         order=order,
-        effective_order=effective,
+        substep_order=effective,
         interval=interval,
         params=None if built is None else built.params,
         flops=None if built is None else built.flops,

@@ -10,20 +10,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, final
+from typing import Any, final
 
 import torch
 from sacrebleu.metrics import BLEU, CHRF
+from tqdm import tqdm
 
 from ..assemble import Seq2Seq
+from ..data import Vocabulary
+from ..devices import resolve_device
 from ..errors import ButcherflowError, DeclarationError
 from ..nn import LearnedPositions
-from .search import beam_search, check_options, greedy
-
-if TYPE_CHECKING:
-    from ..train.vocab import Vocabulary
+from ..savedir import load_model, run_corpus
+from .search import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B, beam_search, check_options, greedy
 
 SUBSETS = ("valid", "test")
+MAX_TOKENS = 4096  # padded source tokens per generation batch (the search defaults: search.py)
+# Cheap greedy decoding for BLEU during training and in the experiments' reports: outputs at most
+# 1.2 · source length + 10 subwords long.
+QUICK_DECODING: dict[str, Any] = {"beam": 1, "max_len_a": 1.2, "max_len_b": 10}
 
 
 @final
@@ -85,26 +90,6 @@ def score(hypotheses: Sequence[str], references: Sequence[str]) -> Scores:
     )
 
 
-def resolve_device(device: str | torch.device) -> torch.device:
-    """`"auto"` is CUDA when available, else CPU; anything else is checked by torch."""
-    if str(device) == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        resolved = torch.device(device)
-    except RuntimeError as error:
-        raise DeclarationError(
-            "unknown device", key="device", value=str(device), valid="auto, cpu, cuda or cuda:N"
-        ) from error
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise DeclarationError(
-            "CUDA is not available on this machine",
-            key="device",
-            value=str(device),
-            valid="auto or cpu",
-        )
-    return resolved
-
-
 def token_batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
     """Group sentence indices, longest first, so that `max(length) × count ≤ max_tokens`.
 
@@ -134,7 +119,7 @@ def token_batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
 
 
 def source_ids(vocab: Vocabulary, text: str, max_positions: int | None = None) -> list[int]:
-    """The encoder input of one sentence as in training (`train.encode_split`): its subword ids,
+    """The encoder input of one sentence as in training (`data.encode_split`): its subword ids,
     no bos/eos, cut to `max_positions` for models with learned positions."""
     ids = vocab.encode(text)
     return ids if max_positions is None else ids[:max_positions]
@@ -145,11 +130,11 @@ def translate(
     vocab: Vocabulary,
     sentences: Sequence[str],
     *,
-    beam: int = 5,
-    lenpen: float = 1.0,
-    max_len_a: float = 0.0,
-    max_len_b: int = 200,
-    max_tokens: int = 4096,
+    beam: int = BEAM,
+    lenpen: float = LENPEN,
+    max_len_a: float = MAX_LEN_A,
+    max_len_b: int = MAX_LEN_B,
+    max_tokens: int = MAX_TOKENS,
     device: str | torch.device = "cpu",
     use_cache: bool = True,
     progress: bool = False,
@@ -180,8 +165,6 @@ def translate(
     batches = token_batches([len(encoded[i]) for i in todo], max_tokens)
     results = [""] * len(sentences)
     if progress:
-        from tqdm import tqdm
-
         batches = tqdm(batches, desc="translate", unit="batch", leave=False)
     for batch in batches:
         rows = [encoded[todo[j]] for j in batch]
@@ -218,9 +201,7 @@ def validation_bleu(
     **Returns:** the BLEU score (0-100).
     """
     sources = [s for s, _ in pairs]
-    hypotheses = translate(
-        model, vocab, sources, beam=1, max_len_a=1.2, max_len_b=10, device=device
-    )
+    hypotheses = translate(model, vocab, sources, **QUICK_DECODING, device=device)
     return score(hypotheses, [t for _, t in pairs]).bleu
 
 
@@ -249,19 +230,20 @@ def evaluate(
     save_dir: str | Path,
     subset: str = "test",
     *,
-    beam: int = 5,
-    lenpen: float = 1.0,
+    beam: int = BEAM,
+    lenpen: float = LENPEN,
     checkpoint: str = "best",
-    max_len_a: float = 0.0,
-    max_len_b: int = 200,
-    max_tokens: int = 4096,
+    max_len_a: float = MAX_LEN_A,
+    max_len_b: int = MAX_LEN_B,
+    max_tokens: int = MAX_TOKENS,
     device: str | torch.device = "cpu",
     progress: bool = False,
 ) -> Evaluation:
     """Load a trained model, translate a subset of its corpus and score it.
 
-    The corpus is the one named in the save dir's `config.json`, reloaded (and filtered) as in
-    training, so the subset is exactly the one validated on during training.
+    The corpus is the one stored in the save dir's `config.json` (with absolute paths: this works
+    from any directory), reloaded and filtered as in training, so the subset is exactly the one
+    validated on during training.
 
     **Arguments:**
 
@@ -283,18 +265,9 @@ def evaluate(
             f"save dir {str(folder)!r} does not exist; give the --save-dir of a "
             "`butcherflow train` run"
         )
-    from ..train.checkpoint import read_config
-    from ..train.corpus import load_corpus
-    from ..train.trained import load_model
-
-    config = read_config(folder)
     target = resolve_device(device)
-    model, vocab, _ = load_model(folder, checkpoint, device=str(target))
-    corpus = load_corpus(
-        str(config["data"]),
-        source_lang=config.get("source_lang"),
-        target_lang=config.get("target_lang"),
-    )
+    model, vocab, config = load_model(folder, checkpoint, device=str(target))
+    corpus = run_corpus(folder, config)
     pairs = corpus.valid if subset == "valid" else corpus.test
     if not pairs:
         raise ButcherflowError(f"the {subset} split of {corpus.name!r} is empty")
@@ -323,11 +296,12 @@ def evaluate(
 
 
 __all__ = [
+    "MAX_TOKENS",
+    "QUICK_DECODING",
     "SUBSETS",
     "Evaluation",
     "Scores",
     "evaluate",
-    "resolve_device",
     "score",
     "source_ids",
     "token_batches",

@@ -47,6 +47,9 @@ from ..nn import DecodeCache, LearnedPositions
 
 BOS, EOS = 2, 3  # fixed special ids of the pipeline (pad is the model's pad_index, 0)
 DEFAULT_CAPACITY = 64  # positions a DecodeCache allocates at first (sentences are rarely longer)
+# The generation defaults, fairseq's (`fairseq-generate`): spelled here once, for every function,
+# command and report that decodes.
+BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B, MIN_LEN = 5, 1.0, 0.0, 200, 1
 
 
 @final
@@ -82,11 +85,11 @@ def length_penalized(logprob: float, length: int, lenpen: float) -> float:
 
 def check_options(
     *,
-    beam: int = 1,
-    lenpen: float = 1.0,
-    max_len_a: float = 0.0,
-    max_len_b: int = 200,
-    min_len: int = 1,
+    beam: int = BEAM,
+    lenpen: float = LENPEN,
+    max_len_a: float = MAX_LEN_A,
+    max_len_b: int = MAX_LEN_B,
+    min_len: int = MIN_LEN,
 ) -> None:
     """Raise a `DeclarationError` naming the option for any invalid search setting."""
 
@@ -235,11 +238,11 @@ def search(
     model: Seq2Seq,
     src: Tensor,
     *,
-    beam: int = 5,
-    lenpen: float = 1.0,
-    max_len_a: float = 0.0,
-    max_len_b: int = 200,
-    min_len: int = 1,
+    beam: int = BEAM,
+    lenpen: float = LENPEN,
+    max_len_a: float = MAX_LEN_A,
+    max_len_b: int = MAX_LEN_B,
+    min_len: int = MIN_LEN,
     early_stop: bool = True,
     use_cache: bool = True,
     compile: bool = False,
@@ -396,11 +399,11 @@ def beam_search(
     model: Seq2Seq,
     src: Tensor,
     *,
-    beam: int = 5,
-    lenpen: float = 1.0,
-    max_len_a: float = 0.0,
-    max_len_b: int = 200,
-    min_len: int = 1,
+    beam: int = BEAM,
+    lenpen: float = LENPEN,
+    max_len_a: float = MAX_LEN_A,
+    max_len_b: int = MAX_LEN_B,
+    min_len: int = MIN_LEN,
     early_stop: bool = True,
     use_cache: bool = True,
     compile: bool = False,
@@ -428,9 +431,9 @@ def greedy(
     model: Seq2Seq,
     src: Tensor,
     *,
-    max_len_a: float = 0.0,
-    max_len_b: int = 200,
-    min_len: int = 1,
+    max_len_a: float = MAX_LEN_A,
+    max_len_b: int = MAX_LEN_B,
+    min_len: int = MIN_LEN,
     use_cache: bool = True,
     compile: bool = False,
 ) -> list[list[int]]:

@@ -1,20 +1,26 @@
 """Stage 1, declare: integrators as validated, frozen data."""
 
-from .base import Method
-from .catalog import Catalog, catalog, load
+from .base import Layer, Method
 from .continuous import ContinuousDynamics
+from .files import Catalog, catalog, load
+from .general_linear import GeneralLinear
 from .multistep import LinearMultistep
 from .numbers import Number, parse_number
+from .parameters import Parameter
 from .splitting import Splitting
-from .tableau import ButcherTableau
+from .tableau import POLICIES, ButcherTableau
 
 __all__ = [
+    "POLICIES",
     "ButcherTableau",
     "Catalog",
     "ContinuousDynamics",
+    "GeneralLinear",
+    "Layer",
     "LinearMultistep",
     "Method",
     "Number",
+    "Parameter",
     "Splitting",
     "catalog",
     "load",

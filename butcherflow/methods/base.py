@@ -4,27 +4,38 @@ from __future__ import annotations
 
 import abc
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, final
+
+import sympy
 
 from ..errors import DeclarationError
+from .parameters import Parameter
 
 NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-FAMILIES = ("runge-kutta", "splitting", "multistep", "continuous")
 
 
 def check_name(name: Any, source: str | Path | None) -> str:
+    """Any one-line name people use ("GL3", "RK44", "rk4"); catalog files are stricter
+    (`file_safe_name`), since their name is also their file name."""
     if name is None:
         return "unnamed"
-    if not isinstance(name, str) or not NAME.match(name):
+    if not isinstance(name, str) or not name.strip() or not name.isprintable() or len(name) > 100:
         raise DeclarationError(
             "invalid name",
             key="name",
             value=name,
-            valid="names are lowercase words joined by hyphens, e.g. 'dormand-prince-5'",
+            valid="a name is one printable line of at most 100 characters, e.g. 'GL3'",
             source=source,
         )
     return name
+
+
+def file_safe_name(name: str) -> bool:
+    """Catalog entries (`solvers/NAME.toml`): lowercase words joined by hyphens, e.g. 'rk4'."""
+    return bool(NAME.match(name))
 
 
 def check_order(order: Any, key: str, source: str | Path | None) -> int | None:
@@ -49,8 +60,36 @@ def check_text(value: Any, key: str, source: str | Path | None) -> str:
     return value
 
 
+@final
+@dataclass(frozen=True)
+class Layer:
+    """Whether a declaration becomes a layer (`bf.compile` / `bf.compile_stack`), decided from
+    the declaration alone: the one statement of the rule, which `bf.check` reports and the
+    compiler enforces.
+
+    - `compiles`: it has a layer.
+    - `how`: how it is compiled, or why not (then it starts with "not compiled").
+    - `key`, `valid`: the declaration key that prevents it and what would be valid.
+    """
+
+    compiles: bool
+    how: str
+    key: str | None = None
+    valid: str | None = None
+
+    def require(self, method: Method) -> None:
+        """Raise the `DeclarationError` of a declaration that has no layer."""
+        if not self.compiles:
+            raise DeclarationError(
+                f"'{method.name}' is {self.how}",
+                key=self.key,
+                valid=self.valid,
+                source=method.source,
+            )
+
+
 class Method(abc.ABC):
-    """Abstract base of the four declaration families; concrete families are final.
+    """Abstract base of the declaration families; concrete families are final.
 
     Declarations are validated once, in the constructor, and frozen afterwards: assigning an
     attribute raises. Every family has these attributes:
@@ -59,10 +98,22 @@ class Method(abc.ABC):
     - `order`: the claimed order, checked by `bf.check` (`None`: no claim).
     - `title`, `reference`: human-readable title and literature reference.
     - `source`: the file the declaration was read from, if any.
-    - `family`: `"runge-kutta"`, `"splitting"`, `"multistep"` or `"continuous"`.
+    - `family`: the family's name in declaration files (`"runge-kutta"`, ...).
+    - `keys`, `required`: the keys of the family's declaration files (beyond the common ones)
+      and those that must be present.
+
+    and this interface, which the later stages use instead of asking for the type:
+
+    - `symbols`, `parameters`, `subs(values)`: a parametrised family's free symbols, how they
+      become parameters of a layer, and its members.
+    - `layer`: whether (and how) the declaration becomes a layer.
+    - `with_coefficients(policy)`: the declaration a layer compiled with `coefficients=policy`
+      computes, when the family states its policies as declarations.
     """
 
-    family: str
+    family: ClassVar[str]
+    keys: ClassVar[tuple[str, ...]]
+    required: ClassVar[tuple[str, ...]]
     name: str
     order: int | None
     title: str
@@ -84,6 +135,19 @@ class Method(abc.ABC):
         object.__setattr__(self, "title", check_text(title, "title", src) or self.name)
         object.__setattr__(self, "reference", check_text(reference, "reference", src))
 
+    _table: dict[str, Any]
+
+    def to_table(self) -> dict[str, Any]:
+        """The declaration as the content of a declaration file: `from_dict(m.to_table())`
+        builds an equal declaration (entries as given: floats stay floats, strings strings)."""
+        head: dict[str, Any] = {"name": self.name, "family": self.family}
+        for key in ("title", "reference"):
+            if getattr(self, key) and getattr(self, key) != self.name:
+                head[key] = getattr(self, key)
+        if self.order is not None:
+            head["order"] = self.order
+        return {**head, **{k: v for k, v in self._table.items() if v is not None}}
+
     def _set(self, **fields: Any) -> None:
         for key, value in fields.items():
             object.__setattr__(self, key, value)
@@ -93,6 +157,38 @@ class Method(abc.ABC):
 
     def __delattr__(self, key: str) -> None:
         raise AttributeError(f"{type(self).__name__} is frozen: cannot delete {key!r}")
+
+    @property
+    def symbols(self) -> set[sympy.Symbol]:
+        """The free symbols of a parametrised family (empty for one method)."""
+        return set()
+
+    @property
+    def parameters(self) -> Mapping[sympy.Symbol, Parameter]:
+        """How the symbols become parameters of the layer (`methods/parameters.py`)."""
+        return {}
+
+    def subs(self, values: Mapping[Any, Any]) -> Method:
+        """A member of a parametrised family: substitute values for the symbols."""
+        if values:
+            raise DeclarationError(
+                "no such symbol in this declaration",
+                key=str(next(iter(values))),
+                valid="it has no symbols",
+                source=self.source,
+            )
+        return self
+
+    @property
+    @abc.abstractmethod
+    def layer(self) -> Layer:
+        """Whether `bf.compile` (or `bf.compile_stack`) turns the declaration into a layer."""
+
+    def with_coefficients(self, policy: str) -> Method | None:
+        """The declaration a layer compiled with `coefficients=policy` computes: itself for
+        `"exact"`; None where the family's compiler applies the policy itself (the proof then
+        covers the coefficients it starts from)."""
+        return self if policy == "exact" else None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

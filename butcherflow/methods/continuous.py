@@ -13,7 +13,7 @@ from typing import Any, final
 import sympy
 
 from ..errors import DeclarationError
-from .base import Method
+from .base import Layer, Method
 from .numbers import parse_number
 from .tableau import ButcherTableau
 
@@ -57,12 +57,27 @@ class ContinuousDynamics(Method):
     - `steps` / `step_size`: fixed-step methods only, at most one of them: the number of steps
       over [t0, t1] (or between neighbouring positions), or the step length.
     - `rtol`, `atol`, `max_num_steps`: adaptive methods only.
-    - `adjoint`: backpropagate with the adjoint ODE (torchdiffeq's `odeint_adjoint`).
+    - `adjoint`: backpropagate with the adjoint ODE, solved backwards by the same solver.
     - `time`: how the field sees t: `"none"`, `"concat"` (t appended to the input) or
       `"embedding"` (a sinusoidal embedding of t added to the input).
     """
 
     family = "continuous"
+    keys = (
+        "method",
+        "grid",
+        "t0",
+        "t1",
+        "delta",
+        "steps",
+        "step_size",
+        "rtol",
+        "atol",
+        "max_num_steps",
+        "adjoint",
+        "time",
+    )
+    required = ("method",)
     method: str
     tableau: ButcherTableau | None  # None for adaptive methods
     adaptive: bool
@@ -128,7 +143,7 @@ class ContinuousDynamics(Method):
         elif isinstance(method, str) and method in ADAPTIVE:
             tableau, method_name, adaptive = None, method, True
         elif isinstance(method, str):
-            from .catalog import catalog
+            from .files import catalog  # files.py builds these: a late import breaks the cycle
 
             found = catalog.get(method)
             if not isinstance(found, ButcherTableau):
@@ -213,12 +228,51 @@ class ContinuousDynamics(Method):
             adjoint=adjoint,
             time=time,
         )
+        self._set(
+            _table={
+                "method": method_name if tableau is None else tableau.to_table(),
+                "grid": grid,
+                "t0": parse_number(t0, "t0", src).raw,
+                "t1": parse_number(t1, "t1", src).raw,
+                "delta": parse_number(delta, "delta", src).raw,
+                "steps": steps,
+                "step_size": None if step_size is None else parse_number(step_size, "", src).raw,
+                "rtol": rtol,
+                "atol": atol,
+                "max_num_steps": max_num_steps,
+                "adjoint": adjoint,
+                "time": time,
+            }
+        )
+
+    @property
+    def layer(self) -> Layer:
+        if self.grid == "positions":
+            return Layer(
+                False,
+                "not compiled as a block: position dynamics (grid = 'positions') are a position "
+                "encoder; use position = 'floater' in a recipe's [embedding]",
+                key="grid",
+                valid="use it as position = 'floater' in a recipe's [embedding], or declare "
+                "grid = 'interval' for a continuous-depth block",
+            )
+        if self.adaptive:
+            return Layer(
+                True,
+                f"bf.compile: a continuous-depth block, one field called wherever {self.method} "
+                "steps (a data-dependent count); no incremental decoding",
+            )
+        return Layer(
+            True,
+            "bf.compile: a continuous-depth block, one field called at every stage of "
+            "every fixed step, each call with its own decoding-cache slot",
+        )
 
     def solver_tableau(self) -> ButcherTableau:
         """The tableau whose order is the solver's order (adaptive methods map to the catalog)."""
         if self.tableau is not None:
             return self.tableau
-        from .catalog import catalog
+        from .files import catalog  # files.py builds these: a late import breaks the cycle
 
         found = catalog.get(ADAPTIVE[self.method])
         if not isinstance(found, ButcherTableau):

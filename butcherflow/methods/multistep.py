@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, final
 
 import sympy
 
-from .base import Method
-from .numbers import is_zero, parse_vector
+from ..errors import DeclarationError
+from .base import Layer, Method
+from .numbers import Number, is_zero, parse_number, parse_vector, raw_list
+from .parameters import Parameter, parse_parameters, raw_parameters
 
 
 @final
@@ -21,16 +24,22 @@ class LinearMultistep(Method):
     - `alpha`: α₀..α_k (oldest first); α_k ≠ 0 (it need not be 1).
     - `beta`: β₀..β_k; β_k = 0 makes the method explicit.
     - `zero_stable`: optional claim, checked by `bf.check` like `order`.
+    - `parameters`: how a family's symbols train: `{"k": {"kind": "learned", "init": 1}}`
+      makes each symbol a learned scalar of every layer of the stack.
 
     Entries follow the tableau rules (exact by default, symbols for families such as the
     ODE Transformer paper's learnable-k "Multistep" block).
     """
 
     family = "multistep"
+    keys = ("alpha", "beta", "zero_stable", "parameters")
+    required = ("alpha", "beta")
     alpha: tuple[sympy.Expr, ...]
     beta: tuple[sympy.Expr, ...]
     zero_stable: bool | None
-    rounding: float
+    rounding: Fraction
+    alpha_numbers: tuple[Number, ...]  # the entries as parsed, with their precision
+    beta_numbers: tuple[Number, ...]
 
     def __init__(
         self,
@@ -40,6 +49,7 @@ class LinearMultistep(Method):
         name: str | None = None,
         order: int | None = None,
         zero_stable: bool | None = None,
+        parameters: Any = None,
         title: str | None = None,
         reference: str | None = None,
         source: str | Path | None = None,
@@ -78,10 +88,25 @@ class LinearMultistep(Method):
             beta=tuple(x.value for x in b),
             zero_stable=zero_stable,
             rounding=max(x.rounding for x in (*a, *b)),
+            alpha_numbers=a,
+            beta_numbers=b,
         )
-        self._set(_beta_k_zero=is_zero(b[-1]))
+        declared = parse_parameters(
+            parameters, self.symbols, kinds=("learned",), source=self.source
+        )
+        self._set(
+            _table={
+                "alpha": raw_list(a),
+                "beta": raw_list(b),
+                "zero_stable": zero_stable,
+                "parameters": raw_parameters(declared),
+            },
+            _parameters=declared,
+            _beta_k_zero=is_zero(b[-1]),
+        )
 
     _beta_k_zero: bool
+    _parameters: dict[sympy.Symbol, Parameter]
 
     @property
     def steps(self) -> int:
@@ -94,7 +119,7 @@ class LinearMultistep(Method):
 
     @property
     def numeric(self) -> bool:
-        return self.rounding > 0.0
+        return self.rounding > 0
 
     @property
     def symbols(self) -> set[sympy.Symbol]:
@@ -102,3 +127,54 @@ class LinearMultistep(Method):
         for x in (*self.alpha, *self.beta):
             found |= x.free_symbols
         return found
+
+    @property
+    def parameters(self) -> dict[sympy.Symbol, Parameter]:
+        return dict(self._parameters)
+
+    def subs(self, values: Mapping[Any, Any]) -> LinearMultistep:
+        """A member of a parametrised family: substitute values for the symbols."""
+        symbols = {str(s): s for s in self.symbols}
+        mapping = {}
+        for key, value in values.items():
+            if str(key) not in symbols:
+                raise DeclarationError(
+                    "no such symbol in this method",
+                    key=str(key),
+                    value=value,
+                    valid=f"symbols are {sorted(symbols) or 'none'}",
+                    source=self.source,
+                )
+            mapping[symbols[str(key)]] = parse_number(value, str(key)).value
+        return LinearMultistep(
+            [sympy.simplify(x.subs(mapping)) for x in self.alpha],
+            [sympy.simplify(x.subs(mapping)) for x in self.beta],
+            name=self.name,
+            parameters=raw_parameters(
+                {s: p for s, p in self._parameters.items() if s not in mapping}
+            ),
+        )
+
+    @property
+    def layer(self) -> Layer:
+        if not self.is_explicit:
+            return Layer(
+                False,
+                "not compiled: implicit (beta_k != 0): f at the new state belongs to the next "
+                "layer's field",
+                key="beta",
+                valid="an explicit multistep method (beta_k = 0)",
+            )
+        undeclared = sorted(str(s) for s in self.symbols - set(self._parameters))
+        if undeclared:
+            return Layer(
+                True,
+                "bf.compile_stack with coefficients='learned' and init={...}: the symbols "
+                f"{undeclared} become per-layer parameters",
+            )
+        learned = (
+            f"; {', '.join(map(str, self._parameters))} learned per layer" if self.symbols else ""
+        )
+        return Layer(
+            True, "bf.compile_stack: a stack reusing every earlier state and field output" + learned
+        )

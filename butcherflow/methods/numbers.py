@@ -1,11 +1,22 @@
-"""Exact parsing of tableau entries.
+"""Parsing of declaration entries, and what the digits of a numeric entry promise.
 
-An entry is an int, a `fractions.Fraction`, a string such as `"1/6"`, `"sqrt(6)/36"`,
-`"1/(2 - 2**(1/3))"` or `"g"` (a symbol of a parametrised family), or a sympy expression. These are
-exact. A float or a decimal string (`"0.1666"`) is also accepted: its value is kept exactly as the
-digits given (a decimal is a rational number), and the entry is marked *numeric* with the rounding
-error implied by its last digit; the analysis then compares order conditions against the effect of
-that rounding instead of zero.
+One semantics for every family (README and docs/concepts.md say the same):
+
+- **Exact** entries are ints, `fractions.Fraction`s, strings such as `"1/6"`, `"sqrt(6)/36"`,
+  `"1/(2 - 2**(1/3))"`, `"1/2 + sqrt(3)*cos(pi/18)/3"` (trigonometric values of rational
+  multiples of π are algebraic numbers), symbols of a parametrised family (`"g"`) and sympy
+  expressions. They are exact.
+- A **float** (Python's or numpy's) means its exact binary value, known to within 2⁻⁴⁴ of its
+  size (256 units in its last binary place: double precision, allowing for the rounding of a
+  short computation): `0.5` is 1/2 ± 2.8·10⁻¹⁴. It is never read as a shorter decimal.
+- A **decimal string** (`"0.1666"`, `"1.5e-3"`) means the rational number its digits spell, known
+  to half a unit in its last digit (`"0.1666"` ± 5·10⁻⁵). A decimal inside an expression
+  (`"0.1/1000"`) carries its rounding through the expression (interval arithmetic).
+- A numeric entry whose value is exactly zero (`0.0`, `"0.00"`) is an exact zero: zeros are the
+  structure of a tableau (explicit, diagonally implicit), never a measurement.
+
+Every entry keeps `raw`, the form it was given in (int, float or string), so that a declaration
+can be written back to a file and read again as the same declaration (`Method.to_table`).
 """
 
 from __future__ import annotations
@@ -13,11 +24,13 @@ from __future__ import annotations
 import keyword
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import flint
 import sympy
 from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
@@ -29,12 +42,14 @@ _ALLOWED_CHARS = re.compile(r"^[0-9A-Za-z_+\-*/().,^ \t]*$")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ATTRIBUTE = re.compile(r"\.\s*[A-Za-z_]")
 _DIGITS = re.compile(r"[0-9]+")
+_TRIG = {"sin": sympy.sin, "cos": sympy.cos, "tan": sympy.tan}
 _FUNCTIONS: dict[str, Any] = {
     "sqrt": sympy.sqrt,
     "cbrt": sympy.cbrt,
     "root": sympy.root,
     "Rational": sympy.Rational,
     "pi": sympy.pi,
+    **_TRIG,
 }
 # What sympy's parser itself emits (unevaluated trees call Add/Mul/Pow by name); not user names.
 _PARSER_GLOBALS: dict[str, Any] = {
@@ -49,15 +64,19 @@ _PARSER_GLOBALS: dict[str, Any] = {
 }
 _NOT_FINITE = {"nan", "inf", "infinity", "oo", "zoo"}
 _RESERVED = {"I", "E", "S", "N", "O", "Q", "Integer", "Float", "Symbol"}
-# Limits that keep one entry from freezing the parser (a tower like 9**9**9**9, 1e-99999999).
+# Limits that keep one entry from freezing the parser or the analysis (a tower like 9**9**9**9,
+# 1e-99999999, ten nested square roots whose field has degree 1024).
 MAX_EXPONENT = 300
 MAX_POWER = 64
 MAX_DIGITS = 1000
+MAX_DEGREE = 256
 VALID_ENTRY = (
-    "valid entries are ints, 'p/q' strings, Fractions, sympy expressions such as 'sqrt(6)/36' "
-    "(functions: sqrt, cbrt, root), symbol names for parametrised families, or decimals/floats "
-    "(which make the declaration numeric)"
+    "valid entries are ints, 'p/q' strings, Fractions, sympy expressions such as 'sqrt(6)/36' or "
+    "'cos(pi/18)' (functions: sqrt, cbrt, root, sin, cos, tan of rational multiples of pi), "
+    "symbol names for parametrised families, or floats and decimal strings (numeric: known to "
+    "their last digit)"
 )
+Raw = int | float | str
 
 
 @dataclass(frozen=True)
@@ -66,29 +85,44 @@ class Number:
 
     **Arguments:**
 
-    - `value`: the exact sympy value (a decimal is kept as the rational number its digits spell).
-    - `rounding`: the absolute rounding error implied by the digits given; `0` for exact entries.
+    - `value`: the exact sympy value (a float's binary value, a decimal's rational value).
+    - `rounding`: how far the intended value may lie from `value` (absolute, exact); `0` for
+      exact entries.
+    - `raw`: the entry as given, in a form that `parse_number` reads back to this `Number`.
     """
 
     value: sympy.Expr
-    rounding: float = 0.0
+    rounding: Fraction = Fraction(0)
+    raw: Raw = 0
 
     @property
     def numeric(self) -> bool:
-        return self.rounding > 0.0
+        return self.rounding > 0
+
+    def at_precision(self, precision: Fraction) -> Number:
+        """This entry judged at `precision` at least (a declared precision); zeros stay exact."""
+        if self.value == 0 or precision <= self.rounding:
+            return self
+        return Number(self.value, precision, self.raw)
 
 
-def _decimal_rounding(literal: str) -> float:
+def _literal_rounding(literal: str) -> Fraction:
     """Half a unit in the last digit given, e.g. `"0.1667"` -> 5e-5, `"1.5e-3"` -> 5e-5 * 1e-3."""
     mantissa, _, exponent = literal.lower().partition("e")
     decimals = len(mantissa.partition(".")[2])
-    # Never 0: a decimal is numeric however far right its last digit sits (5e-324 is the least
-    # positive float).
-    return max(0.5 * 10.0 ** (-decimals + (int(exponent) if exponent else 0)), 5e-324)
+    return Fraction(1, 2) * Fraction(10) ** (int(exponent or 0) - decimals)
 
 
-def _rational_of_decimal(literal: str) -> sympy.Rational:
-    return sympy.Rational(Fraction(literal))
+# How closely a float is taken to hold the number it stands for, relative to its size: 2⁻⁴⁴ is
+# 256 units in the last place of a double, the rounding of a short computation in double
+# precision (coefficients computed from formulas, numpy's quadrature nodes), not only of one
+# conversion. Double precision still: residuals of met conditions sit eight orders below it.
+FLOAT_RELATIVE = Fraction(1, 2**44)
+
+
+def float_rounding(value: float) -> Fraction:
+    """How far the real number a float stands for may lie from its binary value (0 for 0.0)."""
+    return abs(Fraction(value)) * FLOAT_RELATIVE
 
 
 def _check_literal(literal: str, key: str, raw: Any, source: str | Path | None) -> None:
@@ -130,8 +164,42 @@ def _check_finite_real(value: sympy.Expr, key: str, raw: Any, source: str | Path
         )
 
 
+def _degree_bound(tree: sympy.Basic) -> float:
+    """An upper bound on the algebraic degree of an expression built from rationals by + − × ÷,
+    rational powers and trigonometric values of rational multiples of π: the product of the
+    degrees of its distinct generators (a root of degree q over its base, cos(pπ/q) of degree at
+    most φ(4q)); inf for anything else (π itself)."""
+    generators: dict[sympy.Basic, float] = {}
+
+    def scan(e: sympy.Basic) -> None:
+        if isinstance(e, (sympy.Rational, sympy.Symbol)):
+            return
+        if isinstance(e, sympy.Pow) and isinstance(e.exp, sympy.Rational):
+            if e.exp.q == 1:
+                scan(e.base)
+            elif isinstance(e.base, sympy.Rational):  # 2^(1/3), 2^(8/15): powers of 2^(1/15)
+                generators[e.base] = math.lcm(int(generators.get(e.base, 1)), int(e.exp.q))
+            else:
+                generators[e.base ** (1 / e.exp.q)] = _degree_bound(e.base) * int(e.exp.q)
+            return
+        if isinstance(e, tuple(_TRIG.values())):
+            ratio = e.args[0] / sympy.pi  # type: ignore[attr-defined]
+            q = int(ratio.q) if isinstance(ratio, sympy.Rational) else 0
+            generators[e] = float(sympy.totient(4 * q)) if q else math.inf
+            return
+        if isinstance(e, (sympy.Add, sympy.Mul)):
+            for arg in e.args:
+                scan(arg)
+            return
+        generators[e] = math.inf
+
+    scan(tree)
+    return math.prod(generators.values(), start=1.0)
+
+
 def _check_powers(tree: sympy.Basic, key: str, raw: Any, source: str | Path | None) -> None:
-    """Every exponent must be a small rational (2, 1/3, -1/5): no towers, no huge powers.
+    """Every exponent must be a small rational (2, 1/3, -1/5): no towers, no huge powers; trig
+    functions take rational multiples of π (so that the value is an algebraic number).
 
     Runs on the unevaluated tree, innermost powers first, so each exponent is evaluated only
     after the powers inside it have been found small.
@@ -152,64 +220,86 @@ def _check_powers(tree: sympy.Basic, key: str, raw: Any, source: str | Path | No
                 valid=VALID_ENTRY,
                 source=source,
             )
+    if isinstance(tree, tuple(_TRIG.values())):
+        ratio = sympy.nsimplify(tree.args[0].doit() / sympy.pi)  # type: ignore[attr-defined]
+        if not isinstance(ratio, sympy.Rational) or ratio.q > 10 * MAX_DEGREE:
+            raise DeclarationError(
+                "trigonometric functions take rational multiples of pi (whose values are "
+                "algebraic numbers)",
+                key=key,
+                value=raw,
+                valid="e.g. cos(pi/18), or give the value as a decimal",
+                source=source,
+            )
 
 
-def _parse_string(raw: str, key: str, source: str | Path | None) -> Number:
-    text = raw.strip()
-    if not text:
-        raise DeclarationError(
-            "entry is empty", key=key, value=raw, valid=VALID_ENTRY, source=source
-        )
-    if not _ALLOWED_CHARS.match(text):
-        raise DeclarationError(
-            "entry contains characters that cannot appear in a number",
-            key=key,
-            value=raw,
-            valid=VALID_ENTRY,
-            source=source,
-        )
-    if any(len(d) > MAX_DIGITS for d in _DIGITS.findall(text)):
-        raise DeclarationError(
-            f"number has more than {MAX_DIGITS} digits", key=key, value=raw, source=source
-        )
-    if _ATTRIBUTE.search(text):
-        raise DeclarationError(
-            "entry uses attribute access", key=key, value=raw, valid=VALID_ENTRY, source=source
-        )
+def _refuse(problem: str, raw: Any, key: str, source: str | Path | None) -> DeclarationError:
+    return DeclarationError(problem, key=key, value=raw, valid=VALID_ENTRY, source=source)
+
+
+def _names_in(text: str, raw: str, key: str, source: str | Path | None) -> dict[str, Any]:
+    """The functions and family symbols an entry may use; anything else is refused."""
     names: dict[str, Any] = dict(_FUNCTIONS)
     for name in set(_IDENTIFIER.findall(_DECIMAL.sub(" ", _SCIENTIFIC_INT.sub(" ", text)))):
         if name in _FUNCTIONS:
             continue
         if name.lower() in _NOT_FINITE:
-            raise DeclarationError(
-                "entry is not finite", key=key, value=raw, valid=VALID_ENTRY, source=source
-            )
+            raise _refuse("entry is not finite", raw, key, source)
         if name.startswith("_") or name in _RESERVED or keyword.iskeyword(name):
-            raise DeclarationError(
-                f"'{name}' cannot be a symbol",
-                key=key,
-                value=raw,
-                valid=VALID_ENTRY,
-                source=source,
-            )
+            raise _refuse(f"'{name}' cannot be a symbol", raw, key, source)
         names[name] = sympy.Symbol(name, real=True)
-    rounding = 0.0
-    literals = _DECIMAL.findall(text) + _SCIENTIFIC_INT.findall(text)
-    for mantissa, exponent in literals:
-        _check_literal(mantissa + exponent, key, raw, source)
-        rounding = max(rounding, _decimal_rounding(mantissa + exponent))
+    return names
+
+
+def _parse_string(raw: str, key: str, source: str | Path | None) -> Number:
+    text = raw.strip()
+    if not text:
+        raise _refuse("entry is empty", raw, key, source)
+    if not _ALLOWED_CHARS.match(text):
+        raise _refuse("entry contains characters that cannot appear in a number", raw, key, source)
+    if any(len(d) > MAX_DIGITS for d in _DIGITS.findall(text)):
+        raise DeclarationError(
+            f"number has more than {MAX_DIGITS} digits", key=key, value=raw, source=source
+        )
+    if _ATTRIBUTE.search(text):
+        raise _refuse("entry uses attribute access", raw, key, source)
+    names = _names_in(text, raw, key, source)
+    literals: list[tuple[sympy.Rational, Fraction]] = []
 
     def exact(match: re.Match[str]) -> str:
-        r = _rational_of_decimal(match.group(0))
-        return f"_R({r.p}, {r.q})"
+        _check_literal(match.group(0), key, raw, source)
+        value = sympy.Rational(Fraction(match.group(0)))
+        literals.append((value, _literal_rounding(match.group(0)) if value != 0 else Fraction(0)))
+        return f"_D{len(literals) - 1}"
 
     rewritten = _SCIENTIFIC_INT.sub(exact, _DECIMAL.sub(exact, text))
-    names["_R"] = sympy.Rational
-    parsed: dict[str, sympy.Basic] = {}
-    for evaluate in (False, True):  # validate the unevaluated tree before computing anything
+    boxes = {sympy.Symbol(f"_D{i}", real=True): lit for i, lit in enumerate(literals)}
+    names.update({str(symbol): symbol for symbol in boxes})
+    tree = _parse_tree(rewritten, names, raw, key, source)
+    if boxes and tree.free_symbols - set(boxes):
+        raise _refuse(
+            "a parametrised entry must be exact (decimals have no meaning in a family)",
+            raw,
+            key,
+            source,
+        )
+    value = tree.subs({symbol: lit[0] for symbol, lit in boxes.items()}) if boxes else tree
+    if not isinstance(value, sympy.Expr) or getattr(value, "is_Matrix", False):
+        raise _refuse("entry is not a number", raw, key, source)
+    _check_finite_real(value, key, raw, source)
+    _check_degree(value, raw, key, source)
+    return Number(value, _expression_rounding(tree, boxes, value), raw)
+
+
+def _parse_tree(
+    text: str, names: dict[str, Any], raw: str, key: str, source: str | Path | None
+) -> sympy.Expr:
+    """Parse `text` (validating the unevaluated tree before computing anything)."""
+    parsed: dict[bool, Any] = {}
+    for evaluate in (False, True):
         try:
-            parsed[str(evaluate)] = parse_expr(
-                rewritten,
+            parsed[evaluate] = parse_expr(
+                text,
                 local_dict=names,
                 global_dict=_PARSER_GLOBALS,
                 transformations=(*standard_transformations, convert_xor),
@@ -218,34 +308,134 @@ def _parse_string(raw: str, key: str, source: str | Path | None) -> Number:
         except DeclarationError:
             raise
         except Exception as error:  # sympy raises many unrelated types for bad syntax
-            raise DeclarationError(
-                f"entry is not a valid expression ({type(error).__name__})",
-                key=key,
-                value=raw,
-                valid=VALID_ENTRY,
-                source=source,
+            raise _refuse(
+                f"entry is not a valid expression ({type(error).__name__})", raw, key, source
             ) from None
-        if not isinstance(parsed[str(evaluate)], sympy.Expr):
-            raise DeclarationError(
-                "entry is not a number", key=key, value=raw, valid=VALID_ENTRY, source=source
-            )
+        if not isinstance(parsed[evaluate], sympy.Expr) or getattr(
+            parsed[evaluate], "is_Matrix", False
+        ):
+            raise _refuse("entry is not a number", raw, key, source)
         if not evaluate:
-            _check_powers(parsed["False"], key, raw, source)
-    value = parsed["True"]
-    if not isinstance(value, sympy.Expr) or getattr(value, "is_Matrix", False):
-        raise DeclarationError(
-            "entry is not a number", key=key, value=raw, valid=VALID_ENTRY, source=source
-        )
-    _check_finite_real(value, key, raw, source)
-    return Number(value, rounding)
+            _check_powers(parsed[False], key, raw, source)
+    return parsed[True]
+
+
+def _expression_rounding(
+    tree: sympy.Expr, boxes: dict[sympy.Symbol, tuple[sympy.Rational, Fraction]], value: Any
+) -> Fraction:
+    """How far the expression can move when each decimal literal moves within its rounding:
+    exact interval arithmetic when the expression is rational, balls (arb) otherwise."""
+    if not boxes or all(r == 0 for _, r in boxes.values()) or value == 0:
+        return Fraction(0)
+    if tree in boxes:  # a lone decimal: its own rounding
+        return boxes[tree][1]
+    intervals = {s: (_fraction(v) - r, _fraction(v) + r) for s, (v, r) in boxes.items()}
+    exact = _interval(tree, intervals)
+    if exact is not None:
+        centre = _fraction(value)
+        return max(exact[1] - centre, centre - exact[0])
+    smallest = min(r for _, r in boxes.values() if r > 0)
+    with flint.ctx.workprec(max(128, 64 + smallest.denominator.bit_length())):
+        enclosure = enclose(tree, {s: ball(v, r) for s, (v, r) in boxes.items()})
+        spread = enclosure - ball(value)
+    return upper_fraction(spread)
+
+
+def _fraction(value: Any) -> Fraction:
+    return Fraction(int(value.p), int(value.q))
+
+
+Interval = tuple[Fraction, Fraction]
+
+
+def _interval(expr: sympy.Expr, boxes: dict[sympy.Symbol, Interval]) -> Interval | None:
+    """An exact enclosure of a rational expression over boxes (None when it is not rational)."""
+    if isinstance(expr, sympy.Symbol):
+        return boxes.get(expr)
+    if isinstance(expr, sympy.Rational):
+        return (_fraction(expr), _fraction(expr))
+    found = [_interval(a, boxes) for a in expr.args]
+    parts = [p for p in found if p is not None]
+    if len(parts) < len(found):
+        return None
+    if isinstance(expr, sympy.Add):
+        return (sum((p[0] for p in parts), Fraction(0)), sum((p[1] for p in parts), Fraction(0)))
+    if isinstance(expr, sympy.Mul):
+        out: Interval = (Fraction(1), Fraction(1))
+        for p in parts:
+            ends = [x * y for x in out for y in p]
+            out = (min(ends), max(ends))
+        return out
+    if isinstance(expr, sympy.Pow) and isinstance(expr.exp, sympy.Integer):
+        (lo, hi), n = parts[0], int(expr.exp)
+        if n < 0:
+            if lo <= 0 <= hi:
+                return None
+            lo, hi, n = 1 / hi, 1 / lo, -n
+        ends = [lo**n, hi**n] + ([Fraction(0)] if lo < 0 < hi else [])
+        return (min(ends), max(ends))
+    return None
+
+
+def ball(value: Any, radius: Fraction = Fraction(0)) -> flint.arb:
+    """An arb ball around an exact sympy value (rational, algebraic or a symbol-free expression)
+    with the given radius, at the current working precision."""
+    v = sympy.sympify(value)
+    centre = (
+        flint.arb(flint.fmpq(int(v.p), int(v.q)))
+        if isinstance(v, sympy.Rational)
+        else enclose(v, {})
+    )
+    if radius:
+        centre = centre + flint.arb(0, flint.arb(flint.fmpq(radius.numerator, radius.denominator)))
+    return centre
+
+
+def enclose(expr: sympy.Expr, boxes: dict[sympy.Symbol, flint.arb]) -> flint.arb:
+    """A rigorous enclosure of a symbol-free sympy expression (symbols taken from `boxes`)."""
+    if isinstance(expr, sympy.Symbol):
+        return boxes[expr]
+    if isinstance(expr, sympy.Rational):
+        return flint.arb(flint.fmpq(int(expr.p), int(expr.q)))
+    if expr is sympy.pi:
+        return flint.arb.pi()
+    if isinstance(expr, sympy.Add):
+        return sum((enclose(a, boxes) for a in expr.args), flint.arb(0))
+    if isinstance(expr, sympy.Mul):
+        return math.prod((enclose(a, boxes) for a in expr.args), start=flint.arb(1))
+    if isinstance(expr, sympy.Pow) and isinstance(expr.exp, sympy.Rational):
+        base, exp = enclose(expr.base, boxes), expr.exp
+        if exp.q == 1:
+            return base ** int(exp.p)
+        root = base.root(int(exp.q)) if base > 0 else -((-base).root(int(exp.q)))
+        return root ** int(exp.p)
+    for name, function in _TRIG.items():
+        if isinstance(expr, function):
+            return getattr(enclose(expr.args[0], boxes), name)()
+    raise ValueError(f"cannot enclose {expr}")  # pragma: no cover - parse refuses the rest
+
+
+def upper_fraction(x: flint.arb) -> Fraction:
+    """An exact upper bound on |x| (as a Fraction) for an arb ball."""
+    mid_man, mid_exp = x.mid().man_exp()
+    rad_man, rad_exp = x.rad().man_exp()
+    return abs(Fraction(int(mid_man)) * Fraction(2) ** int(mid_exp)) + Fraction(
+        int(rad_man)
+    ) * Fraction(2) ** int(rad_exp)
+
+
+def _parse_float(raw: float, key: str, source: str | Path | None) -> Number:
+    if not math.isfinite(raw):
+        raise _refuse("entry is not finite", raw, key, source)
+    return Number(sympy.Rational(Fraction(raw)), float_rounding(raw), raw)
 
 
 def parse_number(raw: Any, key: str, source: str | Path | None = None) -> Number:
-    """Parse one coefficient exactly.
+    """Parse one coefficient.
 
     **Arguments:**
 
-    - `raw`: an int, Fraction, float, string or sympy expression.
+    - `raw`: an int, Fraction, float, numpy scalar, string or sympy expression.
     - `key`: where the entry sits, for error messages (`"A[1][0]"`).
     - `source`: the declaration file, for error messages.
 
@@ -254,49 +444,103 @@ def parse_number(raw: Any, key: str, source: str | Path | None = None) -> Number
     if isinstance(raw, Number):
         return raw
     if isinstance(raw, bool) or raw is None:
-        raise DeclarationError(
-            "entry is not a number", key=key, value=raw, valid=VALID_ENTRY, source=source
-        )
+        raise _refuse("entry is not a number", raw, key, source)
     if isinstance(raw, int):
-        return Number(sympy.Integer(raw))
+        return Number(sympy.Integer(raw), Fraction(0), raw)
     if isinstance(raw, Fraction):
-        return Number(sympy.Rational(raw.numerator, raw.denominator))
+        return Number(sympy.Rational(raw.numerator, raw.denominator), Fraction(0), str(raw))
     if isinstance(raw, float):
-        if not math.isfinite(raw):
-            raise DeclarationError(
-                "entry is not finite", key=key, value=raw, valid=VALID_ENTRY, source=source
-            )
-        literal = repr(raw)
-        _check_literal(literal, key, raw, source)
-        return Number(_rational_of_decimal(literal), _decimal_rounding(literal))
+        return _parse_float(raw, key, source)
     if isinstance(raw, str):
         return _parse_string(raw, key, source)
     if isinstance(raw, sympy.Basic):
         if not isinstance(raw, sympy.Expr) or getattr(raw, "is_Matrix", False):
-            raise DeclarationError(
-                "entry is not a number", key=key, value=raw, valid=VALID_ENTRY, source=source
-            )
+            raise _refuse("entry is not a number", raw, key, source)
         _check_finite_real(raw, key, raw, source)
         if raw.has(sympy.Float):
-            # A sympy Float carries binary digits; keep the decimal it prints as, like a float.
+            # A sympy Float carries binary digits; keep the decimal it prints as.
             return _parse_string(str(raw), key, source)
-        return Number(raw)
-    raise DeclarationError(
-        f"entry of type {type(raw).__name__} is not a number",
-        key=key,
-        value=raw,
-        valid=VALID_ENTRY,
-        source=source,
-    )
+        return (
+            _parse_string(str(raw), key, source) if raw.free_symbols else _exact(raw, key, source)
+        )
+    numpy_scalar = _from_numpy(raw)
+    if numpy_scalar is not None:
+        return parse_number(numpy_scalar, key, source)
+    raise _refuse(f"entry of type {type(raw).__name__} is not a number", raw, key, source)
+
+
+def _exact(raw: sympy.Expr, key: str, source: str | Path | None) -> Number:
+    _check_degree(raw, raw, key, source)
+    return Number(raw, Fraction(0), str(raw))
+
+
+def _check_degree(value: sympy.Expr, raw: Any, key: str, source: str | Path | None) -> None:
+    """Exact entries must be algebraic numbers of moderate degree (the analysis works in the
+    number field they generate; ten nested roots would make it a field of degree 1024)."""
+    degree = _degree_bound(value)
+    if degree == math.inf:
+        raise _refuse(
+            "entry is not an algebraic number (pi alone is transcendental); exact analysis "
+            "needs algebraic entries: give it as a decimal",
+            raw,
+            key,
+            source,
+        )
+    if degree > MAX_DEGREE:
+        raise _refuse(
+            f"entry is an algebraic number of too high a degree for exact analysis (up to "
+            f"{degree:.0f} > {MAX_DEGREE}: e.g. more than eight nested square roots); give it as a "
+            "decimal",
+            raw,
+            key,
+            source,
+        )
+
+
+def _from_numpy(raw: Any) -> int | float | None:
+    """A numpy integer or float scalar as the Python number it holds (None for anything else)."""
+    kind = getattr(getattr(raw, "dtype", None), "kind", None)
+    if getattr(raw, "shape", None) != () or kind not in ("i", "u", "f"):
+        return None
+    return int(raw) if kind in ("i", "u") else float(raw)
+
+
+def as_list(raw: Any) -> Any:
+    """Numpy arrays (and anything else with `tolist`) as nested lists; other values unchanged."""
+    tolist = getattr(raw, "tolist", None)
+    if callable(tolist) and getattr(raw, "shape", ()) != ():
+        return tolist()
+    return raw
 
 
 def parse_vector(raw: Any, key: str, source: str | Path | None = None) -> tuple[Number, ...]:
-    """Parse a list of coefficients; `key` names the list (`"b"`)."""
-    if isinstance(raw, (str, bytes)) or not isinstance(raw, (list, tuple)):
+    """Parse a list (or 1-d array) of coefficients; `key` names the list (`"b"`)."""
+    raw = as_list(raw)
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
         raise DeclarationError(
             "expected a list of numbers", key=key, value=raw, valid=VALID_ENTRY, source=source
         )
     return tuple(parse_number(entry, f"{key}[{i}]", source) for i, entry in enumerate(raw))
+
+
+def parse_precision(raw: Any, source: str | Path | None = None) -> Fraction | None:
+    """A declared precision (`precision = 1e-50`): a positive number, or None for none."""
+    if raw is None:
+        return None
+    try:
+        number = parse_number(raw, "precision", source)
+    except DeclarationError:
+        number = None
+    value = None if number is None or number.value.free_symbols else number.value
+    if value is None or not value.is_Rational or not 0 < value < 1:
+        raise DeclarationError(
+            "a precision is a positive number below 1",
+            key="precision",
+            value=raw,
+            valid="e.g. precision = 1e-50: every entry is then judged as known to ±1e-50",
+            source=source,
+        )
+    return Fraction(int(value.p), int(value.q))
 
 
 def is_zero(number: Number) -> bool:
@@ -305,6 +549,11 @@ def is_zero(number: Number) -> bool:
     if value.is_zero is not None:
         return bool(value.is_zero)
     return bool(sympy.simplify(value) == 0)
+
+
+def raw_list(numbers: Sequence[Number]) -> list[Raw]:
+    """The entries as given, for writing a declaration back to a file."""
+    return [n.raw for n in numbers]
 
 
 def to_latex(value: sympy.Expr) -> str:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, final
 
 import sympy
 
-from .base import Method, check_order
-from .numbers import is_zero, parse_number
+from ..errors import DeclarationError
+from .base import Layer, Method, check_order
+from .numbers import Number, is_zero, parse_number
 from .tableau import ButcherTableau
 
 _OPERATOR = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -32,16 +34,19 @@ class Splitting(Method):
       `"euler"`, the name of a catalog Runge-Kutta method, or a `ButcherTableau`.
     - `operators`: optional list of the operator names; when given, every step must use one of
       them and each must be used (catches a misspelt operator).
-    - `effective_order`: the claimed order with the declared sub-step (`order` is the claim with
+    - `substep_order`: the claimed order with the declared sub-step (`order` is the claim with
       exact sub-flows).
     """
 
     family = "splitting"
+    keys = ("steps", "substep", "operators", "substep_order")
+    required = ("steps",)
     steps: tuple[tuple[str, sympy.Expr], ...]
     substep: ButcherTableau | None  # None: exact sub-flows
     operators: tuple[str, ...]
-    effective_order: int | None
-    rounding: float
+    substep_order: int | None
+    rounding: Fraction
+    step_numbers: tuple[Number, ...]  # the steps' coefficients as parsed (with their precision)
 
     def __init__(
         self,
@@ -50,7 +55,7 @@ class Splitting(Method):
         *,
         name: str | None = None,
         order: int | None = None,
-        effective_order: int | None = None,
+        substep_order: int | None = None,
         operators: Sequence[str] | None = None,
         title: str | None = None,
         reference: str | None = None,
@@ -64,7 +69,9 @@ class Splitting(Method):
                 "a splitting needs at least one step", key="steps", value=steps, valid=valid_step
             )
         parsed: list[tuple[str, sympy.Expr]] = []
-        rounding = 0.0
+        raw_steps: list[list[Any]] = []
+        numbers: list[Number] = []
+        rounding = Fraction(0)
         for k, step in enumerate(steps):
             if isinstance(step, (str, bytes)) or not isinstance(step, Sequence) or len(step) != 2:
                 raise self.error("malformed step", key=f"steps[{k}]", value=step, valid=valid_step)
@@ -86,6 +93,8 @@ class Splitting(Method):
                 )
             rounding = max(rounding, number.rounding)
             parsed.append((op, number.value))
+            raw_steps.append([op, number.raw])
+            numbers.append(number)
         used = tuple(dict.fromkeys(op for op, _ in parsed))
         if operators is not None:
             if (
@@ -117,17 +126,78 @@ class Splitting(Method):
                         valid="use every declared operator",
                     )
             used = declared
+        resolved = _resolve_substep(substep, src)
         self._set(
             steps=tuple(parsed),
-            substep=_resolve_substep(substep, src),
+            substep=resolved,
             operators=used,
-            effective_order=check_order(effective_order, "effective_order", src),
+            substep_order=check_order(substep_order, "substep_order", src),
             rounding=rounding,
+            step_numbers=tuple(numbers),
+        )
+        self._set(
+            _table={
+                "steps": raw_steps,
+                "substep": "exact"
+                if resolved is None
+                else ("euler" if resolved is EULER else resolved.to_table()),
+                "operators": None if operators is None else list(operators),
+                "substep_order": substep_order,
+            }
         )
 
     @property
     def numeric(self) -> bool:
-        return self.rounding > 0.0
+        return self.rounding > 0
+
+    @property
+    def symbols(self) -> set[sympy.Symbol]:
+        found: set[sympy.Symbol] = set()
+        for _, c in self.steps:
+            found |= c.free_symbols
+        return found
+
+    def subs(self, values: Mapping[Any, Any]) -> Splitting:
+        """A member of a parametrised family: substitute values for the symbols."""
+        symbols = {str(s): s for s in self.symbols}
+        mapping = {}
+        for key, value in values.items():
+            if str(key) not in symbols:
+                raise DeclarationError(
+                    "no such symbol in this splitting",
+                    key=str(key),
+                    value=value,
+                    valid=f"symbols are {sorted(symbols) or 'none'}",
+                    source=self.source,
+                )
+            mapping[symbols[str(key)]] = parse_number(value, str(key)).value
+        return Splitting(
+            [(op, sympy.simplify(c.subs(mapping))) for op, c in self.steps],
+            substep=self.substep if self.substep is not None else "exact",
+            name=self.name,
+        )
+
+    @property
+    def layer(self) -> Layer:
+        if self.substep is None:
+            return Layer(
+                False,
+                "not compiled: it advances its sub-flows exactly, and exact sub-flows have no "
+                "layer",
+                key="substep",
+                valid="declare a Runge-Kutta sub-step (e.g. substep = 'euler')",
+            )
+        if self.symbols:
+            return Layer(
+                False,
+                f"not compiled as declared: a family with free symbols "
+                f"{sorted(map(str, self.symbols))}",
+                key="steps",
+                valid="compile a member (splitting.subs({...}))",
+            )
+        return Layer(
+            True, f"bf.compile(fields=...): one field per step, {self.substep.name} sub-steps"
+        )
 
     @property
     def substep_name(self) -> str:
@@ -149,12 +219,10 @@ def _resolve_substep(substep: Any, source: str | None) -> ButcherTableau | None:
     elif substep == "euler":
         return EULER
     elif isinstance(substep, str):
-        from .catalog import catalog  # the catalog loads splittings, hence the late import
+        from .files import catalog  # files.py builds splittings: a late import breaks the cycle
 
         found = catalog.get(substep) if substep in catalog else None
         if not isinstance(found, ButcherTableau):
-            from ..errors import DeclarationError
-
             what = "is not a Runge-Kutta method" if found is not None else "is unknown"
             explicit = catalog.names(family="runge-kutta")
             close = difflib.get_close_matches(substep, explicit, n=3)
@@ -169,8 +237,6 @@ def _resolve_substep(substep: Any, source: str | None) -> ButcherTableau | None:
             )
         tableau = found
     else:
-        from ..errors import DeclarationError
-
         raise DeclarationError(
             "substep must be a name or a ButcherTableau",
             key="substep",
@@ -179,8 +245,6 @@ def _resolve_substep(substep: Any, source: str | None) -> ButcherTableau | None:
             source=source,
         )
     if not tableau.is_explicit:
-        from ..errors import DeclarationError
-
         raise DeclarationError(
             f"sub-step '{tableau.name}' is implicit",
             key="substep",

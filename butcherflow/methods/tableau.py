@@ -2,25 +2,78 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, final
 
+import flint
 import sympy
 
 from ..errors import DeclarationError
-from .base import Method, check_order
-from .numbers import Number, is_zero, parse_number, parse_vector
+from .base import Layer, Method, check_order
+from .numbers import (
+    Number,
+    as_list,
+    ball,
+    is_zero,
+    parse_number,
+    parse_precision,
+    parse_vector,
+    raw_list,
+)
+from .parameters import KINDS, Parameter, parse_parameters, raw_parameters
+from .precision import Verdict, judge_enclosure, working_precision
+
+# Coefficient policies (ODE Transformer Table 10), each stated as the declaration it compiles to
+# (`ButcherTableau.with_coefficients`): the compiler knows only declarations and parameters.
+POLICIES = ("exact", "unit", "learned", "gated", "tanh")
 
 
-def _same(x: Number, y: Number) -> bool:
-    """Equal exactly, or within the rounding of the digits given when either is numeric."""
-    diff = x.value - y.value
-    if x.numeric or y.numeric:
-        if diff.free_symbols:
-            return bool(sympy.simplify(diff) == 0)
-        return abs(float(diff)) <= 2 * (x.rounding + y.rounding) + 1e-300
-    return bool(sympy.simplify(diff) == 0)
+def _node_verdict(c: Number, row: Sequence[Number]) -> Verdict:
+    """Does the node c equal the row sum of A? Exact entries are compared exactly, numeric ones
+    in ball arithmetic with the rule of every other condition (`precision.py`), at scale 1."""
+    diff = c.value - sympy.Add(*(x.value for x in row))
+    if not (c.numeric or any(x.numeric for x in row)) or diff.free_symbols:
+        return Verdict.MET if sympy.simplify(diff) == 0 else Verdict.FAILS
+    with flint.ctx.workprec(working_precision([c, *row])):
+        enclosure = ball(c.value, c.rounding) - sum(
+            (ball(x.value, x.rounding) for x in row), flint.arb(0)
+        )
+        return judge_enclosure(enclosure, Fraction(1), lambda: diff == 0).verdict
+
+
+def _row_sum(row: Sequence[Number]) -> Number:
+    value = sympy.Add(*(x.value for x in row))
+    return Number(value, sum((x.rounding for x in row), Fraction(0)), str(value))
+
+
+def _judged(numbers: tuple[Number, ...], precision: Fraction | None) -> tuple[Number, ...]:
+    """The entries at a declared precision (at least), when there is one."""
+    if precision is None:
+        return numbers
+    return tuple(x.at_precision(precision) for x in numbers)
+
+
+def _short(value: sympy.Expr) -> str:
+    text = str(value)
+    return text if len(text) <= 40 else f"{float(value):.17g}"
+
+
+def _digits_hint(c: Number, row: Sequence[Number], declared: Fraction | None) -> str:
+    """Where a mismatch sits at the level of the digits, say how to declare that precision."""
+    diff = abs(float(c.value - sympy.Add(*(x.value for x in row))))
+    if declared is not None:
+        return f" (declared precision {float(declared):.3g})"
+    if 0 < diff < 1e-12:
+        exponent = math.floor(math.log10(diff)) + 1
+        return (
+            f"; the difference ({diff:.2g}) is at the level of the digits: if the entries are "
+            f"rounded decimals, declare precision = 1e{exponent} (or coarser) to judge every "
+            "entry at that precision"
+        )
+    return ""
 
 
 @final
@@ -37,6 +90,9 @@ class ButcherTableau(Method):
     - `name`, `order`, `title`, `reference`: see `Method`. `embedded_order` is the claimed order
       of `(A, b_hat)`.
     - `iterations`: fixed-point iterations used when an implicit tableau is compiled into a layer.
+    - `parameters`: how a family's symbols become parameters of the layer, symbol -> kind or
+      `{"kind": ..., "init": ...}` (`butcherflow.methods.parameters`): `{"g": "gate"}` makes
+      `b = ["g", "1 - g"]` the ODE Transformer's gated RK2 block.
 
     Entries are exact (ints, `"p/q"`, Fractions, sympy expressions, symbols of a parametrised
     family); floats and decimal strings make the tableau numeric.
@@ -46,6 +102,18 @@ class ButcherTableau(Method):
     """
 
     family = "runge-kutta"
+    keys = (
+        "A",
+        "b",
+        "c",
+        "b_hat",
+        "embedded_order",
+        "row_sum_c",
+        "iterations",
+        "precision",
+        "parameters",
+    )
+    required = ("A", "b")
     A: tuple[tuple[sympy.Expr, ...], ...]
     b: tuple[sympy.Expr, ...]
     c: tuple[sympy.Expr, ...]
@@ -53,8 +121,11 @@ class ButcherTableau(Method):
     embedded_order: int | None
     row_sum_c: bool
     iterations: int | None
-    rounding: float
+    rounding: Fraction
+    precision: Fraction | None
     entries: dict[str, Number]
+    undetermined_nodes: tuple[str, ...]
+    _parameters: dict[sympy.Symbol, Parameter]
     _zero: tuple[tuple[bool, ...], ...]
 
     def __init__(
@@ -69,12 +140,16 @@ class ButcherTableau(Method):
         embedded_order: int | None = None,
         row_sum_c: bool = True,
         iterations: int | None = None,
+        precision: Any = None,
+        parameters: Any = None,
         title: str | None = None,
         reference: str | None = None,
         source: str | Path | None = None,
     ) -> None:
         self._set_common(name, order, title, reference, source)
         src = self.source
+        A, b, c, b_hat = as_list(A), as_list(b), as_list(c), as_list(b_hat)
+        declared = parse_precision(precision, src)
         if isinstance(A, (str, bytes)) or not isinstance(A, Sequence) or len(A) == 0:
             raise self.error(
                 "A must be a non-empty list of rows",
@@ -86,7 +161,7 @@ class ButcherTableau(Method):
         for i, row in enumerate(A):
             if isinstance(row, (str, bytes)) or not isinstance(row, Sequence):
                 raise self.error("each row of A must be a list", key=f"A[{i}]", value=row)
-            rows.append(parse_vector(row, f"A[{i}]", src))
+            rows.append(_judged(parse_vector(row, f"A[{i}]", src), declared))
         s = len(rows)
         for i, row in enumerate(rows):
             if len(row) != s:
@@ -96,7 +171,7 @@ class ButcherTableau(Method):
                     value=list(A[i]),
                     valid=f"every row needs exactly {s} entries",
                 )
-        b_parsed = parse_vector(b, "b", src)
+        b_parsed = _judged(parse_vector(b, "b", src), declared)
         if len(b_parsed) != s:
             raise self.error(
                 f"b has {len(b_parsed)} entries but A has {s} stages",
@@ -104,15 +179,13 @@ class ButcherTableau(Method):
                 value=list(b),
                 valid=f"give exactly {s} weights",
             )
-        row_sums = tuple(
-            Number(sympy.Add(*(x.value for x in row)), sum(x.rounding for x in row)) for row in rows
-        )
         if not isinstance(row_sum_c, bool):
             raise self.error("row_sum_c must be true or false", key="row_sum_c", value=row_sum_c)
+        undetermined_nodes: list[str] = []
         if c is None:
-            c_parsed = row_sums
+            c_parsed = tuple(_row_sum(row) for row in rows)
         else:
-            c_parsed = parse_vector(c, "c", src)
+            c_parsed = _judged(parse_vector(c, "c", src), declared)
             if len(c_parsed) != s:
                 raise self.error(
                     f"c has {len(c_parsed)} entries but A has {s} stages",
@@ -120,18 +193,23 @@ class ButcherTableau(Method):
                     value=list(c),
                     valid=f"give exactly {s} nodes or omit c",
                 )
-            if row_sum_c:
-                for i, (ci, ri) in enumerate(zip(c_parsed, row_sums, strict=True)):
-                    if not _same(ci, ri):
-                        raise self.error(
-                            f"c[{i}] = {ci.value} differs from the row sum of A[{i}] = {ri.value}",
-                            key=f"c[{i}]",
-                            valid="give c equal to the row sums of A, omit c, or set "
-                            "row_sum_c = false to use this c for non-autonomous problems",
-                        )
+            for i, (ci, row) in enumerate(zip(c_parsed, rows, strict=True)):
+                verdict = _node_verdict(ci, row) if row_sum_c else Verdict.MET
+                if verdict is Verdict.UNDETERMINED:
+                    undetermined_nodes.append(f"c[{i}]")
+                if verdict is Verdict.FAILS:
+                    raise self.error(
+                        f"c[{i}] = {_short(ci.value)} differs from the row sum of A[{i}] = "
+                        f"{_short(sympy.Add(*(x.value for x in row)))}"
+                        + (" beyond the precision of the entries" if ci.numeric else "")
+                        + _digits_hint(ci, row, declared),
+                        key=f"c[{i}]",
+                        valid="give c equal to the row sums of A, omit c, or set "
+                        "row_sum_c = false to use this c for non-autonomous problems",
+                    )
         b_hat_parsed = None
         if b_hat is not None:
-            b_hat_parsed = parse_vector(b_hat, "b_hat", src)
+            b_hat_parsed = _judged(parse_vector(b_hat, "b_hat", src), declared)
             if len(b_hat_parsed) != s:
                 raise self.error(
                     f"b_hat has {len(b_hat_parsed)} entries but A has {s} stages",
@@ -163,9 +241,33 @@ class ButcherTableau(Method):
             embedded_order=check_order(embedded_order, "embedded_order", src),
             row_sum_c=row_sum_c,
             iterations=iterations,
-            rounding=max((x.rounding for x in entries.values()), default=0.0),
+            rounding=max((x.rounding for x in entries.values()), default=Fraction(0)),
+            precision=declared,
             entries=entries,
+            undetermined_nodes=tuple(undetermined_nodes),
         )
+        outside: set[sympy.Symbol] = set()
+        for key, x in entries.items():
+            if not key.startswith("b["):
+                outside |= x.value.free_symbols
+        declared_parameters = parse_parameters(
+            parameters, self.symbols, outside_weights=outside, source=src
+        )
+        self._set(
+            _parameters=declared_parameters,
+            _table={
+                "A": [raw_list(row) for row in rows],
+                "b": raw_list(b_parsed),
+                "c": None if c is None else raw_list(c_parsed),
+                "b_hat": None if b_hat_parsed is None else raw_list(b_hat_parsed),
+                "embedded_order": embedded_order,
+                "row_sum_c": None if row_sum_c else False,
+                "iterations": iterations,
+                "precision": precision if declared is not None else None,
+                "parameters": raw_parameters(declared_parameters),
+            },
+        )
+
         if embedded_order is not None and b_hat is None:
             raise self.error(
                 "embedded_order is given but there is no b_hat",
@@ -206,7 +308,7 @@ class ButcherTableau(Method):
     @property
     def numeric(self) -> bool:
         """True when some entry was given as a float or decimal (its digits, not an exact form)."""
-        return self.rounding > 0.0
+        return self.rounding > 0
 
     @property
     def symbols(self) -> set[sympy.Symbol]:
@@ -219,31 +321,142 @@ class ButcherTableau(Method):
         """`A[i][j]` is exactly zero (the compiler skips such terms)."""
         return self._zero[i][j]
 
-    def with_weights(self, b: Sequence[Any], *, name: str | None = None) -> ButcherTableau:
+    def _entry_rows(self) -> list[list[Number]]:
+        return [
+            [self.entries[f"A[{i}][{j}]"] for j in range(self.stages)] for i in range(self.stages)
+        ]
+
+    def _entry_vector(self, key: str) -> list[Number]:
+        return [self.entries[f"{key}[{i}]"] for i in range(self.stages)]
+
+    def with_weights(
+        self,
+        b: Sequence[Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        parameters: Any = None,
+    ) -> ButcherTableau:
         """The same stages with other weights: e.g. the ODE Transformer's γᵢ = 1 policy."""
         return ButcherTableau(
-            [list(row) for row in self.A],
+            self._entry_rows(),
             list(b),
-            c=list(self.c),
+            c=self._entry_vector("c"),
             row_sum_c=self.row_sum_c,
             name=name or self.name,
+            title=title,
             iterations=self.iterations,
+            precision=self._table["precision"],
+            parameters=parameters,
         )
+
+    @property
+    def parameters(self) -> dict[sympy.Symbol, Parameter]:
+        return dict(self._parameters)
+
+    @property
+    def layer(self) -> Layer:
+        undeclared = sorted(str(s) for s in self.symbols - set(self._parameters))
+        if undeclared:
+            return Layer(
+                False,
+                f"not compiled as declared: a family with free symbols {undeclared} that are "
+                "not declared parameters",
+                key="parameters",
+                valid="declare how they train ([parameters] g = 'gate', or { kind = 'learned', "
+                "init = 1 }), or compile a member (tableau.subs({...}))",
+            )
+        how = "bf.compile: one shared field, " + (
+            f"stages solved by {self.iterations or 'iterations='} fixed-point sweeps"
+            if self.is_implicit
+            else "one call per used stage"
+        )
+        trained = [f"{s}: {KINDS[p.kind]}" for s, p in self._parameters.items()]
+        return Layer(True, how + ("; " + ", ".join(trained) if trained else ""))
+
+    def with_coefficients(self, policy: str) -> ButcherTableau:
+        """The declaration a block compiled with `coefficients=policy` computes: the policies
+        of the ODE Transformer (Table 10) are parametrised weights.
+
+        - `"exact"`: the tableau itself.
+        - `"unit"`: every bᵢ = 1 (the paper's γᵢ = 1).
+        - `"learned"`: bᵢ = learned scalars `b1..bs` starting at the tableau's weights.
+        - `"gated"`: (g, 1 − g) with a per-token sigmoid gate g for two stages (Eq. 25-26),
+          starting at b₁ where the weights are positive and sum to 1; a per-token softmax
+          `g1..gs` over more stages.
+        - `"tanh"`: per-token tanh weights `g1..gs`, starting at bᵢ where every |bᵢ| < 1.
+        """
+        if policy not in POLICIES:
+            raise DeclarationError(
+                "unknown coefficient policy",
+                key="coefficients",
+                value=policy,
+                valid=f"one of {', '.join(POLICIES)}",
+            )
+        if policy == "exact":
+            return self
+        if self.symbols:
+            raise DeclarationError(
+                f"coefficients='{policy}' replaces the weights of a tableau with exact "
+                f"weights, but '{self.name}' has the free symbols "
+                f"{sorted(map(str, self.symbols))}",
+                key="coefficients",
+                value=policy,
+                valid="leave coefficients unset and declare the symbols' parameters, or "
+                "compile a member (tableau.subs({...}))",
+            )
+        s = self.stages
+        if policy in ("gated", "tanh") and s < 2:
+            raise DeclarationError(
+                f"'{policy}' coefficients need at least two stages",
+                key="coefficients",
+                value=policy,
+                valid="'exact', 'unit' or 'learned'",
+            )
+        raw = [self.entries[f"b[{i}]"].raw for i in range(s)]
+        weights = [float(x) for x in self.b]
+        named = {"name": f"{self.name}-{policy}", "title": f"{self.title}, {policy} weights"}
+        if policy == "unit":
+            return self.with_weights([1] * s, **named)
+        symbols = [f"b{i + 1}" if policy == "learned" else f"g{i + 1}" for i in range(s)]
+        declared: dict[str, Any]
+        if policy == "learned":
+            declared = {
+                x: {"kind": "learned", "init": v} for x, v in zip(symbols, raw, strict=True)
+            }
+            return self.with_weights(symbols, parameters=declared, **named)
+        if policy == "tanh":
+            starts = all(abs(w) < 1 for w in weights)
+            declared = {
+                x: {"kind": "tanh", "init": v if starts else None}
+                for x, v in zip(symbols, raw, strict=True)
+            }
+            return self.with_weights(symbols, parameters=declared, **named)
+        starts = all(w > 0 for w in weights) and abs(sum(weights) - 1.0) < 1e-12
+        if s == 2:
+            gate = {"kind": "gate", "init": raw[0] if starts else None}
+            return self.with_weights(["g", "1 - g"], parameters={"g": gate}, **named)
+        declared = {
+            x: {"kind": "softmax", "init": v if starts else None}
+            for x, v in zip(symbols, raw, strict=True)
+        }
+        return self.with_weights(symbols, parameters=declared, **named)
 
     def embedded(self) -> ButcherTableau:
         """The embedded method `(A, b_hat)`; raises when there is none."""
         if self.b_hat is None:
             raise self.error("this tableau has no embedded weights", key="b_hat", value=None)
         return ButcherTableau(
-            [list(row) for row in self.A],
-            list(self.b_hat),
-            c=list(self.c),
+            self._entry_rows(),
+            self._entry_vector("b_hat"),
+            c=self._entry_vector("c"),
             row_sum_c=self.row_sum_c,
             name=f"{self.name}-embedded",
             order=self.embedded_order,
+            precision=self._table["precision"],
         )
 
-    def subs(self, values: dict[Any, Any]) -> ButcherTableau:
+    def subs(self, values: Mapping[Any, Any]) -> ButcherTableau:
         """A member of a parametrised family: substitute values for the symbols."""
         symbols = {str(s): s for s in self.symbols}
         mapping = {}
@@ -269,4 +482,18 @@ class ButcherTableau(Method):
             row_sum_c=self.row_sum_c,
             iterations=self.iterations,
             name=self.name,
+            parameters=raw_parameters(_kept(self._parameters, mapping)),
         )
+
+
+def _kept(
+    parameters: dict[sympy.Symbol, Parameter], substituted: dict[sympy.Symbol, Any]
+) -> dict[sympy.Symbol, Parameter]:
+    """The parameters of the symbols left after a substitution (a softmax stays whole or goes:
+    part of it is no longer a softmax)."""
+    broken = any(p.kind == "softmax" and s in substituted for s, p in parameters.items())
+    return {
+        s: p
+        for s, p in parameters.items()
+        if s not in substituted and not (broken and p.kind == "softmax")
+    }

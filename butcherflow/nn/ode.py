@@ -1,42 +1,45 @@
 """The ODE solver runtime of continuous dynamics (neural-ODE blocks and FLOATER positions).
 
-Every solve runs through torchdiffeq (`odeint`, or `odeint_adjoint` when the declaration asks
-for the adjoint). Adaptive declarations use torchdiffeq's own methods (`dopri5`, ...); fixed-step
-declarations run butcherflow's explicit Runge-Kutta step for the declared catalog tableau, as a
-torchdiffeq `FixedGridODESolver` registered in torchdiffeq's solver table under the name
-`"butcherflow"`. Being a torchdiffeq solver, it also integrates the adjoint system backwards, so
-`odeint_adjoint` works with every explicit catalog tableau, not only torchdiffeq's five.
-
-An adaptive adjoint solve runs backwards inside `backward()`, out of reach of `solve`'s error
-handling; its solver is therefore wrapped (`AdjointSolver`, registered as
-`"butcherflow-adjoint"`) so that an exceeded `max_num_steps` there is a `ButcherflowError` too.
+Fixed-step declarations run butcherflow's explicit Runge-Kutta loop for the declared catalog
+tableau (`fixed_steps`); adaptive declarations run torchdiffeq's own methods (`dopri5`, ...)
+through its public `odeint`. With `adjoint = true`, the gradient comes from the adjoint ODE,
+integrated backwards by the same solver (`adjoint.py`), so every explicit catalog tableau has an
+adjoint, not only torchdiffeq's five, and an exceeded `max_num_steps` in the backward solve is a
+`ButcherflowError` like the forward solve's. Nothing is registered in torchdiffeq's tables.
 
 The fixed-step grid always contains every requested output time (`steps` sub-steps between two
 consecutive times, or as many equal sub-steps as keep each one at most `step_size` long), so no
-output is interpolated: the global error is the tableau's, C·hᵖ.
+output is interpolated: the global error is the tableau's, C·hᵖ. The field sees t in the state's
+dtype (as torchdiffeq gives it).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 import sympy
 import torch
 from torch import Tensor, nn
-from torchdiffeq import odeint, odeint_adjoint
-from torchdiffeq._impl.odeint import SOLVERS
-from torchdiffeq._impl.rk_common import RKAdaptiveStepsizeODESolver
-from torchdiffeq._impl.solvers import FixedGridODESolver
+from torchdiffeq import odeint
 
 from ..errors import ButcherflowError, DeclarationError
+from .adjoint import adjoint_solve
 
 if TYPE_CHECKING:  # nn stays a leaf at run time: declarations are read through attributes
     from ..methods import ButcherTableau, ContinuousDynamics
 
-SOLVER_NAME = "butcherflow"  # the key of butcherflow's fixed-step solver in torchdiffeq's table
-ADJOINT_SOLVER_NAME = "butcherflow-adjoint"  # the key of the adaptive adjoint solve's wrapper
+Field = Callable[[Tensor, Tensor], Tensor]  # f(t, y) -> dy/dt
+
+
+class Integrator(Protocol):
+    """`integrate(f, y0, times, norm) -> (len(times), *y0.shape)`: y at every time (increasing or
+    decreasing), `norm` the error norm of adaptive methods (None: torchdiffeq's default)."""
+
+    def __call__(
+        self, f: Field, y0: Tensor, times: Tensor, norm: Callable[[Tensor], Tensor] | None = None
+    ) -> Tensor: ...
 
 
 @final
@@ -98,129 +101,49 @@ def substeps(gaps: Tensor, steps: int | None, step_size: float | None) -> list[i
     return [max(1, math.ceil(r * (1.0 - 1e-12))) for r in ratios.tolist()]
 
 
-class ExplicitRungeKuttaSolver(FixedGridODESolver):
-    """butcherflow's explicit Runge-Kutta step as a torchdiffeq fixed-grid solver.
+def fixed_steps(
+    f: Field,
+    y0: Tensor,
+    times: Tensor,
+    *,
+    tableau: ButcherTableau,
+    steps: int | None = None,
+    max_step: float | None = None,
+) -> Tensor:
+    """y at every time of `times` by the explicit Runge-Kutta method `tableau`, with sub-steps on
+    a grid that holds every time exactly (`times` increasing, or decreasing to integrate back).
 
-    Registered as `SOLVERS["butcherflow"]`; `solve` selects it with
-    `method="butcherflow", options={"tableau": ..., "steps": ..., "max_step": ...}`.
+    **Arguments:**
 
-    **Arguments** (torchdiffeq passes `func`, `y0`, `rtol`, `atol`, `norm`; the rest are options):
-
+    - `f`: `f(t, y) -> dy/dt`; `t` is 0-dim, in y's dtype.
+    - `y0`: the state at `times[0]`, any shape.
+    - `times`: 1-D, strictly monotonic.
     - `tableau`: an explicit `ButcherTableau` without free symbols.
-    - `steps`: sub-steps between consecutive output times, or
+    - `steps`: sub-steps between consecutive times, or
     - `max_step`: the longest sub-step (the declaration's `step_size`).
+
+    **Returns:** `(len(times), *y0.shape)`, `y0` first.
     """
-
-    order = 0  # unused by the fixed-grid loop; the proved order is `bf.check(tableau).order`
-
-    def __init__(
-        self,
-        func: Callable[..., Tensor],
-        y0: Tensor,
-        *,
-        tableau: ButcherTableau,
-        steps: int | None = None,
-        max_step: float | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(func, y0, **kwargs)
-        numbers = coefficients(tableau)
-        self.numbers = numbers
-        self.steps, self.max_step = steps, max_step
-        # coefficients cast once to the state's dtype and device (0-dim tensors: no host sync)
-        self.a = numbers.A.to(y0).unbind(0)
-        self.b = numbers.b.to(y0)
-        self.c = numbers.c.to(y0.device)  # cast to the times' dtype in `integrate`
-
-    def _step_func(
-        self, func: Callable[..., Tensor], t0: Tensor, dt: Tensor, t1: Tensor, y0: Tensor
-    ) -> tuple[Tensor, Tensor]:
-        """One step: Kᵢ = f(t0 + cᵢ·dt, y0 + dt·Σⱼ aᵢⱼKⱼ); returns (dt·Σᵢ bᵢKᵢ, K₁)."""
-        n, c = self.numbers, self.c
-        k: dict[int, Tensor] = {}
-        for i in n.stages:
-            y = y0
-            if n.reads[i]:
-                total = sum_terms([(self.a[i][j], k[j]) for j in n.reads[i]])
-                y = y0 + dt.to(y0) * total
-            k[i] = func(t0 + c[i] * dt, y)
-        dy = dt.to(y0) * sum_terms([(self.b[i], k[i]) for i in n.weighted])
-        return dy, k[n.stages[0]]
-
-    def integrate(self, t: Tensor) -> Tensor:
-        """y at every time of `t` (increasing): sub-steps on a grid holding every t[j] exactly.
-
-        **Returns:** `(len(t), *y0.shape)`.
-        """
-        counts = substeps(t[1:] - t[:-1], self.steps, self.max_step)
-        self.c = self.numbers.c.to(t)
-        outputs = [self.y0]
-        y = self.y0
-        callback = getattr(self.func, "callback_step", None)  # torchdiffeq's wrapper has one
-        for j, count in enumerate(counts):
-            start, gap = t[j], t[j + 1] - t[j]
-            for n in range(count):
-                t0 = start + gap * (n / count)
-                t1 = t[j + 1] if n == count - 1 else start + gap * ((n + 1) / count)
-                dt = t1 - t0
-                if callback is not None:
-                    callback(t0, y, dt)
-                dy, _ = self._step_func(self.func, t0, dt, t1, y)
-                y = y + dy
-            outputs.append(y)
-        return torch.stack(outputs)
-
-
-SOLVERS[SOLVER_NAME] = ExplicitRungeKuttaSolver
-
-
-@final
-class AdjointSolver:
-    """torchdiffeq's adaptive `solver` for the adjoint (backward) solve, its failures restated.
-
-    torchdiffeq integrates the adjoint system inside `backward()`, where the `try` around the
-    forward solve in `solve` no longer runs; `solve` names this wrapper as the `adjoint_method`,
-    so a solver assertion there (`max_num_steps` exceeded, a vanishing step) becomes a
-    `ButcherflowError` naming the option and the adjoint, like the forward solve's.
-
-    **Arguments** (torchdiffeq passes `func`, `y0`, `rtol`, `atol`, `norm`; the rest are options):
-
-    - `solver`: the name of the adaptive torchdiffeq method that does the work (`dopri5`, ...).
-    - `dynamics`: the declaration, for the error message.
-    - the remaining options (`max_num_steps`, ...) go to `solver` unchanged.
-    """
-
-    def __init__(
-        self,
-        func: Callable[..., Any],
-        y0: Tensor,
-        *,
-        solver: str,
-        dynamics: ContinuousDynamics,
-        **kwargs: Any,
-    ) -> None:
-        self.solver = SOLVERS[solver](func=func, y0=y0, **kwargs)
-        self.dynamics = dynamics
-
-    @classmethod
-    def valid_callbacks(cls) -> set[str]:
-        """The callbacks every adaptive method takes (torchdiffeq warns about the others)."""
-        names: set[str] = RKAdaptiveStepsizeODESolver.valid_callbacks()
-        return names
-
-    def integrate(self, t: Tensor) -> Tensor:
-        """The adjoint state at every time of `t` (torchdiffeq's layout)."""
-        try:
-            out: Tensor = self.solver.integrate(t)
-        except (AssertionError, RuntimeError) as error:
-            known = _solver_error(error, self.dynamics, adjoint=True)
-            if known is None:
-                raise
-            raise known from error
-        return out
-
-
-SOLVERS[ADJOINT_SOLVER_NAME] = AdjointSolver
+    n = coefficients(tableau)
+    a, b = n.A.to(y0).unbind(0), n.b.to(y0)  # 0-dim coefficient tensors: no host sync
+    c = n.c.to(times)
+    counts = substeps((times[1:] - times[:-1]).abs(), steps, max_step)
+    outputs, y = [y0], y0
+    for j, count in enumerate(counts):
+        start, gap = times[j], times[j + 1] - times[j]
+        for m in range(count):
+            t0 = start + gap * (m / count)
+            t1 = times[j + 1] if m == count - 1 else start + gap * ((m + 1) / count)
+            dt = (t1 - t0).to(y0)
+            k: dict[int, Tensor] = {}
+            for i in n.stages:  # Kᵢ = f(t0 + cᵢ·dt, y + dt·Σⱼ aᵢⱼKⱼ)
+                stage = y
+                if n.reads[i]:
+                    stage = y + dt * sum_terms([(a[i][j], k[j]) for j in n.reads[i]])
+                k[i] = f((t0 + c[i] * (t1 - t0)).to(y0.dtype), stage)
+            y = y + dt * sum_terms([(b[i], k[i]) for i in n.weighted])
+        outputs.append(y)
+    return torch.stack(outputs)
 
 
 def sum_terms(terms: Sequence[tuple[Tensor, Tensor]]) -> Tensor:
@@ -295,14 +218,14 @@ def solve(
     Fixed-step declarations run `dynamics.tableau` with `dynamics.steps` sub-steps between
     consecutive times (or equal sub-steps of at most `dynamics.step_size`); adaptive ones run
     torchdiffeq's `dynamics.method` with `rtol`, `atol` and `max_num_steps` (torchdiffeq counts
-    the budget between two consecutive output times). `dynamics.adjoint` backpropagates with
-    torchdiffeq's `odeint_adjoint` (memory constant in the number of steps; the field is
-    re-evaluated backwards in time, so it must be deterministic: no dropout).
+    the budget between two consecutive output times). `dynamics.adjoint` backpropagates through
+    the adjoint ODE, solved backwards by the same method (`adjoint.py`: memory constant in the
+    number of steps; the field is re-evaluated backwards in time, so it must be deterministic:
+    no dropout).
 
     **Arguments:**
 
-    - `func`: `func(t, y) -> dy/dt`, the same shape as `y`; `t` is a 0-dim tensor (float64 for
-      adaptive methods, the dtype of `times` for fixed steps).
+    - `func`: `func(t, y) -> dy/dt`, the same shape as `y`; `t` is a 0-dim tensor in y's dtype.
     - `y0`: the initial state, any shape (e.g. `(batch, length, d_model)` or `(d_model,)`).
     - `times`: 1-D, finite, strictly increasing; `times[0]` is the start.
     - `dynamics`: the `ContinuousDynamics` declaration (its `grid` is the caller's business).
@@ -345,49 +268,12 @@ def solve(
             )
         return dy
 
-    adjoint: dict[str, Any] = {}
-    if dynamics.adaptive:
-        method = dynamics.method
-        tolerances: dict[str, Any] = {"rtol": dynamics.rtol, "atol": dynamics.atol}
-        options: dict[str, Any] = {"max_num_steps": dynamics.max_num_steps}
-        # the same method, tolerances and budget backwards, its errors restated (AdjointSolver)
-        adjoint = {
-            "adjoint_method": ADJOINT_SOLVER_NAME,
-            "adjoint_options": {**options, "solver": method, "dynamics": dynamics},
-        }
+    if params is not None:
+        solution = adjoint_solve(
+            integrator(dynamics), integrator(dynamics, backward=True), checked, y0, times, params
+        )
     else:
-        method, tolerances = SOLVER_NAME, {}
-        step = None if dynamics.step_size is None else _float(dynamics.step_size)
-        options = {"tableau": dynamics.tableau, "steps": dynamics.steps, "max_step": step}
-    if compiling and params is None and not dynamics.adaptive:
-        # torchdiffeq's input checks read the time grid on the host, a graph break per solve;
-        # the fixed-step loop is butcherflow's own, so a compiled forward runs it directly,
-        # with t cast to the state's dtype as torchdiffeq's wrapper casts it
-
-        def cast(t: Tensor, y: Tensor) -> Tensor:
-            return checked(t.to(y.dtype), y)
-
-        solver = ExplicitRungeKuttaSolver(cast, y0, atol=0.0, **options)
-        return solver.integrate(times)
-    try:
-        if params is not None:
-            solution = odeint_adjoint(
-                checked,
-                y0,
-                times,
-                method=method,
-                options=options,
-                adjoint_params=params,
-                **tolerances,
-                **adjoint,
-            )
-        else:
-            solution = odeint(checked, y0, times, method=method, options=options, **tolerances)
-    except (AssertionError, RuntimeError) as error:
-        known = _solver_error(error, dynamics)
-        if known is None:
-            raise
-        raise known from error
+        solution = integrator(dynamics)(checked, y0, times)
     if not torch.compiler.is_compiling() and not bool(torch.isfinite(solution).all()):
         raise ButcherflowError(
             f"{_where(dynamics)}the solution of the dynamics is not finite (NaN or inf) with "
@@ -396,6 +282,44 @@ def solve(
         )
     out: Tensor = solution
     return out
+
+
+def integrator(dynamics: ContinuousDynamics, *, backward: bool = False) -> Integrator:
+    """The solver `dynamics` declares, as an `Integrator`: `fixed_steps` with its tableau, or
+    torchdiffeq's adaptive `odeint` with its method, tolerances and `max_num_steps` (whose
+    failures become `ButcherflowError`s naming the option; `backward`: in the adjoint solve)."""
+    if not dynamics.adaptive:
+        tableau = dynamics.tableau
+        assert tableau is not None
+        step = None if dynamics.step_size is None else _float(dynamics.step_size)
+
+        def fixed(f: Field, y0: Tensor, times: Tensor, norm: Any = None) -> Tensor:
+            return fixed_steps(f, y0, times, tableau=tableau, steps=dynamics.steps, max_step=step)
+
+        return fixed
+
+    def adaptive(f: Field, y0: Tensor, times: Tensor, norm: Any = None) -> Tensor:
+        options: dict[str, Any] = {"max_num_steps": dynamics.max_num_steps}
+        if norm is not None:
+            options["norm"] = norm
+        try:
+            solution: Tensor = odeint(
+                f,
+                y0,
+                times,
+                rtol=dynamics.rtol,
+                atol=dynamics.atol,
+                method=dynamics.method,
+                options=options,
+            )
+        except (AssertionError, RuntimeError) as error:
+            known = _solver_error(error, dynamics, adjoint=backward)
+            if known is None:
+                raise
+            raise known from error
+        return solution
+
+    return adaptive
 
 
 def _where(dynamics: ContinuousDynamics) -> str:

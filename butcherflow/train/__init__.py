@@ -1,37 +1,13 @@
-"""Stage "train": corpora, subword vocabularies, batching and the training loop.
+"""Stage "train": the training loop, from a recipe and a corpus to a save dir.
 
-Data: corpus.py, bible.py, vocab.py, batching.py. Training: config.py, loop.py (the loop), step.py
-(one update), resume.py (opening and resuming a save dir), checkpoint.py (the checkpoint files),
-distributed.py, curves.py. Trained models: trained.py (loading, averaging).
+config.py (`TrainConfig`: fairseq's names, validated once; the recipe actually trained),
+loop.py (the loop), run.py (what the loop works with, and how a run starts), step.py (one
+update: schedule, loss, accumulation, clipping, validation), resume.py (opening a save dir, the
+trainer state, resuming), distributed.py (DDP glue). The data it reads is `butcherflow.data`;
+the files it writes are `butcherflow.savedir`.
 """
 
-from .batching import Batch, EncodedSplit, collate, encode_split, make_batches
-from .bible import BibleSpec, parse_bible_spec, read_bible
-from .checkpoint import CheckpointError
 from .config import TrainConfig
-from .corpus import ParallelCorpus, load_corpus
 from .loop import TrainingError, train
-from .trained import average_checkpoints, load_language_model, load_model
-from .vocab import Vocabulary, build_vocabulary
 
-__all__ = [
-    "Batch",
-    "BibleSpec",
-    "CheckpointError",
-    "EncodedSplit",
-    "ParallelCorpus",
-    "TrainConfig",
-    "TrainingError",
-    "Vocabulary",
-    "average_checkpoints",
-    "build_vocabulary",
-    "collate",
-    "encode_split",
-    "load_corpus",
-    "load_language_model",
-    "load_model",
-    "make_batches",
-    "parse_bible_spec",
-    "read_bible",
-    "train",
-]
+__all__ = ["TrainConfig", "TrainingError", "train"]

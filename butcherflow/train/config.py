@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, final
 
 import torch
 
 from ..assemble import Recipe, apply_param_budget, load_recipe
+from ..assemble.declarations import pinned
+from ..devices import check_device, check_threads
 from ..errors import DeclarationError
 
 TASKS = ("translation", "language_model")
-DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 SIZE_OVERRIDES = ("d_model", "n_heads", "d_ffn", "encoder_layers", "decoder_layers")
 # A resumed run may change these (when to stop, what to keep, where to run, where the files are:
@@ -35,6 +34,7 @@ RESUMABLE_CHANGES = (
     "max_update",
     "max_epoch",
     "time_budget",
+    "patience",
     "save_interval_updates",
     "keep_last_checkpoints",
     "validate_interval_updates",
@@ -42,6 +42,7 @@ RESUMABLE_CHANGES = (
     "device",
     "precision",
     "compile",
+    "threads",
 )
 
 
@@ -68,13 +69,16 @@ class TrainConfig:
     - `label_smoothing`, `dropout` (None keeps the recipe's), `clip_norm` (0 = no clipping),
       `weight_decay`.
     - `max_update`, `max_epoch` (0 = no limit), `time_budget` (seconds of wall clock, None = no
-      limit): the stop rules; the first one reached stops the run with a checkpoint.
+      limit), `patience` (fairseq's: stop when the validation loss has not improved for this many
+      consecutive validations; 0 = off): the stop rules; the first one reached stops the run with
+      a checkpoint.
     - `seed`: initialisation, dropout and batch shuffling.
     - `save_interval_updates` (0 = at epoch ends only), `keep_last_checkpoints` (-1 = all),
       `validate_interval_updates` (0 = at epoch ends only), `log_interval` (updates per line of
       `log.jsonl`).
     - `vocab_size`: size of the joint sentencepiece vocabulary.
     - `device` (`auto|cpu|cuda|cuda:N`), `precision` (`auto|fp32|bf16|fp16`), `compile`.
+    - `threads`: torch's intra-op CPU threads (`set_threads`; None keeps torch's default).
     - `d_model`, `n_heads`, `d_ffn`, `encoder_layers`, `decoder_layers`: size overrides of the
       recipe (None keeps the recipe's value).
     - `task`: `"translation"` (a `Seq2Seq` on the pairs) or `"language_model"` (a decoder-only
@@ -109,6 +113,8 @@ class TrainConfig:
     precision: str = "auto"
     compile: bool = False
     time_budget: float | None = None
+    patience: int = 0
+    threads: int | None = None
     d_model: int | None = None
     n_heads: int | None = None
     d_ffn: int | None = None
@@ -128,6 +134,8 @@ class TrainConfig:
         _integer(self, "warmup_updates", minimum=1, why="the inverse-sqrt schedule needs one")
         _integer(self, "max_update", minimum=0, why="0 = no limit")
         _integer(self, "max_epoch", minimum=0, why="0 = no limit")
+        _integer(self, "patience", minimum=0, why="validations without improvement; 0 = off")
+        check_threads(self.threads)
         _integer(self, "seed", minimum=0)
         _integer(self, "save_interval_updates", minimum=0, why="0 = at epoch ends only")
         _integer(self, "keep_last_checkpoints", minimum=-1, why="-1 = keep all")
@@ -153,13 +161,7 @@ class TrainConfig:
                 value=self.warmup_init_lr,
                 valid=f"a value <= --lr ({self.lr})",
             )
-        if not (self.device in DEVICES or _is_cuda_index(self.device)):
-            raise DeclarationError(
-                "unknown device",
-                key="--device",
-                value=self.device,
-                valid="auto, cpu, cuda or cuda:N",
-            )
+        check_device(self.device)
         if self.task not in TASKS:
             raise DeclarationError("unknown task", key="--task", value=self.task, valid=_one(TASKS))
         if self.precision not in PRECISIONS:
@@ -215,13 +217,16 @@ class TrainConfig:
 
 
 def resolve_recipe(config: TrainConfig, vocab_size: int) -> Recipe:
-    """The recipe actually trained: the size overrides applied, then its `param_budget` rule.
+    """The recipe actually trained: its methods pinned, the size overrides applied, then its
+    `param_budget` rule.
 
-    The budget recipe gets the same overrides, so `--d-model 128` on `macaron` still matches the
-    parameter count of `transformer-small` at d_model 128. The result has no `param_budget` left
-    (d_ffn is fixed), so `Seq2Seq(recipe, vocab_size)` rebuilds the same model from it.
+    Every method is replaced by its declaration as read now (`declarations.pinned`), so the
+    run's `config.json` holds the coefficients it trains with. The budget recipe gets the same
+    overrides, so `--d-model 128` on `macaron` still matches the parameter count of
+    `transformer-small` at d_model 128. The result has no `param_budget` left (d_ffn is fixed),
+    so `Seq2Seq(recipe, vocab_size)` rebuilds the same model from it.
     """
-    recipe = _with_overrides(load_recipe(config.recipe), config)
+    recipe = pinned(_with_overrides(load_recipe(config.recipe), config))
     if recipe.param_budget is not None and config.task == "language_model":
         raise DeclarationError(
             f"recipe '{recipe.name}' matches the parameter count of the encoder-decoder "
@@ -267,30 +272,6 @@ def _with_overrides(recipe: Recipe, config: TrainConfig) -> Recipe:
     return dataclasses.replace(recipe, **changes)
 
 
-def resolve_device(config: TrainConfig, local_rank: int = 0) -> torch.device:
-    """`auto` is the process's GPU when CUDA works, else the CPU; `cuda` without one is an error."""
-    wanted = config.device
-    if wanted == "auto":
-        wanted = "cuda" if torch.cuda.is_available() else "cpu"
-    if wanted.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise DeclarationError(
-                "CUDA is not available on this machine",
-                key="--device",
-                value=config.device,
-                valid="--device cpu or auto",
-            )
-        return torch.device(wanted if ":" in wanted else f"cuda:{local_rank}")
-    if config.precision == "fp16":
-        raise DeclarationError(
-            "fp16 needs a GPU and none is available",
-            key="--precision",
-            value="fp16",
-            valid="fp32 or bf16 on CPU",
-        )
-    return torch.device("cpu")
-
-
 def resolve_precision(config: TrainConfig, device: torch.device) -> str:
     """`auto` is bf16 on a GPU that supports it, fp16 (with a GradScaler) on older GPUs, fp32 on
     CPU. An explicit bf16 on a GPU without bf16 is an error."""
@@ -306,12 +287,14 @@ def resolve_precision(config: TrainConfig, device: torch.device) -> str:
                 valid="fp16 or fp32 on this GPU",
             )
         return config.precision
+    if config.precision == "fp16":
+        raise DeclarationError(
+            "fp16 needs a GPU and none is available",
+            key="--precision",
+            value="fp16",
+            valid="fp32 or bf16 on CPU",
+        )
     return "fp32" if config.precision == "auto" else config.precision
-
-
-def cache_dir() -> Path:
-    """Where vocabularies are cached: `$BUTCHERFLOW_CACHE`, else `~/.cache/butcherflow`."""
-    return Path(os.environ.get("BUTCHERFLOW_CACHE") or Path.home() / ".cache" / "butcherflow")
 
 
 def _integer(config: TrainConfig, name: str, *, minimum: int, why: str = "") -> None:
@@ -348,11 +331,6 @@ def _number(
             value=value,
             valid=f"a number {bounds}" + (f" ({why})" if why else ""),
         )
-
-
-def _is_cuda_index(device: str) -> bool:
-    head, _, index = device.partition(":")
-    return head == "cuda" and index.isdigit()
 
 
 def _one(options: tuple[str, ...]) -> str:

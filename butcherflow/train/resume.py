@@ -8,36 +8,32 @@ loads the latest committed checkpoint (weights, optimizer, GradScaler, random st
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import random
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
+import numpy as np
+import torch
 from torch import nn
 from torch.amp import GradScaler
 from torch.optim import Optimizer
 
-from ..assemble import Recipe
+from ..assemble import Recipe, recipe_to_toml
+from ..assemble.declarations import difference, pinned, references
+from ..assemble.recipe import method_name
+from ..data import ParallelCorpus, Vocabulary, build_vocabulary, default_cache_dir
 from ..errors import DeclarationError
+from ..savedir.atomic import atomic_path, remove_stale_temporaries, write_json
+from ..savedir.checkpoint import assign_weights, load_state, load_weights
+from ..savedir.curves import append_log, truncate_log
+from ..savedir.layout import CONFIG, LOG, VOCAB, CheckpointError, read_config, recipe_from_config
 from . import distributed
-from .checkpoint import (
-    CONFIG,
-    LOG,
-    VOCAB,
-    CheckpointError,
-    atomic_path,
-    read_config,
-    recipe_to_toml,
-    remove_stale_temporaries,
-    restore,
-    write_json,
-)
-from .config import TrainConfig, cache_dir, flag, resolve_recipe
-from .corpus import ParallelCorpus
-from .curves import append_log, truncate_log
-from .vocab import Vocabulary, build_vocabulary
+from .config import TrainConfig, flag, resolve_recipe
 
 
 @final
@@ -49,6 +45,7 @@ class Progress:
     epoch: int = 1  # the epoch being trained (1-based, as fairseq)
     batch_in_epoch: int = 0  # micro-batches of this epoch already consumed, per process
     best_valid_loss: float = math.inf
+    validations_since_best: int = 0  # fairseq's patience counter
     nonfinite_total: int = 0
     nonfinite_in_row: int = 0
     train_tokens: int = 0  # target tokens trained on, summed over processes
@@ -57,11 +54,12 @@ class Progress:
 def _check_resumable(
     config: TrainConfig,
     saved: dict[str, Any],
-    recipe_text: str,
+    recipe: Recipe,
     corpus: ParallelCorpus,
     save_dir: Path,
 ) -> None:
-    """A rerun must be the same run: same recipe, data, vocabulary and optimisation settings."""
+    """A rerun must be the same run: same recipe, declarations, data, vocabulary and
+    optimisation settings."""
     where = save_dir / CONFIG
     for key, old, new in config.differences(saved):
         raise DeclarationError(
@@ -71,7 +69,9 @@ def _check_resumable(
             valid=f"rerun with {flag(key)} {old!r} to resume, or use another --save-dir",
             source=where,
         )
-    if saved.get("recipe_toml") != recipe_text:
+    stored = pinned(recipe_from_config(saved, source=where))  # a run saved before: today's catalog
+    _check_declarations(stored, recipe, where)
+    if recipe_to_toml(stored) != recipe_to_toml(recipe):
         raise DeclarationError(
             f"the recipe '{config.recipe}' differs from the one this save dir was trained with "
             "(was its file edited?)",
@@ -86,6 +86,26 @@ def _check_resumable(
             key="--data",
             value=config.data,
             valid="the same data, or another --save-dir",
+            source=where,
+        )
+
+
+def _check_declarations(stored: Recipe, recipe: Recipe, where: Path) -> None:
+    """Every method of the run must have the declaration it was trained with: a catalog file or
+    a user's declaration file edited since is named, with the first entry that differs."""
+    saved = references(stored)
+    for slot, now in references(recipe).items():
+        found = difference(saved[slot], now) if slot in saved else None
+        if found is None:
+            continue
+        entry, old, new = found
+        what = f"its entry '{entry}' was {old!r}, is now {new!r}" if entry else f"was {old!r}"
+        raise DeclarationError(
+            f"this save dir was trained with another declaration of '{method_name(now)}' "
+            f"({slot}): {what} (was its file edited, or the catalog changed?)",
+            key=slot,
+            value=method_name(now),
+            valid="restore the declaration the run was trained with, or use another --save-dir",
             source=where,
         )
 
@@ -114,28 +134,96 @@ def open_save_dir(
         vocab = Vocabulary.load(save_dir / VOCAB)
     else:
         if process.is_main:  # trains it; the other processes then find it in the cache
-            build_vocabulary(corpus, config.vocab_size, cache_dir())
+            build_vocabulary(corpus, config.vocab_size, default_cache_dir())
         distributed.barrier()
-        vocab = build_vocabulary(corpus, config.vocab_size, cache_dir())
+        vocab = build_vocabulary(corpus, config.vocab_size, default_cache_dir())
     recipe = resolve_recipe(config, len(vocab))
-    recipe_text = recipe_to_toml(recipe)
     if saved is not None:
-        _check_resumable(config, saved, recipe_text, corpus, save_dir)
+        _check_resumable(config, saved, recipe, corpus, save_dir)
     if process.is_main:
         if saved is None:
             with atomic_path(save_dir / VOCAB) as tmp:
                 shutil.copyfile(vocab.path, tmp)
         config_json = {
             **config.to_json(),
-            "recipe_toml": recipe_text,
+            "recipe_toml": recipe_to_toml(recipe),
             "vocab_size": len(vocab),
             "corpus_name": corpus.name,
             "corpus_fingerprint": corpus.fingerprint,
+            "corpus_spec": corpus.spec,
             "languages": [corpus.source_lang, corpus.target_lang],
         }
         write_json(save_dir / CONFIG, config_json)
     distributed.barrier()
     return vocab, recipe
+
+
+def rng_state() -> dict[str, Any]:
+    """The python, numpy, torch and CUDA random states as tensors and plain values (so that
+    `torch.load(weights_only=True)` reads them back)."""
+    name, keys, position, has_gauss, gauss = np.random.get_state(legacy=True)
+    return {
+        "python": random.getstate(),
+        "numpy": {
+            "name": str(name),
+            "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
+            "pos": int(position),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(gauss),
+        },
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+    }
+
+
+def trainer_state(
+    progress: Progress,
+    process: distributed.Process,
+    optimizer: Optimizer,
+    scaler: GradScaler,
+) -> dict[str, Any]:
+    """What a checkpoint's `NAME.pt` holds for `resume`: the progress, the process count, the
+    optimizer and GradScaler states and the random states (plain tensors and values only)."""
+    return {
+        "progress": dataclasses.asdict(progress),
+        "world_size": process.world_size,
+        "optimizer": optimizer.state_dict(),
+        "scaler": scaler.state_dict(),
+        "rng": rng_state(),
+    }
+
+
+def set_rng_state(state: Mapping[str, Any]) -> None:
+    """Restore what `rng_state` returned."""
+    random.setstate(state["python"])
+    n = state["numpy"]
+    keys = n["keys"].numpy().astype(np.uint32)
+    np.random.set_state((n["name"], keys, n["pos"], n["has_gauss"], n["cached_gaussian"]))
+    torch.set_rng_state(state["torch"])
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def restore(
+    save_dir: Path, name: str, model: nn.Module, optimizer: Optimizer, scaler: GradScaler
+) -> dict[str, Any]:
+    """Load checkpoint `name` into the model, optimizer, GradScaler and random generators.
+
+    **Returns:** the trainer state (`progress`, `world_size`, ...) for the loop to go on from.
+    """
+    weights = save_dir / f"{name}.safetensors"
+    assign_weights(model, load_weights(weights), weights)
+    path = save_dir / f"{name}.pt"
+    state = load_state(path)
+    try:
+        optimizer.load_state_dict(state["optimizer"])
+        scaler.load_state_dict(state["scaler"])
+        set_rng_state(state["rng"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as error:
+        raise CheckpointError(
+            f"{path} is not a trainer state of this model ({type(error).__name__}: {error})"
+        ) from None
+    return state
 
 
 def resume(

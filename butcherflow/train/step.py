@@ -20,8 +20,8 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ..assemble import LanguageModel, Seq2Seq
+from ..data import Batch, EncodedSplit, collate, make_batches
 from . import distributed
-from .batching import Batch, EncodedSplit, collate, make_batches
 from .config import TrainConfig
 
 LN2 = math.log(2.0)

@@ -1,0 +1,94 @@
+"""Compile options: the field sizes every family takes, and one option class per family.
+
+`bf.compile(method, field=..., **options)` validates its keyword arguments against the option
+class of the declaration's family (a frozen dataclass in the family's compiler module): an
+option that does not apply gets one `DeclarationError` naming the option, the family and the
+options it does take.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+from torch import nn
+
+from ..errors import DeclarationError
+from ..methods import Method
+
+FieldSpec = str | nn.Module
+Options = TypeVar("Options", bound="FieldSizes")
+SIZES = ("d_model", "n_heads", "d_ffn", "dropout", "activation")
+
+
+@dataclass(frozen=True)
+class FieldSizes:
+    """The sizes every named field is built with; every family's options start with them.
+
+    - `d_model`, `n_heads`, `d_ffn`: widths (None: read from a module field, or not needed).
+    - `dropout`, `activation`: of the named fields.
+    """
+
+    d_model: int | None = None
+    n_heads: int | None = None
+    d_ffn: int | None = None
+    dropout: float = 0.0
+    activation: str = "relu"
+
+    spans_layers: ClassVar[bool] = False  # compiles to a stack (`bf.compile_stack`), not a block
+
+    @property
+    def sizes(self) -> dict[str, Any]:
+        """The keyword arguments of `make_field`."""
+        return {key: getattr(self, key) for key in SIZES}
+
+    @classmethod
+    def names(cls) -> list[str]:
+        """The options of this family, sizes last."""
+        own = [f.name for f in dataclasses.fields(cls) if f.name not in SIZES]
+        return own + list(SIZES)
+
+    @classmethod
+    def parse(cls: type[Options], method: Method | str, given: Mapping[str, Any]) -> Options:
+        """The options of one `bf.compile` call, each checked to apply to the family.
+
+        **Arguments:**
+
+        - `method`: the declaration (or `"dlcl"`), for the error message.
+        - `given`: the keyword arguments of the call.
+        """
+        family = method.family if isinstance(method, Method) else str(method)
+        allowed = cls.names()
+        for key, value in given.items():
+            if key not in allowed:
+                own = [name for name in allowed if name not in SIZES]
+                raise DeclarationError(
+                    f"{key} does not apply to a {family} declaration",
+                    key=key,
+                    value=type(value).__name__ if isinstance(value, nn.Module) else value,
+                    valid=f"a {family} declaration takes {', '.join(own)} and the sizes "
+                    + ", ".join(SIZES),
+                )
+        return cls(**given)
+
+    @classmethod
+    def example(cls, method: Any, field: Any, layers: int) -> dict[str, Any]:
+        """The field arguments `butcherflow show` and the gallery compile `method` with:
+        `field` (a name) or `"san+ffn"`, for every one of `layers` layers of a stack."""
+        if cls.spans_layers:
+            return {"fields": [field or "san+ffn"] * layers}
+        return {"field": field or "san+ffn"}
+
+
+def require_fields_list(fields: Any) -> Sequence[FieldSpec]:
+    """A stack's `fields`: one spec per layer."""
+    if isinstance(fields, (str, bytes)) or not isinstance(fields, Sequence):
+        raise DeclarationError(
+            "fields must be a list with one field per layer",
+            key="fields",
+            value=fields,
+            valid="e.g. fields=['san+ffn'] * 6",
+        )
+    return fields

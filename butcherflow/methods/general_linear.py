@@ -1,0 +1,344 @@
+"""General linear methods (Butcher): r values carried from step to step, s stages per step.
+
+    Y      = h (A ⊗ I) F(Y) + (U ⊗ I) y^[n-1]        (s stages)
+    y^[n]  = h (B ⊗ I) F(Y) + (V ⊗ I) y^[n-1]        (r outputs, the next step's inputs)
+
+Runge-Kutta methods (r = 1) and linear multistep methods (r = 2k: past values and past
+derivatives) are general linear methods, and so are the learned connections across depth of
+recent Transformers: hyper-connections (n streams mixed by V, read by U, written by B), mHC (V
+doubly stochastic), DenseFormer (weighted averages of earlier block outputs), PCformer.
+
+The inputs are approximations of a stated **starting procedure**: each input is a linear
+combination of exact solution values y(x + θh) and scaled derivatives h·f(y(x + θh)), e.g.
+`"y(x)"`, `"y(x - h)"`, `"h*f(x - h)"`, `"1/2*y(x) + 1/2*y(x - h)"`. Order is relative to it
+(Butcher's order of a GLM with a starting method); the default is every input a copy of y(x),
+the initial state of a hyper-connection stack.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, final
+
+import sympy
+
+from ..errors import DeclarationError
+from .base import Layer, Method
+from .multistep import LinearMultistep
+from .numbers import Number, as_list, parse_number, parse_precision, raw_list
+from .tableau import ButcherTableau
+
+# One input of the starting procedure: (coefficient, kind, shift θ) with kind "y" (y(x + θh)) or
+# "hf" (h·f(y(x + θh))).
+StartTerm = tuple[sympy.Expr, str, sympy.Expr]
+_X, _H = sympy.Symbol("x"), sympy.Symbol("h")
+_Y, _F = sympy.Function("y"), sympy.Function("f")
+_START_TEXT = re.compile(r"^[0-9A-Za-z_+\-*/().,^ \t]*$")
+VALID_START = (
+    "each input is a linear combination of y(x + θ*h) and h*f(x + θ*h) with constant "
+    "coefficients and shifts, e.g. 'y(x)', 'y(x - h)', 'h*f(x - h)', '1/2*y(x) + 1/2*y(x - h)'"
+)
+
+
+def _matrix(raw: Any, key: str, rows: int | None, cols: int | None, src: str | None) -> list:
+    """A list of rows of entries, with the declared shape (None: any, taken from the data)."""
+    raw = as_list(raw)
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence) or not raw:
+        raise DeclarationError(
+            "expected a non-empty list of rows",
+            key=key,
+            value=raw,
+            valid=f"e.g. {key} = [[1]]",
+            source=src,
+        )
+    out = []
+    for i, row in enumerate(raw):
+        row = as_list(row)
+        if isinstance(row, (str, bytes)) or not isinstance(row, Sequence):
+            raise DeclarationError(
+                "each row must be a list", key=f"{key}[{i}]", value=row, source=src
+            )
+        out.append([parse_number(x, f"{key}[{i}][{j}]", src) for j, x in enumerate(row)])
+    if rows is not None and len(out) != rows:
+        raise DeclarationError(
+            f"{key} has {len(out)} rows but needs {rows}",
+            key=key,
+            value=raw,
+            source=src,
+            valid=_SHAPES,
+        )
+    width = len(out[0]) if cols is None else cols
+    for i, row in enumerate(out):
+        if len(row) != width:
+            raise DeclarationError(
+                f"{key} row {i} has {len(row)} entries but needs {width}",
+                key=f"{key}[{i}]",
+                value=raw[i],
+                valid=_SHAPES,
+                source=src,
+            )
+    return out
+
+
+_SHAPES = "A is s×s, U is s×r, B is r×s and V is r×r (s stages, r values carried between steps)"
+
+
+def parse_start_term(text: str, key: str, src: str | None) -> list[StartTerm]:
+    """'1/2*y(x) + h*f(x - h)' -> [(1/2, 'y', 0), (1, 'hf', -1)]."""
+    if not isinstance(text, str) or not text.strip() or not _START_TEXT.match(text):
+        raise DeclarationError(
+            "not a starting value", key=key, value=text, valid=VALID_START, source=src
+        )
+    try:
+        expr = sympy.sympify(text, locals={"x": _X, "h": _H, "y": _Y, "f": _F})
+    except (sympy.SympifyError, SyntaxError, TypeError):
+        raise DeclarationError(
+            "not a starting value", key=key, value=text, valid=VALID_START, source=src
+        ) from None
+    terms: list[StartTerm] = []
+    for term in sympy.Add.make_args(sympy.expand(expr)):
+        calls = [a for a in term.atoms(sympy.core.function.AppliedUndef)]
+        if len(calls) != 1 or len(calls[0].args) != 1:
+            raise DeclarationError(
+                "each term needs exactly one y(...) or h*f(...)",
+                key=key,
+                value=text,
+                valid=VALID_START,
+                source=src,
+            )
+        call = calls[0]
+        rest = sympy.simplify(term / call)
+        kind = "y" if call.func == _Y else "hf"
+        if kind == "hf":
+            rest = sympy.simplify(rest / _H)
+        shift = sympy.simplify((call.args[0] - _X) / _H)
+        if rest.free_symbols or shift.free_symbols or not (rest.is_Rational and shift.is_Rational):
+            raise DeclarationError(
+                "coefficients and shifts must be rational numbers (f needs a factor h)",
+                key=key,
+                value=text,
+                valid=VALID_START,
+                source=src,
+            )
+        terms.append((rest, kind, shift))
+    return terms
+
+
+@final
+class GeneralLinear(Method):
+    """A general linear method (A, U, B, V) with a stated starting procedure.
+
+    **Arguments:**
+
+    - `A`: s×s stage coefficients (strictly lower triangular for explicit stages; implicit ones
+      are analysed but have no layer).
+    - `U`: s×r: how the stages read the r inputs.
+    - `B`: r×s: how the outputs take the stage derivatives.
+    - `V`: r×r: how the outputs take the inputs (the stream-mixing matrix of hyper-connections).
+    - `start`: r starting values, each a string such as `"y(x)"`, `"y(x - h)"`, `"h*f(x)"`
+      (default: every input `"y(x)"`, copies of the initial state).
+    - `precision`: judge every non-zero entry at this precision (see `ButcherTableau`).
+    - `name`, `order`, `title`, `reference`: see `Method`.
+
+    Entries follow the tableau rules: exact by default, floats and decimals numeric, symbols for
+    parametrised families (learned connections start at declared values).
+    """
+
+    family = "general-linear"
+    keys = ("A", "U", "B", "V", "start", "precision")
+    required = ("A", "U", "B", "V")
+    A: tuple[tuple[sympy.Expr, ...], ...]
+    U: tuple[tuple[sympy.Expr, ...], ...]
+    B: tuple[tuple[sympy.Expr, ...], ...]
+    V: tuple[tuple[sympy.Expr, ...], ...]
+    start: tuple[tuple[StartTerm, ...], ...]
+    numbers: dict[str, Number]
+    rounding: Fraction
+    precision: Fraction | None
+
+    def __init__(
+        self,
+        A: Any,
+        U: Any,
+        B: Any,
+        V: Any,
+        *,
+        start: Sequence[str] | None = None,
+        precision: Any = None,
+        name: str | None = None,
+        order: int | None = None,
+        title: str | None = None,
+        reference: str | None = None,
+        source: str | Path | None = None,
+    ) -> None:
+        self._set_common(name, order, title, reference, source)
+        src = self.source
+        declared = parse_precision(precision, src)
+        a = _matrix(A, "A", None, None, src)
+        s = len(a)
+        a = _matrix(A, "A", s, s, src)
+        v = _matrix(V, "V", None, None, src)
+        r = len(v)
+        v = _matrix(V, "V", r, r, src)
+        u = _matrix(U, "U", s, r, src)
+        b = _matrix(B, "B", r, s, src)
+        texts = ["y(x)"] * r if start is None else list(as_list(start))
+        if isinstance(start, (str, bytes)) or len(texts) != r:
+            raise DeclarationError(
+                f"start needs one starting value per input ({r})",
+                key="start",
+                value=start,
+                valid=VALID_START,
+                source=src,
+            )
+        parsed = tuple(tuple(parse_start_term(t, f"start[{i}]", src)) for i, t in enumerate(texts))
+        numbers: dict[str, Number] = {}
+        for key, m in (("A", a), ("U", u), ("B", b), ("V", v)):
+            for i, row in enumerate(m):
+                for j, x in enumerate(row):
+                    numbers[f"{key}[{i}][{j}]"] = (
+                        x if declared is None else x.at_precision(declared)
+                    )
+
+        def values(key: str, rows: int, cols: int) -> tuple[tuple[sympy.Expr, ...], ...]:
+            return tuple(
+                tuple(numbers[f"{key}[{i}][{j}]"].value for j in range(cols)) for i in range(rows)
+            )
+
+        self._set(
+            A=values("A", s, s),
+            U=values("U", s, r),
+            B=values("B", r, s),
+            V=values("V", r, r),
+            start=parsed,
+            numbers=numbers,
+            rounding=max((x.rounding for x in numbers.values()), default=Fraction(0)),
+            precision=declared,
+        )
+        self._set(
+            _table={
+                "A": [raw_list(row) for row in a],
+                "U": [raw_list(row) for row in u],
+                "B": [raw_list(row) for row in b],
+                "V": [raw_list(row) for row in v],
+                "start": None if start is None else texts,
+                "precision": precision if declared is not None else None,
+            }
+        )
+
+    @property
+    def is_explicit(self) -> bool:
+        """Strictly lower-triangular A: every stage is computed from earlier ones."""
+        s = len(self.A)
+        return all(self.A[i][j] == 0 for i in range(s) for j in range(i, s))
+
+    @property
+    def layer(self) -> Layer:
+        if not self.is_explicit:
+            return Layer(
+                False,
+                "not compiled: implicit stages (A not strictly lower triangular) have no layer",
+                key="A",
+                valid="0 on and above the diagonal of A",
+            )
+        return Layer(
+            True,
+            f"bf.compile_stack: {self.values} streams carried across layers, "
+            f"{self.stages} field call(s) per layer",
+        )
+
+    @property
+    def stages(self) -> int:
+        return len(self.A)
+
+    @property
+    def values(self) -> int:
+        """r, the number of values carried from step to step (streams)."""
+        return len(self.V)
+
+    @property
+    def numeric(self) -> bool:
+        return self.rounding > 0
+
+    @property
+    def symbols(self) -> set[sympy.Symbol]:
+        found: set[sympy.Symbol] = set()
+        for x in self.numbers.values():
+            found |= x.value.free_symbols
+        return found
+
+    def start_text(self) -> list[str]:
+        """The starting procedure, one string per input."""
+        return [_start_string(terms) for terms in self.start]
+
+    @classmethod
+    def from_method(cls, method: Method) -> GeneralLinear:
+        """A Runge-Kutta method or a linear multistep method as the general linear method it is.
+
+        A tableau (A, b) is (A, U = 1, B = bᵀ, V = 1) with input y(x). A k-step method
+        Σ αⱼ y_{n+j} = h Σ βⱼ f_{n+j} (scaled to α_k = 1) has one stage, the new value, and
+        r = 2k inputs y(x), y(x − h), …, y(x − (k−1)h), h·f(x), …, h·f(x − (k−1)h).
+        """
+        if isinstance(method, ButcherTableau):
+            s = method.stages
+            e = method.entries
+            return cls(
+                [[e[f"A[{i}][{j}]"] for j in range(s)] for i in range(s)],
+                [[1] for _ in range(s)],
+                [[e[f"b[{i}]"] for i in range(s)]],
+                [[1]],
+                name=f"{method.name}-glm",
+                order=method.order,
+                title=f"{method.title} as a general linear method",
+                reference=method.reference,
+            )
+        if isinstance(method, LinearMultistep):
+            return _from_multistep(cls, method)
+        raise DeclarationError(
+            f"'{method.name}' is a {method.family} method; only Runge-Kutta and multistep "
+            "methods convert to general linear methods",
+            key="method",
+            value=method.name,
+        )
+
+
+def _from_multistep(cls: type[GeneralLinear], m: LinearMultistep) -> GeneralLinear:
+    k = m.steps
+    alpha_k = m.alpha[-1]
+    # Inputs, newest first: y_{n+k-1} .. y_n, then h f_{n+k-1} .. h f_n; one stage, y_{n+k}.
+    stage_row = [-m.alpha[j] / alpha_k for j in reversed(range(k))]
+    stage_row += [m.beta[j] / alpha_k for j in reversed(range(k))]
+    implicit = m.beta[-1] / alpha_k
+    r = 2 * k
+    V: list[list[Any]] = [stage_row]
+    V += [[1 if j == i else 0 for j in range(r)] for i in range(k - 1)]  # y values shift down
+    V.append([0] * r)  # h f of the new value comes from the stage
+    V += [[1 if j == k + i else 0 for j in range(r)] for i in range(k - 1)]
+    B: list[list[Any]] = [[0] for _ in range(r)]
+    B[0], B[k] = [implicit], [1]
+    start = [f"y(x - {j}*h)" for j in range(k)] + [f"h*f(x - {j}*h)" for j in range(k)]
+    precision = None if not m.numeric else float(m.rounding / abs(Fraction(str(alpha_k))))
+    return cls(
+        [[implicit]],
+        [stage_row],
+        B,
+        V,
+        start=start,
+        precision=precision,
+        name=f"{m.name}-glm",
+        order=m.order,
+        title=f"{m.title} as a general linear method",
+        reference=m.reference,
+    )
+
+
+def _start_string(terms: Sequence[StartTerm]) -> str:
+    parts = []
+    for coeff, kind, shift in terms:
+        where = "x" if shift == 0 else f"x {'+' if shift > 0 else '-'} {abs(shift)}*h"
+        call = f"y({where})" if kind == "y" else f"h*f({where})"
+        parts.append(call if coeff == 1 else f"{coeff}*{call}")
+    return " + ".join(parts) if parts else "0"

@@ -1,0 +1,33 @@
+"""Stage "save dirs": the files a training run leaves behind, and the trained model they hold.
+
+layout.py (the file names, `config.json`, `CheckpointError`), atomic.py (every file is written
+atomically), checkpoint.py (committed checkpoints: weights, trainer state, commit), curves.py
+(`log.jsonl` and `curves.png`), trained.py (`load_model`, `load_language_model`, averaging).
+Generation and the experiments read trained models through this stage, never through the loop.
+"""
+
+from .checkpoint import latest_checkpoint, read_commit
+from .curves import read_log
+from .layout import CheckpointError, read_config, recipe_from_config, run_corpus
+from .trained import (
+    average_checkpoints,
+    checkpoint_paths,
+    load_language_model,
+    load_model,
+    save_weights,
+)
+
+__all__ = [
+    "CheckpointError",
+    "average_checkpoints",
+    "checkpoint_paths",
+    "latest_checkpoint",
+    "load_language_model",
+    "load_model",
+    "read_commit",
+    "read_config",
+    "read_log",
+    "recipe_from_config",
+    "run_corpus",
+    "save_weights",
+]

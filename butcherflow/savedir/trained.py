@@ -1,0 +1,183 @@
+"""Trained models out of a save dir: `load_model`, `load_language_model`, `average_checkpoints`.
+
+A save dir's `config.json` holds the resolved recipe and `spm.model` the vocabulary, so a trained
+model is rebuilt from the save dir alone; its weights come from a committed checkpoint (`best`,
+`last`), the mean of the last N interval checkpoints (`avg:N`, as fairseq's
+`average_checkpoints.py`) or a `.safetensors` file (say, written by `butcherflow average`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+from safetensors.torch import save_file
+from torch import Tensor, nn
+
+from ..assemble import LanguageModel, Recipe, Seq2Seq
+from ..data import Vocabulary
+from ..errors import DeclarationError
+from .atomic import atomic_path
+from .checkpoint import assign_weights, interval_checkpoints, load_weights, read_commit
+from .layout import BEST, CONFIG, LAST, VOCAB, CheckpointError, read_config, recipe_from_config
+
+
+def checkpoint_paths(save_dir: Path, checkpoint: str) -> list[Path]:
+    """The weight files named by `checkpoint` (`last`, `best`, `avg:N` or a file path)."""
+    if checkpoint in ("last", "best"):
+        name = LAST if checkpoint == "last" else BEST
+        if read_commit(save_dir, name) is None:
+            hint = (
+                "no validation has run yet; use --checkpoint last"
+                if checkpoint == "best"
+                else "the run has not saved a checkpoint yet"
+            )
+            raise CheckpointError(f"{save_dir}: no committed {name} ({hint})")
+        return [save_dir / f"{name}.safetensors"]
+    if checkpoint.startswith("avg:"):
+        count = checkpoint[4:]
+        if not count.isdigit() or int(count) < 1:
+            raise DeclarationError(
+                "bad checkpoint average",
+                key="--checkpoint",
+                value=checkpoint,
+                valid="avg:N with N >= 1, e.g. avg:5",
+            )
+        found = interval_checkpoints(save_dir)
+        if len(found) < int(count):
+            raise CheckpointError(
+                f"{save_dir}: avg:{count} needs {count} interval checkpoints, found "
+                f"{len(found)} (train with --save-interval-updates to keep some)"
+            )
+        chosen = [name for _, name in found[-int(count) :]]
+        for name in chosen:
+            read_commit(save_dir, name)
+        return [save_dir / f"{name}.safetensors" for name in chosen]
+    path = Path(checkpoint)
+    if not path.is_file():
+        raise DeclarationError(
+            "no such checkpoint",
+            key="--checkpoint",
+            value=checkpoint,
+            valid="last, best, avg:N or the path of a .safetensors file",
+        )
+    return [path]
+
+
+def load_model(
+    save_dir: str | Path, checkpoint: str = "best", device: str | torch.device = "cpu"
+) -> tuple[Seq2Seq, Vocabulary, dict[str, Any]]:
+    """The trained model of a save dir, in eval mode, with its vocabulary and config.
+
+    **Arguments:**
+
+    - `save_dir`: the `--save-dir` of a `butcherflow train` run.
+    - `checkpoint`: `"best"`, `"last"`, `"avg:N"` (the mean of the last N interval checkpoints)
+      or the path of a `.safetensors` file (e.g. written by `butcherflow average`).
+    - `device`: where the model goes.
+
+    **Returns:** `(model, vocabulary, config)`; `config` is the content of `config.json`. A save
+    dir of `--task language_model` is refused (`load_language_model` reads it).
+    """
+    return _load_trained(Seq2Seq, "translation", Path(save_dir), checkpoint, device)
+
+
+def load_language_model(
+    save_dir: str | Path, checkpoint: str = "best", device: str | torch.device = "cpu"
+) -> tuple[LanguageModel, Vocabulary, dict[str, Any]]:
+    """The trained `LanguageModel` of a `--task language_model` save dir (see `load_model`).
+
+    **Returns:** `(model in eval mode, vocabulary, config)`.
+    """
+    return _load_trained(LanguageModel, "language_model", Path(save_dir), checkpoint, device)
+
+
+# why a loader refuses a save dir of the other task, and which loader reads it
+_WRONG_TASK = {
+    "translation": "not a translation model (load it with butcherflow.savedir.load_language_model)",
+    "language_model": "not a language model (load it with butcherflow.savedir.load_model)",
+}
+_Model = TypeVar("_Model", Seq2Seq, LanguageModel)
+
+
+def _load_trained(
+    model_class: type[_Model],
+    task: str,
+    folder: Path,
+    checkpoint: str,
+    device: str | torch.device,
+) -> tuple[_Model, Vocabulary, dict[str, Any]]:
+    config = read_config(folder)
+    found = config.get("task", "translation")
+    if found != task:
+        raise CheckpointError(f"{folder} holds a {found} run, {_WRONG_TASK[task]}")
+    recipe, vocab = _recipe_and_vocabulary(folder, config)
+    model = model_class(recipe, int(config["vocab_size"]), pad_index=vocab.pad)
+    _load_weights(model, folder, checkpoint)
+    return model.to(device).eval(), vocab, config
+
+
+def _recipe_and_vocabulary(folder: Path, config: dict[str, Any]) -> tuple[Recipe, Vocabulary]:
+    recipe = recipe_from_config(config, source=folder / CONFIG)
+    vocab_path = folder / VOCAB
+    if not vocab_path.is_file():
+        raise CheckpointError(f"{vocab_path} is missing (the vocabulary of this run)")
+    return recipe, Vocabulary.load(vocab_path)
+
+
+def _load_weights(model: nn.Module, folder: Path, checkpoint: str) -> None:
+    paths = checkpoint_paths(folder, checkpoint)
+    tensors = average_checkpoints(paths) if len(paths) > 1 else load_weights(paths[0])
+    assign_weights(model, tensors, paths[0] if len(paths) == 1 else f"{checkpoint} of {folder}")
+
+
+# --- averaging ----------------------------------------------------------------------------------
+
+
+def average_checkpoints(paths: Sequence[Path]) -> dict[str, Tensor]:
+    """The element-wise mean of the weights in `paths` (as fairseq's `average_checkpoints.py`).
+
+    Floating-point tensors are summed in float64 and cast back to their dtype; any other tensor
+    must be equal in every file.
+
+    **Arguments:**
+
+    - `paths`: `.safetensors` files of the same architecture.
+
+    **Returns:** name -> averaged tensor (shared tensors appear once, as in the files).
+    """
+    if not paths:
+        raise CheckpointError("average_checkpoints: no checkpoint to average")
+    first = load_weights(Path(paths[0]))
+    sums = {k: v.double() if v.is_floating_point() else v for k, v in first.items()}
+    for path in paths[1:]:
+        tensors = load_weights(Path(path))
+        if set(tensors) != set(first):
+            key = sorted(set(tensors) ^ set(first))[0]
+            raise CheckpointError(
+                f"{path}: tensor '{key}' is in one file but not in {paths[0]} "
+                "(checkpoints of different models cannot be averaged)"
+            )
+        for key, tensor in tensors.items():
+            if tensor.shape != first[key].shape:
+                raise CheckpointError(
+                    f"{path}: tensor '{key}' has shape {tuple(tensor.shape)}, "
+                    f"{paths[0]} has {tuple(first[key].shape)}"
+                )
+            if tensor.is_floating_point():
+                sums[key] += tensor.double()
+            elif not torch.equal(tensor, first[key]):
+                raise CheckpointError(f"{path}: integer tensor '{key}' differs between files")
+    return {
+        k: (v / len(paths)).to(first[k].dtype) if first[k].is_floating_point() else v
+        for k, v in sums.items()
+    }
+
+
+def save_weights(tensors: Mapping[str, Tensor], path: Path, metadata: Mapping[str, str]) -> None:
+    """Write `tensors` to a `.safetensors` file atomically (the output of `butcherflow average`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp), dict(metadata))

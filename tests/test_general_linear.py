@@ -1,0 +1,114 @@
+"""General linear methods: declarations, conversions from Runge-Kutta and multistep methods whose
+analyses must agree, preconsistency, zero-stability of V, and order relative to a starting
+procedure (issue: general linear methods across depth)."""
+
+from __future__ import annotations
+
+import pytest
+import sympy
+
+import butcherflow as bf
+from butcherflow.analysis.general_linear import (
+    analyse_general_linear,
+    power_bound,
+    zero_stability,
+)
+from butcherflow.methods.general_linear import GeneralLinear
+
+CONVERTIBLE = [
+    name
+    for name in bf.catalog
+    if bf.catalog[name].family in ("runge-kutta", "multistep")
+    and not bf.catalog[name].symbols
+    and getattr(bf.catalog[name], "stages", 1) <= 7
+]
+
+
+@pytest.mark.parametrize("name", CONVERTIBLE)
+def test_conversions_keep_the_order_of_every_convertible_catalog_entry(name: str) -> None:
+    method = bf.catalog[name]
+    glm = GeneralLinear.from_method(method)
+    report = analyse_general_linear(glm, max_order=bf.check(method).order + 1)
+    assert report.preconsistent
+    assert report.order == bf.check(method).order
+
+
+def test_a_hyper_connection_at_initialisation_is_euler_on_every_stream() -> None:
+    n = 4
+    identity = [[1 if i == j else 0 for j in range(n)] for i in range(n)]
+    hc = GeneralLinear([[0]], [["1/4"] * n], [[1]] * n, identity, name="hc-4")
+    report = analyse_general_linear(hc)
+    assert report.preconsistent and report.consistent and report.order == 1
+    assert report.zero_stable is True
+    assert any("doubly stochastic" in note for note in report.notes)
+    assert report.real_interval == pytest.approx(2.0, abs=0.02)
+
+
+def test_the_ode_transformer_codes_rk2_is_not_preconsistent() -> None:
+    # Stages store L(y) = y + F(y): y_next = 5/2 y + F1 + 1/2 F(2y + F1) (DESIGN.md's note).
+    code_rk2 = GeneralLinear([[0, 0], [1, 0]], [[1], [2]], [[1, "1/2"]], [["5/2"]])
+    report = analyse_general_linear(code_rk2)
+    assert not report.preconsistent and report.order == 0
+    assert any("not preconsistent" in note for note in report.notes)
+
+
+@pytest.mark.parametrize(
+    ("V", "stable"),
+    [
+        ([[1, 0], [0, 1]], True),  # a double eigenvalue 1, semisimple
+        ([[1, 1], [0, 1]], False),  # a Jordan block on the circle: ‖Vⁿ‖ grows like n
+        ([[0, -1], [1, 0]], True),  # ±i, simple
+        ([["1/2", "1/2"], ["1/2", "1/2"]], True),  # doubly stochastic
+        ([[2, 0], [0, "1/2"]], False),
+        ([["1/2", 0], [0, "-1/3"]], True),
+    ],
+)
+def test_zero_stability_is_power_boundedness_of_v(V: list, stable: bool) -> None:
+    values = [[sympy.sympify(x) for x in row] for row in V]
+    assert zero_stability(values, 0.0)[0] is stable
+
+
+def test_power_bound_of_a_trained_v() -> None:
+    radius, worst = power_bound([[1.0, 1.0], [0.0, 1.0]], depth=6)
+    assert radius == pytest.approx(1.0) and worst > 6
+    radius, worst = power_bound([[0.5, 0.5], [0.5, 0.5]], depth=6)
+    assert worst == pytest.approx(1.0)
+
+
+def test_numeric_entries_are_judged_at_their_precision() -> None:
+    glm = GeneralLinear.from_method(bf.catalog["tsitouras-5"])
+    assert glm.numeric
+    assert analyse_general_linear(glm, max_order=6).order == 5
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key", "words"),
+    [
+        ({"A": [[0, 0]], "U": [[1]], "B": [[1]], "V": [[1]]}, "A[0]", "needs 1"),
+        ({"A": [[0]], "U": [[1, 1]], "B": [[1]], "V": [[1]]}, "U[0]", "needs 1"),
+        ({"A": [[0]], "U": [[1]], "B": [[1], [1]], "V": [[1]]}, "B", "rows but needs 1"),
+        ({"A": [[0]], "U": [[1]], "B": [[1]], "V": [[1, 0]]}, "V[0]", "has 2 entries but needs 1"),
+        ({"A": [[0]], "U": [[1]], "B": [[1]], "V": [["nan"]]}, "V[0][0]", "not finite"),
+        (
+            {"A": [[0]], "U": [[1]], "B": [[1]], "V": [[1]], "start": ["y(2*x)"]},
+            "start[0]",
+            "shifts",
+        ),
+        (
+            {"A": [[0]], "U": [[1]], "B": [[1]], "V": [[1]], "start": ["y(x)", "y(x)"]},
+            "start",
+            "one",
+        ),
+    ],
+)
+def test_bad_declarations_name_the_key(
+    kwargs: dict, key: str, words: str, declaration_error
+) -> None:
+    with declaration_error(f"key '{key}'", words):
+        GeneralLinear(**kwargs)
+
+
+def test_starting_procedures_parse_shifts_and_derivatives() -> None:
+    glm = GeneralLinear.from_method(bf.catalog["adams-bashforth-2"])
+    assert glm.start_text() == ["y(x)", "y(x - 1*h)", "h*f(x)", "h*f(x - 1*h)"]
+    assert glm.values == 4 and glm.stages == 1

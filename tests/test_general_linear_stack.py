@@ -1,0 +1,208 @@
+"""General linear stacks: r streams across layers, computed by hand; hyper-connections at their
+declared initialisation are the residual stack under every policy; Sinkhorn keeps V doubly
+stochastic; the empirical order of converted methods; bad input (issue: general linear methods
+across depth)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import butcherflow as bf
+from butcherflow.analysis.convergence import convergence
+from butcherflow.compiler.general_linear import GLM_POLICIES, StreamMixing, sinkhorn
+from butcherflow.methods.general_linear import GeneralLinear
+
+DOUBLE = torch.float64
+SIZES = {"d_model": 8, "n_heads": 2, "d_ffn": 16}
+GLMS = [name for name in sorted(bf.catalog) if bf.catalog[name].family == "general-linear"]
+
+
+class Linear(torch.nn.Module):
+    def __init__(self, weight: torch.Tensor) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(weight.clone())
+
+    def forward(self, y: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(y @ self.weight.T)
+
+
+def _fields(layers: int, d: int = 4) -> list[Linear]:
+    g = torch.Generator().manual_seed(layers)
+    return [Linear(0.5 * torch.randn(d, d, generator=g, dtype=DOUBLE)) for _ in range(layers)]
+
+
+def _by_hand(method: GeneralLinear, fields: list[Linear], x: torch.Tensor) -> torch.Tensor:
+    """The GLM recursion, written out: streams u ⊗ x, stages, V y + B F, mean of y(x) streams."""
+    A, U, B, V = (
+        [[float(e) for e in row] for row in m] for m in (method.A, method.U, method.B, method.V)
+    )
+    u = [sum(float(c) for c, kind, _ in terms if kind == "y") for terms in method.start]
+    streams = [u_k * x for u_k in u]
+    for field in fields:
+        F: list[torch.Tensor] = []
+        for i in range(method.stages):
+            Y = sum(U[i][k] * streams[k] for k in range(method.values))
+            Y = Y + sum(A[i][j] * F[j] for j in range(i))
+            F.append(field(Y))
+        streams = [
+            sum(V[q][k] * streams[k] for k in range(method.values))
+            + sum(B[q][i] * F[i] for i in range(method.stages))
+            for q in range(method.values)
+        ]
+    plain = [t == "y(x)" for t in method.start_text()]
+    return sum(s for s, p in zip(streams, plain, strict=True) if p) / sum(plain)
+
+
+@pytest.mark.parametrize("name", GLMS)
+def test_stack_equals_the_recursion_by_hand(name: str) -> None:
+    method = bf.catalog[name]
+    assert isinstance(method, GeneralLinear)
+    fields = _fields(5)
+    stack = bf.compile_stack(name, fields=fields)
+    x = torch.randn(2, 3, 4, dtype=DOUBLE)
+    torch.testing.assert_close(stack(x), _by_hand(method, fields, x), rtol=1e-12, atol=1e-12)
+    assert stack.field_calls == 5 * method.stages
+
+
+@pytest.mark.parametrize("policy", GLM_POLICIES)
+def test_hyper_connections_start_as_the_residual_stack(policy: str) -> None:
+    fields = _fields(4)
+    stack = bf.compile_stack("hyper-connections-4", fields=fields, coefficients=policy)
+    x = torch.randn(2, 3, 4, dtype=DOUBLE)
+    expected = x
+    for field in fields:
+        expected = expected + field(expected)
+    # Sinkhorn's V starts near I, but any row-stochastic V keeps the equal streams equal
+    torch.testing.assert_close(stack.to(DOUBLE)(x), expected, rtol=1e-12, atol=1e-12)
+
+
+def _train(stack: bf.CompiledBlock, steps: int = 5) -> torch.Tensor:
+    optimizer = torch.optim.Adam(stack.parameters(), lr=5e-2)
+    x = torch.randn(2, 5, SIZES["d_model"], dtype=DOUBLE)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        (stack(x) ** 2).mean().backward()
+        optimizer.step()
+    return x
+
+
+@pytest.mark.parametrize("policy", ["learned", "dynamic", "sinkhorn"])
+def test_policies_train_u_b_v_per_layer(policy: str) -> None:
+    torch.manual_seed(0)
+    stack = bf.compile_stack(
+        "hyper-connections-4", ["san+ffn"] * 2, coefficients=policy, **SIZES
+    ).to(DOUBLE)
+    before = [v.copy() for v in stack.stream_matrices()]
+    names = {n for n, _ in stack.named_parameters()}
+    assert {"program.mix0.U", "program.mix1.V"} <= names
+    assert ("program.mix0.proj.weight" in names) == (policy != "learned")
+    _train(stack)
+    after = stack.stream_matrices()
+    assert len(after) == 2
+    assert any(abs(a - b).max() > 1e-6 for a, b in zip(after, before, strict=True))
+
+
+def test_sinkhorn_keeps_v_doubly_stochastic_per_token() -> None:
+    torch.manual_seed(0)
+    stack = bf.compile_stack(
+        "hyper-connections-4", ["san+ffn"] * 2, coefficients="sinkhorn", iterations=30, **SIZES
+    ).to(DOUBLE)
+    x = _train(stack)
+    mix = stack.program.get_submodule("mix1")
+    assert isinstance(mix, StreamMixing) and mix.iterations == 30
+    _, _, V = mix(torch.randn(2, 5, 4, SIZES["d_model"], dtype=DOUBLE) + x.unsqueeze(-2))
+    assert V.shape == (2, 5, 4, 4) and bool((V >= 0).all())
+    torch.testing.assert_close(V.sum(-1), torch.ones(2, 5, 4, dtype=DOUBLE))
+    # columns up to the convergence of 30 iterations near the identity (slow there)
+    torch.testing.assert_close(V.sum(-2), torch.ones(2, 5, 4, dtype=DOUBLE), atol=1e-2, rtol=0)
+
+
+def test_sinkhorn_projects_onto_doubly_stochastic_matrices() -> None:
+    logits = torch.randn(3, 5, 5, dtype=DOUBLE)
+    P = sinkhorn(logits, 200)
+    torch.testing.assert_close(P.sum(-1), torch.ones(3, 5, dtype=DOUBLE))
+    torch.testing.assert_close(P.sum(-2), torch.ones(3, 5, dtype=DOUBLE))
+
+
+def test_dynamic_coefficients_are_per_token() -> None:
+    torch.manual_seed(0)
+    stack = bf.compile_stack("hyper-connections-4", ["ffn"], coefficients="dynamic", **SIZES).to(
+        DOUBLE
+    )
+    _train(stack)
+    mix = stack.program.get_submodule("mix0")
+    U, B, V = mix(torch.randn(2, 5, 4, SIZES["d_model"], dtype=DOUBLE))
+    assert U.shape == (2, 5, 1, 4) and B.shape == (2, 5, 4, 1) and V.shape == (2, 5, 4, 4)
+    assert float((V[0, 0] - V[1, 3]).abs().max().detach()) > 0  # tokens differ
+
+
+@pytest.mark.parametrize("name", ["rk4", "adams-bashforth-3", "milne-simpson", "heun"])
+def test_converted_methods_converge_at_their_proved_order(name: str) -> None:
+    glm = GeneralLinear.from_method(bf.catalog[name])
+    report = bf.check(glm)
+    (curve,) = convergence(glm, report)
+    assert report.order == bf.check(name).order
+    assert abs(curve.slope - report.order) < 0.1, curve.slopes
+
+
+def test_a_glm_that_is_not_zero_stable_has_no_curve() -> None:
+    glm = GeneralLinear([[0]], [[1, 0]], [[1], [0]], [[1, 1], [0, 1]], start=["y(x)", "h*f(x)"])
+    assert convergence(glm, bf.check(glm)) == []
+
+
+NOT_PRECONSISTENT = GeneralLinear([[0, 0], [1, 0]], [[1], [2]], [[1, "1/2"]], [["5/2"]])
+IMPLICIT = GeneralLinear([["1/2"]], [[1]], [[1]], [[1]], name="implicit-midpoint-glm")
+NOT_STOCHASTIC = GeneralLinear([[0]], [[1, 0]], [[1], [0]], [[1, 0], [1, 0]], name="shift")
+
+
+@pytest.mark.parametrize(
+    ("method", "options", "key", "words"),
+    [
+        (IMPLICIT, {}, "A", "implicit"),
+        (NOT_PRECONSISTENT, {}, "V", "not preconsistent"),
+        (NOT_STOCHASTIC, {"coefficients": "sinkhorn"}, "V", "doubly stochastic"),
+        ("hyper-connections-4", {"coefficients": "gated"}, "coefficients", "unknown"),
+        ("hyper-connections-4", {"iterations": 5}, "iterations", "sinkhorn"),
+        (
+            "hyper-connections-4",
+            {"coefficients": "sinkhorn", "iterations": 0},
+            "iterations",
+            ">= 1",
+        ),
+        ("hyper-connections-4", {"starter": "heun"}, "starter", "does not apply"),
+        (
+            GeneralLinear([[0]], [[1]], [[1]], [["k"]], start=["y(x)"]),
+            {},
+            "method",
+            "free symbols",
+        ),
+        (
+            GeneralLinear([[0]], [["1/2", "1/2"]], [[1], [1]], [["1/2", 0], [0, 1]]),
+            {},
+            "V",
+            "not preconsistent",
+        ),
+    ],
+)
+def test_bad_stacks_name_the_key(
+    method: object, options: dict, key: str, words: str, declaration_error
+) -> None:
+    with declaration_error(f"key '{key}'", words):
+        bf.compile_stack(method, ["ffn"] * 2, **SIZES, **options)  # type: ignore[arg-type]
+
+
+def test_no_stream_started_at_y_is_refused(declaration_error) -> None:
+    glm = GeneralLinear([[0]], [[1]], [[1]], [[1]], start=["y(x - h)"])
+    with declaration_error("key 'start'", "y(x)"):
+        bf.compile_stack(glm, ["ffn"], **SIZES)
+
+
+def test_a_non_square_v_is_refused_by_the_declaration(declaration_error) -> None:
+    with declaration_error("key 'V[0]'", "needs 2"):
+        GeneralLinear([[0]], [[1, 0]], [[1], [0]], [[1, 0, 0], [0, 1, 0]])
+
+
+def test_compile_on_a_glm_points_to_compile_stack() -> None:
+    with pytest.raises(bf.DeclarationError, match="compile_stack"):
+        bf.compile("hyper-connections-4", field="ffn", **SIZES)

@@ -1,0 +1,353 @@
+"""Properties of numeric declarations: one method in three encodings keeps its order, a nudge loses
+it, and no verdict ever crosses a barrier (issue: order proofs that hold on any tableau).
+
+Every method here is built from exact parameters, then written exactly (Fractions), as Python
+floats and as 30-digit decimal strings. The semantics under test (methods/numbers.py): a float is
+its binary value known to 2^-44 of its size, a decimal its digits known to half a unit in the
+last one; a condition is met, fails or is undetermined (methods/precision.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import Any
+
+import pytest
+import sympy
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import butcherflow as bf
+from butcherflow.analysis.multistep import dahlquist_barrier
+from butcherflow.analysis.rk_order import Conditions, explicit_barrier, order_bound
+from butcherflow.analysis.search import Search
+
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+Matrix = list[list[Fraction]]
+
+
+def as_decimal(x: Fraction, digits: int = 30) -> str:
+    """x correctly rounded to `digits` decimals (so the string's promise holds)."""
+    scaled = x * 10**digits
+    n = (scaled.numerator * 2 + scaled.denominator) // (2 * scaled.denominator)
+    sign = "-" if n < 0 else ""
+    text = str(abs(n)).rjust(digits + 1, "0")
+    return f"{sign}{text[:-digits]}.{text[-digits:]}"
+
+
+ENCODINGS: dict[str, Callable[[Fraction], Any]] = {
+    "exact": lambda x: x,
+    "float": float,
+    "decimal": as_decimal,
+}
+
+
+def encode(values: Sequence[Any], how: str) -> list[Any]:
+    return [
+        encode(v, how) if isinstance(v, (list, tuple)) else (0 if v == 0 else ENCODINGS[how](v))
+        for v in values
+    ]
+
+
+def rk_order(A: Matrix, b: list[Fraction], how: str) -> bf.analysis.RungeKuttaReport:
+    report = bf.check(bf.ButcherTableau(encode(A, how), encode(b, how)))
+    assert isinstance(report, bf.analysis.RungeKuttaReport)
+    return report
+
+
+# -- families with known order -------------------------------------------------------------------
+
+nonzero = st.fractions(min_value=Fraction(1, 10), max_value=Fraction(9, 10), max_denominator=50)
+
+
+def two_stage(c2: Fraction) -> tuple[Matrix, list[Fraction]]:
+    """The explicit 2-stage order-2 family: b2 = 1/(2 c2)."""
+    b2 = 1 / (2 * c2)
+    return [[Fraction(0), Fraction(0)], [c2, Fraction(0)]], [1 - b2, b2]
+
+
+def three_stage(c2: Fraction, c3: Fraction) -> tuple[Matrix, list[Fraction]]:
+    """The explicit 3-stage order-3 family with c2 ≠ c3, c2 ≠ 2/3 (Hairer-Nørsett-Wanner II.1)."""
+    b2 = (3 * c3 - 2) / (6 * c2 * (c3 - c2))
+    b3 = (2 - 3 * c2) / (6 * c3 * (c3 - c2))
+    a32 = c3 * (c3 - c2) / (c2 * (2 - 3 * c2))
+    zero = Fraction(0)
+    A = [[zero] * 3, [c2, zero, zero], [c3 - a32, a32, zero]]
+    return A, [1 - b2 - b3, b2, b3]
+
+
+def four_stage(c2: Fraction, c3: Fraction) -> tuple[Matrix, list[Fraction]]:
+    """The explicit 4-stage order-4 family with c4 = 1 (Kutta's general case, solved exactly)."""
+    c = [Fraction(0), c2, c3, Fraction(1)]
+    a21, a32, a42, a43 = sympy.symbols("a21 a32 a42 a43")
+    b = sympy.symbols("b1:5")
+    A = [[0, 0, 0, 0], [a21, 0, 0, 0], [c3 - a32, a32, 0, 0], [1 - a42 - a43, a42, a43, 0]]
+    cs = [sympy.Rational(x.numerator, x.denominator) for x in c]
+    eqs = [
+        sum(b) - 1,
+        sum(bi * ci for bi, ci in zip(b, cs, strict=False)) - sympy.Rational(1, 2),
+        sum(bi * ci**2 for bi, ci in zip(b, cs, strict=False)) - sympy.Rational(1, 3),
+        sum(bi * ci**3 for bi, ci in zip(b, cs, strict=False)) - sympy.Rational(1, 4),
+        a21 - cs[1],
+        b[2] * a32 * cs[1] + b[3] * (a42 * cs[1] + a43 * cs[2]) - sympy.Rational(1, 6),
+        b[2] * cs[2] * a32 * cs[1]
+        + b[3] * cs[3] * (a42 * cs[1] + a43 * cs[2])
+        - sympy.Rational(1, 8),
+        b[2] * a32 * cs[1] ** 2
+        + b[3] * (a42 * cs[1] ** 2 + a43 * cs[2] ** 2)
+        - sympy.Rational(1, 12),
+        b[3] * a43 * a32 * cs[1] - sympy.Rational(1, 24),
+    ]
+    solution = sympy.solve(eqs, [a21, a32, a42, a43, *b], dict=True)
+    assume(len(solution) == 1)
+    s = solution[0]
+
+    def frac(x: Any) -> Fraction:
+        value = sympy.nsimplify(sympy.sympify(x).subs(s))
+        assume(value.is_Rational)
+        return Fraction(int(value.p), int(value.q))
+
+    return [[frac(x) for x in row] for row in A], [frac(x) for x in b]
+
+
+@SETTINGS
+@given(c2=nonzero)
+def test_two_stage_family_keeps_order_two_in_every_encoding(c2: Fraction) -> None:
+    A, b = two_stage(c2)
+    for how in ENCODINGS:
+        report = rk_order(A, b, how)
+        assert (report.order, report.order_upper) == (2, 2), how
+
+
+@SETTINGS
+@given(c2=nonzero, c3=nonzero)
+def test_three_stage_family_keeps_order_three_in_every_encoding(c2: Fraction, c3: Fraction) -> None:
+    assume(c2 != c3 and c2 != Fraction(2, 3) and c3 != Fraction(2, 3))
+    A, b = three_stage(c2, c3)
+    assume(all(abs(x) < 50 for x in b + [a for row in A for a in row]))
+    for how in ENCODINGS:
+        report = rk_order(A, b, how)
+        assert (report.order, report.order_upper) == (3, 3), how
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    c2=st.sampled_from([Fraction(1, 3), Fraction(1, 4), Fraction(2, 5), Fraction(1, 5)]),
+    c3=st.sampled_from([Fraction(2, 3), Fraction(3, 4), Fraction(3, 5), Fraction(4, 5)]),
+)
+def test_four_stage_family_keeps_order_four_in_every_encoding(c2: Fraction, c3: Fraction) -> None:
+    A, b = four_stage(c2, c3)
+    for how in ENCODINGS:
+        report = rk_order(A, b, how)
+        assert (report.order, report.order_upper) == (4, 4), how
+
+
+@SETTINGS
+@given(c2=nonzero, c3=nonzero, which=st.integers(0, 5), sign=st.sampled_from([1, -1]))
+def test_a_nudge_of_1e4_loses_the_order(c2: Fraction, c3: Fraction, which: int, sign: int) -> None:
+    assume(c2 != c3 and c2 != Fraction(2, 3) and c3 != Fraction(2, 3))
+    A, b = three_stage(c2, c3)
+    entries = [(1, 0), (2, 0), (2, 1)]
+    nudge = sign * Fraction(1, 10**4)
+    if which < 3:
+        i, j = entries[which]
+        A[i][j] += nudge
+    else:
+        b[which - 3] += nudge
+    for how in ENCODINGS:
+        report = rk_order(A, b, how)
+        assert report.order < 3 and report.order_upper is not None, how
+        assert report.order_upper < 3, how
+
+
+# -- barriers ------------------------------------------------------------------------------------
+
+floats = st.floats(min_value=-2, max_value=2, allow_nan=False).map(lambda x: round(x, 3))
+
+
+@SETTINGS
+@given(s=st.integers(2, 6), data=st.data())
+def test_no_verdict_crosses_butchers_barriers(s: int, data: st.DataObject) -> None:
+    lower = data.draw(st.lists(floats, min_size=s * (s - 1) // 2, max_size=s * (s - 1) // 2))
+    b = data.draw(st.lists(floats, min_size=s, max_size=s))
+    A = [[0.0] * s for _ in range(s)]
+    k = 0
+    for i in range(s):
+        for j in range(i):
+            A[i][j] = lower[k]
+            k += 1
+    for encode_as in (float, str):
+        report = bf.check(
+            bf.ButcherTableau([[encode_as(x) for x in r] for r in A], [encode_as(x) for x in b])
+        )
+        assert report.order <= explicit_barrier(s)
+        assert sympy.degree(report.stability.numerator, report.stability.numerator.gens[0]) <= s
+
+
+@SETTINGS
+@given(k=st.integers(1, 4), data=st.data())
+def test_no_verdict_crosses_dahlquists_barriers(k: int, data: st.DataObject) -> None:
+    coefficient = st.fractions(min_value=-3, max_value=3, max_denominator=12)
+    alpha = [*data.draw(st.lists(coefficient, min_size=k, max_size=k)), Fraction(1)]
+    beta = data.draw(st.lists(coefficient, min_size=k + 1, max_size=k + 1))
+    alpha[0] = -sum(alpha[1:])  # consistent: rho(1) = 0
+    for how in ENCODINGS:
+        report = bf.check(bf.LinearMultistep(encode(alpha, how), encode(beta, how)))
+        if report.zero_stable:
+            assert report.order <= dahlquist_barrier(k, beta[-1] == 0)
+        if report.a_alpha == 90.0:
+            assert report.order <= 2  # Dahlquist's second barrier
+        assert report.order <= 2 * k
+
+
+# -- multistep and splitting families ------------------------------------------------------------
+
+MULTISTEP = [n for n in bf.catalog.names(family="multistep") if not bf.catalog[n].symbols]
+
+
+@pytest.mark.parametrize("name", MULTISTEP)
+@pytest.mark.parametrize("how", ["float", "decimal"])
+def test_adams_and_bdf_keep_their_order_numerically(name: str, how: str) -> None:
+    exact = bf.catalog[name]
+    order = bf.check(exact).order
+    alpha = [Fraction(int(x.p), int(x.q)) for x in exact.alpha]
+    beta = [Fraction(int(x.p), int(x.q)) for x in exact.beta]
+    report = bf.check(bf.LinearMultistep(encode(alpha, how), encode(beta, how)))
+    assert (report.order, report.order_upper) == (order, order)
+    nudged = list(beta)
+    nudged[-2] += Fraction(1, 10**4)
+    worse = bf.check(bf.LinearMultistep(encode(alpha, how), encode(nudged, how)))
+    assert worse.order < max(order, 1) or order == 0
+
+
+@SETTINGS
+@given(x=st.fractions(min_value=Fraction(1, 5), max_value=Fraction(7, 5), max_denominator=40))
+def test_symmetric_compositions_keep_order_two_and_lose_it_when_nudged(x: Fraction) -> None:
+    assume(x != Fraction(1, 2))
+    gamma = [x, 1 - 2 * x, x]  # a symmetric triple jump of Strang: order 2 for every x
+    for how in ENCODINGS:
+        steps = []
+        for g in gamma:
+            steps += [("A", encode([g / 2], how)[0]), ("B", encode([g], how)[0])]
+            steps += [("A", encode([g / 2], how)[0])]
+        merged = bf.Splitting(steps, substep="exact")
+        report = bf.check(merged)
+        assert (report.order, report.order_upper) == (2, 2), how
+        nudged = list(steps)
+        op, _value = nudged[1]
+        nudged[1] = (op, encode([gamma[0] + Fraction(1, 10**4)], how)[0])
+        assert bf.check(bf.Splitting(nudged, substep="exact")).order == 0, how
+
+
+def order_only(tableau: bf.ButcherTableau) -> Search[Any]:
+    """The order search alone (no stability analysis), as `bf.check` runs it."""
+    return Conditions(tableau).search(order_bound(tableau), deadline=math.inf)
+
+
+# -- the catalog, nudged -------------------------------------------------------------------------
+
+RUNGE_KUTTA = [
+    n
+    for n in bf.catalog.names(family="runge-kutta")
+    if not bf.catalog[n].symbols and bf.catalog[n].stages <= 7
+]
+
+
+@pytest.mark.parametrize("name", RUNGE_KUTTA)
+def test_nudging_any_entry_by_1e6_never_raises_the_order(name: str) -> None:
+    method = bf.catalog[name]
+    assert isinstance(method, bf.ButcherTableau)
+    base = order_only(method).order
+    s = method.stages
+    keys = [f"A[{i}][{j}]" for i in range(s) for j in range(s)] + [f"b[{i}]" for i in range(s)]
+    for key in keys:
+        A = [[method.entries[f"A[{i}][{j}]"] for j in range(s)] for i in range(s)]
+        b = [method.entries[f"b[{i}]"] for i in range(s)]
+        nudge = sympy.Rational(1, 10**6)
+        if key.startswith("A"):
+            i, j = (int(x) for x in key[2:-1].split("]["))
+            A[i][j] = A[i][j].value + nudge
+        else:
+            i = int(key[2:-1])
+            b[i] = b[i].value + nudge
+        found = order_only(bf.ButcherTableau(A, b))
+        assert found.order <= base, key
+        if key.startswith("b"):
+            assert found.order == 0, key  # Σb moves off 1 by far more than any rounding
+
+
+# -- tables stored as fractions of their decimals: a declared precision --------------------------
+
+
+def fraction_encoded(name: str) -> tuple[list[list[str]], list[str], list[str]]:
+    """A many-digit catalog tableau as other libraries store it: every entry (c too, rounded to
+    the same 60 digits) as an exact fraction p/10^k of its published decimal."""
+    method = bf.catalog[name]
+    assert isinstance(method, bf.ButcherTableau)
+    s = method.stages
+
+    def frac(x: sympy.Expr) -> str:
+        value = Fraction(int(x.p), int(x.q))
+        return str(value)
+
+    A = [[frac(method.A[i][j]) for j in range(s)] for i in range(s)]
+    b = [frac(x) for x in method.b]
+    c = [str(Fraction(as_decimal(Fraction(int(x.p), int(x.q)), 60))) for x in method.c]
+    return A, b, c
+
+
+def test_fraction_encoded_tables_need_a_declared_precision(declaration_error) -> None:
+    A, b, c = fraction_encoded("feagin-10")
+    with declaration_error(
+        "differs from the row sum", "at the level of the digits", "precision = 1e-"
+    ):
+        bf.ButcherTableau(A, b, c=c)
+    report = bf.check(bf.ButcherTableau(A, b, c=c, precision="1e-59"))
+    assert (report.order, report.order_upper) == (10, 10)
+    assert "declared precision" in report.rows()[5][1]
+
+
+def test_precision_is_a_toml_key(tmp_path) -> None:
+    A, b, c = fraction_encoded("feagin-10")
+    import tomli_w
+
+    table = {
+        "name": "feagin-10-fractions",
+        "family": "runge-kutta",
+        "order": 10,
+        "A": A,
+        "b": b,
+        "c": c,
+        "precision": 1e-59,
+    }
+    path = tmp_path / "feagin-10-fractions.toml"
+    path.write_text(tomli_w.dumps(table), encoding="utf-8")
+    method = bf.load(path)
+    assert bf.check(method).claim_holds
+    assert bf.load(path).to_table()["precision"] == 1e-59
+
+
+@pytest.mark.parametrize("bad", [0, -1e-10, 2, "tiny", True])
+def test_bad_precisions_are_refused(bad: Any, declaration_error) -> None:
+    with declaration_error("key 'precision'", "positive number below 1"):
+        bf.ButcherTableau([[0]], [1], precision=bad)
+
+
+def test_mixed_exact_and_float_entries_are_judged_together() -> None:
+    # RK4 with exact weights and float stages (as NodePy ships Calvo-Montijano-Randez 6(5)).
+    report = bf.check(
+        bf.ButcherTableau(
+            [[0, 0, 0, 0], [0.5, 0, 0, 0], [0, 0.5, 0, 0], [0, 0, 1.0, 0]],
+            ["1/6", "1/3", "1/3", "1/6"],
+        )
+    )
+    assert (report.order, report.order_upper) == (4, 4) and not report.exact
+
+
+def test_an_order_search_stops_at_its_time_budget() -> None:
+    report = bf.check("feagin-10", time_budget=0.0)
+    assert report.stopped == "time budget" and report.order_is_lower_bound
+    assert any("time budget" in note for note in report.notes)
+    assert not report.claim_holds  # claimed 10, established less: the claim is not proved
