@@ -1,9 +1,16 @@
-"""butcherflow: compile numerical integrators into neural-network layers."""
+"""butcherflow: compile numerical integrators into neural-network layers.
 
-from . import nn
+Declarations and proofs (`bf.ButcherTableau`, `bf.check`, ...) load without torch, so a proof
+answers in a fraction of a second; the names that need tensors (`bf.compile`, `bf.Seq2Seq`,
+`bf.nn`, ...) import their stage on first use (PEP 562 module `__getattr__`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .analysis import Report, check
-from .assemble import LanguageModel, Recipe, Seq2Seq, load_recipe, warm_start
-from .compiler import CompiledBlock, compile, compile_stack
 from .errors import (
     AnalysisError,
     ButcherflowError,
@@ -21,6 +28,39 @@ from .methods import (
     catalog,
     load,
 )
+
+if TYPE_CHECKING:
+    from . import nn
+    from .assemble import LanguageModel, Recipe, Seq2Seq, load_recipe, warm_start
+    from .compiler import CompiledBlock, compile, compile_stack
+
+# The public names that need torch, and the stage that defines each.
+_WITH_TORCH = {
+    "nn": ".nn",
+    "LanguageModel": ".assemble",
+    "Recipe": ".assemble",
+    "Seq2Seq": ".assemble",
+    "load_recipe": ".assemble",
+    "warm_start": ".assemble",
+    "CompiledBlock": ".compiler",
+    "compile": ".compiler",
+    "compile_stack": ".compiler",
+}
+
+
+def __getattr__(name: str) -> Any:
+    stage = _WITH_TORCH.get(name)
+    if stage is None:
+        raise AttributeError(f"module 'butcherflow' has no attribute {name!r}")
+    module = importlib.import_module(stage, __name__)
+    value = module if name == "nn" else getattr(module, name)
+    globals()[name] = value  # once imported, an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __version__ = "0.1.0"
 __all__ = [

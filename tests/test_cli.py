@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import butcherflow as bf
 from butcherflow.cli import main
 
 
@@ -61,3 +64,35 @@ def test_list_filters_by_family(capsys: pytest.CaptureFixture[str]) -> None:
     main(["list", "--family", "runge-kutta"])
     out = capsys.readouterr().out
     assert "rk4" in out and "splitting" not in out
+
+
+def _modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter has loaded after running `code`."""
+    probe = f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    return set(out.split())
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import butcherflow.methods, butcherflow.analysis",
+        "import butcherflow as bf; bf.check(bf.catalog['rk4']); bf.check('adams-bashforth-3')",
+        "from butcherflow.cli import main; main(['check', 'rk4']); main(['list'])",
+    ],
+)
+def test_declarations_and_proofs_do_not_load_torch(code: str) -> None:
+    """Issue 15: a proof waits for nothing it does not use (torch is seconds on a busy machine)."""
+    loaded = _modules_after(code)
+    assert "butcherflow.analysis" in loaded
+    assert "torch" not in loaded
+
+
+def test_the_names_that_need_torch_load_it_on_first_use() -> None:
+    loaded = _modules_after("import butcherflow as bf; bf.compile; bf.Seq2Seq; bf.nn")
+    assert {"torch", "butcherflow.compiler", "butcherflow.assemble"} <= loaded
+    with pytest.raises(AttributeError, match="no attribute 'compiel'"):
+        bf.compiel  # type: ignore[attr-defined]  # noqa: B018
+    assert {"compile", "Seq2Seq", "check"} <= set(dir(bf))

@@ -2,7 +2,8 @@
 
 A recipe names its methods where they are used: `encoder.method`, `encoder.starter`,
 `decoder.method`, `decoder.starter` and `embedding.floater`, by catalog name or declaration
-file. `pinned` replaces every name with the declaration it means now (sub-steps and solvers
+file. `failed_claims` proves every one (a run refuses a declaration whose claimed order its proof
+refutes). `pinned` replaces every name with the declaration it means now (sub-steps and solvers
 inlined by `Method.to_table`), so a recipe serialised after pinning (`recipe_to_toml`) carries its
 coefficients: a trained run stores it in `config.json`, as nanoGPT keeps `model_args` in its
 checkpoint, and loading, resuming or evaluating the run never reads the catalog or the user's
@@ -14,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..analysis import check
 from ..errors import DeclarationError, UnknownNameError
 from ..methods import Method, catalog
 from .floater import resolve_floater
@@ -80,6 +82,19 @@ def pinned(recipe: Recipe) -> Recipe:
     if recipe.position == "floater" and recipe.floater is not None:
         changes["floater"] = pin("embedding.floater", recipe.floater)
     return dataclasses.replace(recipe, **changes)
+
+
+def failed_claims(recipe: Recipe) -> dict[str, str]:
+    """The methods of `recipe` whose claimed order their own proof refutes: where each is used
+    (`"encoder.method"`, ...) -> the proof's one-line verdict (`Report.mismatch_message`).
+    Methods given by name are resolved first (`pinned`)."""
+    failed = {}
+    for where, method in references(pinned(recipe)).items():
+        assert isinstance(method, Method)
+        report = check(method)
+        if not report.claim_holds:
+            failed[where] = report.mismatch_message()
+    return failed
 
 
 def difference(old: str | Method, new: str | Method) -> tuple[str, Any, Any] | None:

@@ -85,6 +85,8 @@ EMBEDDING_KEYS = (
     "floater_hidden",
 )
 POSITIONS = ("sinusoidal", "learned", "floater")
+# A recipe's sizes that a run may override (`butcherflow train --d-model ...`, `with_overrides`).
+OVERRIDES = ("d_model", "n_heads", "d_ffn", "dropout", "encoder_layers", "decoder_layers")
 FLOATER_KEYS = ("floater", "floater_blocks", "floater_hidden")
 
 
@@ -123,6 +125,56 @@ class Recipe:
     floater_blocks: str = "all"
     floater_hidden: int | None = None
 
+    def with_overrides(self, run: Mapping[str, Any] | None = None, **sizes: Any) -> Recipe:
+        """This recipe at a run's sizes: its size overrides applied (what `butcherflow train
+        --d-model ...` does).
+
+        **Arguments:**
+
+        - `run`: a run's settings, e.g. its `config.json` (`savedir.read_config`) or
+          `TrainConfig.to_json()`: its keys in `OVERRIDES` (`d_model`, `n_heads`, `d_ffn`,
+          `dropout`, `encoder_layers`, `decoder_layers`) are applied, other keys ignored.
+        - `sizes`: overrides given by name (any key outside `OVERRIDES` is an error).
+
+        A value of None keeps the recipe's. A recipe whose d_ffn comes from `param_budget` takes
+        no `d_ffn`; `train` matches it to its budget recipe at the same overrides.
+
+        **Returns:** the resized recipe, e.g. `bf.load_recipe("floater").with_overrides(config)`
+        is FLOATER at the sizes of the run whose `config.json` is `config` (for `bf.warm_start`).
+        """
+        for key in sizes:
+            if key not in OVERRIDES:
+                raise DeclarationError(
+                    "not a size a run overrides",
+                    key=key,
+                    value=sizes[key],
+                    valid="one of " + ", ".join(OVERRIDES),
+                    source=self.source,
+                )
+        given = {k: v for k, v in {**dict(run or {}), **sizes}.items() if k in OVERRIDES}
+        given = {k: v for k, v in given.items() if v is not None}
+        if "d_ffn" in given and self.param_budget is not None:
+            raise DeclarationError(
+                f"recipe '{self.name}' sizes d_ffn itself (param_budget = '{self.param_budget}')",
+                key="d_ffn",
+                value=given["d_ffn"],
+                valid="leave d_ffn out for this recipe",
+                source=self.source,
+            )
+        for key, value in given.items():
+            if key == "dropout":
+                _dropout(value, key, self.source)
+            else:
+                _int(value, key, self.source)
+        changes: dict[str, Any] = {
+            "sizes": {**self.sizes, **{k: v for k, v in given.items() if k in SIZE_KEYS}}
+        }
+        for where in ("encoder", "decoder"):
+            side, layers = getattr(self, where), given.get(f"{where}_layers")
+            if layers is not None and side is not None:
+                changes[where] = dataclasses.replace(side, layers=layers)
+        return dataclasses.replace(self, **changes)
+
 
 def _int(value: Any, key: str, source: str | None, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -130,6 +182,12 @@ def _int(value: Any, key: str, source: str | None, minimum: int = 1) -> int:
             f"{key} must be an integer >= {minimum}", key=key, value=value, source=source
         )
     return value
+
+
+def _dropout(value: Any, key: str, source: str | None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise DeclarationError("dropout must be in [0, 1)", key=key, value=value, source=source)
+    return float(value)
 
 
 def _reference(value: Any, key: str, source: str | None, folder: Path | None) -> str | Method:
@@ -216,11 +274,7 @@ def recipe_from_dict(
         if key not in sizes:
             raise DeclarationError(f"missing sizes.{key}", key=f"sizes.{key}", source=src)
         _int(sizes[key], f"sizes.{key}", src)
-    dropout = sizes.get("dropout", 0.0)
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-        raise DeclarationError(
-            "dropout must be in [0, 1)", key="sizes.dropout", value=dropout, source=src
-        )
+    _dropout(sizes.get("dropout", 0.0), "sizes.dropout", src)
     encoder = _side(data["encoder"], "encoder", src, base) if "encoder" in data else None
     decoder = _side(data["decoder"], "decoder", src, base) if "decoder" in data else None
     if encoder is None and decoder is None:

@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from ..assemble import Recipe, Seq2Seq, apply_param_budget, load_recipe
-from ..assemble.recipe import Side
+from ..assemble.recipe import OVERRIDES, Side
 from ..compiler import CompiledBlock
 from ..data import (
     Batch,
@@ -54,7 +54,7 @@ from ..data import (
 from ..devices import resolve_device
 from ..errors import DeclarationError
 from ..experiments.catalog import PRESETS
-from ..train.config import SIZE_OVERRIDES, TrainConfig, resolve_precision, resolve_recipe
+from ..train.config import TrainConfig, resolve_precision, resolve_recipe
 from ..train.step import forward_backward, optimizer_step
 from . import write_section
 from .block import TorchTransformer
@@ -217,8 +217,8 @@ def bench_train(
     - `device`, `precision`, `compile`: as for `butcherflow train`.
     - `compare_eager`: with `compile`, also time an eager copy of every model, in the same
       turns (a "compiled / eager" column).
-    - `sizes`: size overrides (`d_model`, `n_heads`, `d_ffn`, `encoder_layers`,
-      `decoder_layers`), e.g. an experiment preset's.
+    - `sizes`: a run's overrides (`assemble.recipe.OVERRIDES`: `d_model`, `n_heads`, `d_ffn`,
+      `dropout`, `encoder_layers`, `decoder_layers`), e.g. an experiment preset's.
 
     **Returns:** `(rows, settings, device)`: one row per model, a line describing the settings
     and the device the models ran on.
@@ -453,7 +453,7 @@ def run_from_args(args: argparse.Namespace, given: str = "") -> int:
                 valid=", ".join(PRESETS),
             )
         preset = PRESETS[args.sizes].train_fields()
-        options["sizes"] = {k: preset[k] for k in SIZE_OVERRIDES}
+        options["sizes"] = {k: preset[k] for k in OVERRIDES}  # sizes and dropout
         command += f" --sizes {args.sizes}"
     if args.compare_eager and not args.compile:
         raise DeclarationError(

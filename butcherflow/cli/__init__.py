@@ -3,177 +3,56 @@
 Every subcommand turns a user's mistake (a bad declaration, an unknown name, a claim that fails)
 into a one-line message and exit code 1; tracebacks are for bugs only.
 
-The parser lives here; the commands in `declarations` (check, list, show), `pipeline` (train,
-evaluate, translate, average, experiment) and `docs` (bench, gallery).
+The parser lives here; the commands in `proofs` (check, list: no torch), and, behind
+`commands`, `declarations` (show), `pipeline` (train, evaluate, translate, average, experiment)
+and `docs` (bench, gallery). `check` and `list` must answer without loading torch (a proof needs
+no tensors), so `commands` is imported by name, and only when the parser needs the others.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as installed_version
 from typing import Any
 
-from ..analysis.rk_order import DEFAULT_TIME_BUDGET
 from ..errors import ButcherflowError, ButcherflowWarning
-from ..methods.files import BY_FAMILY
-from .declarations import cmd_check, cmd_list, cmd_show
-from .docs import cmd_bench, cmd_gallery
-from .pipeline import (
-    THREADS_HELP,
-    cmd_average,
-    cmd_evaluate,
-    cmd_experiment,
-    cmd_train,
-    cmd_translate,
-    generation_flags,
-    train_flags,
-)
+from . import proofs
 
 Command = Callable[[argparse.Namespace], int]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, proofs_only: bool = False) -> argparse.ArgumentParser:
+    """The whole parser, or (`proofs_only`) only `check` and `list`, which need no torch."""
     parser = argparse.ArgumentParser(
         prog="butcherflow",
         description="Declare integrators, prove their order, compile them into layers.",
     )
+    parser.add_argument("--version", action="version", version=f"butcherflow {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("check", help="prove the order of a declaration and print its report")
-    p.add_argument("method", nargs="?", help="a catalog name (see `list`) or a .toml file")
-    p.add_argument("--all", action="store_true", help="check the whole catalog (a table)")
-    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    p.add_argument("--max-order", type=int, default=None, help="stop the order search here")
-    p.add_argument(
-        "--time-budget",
-        type=float,
-        default=DEFAULT_TIME_BUDGET,
-        metavar="SECONDS",
-        help="stop an order search after this long and report what it established "
-        f"(default {DEFAULT_TIME_BUDGET:g})",
-    )
-    p.set_defaults(run=cmd_check)
-
-    p = sub.add_parser("list", help="list the catalog")
-    p.add_argument("--family", choices=tuple(BY_FAMILY))
-    p.set_defaults(run=cmd_list)
-
-    p = sub.add_parser("show", help="a method's compiled block, or a model recipe, explained")
-    p.add_argument(
-        "name",
-        help="a catalog method, a model recipe, a .toml file, or a save dir (learned V per layer)",
-    )
-    p.add_argument("--field", help="field name (splittings: A=ffn,B=san)")
-    p.add_argument("--d-model", type=int, default=512)
-    p.add_argument("--n-heads", type=int, default=8)
-    p.add_argument("--d-ffn", type=int, default=2048)
-    p.add_argument("--layers", type=int, default=6, help="multistep stacks: number of layers")
-    p.add_argument("--vocab", type=int, default=32000, help="recipes: vocabulary size")
-    p.set_defaults(run=cmd_show)
-
-    p = sub.add_parser("evaluate", help="translate a valid/test split; sacreBLEU and chrF")
-    generation_flags(p)
-    p.add_argument("--subset", choices=("valid", "test"), default="test")
-    p.add_argument("--print-samples", type=int, default=0, metavar="K", help="show K sentences")
-    p.set_defaults(run=cmd_evaluate)
-
-    p = sub.add_parser("translate", help="translate stdin (one sentence a line) to stdout")
-    generation_flags(p)
-    p.set_defaults(run=cmd_translate)
-
-    p = sub.add_parser("train", help="train a recipe on a parallel corpus (resumes by itself)")
-    train_flags(p)
-    p.set_defaults(run=cmd_train)
-
-    p = sub.add_parser("average", help="average the last N interval checkpoints of a run")
-    p.add_argument("save_dir", help="the --save-dir of a `butcherflow train` run")
-    p.add_argument("--last", type=int, required=True, help="how many checkpoint_<update> files")
-    p.add_argument("-o", "--output", required=True, help="the averaged .safetensors file")
-    p.set_defaults(run=cmd_average)
-
-    p = sub.add_parser("bench", help="run a benchmark and write docs/benchmarks.md")
-    p.add_argument(
-        "what",
-        choices=("order", "block", "streams", "beam", "floater", "train"),
-        help="order: prove the whole catalog, timed, beside NodePy; block: compiled blocks vs "
-        "hand-written loops, then streams; streams: hyper-connection stacks (n = 4, every "
-        "coefficient policy) vs the residual stack; beam: beam search with incremental caches "
-        "(eager and compiled) vs recomputing every prefix; floater: a training step with "
-        "FLOATER positions vs sinusoidal positions; train: training tokens/s, FLOPs, MFU and "
-        "peak memory of recipes beside torch.nn.Transformer",
-    )
-    p.add_argument("--output", default="docs/benchmarks.md", help="markdown file to update")
-    p.add_argument("--repeats", type=int, default=3, help="timings are the median of repeats")
-    p.add_argument("--no-nodepy", action="store_true", help="skip the NodePy comparison")
-    p.add_argument("--device", default="auto", help="train and beam: auto, cpu, cuda or cuda:N")
-    p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
-    train = p.add_argument_group("bench train (training tokens/s beside torch.nn.Transformer)")
-    train.add_argument("--data", default="bible:de-en", help="the corpus whose batches are timed")
-    train.add_argument("--vocab-size", type=int, default=8000, help="BPE vocabulary size")
-    train.add_argument("--max-tokens", type=int, default=4096, help="padded positions per batch")
-    train.add_argument("--updates", type=int, default=20, help="timed updates per model")
-    train.add_argument("--precision", default="auto", help="auto, fp32, bf16 or fp16")
-    train.add_argument("--compile", action="store_true", help="torch.compile every model")
-    train.add_argument(
-        "--compare-eager", action="store_true", help="with --compile: eager copies side by side"
-    )
-    train.add_argument(
-        "--recipes", nargs="+", default=None, metavar="RECIPE", help="recipes to time"
-    )
-    train.add_argument(
-        "--sizes", default=None, help="an experiment preset's sizes: small, base or tiny"
-    )
-    p.set_defaults(run=cmd_bench)
-
-    p = sub.add_parser("gallery", help="write the docs gallery: a page per catalog entry")
-    p.add_argument("--out", default="docs/gallery", help="the gallery folder (replaced)")
-    p.add_argument(
-        "--only", nargs="+", metavar="NAME", help="only these catalog entries and model recipes"
-    )
-    p.add_argument("--benchmarks", default="docs/benchmarks.md", help="measured results")
-    p.add_argument("--jobs", type=int, default=1, help="worker processes for the pages")
-    p.set_defaults(run=cmd_gallery)
-
-    p = sub.add_parser(
-        "experiment",
-        help="run one of the papers' experiments (resumable) and write its table and plot",
-    )
-    p.add_argument(
-        "name",
-        help="truncation, translation, coefficients, extrapolation or depth (all: every one, "
-        "with --report-only)",
-    )
-    p.add_argument(
-        "--budget", type=int, default=None, help="updates of every run (default: each run's own)"
-    )
-    p.add_argument("--device", default="auto", help="auto (default), cpu, cuda or cuda:N")
-    p.add_argument(
-        "--sizes", default="small", help="small (CPU, default), base (transformer-base, GPU), tiny"
-    )
-    p.add_argument("--out", default="docs/experiments", help="NAME.md, NAME.png, index.md")
-    p.add_argument("--runs-dir", default="runs/experiments", help="a save dir per run and seed")
-    p.add_argument("--seeds", type=int, nargs="+", default=None, help="replace every run's seeds")
-    p.add_argument("--data", default=None, help="replace the experiment's corpus (e.g. a test one)")
-    p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
-    p.add_argument(
-        "--report-only",
-        action="store_true",
-        help="rebuild NAME.md, NAME.png and index.md from OUT/NAME.json; train nothing",
-    )
-    p.add_argument(
-        "--readme",
-        default=None,
-        metavar="FILE",
-        help="also rewrite the experiments' summary between the markers of FILE (README.md)",
-    )
-    p.set_defaults(run=cmd_experiment)
+    proofs.add_commands(sub)
+    if not proofs_only:
+        importlib.import_module(f"{__name__}.commands").add_commands(sub)
     return parser
 
 
+def version() -> str:
+    """butcherflow's version as installed (`pip show butcherflow`), or `unknown` when it runs
+    from a checkout that was never installed."""
+    try:
+        return installed_version("butcherflow")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    proofs_only = bool(argv) and argv[0] in proofs.COMMANDS
+    args = build_parser(proofs_only=proofs_only).parse_args(argv)
     with warnings.catch_warnings():
         warnings.showwarning = _note
         try:

@@ -3,87 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
-from ..analysis import Report, check
+from ..analysis import check
 from ..assemble import Seq2Seq, load_recipe, recipe_names, side_order
 from ..assemble.floater import describe_dynamics
 from ..compiler import compile, example_fields, stream_bounds
-from ..errors import ButcherflowError
 from ..methods import ContinuousDynamics, catalog
+from ..methods.files import read_toml
 from ..savedir.checkpoint import read_commit
 from ..savedir.layout import BEST, CONFIG
 from ..savedir.trained import load_model
-
-
-def _render(report: Report, fmt: str) -> str:
-    if fmt == "json":
-        return report.to_json()
-    if fmt == "markdown":
-        return report.to_markdown()
-    return str(report)
-
-
-def order_table(reports: Sequence[Report]) -> str:
-    """One line per method: family, claimed and proved orders, verdict, time."""
-    header = f"{'method':<24} {'family':<12} {'claimed':>7} {'proved':>6} {'sub-step':>9}  verdict"
-    lines = [header, "-" * len(header)]
-    for r in reports:
-        effective = getattr(r, "substep_order", None)
-        verdict = "ok" if r.claim_holds else "CLAIM FAILS: " + r.mismatch_message()
-        lines.append(
-            f"{r.method.name:<24} {r.method.family:<12} "
-            f"{'—' if r.method.order is None else r.method.order:>7} {r.order:>6} "
-            f"{'' if effective is None else effective:>9}  {verdict}"
-        )
-    return "\n".join(lines)
-
-
-def cmd_check(args: argparse.Namespace) -> int:
-    if args.all == bool(args.method):
-        raise ButcherflowError("give one method (a catalog name or a .toml file) or --all")
-    if args.all:
-        reports, broken = [], []
-        for name in catalog:
-            try:
-                reports.append(check(name, time_budget=args.time_budget))
-            except ButcherflowError as error:  # report every bad file, not just the first
-                broken.append(f"{name}: {error}")
-        print(order_table(reports))
-        failed = [r for r in reports if not r.claim_holds]
-        for line in broken:
-            print(f"error: {line}", file=sys.stderr)
-        print(
-            f"\n{len(reports) + len(broken)} declarations: {len(reports)} checked, "
-            f"{len(failed)} claim(s) fail, {len(broken)} invalid."
-        )
-        return 1 if failed or broken else 0
-    report = check(args.method, max_order=args.max_order, time_budget=args.time_budget)
-    print(_render(report, args.format))
-    if not report.claim_holds:
-        print(f"error: {report.mismatch_message()}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def cmd_list(args: argparse.Namespace) -> int:
-    broken = 0
-    for name in catalog:
-        try:
-            method = catalog[name]
-        except ButcherflowError as error:
-            print(f"error: {error}", file=sys.stderr)
-            broken += 1
-            continue
-        if args.family and method.family != args.family:
-            continue
-        order = "—" if method.order is None else method.order
-        print(f"{name:<24} {method.family:<12} order {order!s:<3} {method.title}")
-    return 1 if broken else 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -95,8 +27,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     if (Path(args.name) / CONFIG).is_file():
         _show_run(args.name)
         return 0
-    is_recipe = args.name in recipe_names() or "models/" in args.name
-    is_method = args.name in catalog or (args.name.endswith(".toml") and not is_recipe)
+    kind = _file_kind(args.name)
+    is_recipe = args.name in recipe_names() or kind == "recipe"
+    is_method = args.name in catalog or kind == "method"
     if not (is_recipe or is_method):
         catalog.resolve(args.name)  # raises the unknown-name error with suggestions
     if is_method:
@@ -106,6 +39,21 @@ def cmd_show(args: argparse.Namespace) -> int:
             print("\n" + "=" * 72 + "\n")
         _show_recipe(args)
     return 0
+
+
+def _file_kind(name: str) -> str | None:
+    """What a .toml file declares, read from its content wherever it lies: `"method"` (it has a
+    `family`, or is no recipe), `"recipe"` (`sizes`, `encoder` or `decoder` tables), or None
+    for a name that is no .toml file. A file that does not exist is a method, whose loader
+    says so."""
+    if not name.endswith(".toml"):
+        return None
+    if not Path(name).is_file():
+        return "method"
+    data = read_toml(name)
+    if "family" not in data and any(key in data for key in ("sizes", "encoder", "decoder")):
+        return "recipe"
+    return "method"
 
 
 def _show_method(args: argparse.Namespace) -> None:

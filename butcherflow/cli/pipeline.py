@@ -10,15 +10,17 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from ..devices import resolve_device
+from ..devices import resolve_device, set_threads
 from ..errors import DeclarationError
 from ..experiments import EXPERIMENTS, run_experiment, write_reports
 from ..experiments.index import write_readme_summary
-from ..generate import evaluate, translate
+from ..generate import evaluate, evaluate_perplexity, translate
 from ..generate.evaluate import MAX_TOKENS, validation_bleu
 from ..generate.search import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B
 from ..savedir import average_checkpoints, checkpoint_paths, load_model, read_config, save_weights
-from ..train import TrainConfig, train
+from ..train import Interrupted, TrainConfig, train
+from ..train.config import TASKS
+from ..train.interrupts import exit_code
 
 THREADS_HELP = (
     "torch's CPU threads (default: torch's, OMP_NUM_THREADS or the physical cores; "
@@ -27,6 +29,9 @@ THREADS_HELP = (
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    set_threads(args.threads)
+    if Path(args.save_dir).is_dir() and read_config(args.save_dir).get("task") == TASKS[1]:
+        return _evaluate_language_model(args)
     result = evaluate(
         args.save_dir,
         args.subset,
@@ -52,7 +57,25 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate_language_model(args: argparse.Namespace) -> int:
+    """`evaluate` of a `--task language_model` run: its perplexity (the search flags unused)."""
+    result = evaluate_perplexity(
+        args.save_dir,
+        args.subset,
+        checkpoint=args.checkpoint,
+        max_tokens=args.max_tokens,
+        device=args.device,
+    )
+    print(
+        f"{args.save_dir}: checkpoint {args.checkpoint}, {args.subset} "
+        f"({result.sentences} sentences), language model"
+    )
+    print(result)
+    return 0
+
+
 def cmd_translate(args: argparse.Namespace) -> int:
+    set_threads(args.threads)
     device = resolve_device(args.device)
     model, vocab, _ = load_model(args.save_dir, args.checkpoint, device=device)
     lines = [line.rstrip("\r\n") for line in sys.stdin]
@@ -83,19 +106,37 @@ def generation_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-len-b", type=int, default=MAX_LEN_B, help="max length = a * src_len + b")
     p.add_argument("--max-tokens", type=int, default=MAX_TOKENS, help="source tokens per batch")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     names = {f.name for f in fields(TrainConfig)}
     config = TrainConfig(**{k: v for k, v in vars(args).items() if k in names})
-    summary = train(config, validate_bleu=_bleu_hook(args.validate_bleu))
+    try:
+        summary = train(config, validate_bleu=_bleu_hook(args.validate_bleu))
+    except Interrupted as error:  # before the first update: nothing to save
+        print(f"{error}", file=sys.stderr)
+        return exit_code(error.signum)
+    if summary["interrupted"] is not None:  # the loop said where it stopped and how to resume
+        return exit_code(summary["interrupted"])
     if os.environ.get("RANK", "0") != "0":  # under torchrun, one process reports
         return 0
+    speed = summary["tokens_per_s"]
     print(
         f"{summary['updates']} updates ({summary['train_tokens']:,} target tokens) in "
-        f"{summary['seconds']:.0f} s; best valid loss {summary['best_valid_loss']:.3f} bits\n"
+        f"{summary['seconds']:.0f} s"
+        + (f", {speed:,.0f} target tokens/s" if speed is not None else "")
+        + f"; best valid loss {summary['best_valid_loss']:.3f} bits\n"
         f"next: butcherflow evaluate {config.save_dir} --subset test"
     )
+    expected = args.expect_tokens_per_s
+    if expected is not None and speed is not None and speed < expected / 2:
+        print(
+            f"warning: {speed:,.0f} target tokens/s is far below the {expected:,.0f} expected "
+            "here (--expect-tokens-per-s): this machine is busy or slower; the model is the same, "
+            "it only took longer (on a busy CPU, --threads 1 is often faster)",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -113,6 +154,14 @@ def _bleu_hook(sentences: int) -> Callable[..., float] | None:
 
 def cmd_average(args: argparse.Namespace) -> int:
     read_config(args.save_dir)  # a clear error when this is not a save dir
+    folder = Path(args.output).parent
+    if not folder.is_dir():  # a typo in -o must not create folders
+        raise DeclarationError(
+            f"folder {str(folder)!r} does not exist" if not folder.exists() else "not a folder",
+            key="--output",
+            value=args.output,
+            valid="a .safetensors path in an existing folder",
+        )
     paths = checkpoint_paths(Path(args.save_dir), f"avg:{args.last}")
     averaged = ", ".join(p.stem for p in paths)
     save_weights(average_checkpoints(paths), Path(args.output), {"averaged": averaged})
@@ -132,7 +181,12 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         ("--max-tokens", int, "padded positions per batch and process (default 4096)"),
         ("--update-freq", int, "micro-batches accumulated per update (default 1)"),
         ("--lr", float, "peak learning rate (default 5e-4)"),
-        ("--warmup-updates", int, "linear warmup, then inverse sqrt (default 4000)"),
+        (
+            "--warmup-updates",
+            int,
+            "linear warmup, then inverse sqrt (default 4000, for large corpora; on a small one "
+            "use far fewer: `make demo` trains 800 updates with 150, lr 3e-3)",
+        ),
         ("--warmup-init-lr", float, "learning rate of the first update (default 1e-7)"),
         ("--label-smoothing", float, "fairseq's label smoothing (default 0.1)"),
         ("--dropout", float, "dropout (default: the recipe's)"),
@@ -146,7 +200,12 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         ("--save-interval-updates", int, "also save checkpoint_<update> every N updates"),
         ("--keep-last-checkpoints", int, "keep the newest N interval checkpoints (default all)"),
         ("--validate-interval-updates", int, "validate every N updates (default: epoch ends)"),
-        ("--log-interval", int, "updates per line of log.jsonl (default 100)"),
+        (
+            "--log-interval",
+            int,
+            "updates per line of log.jsonl, and of progress when stderr is no terminal "
+            "(default 100)",
+        ),
         ("--vocab-size", int, "joint sentencepiece BPE vocabulary size (default 8000)"),
         ("--device", str, "auto (default), cpu, cuda or cuda:N"),
         ("--threads", int, THREADS_HELP),
@@ -162,6 +221,21 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument(name, type=kind, default=argparse.SUPPRESS, help=text)
     p.add_argument(
         "--compile", action="store_true", default=argparse.SUPPRESS, help="torch.compile"
+    )
+    p.add_argument(
+        "--allow-failed-claims",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="train a declaration whose proof refutes its claimed order (refused by default; "
+        "recorded in the run's config.json)",
+    )
+    p.add_argument(
+        "--expect-tokens-per-s",
+        type=float,
+        default=None,
+        metavar="N",
+        help="warn at the end when training ran below half of N target tokens/s (make demo "
+        "passes the README's figure)",
     )
     p.add_argument(
         "--validate-bleu",

@@ -1,4 +1,5 @@
-"""Translate text with a trained model and score it with sacreBLEU.
+"""Translate text with a trained model and score it with sacreBLEU; a language model's
+perplexity (`evaluate_perplexity`).
 
 Scores are always computed on detokenized text (the vocabulary's `decode`) against the raw
 reference sentences, with sacrebleu's own tokenizer (`13a`) and its signature printed beside the
@@ -7,8 +8,9 @@ number; tokenized BLEU against pre-tokenized references is never computed.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, final
 
@@ -17,11 +19,14 @@ from sacrebleu.metrics import BLEU, CHRF
 from tqdm import tqdm
 
 from ..assemble import Seq2Seq
-from ..data import Vocabulary
+from ..data import Vocabulary, encode_split, target_side
 from ..devices import resolve_device
 from ..errors import ButcherflowError, DeclarationError
 from ..nn import LearnedPositions
-from ..savedir import load_model, run_corpus
+from ..savedir import load_language_model, load_model, run_corpus
+from ..train import TrainConfig
+from ..train.distributed import Process
+from ..train.step import validate
 from .search import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B, beam_search, check_options, greedy
 
 SUBSETS = ("valid", "test")
@@ -295,13 +300,78 @@ def evaluate(
     )
 
 
+@final
+@dataclass(frozen=True)
+class Perplexity:
+    """What `evaluate_perplexity` measured.
+
+    **Arguments:**
+
+    - `ppl`: the perplexity, `2 ** nll_bits`.
+    - `nll_bits`: the negative log-likelihood in bits per target token (eos included, as in
+      training).
+    - `subset`, `checkpoint`, `sentences`: what was scored.
+    """
+
+    ppl: float
+    nll_bits: float
+    subset: str
+    checkpoint: str
+    sentences: int
+
+    def __str__(self) -> str:
+        return f"perplexity = {self.ppl:.2f} (nll {self.nll_bits:.3f} bits per target token)"
+
+
+def evaluate_perplexity(
+    save_dir: str | Path,
+    subset: str = "test",
+    *,
+    checkpoint: str = "best",
+    max_tokens: int = MAX_TOKENS,
+    device: str | torch.device = "cpu",
+) -> Perplexity:
+    """A `--task language_model` run's perplexity on a subset of its corpus (the target side),
+    measured as the training loop validates (`train.step.validate`), in fp32.
+
+    **Arguments:** as in `evaluate`; `max_tokens`: padded positions per batch.
+
+    **Returns:** a `Perplexity`.
+    """
+    if subset not in SUBSETS:
+        raise DeclarationError(
+            "unknown subset", key="subset", value=subset, valid=" or ".join(SUBSETS)
+        )
+    folder = Path(save_dir)
+    target = resolve_device(device)
+    model, vocab, config = load_language_model(folder, checkpoint, device=str(target))
+    corpus = run_corpus(folder, config)
+    pairs = corpus.valid if subset == "valid" else corpus.test
+    if not pairs:
+        raise ButcherflowError(f"the {subset} split of {corpus.name!r} is empty")
+    recipe = model.recipe
+    max_positions = recipe.max_len if recipe.position == "learned" else None
+    split = target_side(encode_split(list(pairs), vocab, max_positions))
+    settings = replace(TrainConfig.from_json(config), max_tokens=max_tokens)
+    measured = validate(model, split, settings, target, contextlib.nullcontext, Process())
+    return Perplexity(
+        ppl=measured["valid_ppl"],
+        nll_bits=measured["valid_nll_loss"],
+        subset=subset,
+        checkpoint=checkpoint,
+        sentences=len(pairs),
+    )
+
+
 __all__ = [
     "MAX_TOKENS",
     "QUICK_DECODING",
     "SUBSETS",
     "Evaluation",
+    "Perplexity",
     "Scores",
     "evaluate",
+    "evaluate_perplexity",
     "score",
     "source_ids",
     "token_batches",

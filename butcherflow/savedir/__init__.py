@@ -6,7 +6,7 @@ atomically), checkpoint.py (committed checkpoints: weights, trainer state, commi
 Generation and the experiments read trained models through this stage, never through the loop.
 """
 
-from .checkpoint import latest_checkpoint, read_commit
+from .checkpoint import Found, committed, latest_checkpoint, read_commit
 from .curves import read_log
 from .layout import CheckpointError, read_config, recipe_from_config, run_corpus
 from .trained import (
@@ -19,8 +19,10 @@ from .trained import (
 
 __all__ = [
     "CheckpointError",
+    "Found",
     "average_checkpoints",
     "checkpoint_paths",
+    "committed",
     "latest_checkpoint",
     "load_language_model",
     "load_model",

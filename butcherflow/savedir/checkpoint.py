@@ -10,19 +10,25 @@ files in the save dir:
 - `NAME.json`: the *commit*: update, epoch, valid loss, and the size and sha256 of the other two.
 
 Every file is written to a temporary name in the same folder and moved into place with
-`os.replace`. Saving first removes NAME.json, then replaces the weights and the state, then writes
-NAME.json last; so a checkpoint killed half-way has no commit and is ignored, and a commit always
-describes the files beside it. A commit whose files do not match (a disk error, a truncated copy)
-is reported as corrupt, naming the file. The same bytes saved under several names are hard links.
+`os.replace`. Replacing a committed checkpoint first keeps its current version as
+`NAME.previous` (hard links and a commit of their own), then removes NAME.json, replaces the
+weights and the state, writes NAME.json last, and only then removes `NAME.previous`. So at every
+instant NAME or NAME.previous is a complete commit: a save killed half-way leaves the old version
+readable (`committed` falls back to it), and a commit always describes the files beside it. A
+commit whose files do not match (a disk error, a truncated copy) is reported as corrupt, naming
+the file; `latest_checkpoint` then resumes from the newest intact one and `set_aside` keeps the
+corrupt files under another name. The same bytes saved under several names are hard links.
 
 Loading a trained model from a save dir, and averaging checkpoints, is in `trained.py`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, final
 
 import torch
 from safetensors import SafetensorError
@@ -31,6 +37,9 @@ from torch import Tensor, nn
 
 from .atomic import atomic_path, digest, link_or_copy, write_json
 from .layout import BEST, INTERVAL, LAST, CheckpointError, read_json
+
+PREVIOUS = ".previous"  # NAME.previous: NAME's last version while a new one is written
+CORRUPT = ".corrupt-"  # NAME.corrupt-K: a corrupt checkpoint, set aside (never deleted)
 
 # --- saving --------------------------------------------------------------------------------------
 
@@ -43,6 +52,10 @@ def _files(save_dir: Path, name: str) -> tuple[Path, Path, Path]:
     )
 
 
+def _described(path: Path) -> dict[str, Any]:
+    return {"file": path.name, "bytes": path.stat().st_size, "sha256": digest(path)}
+
+
 def save_checkpoint(
     save_dir: Path,
     names: Sequence[str],
@@ -51,6 +64,9 @@ def save_checkpoint(
     summary: Mapping[str, Any],
 ) -> None:
     """Write one checkpoint under every name in `names` (the first is written, others linked).
+
+    A name that holds a committed checkpoint keeps it as `NAME.previous` until the new commit is
+    written (see the module docstring): a kill at any instant loses no committed checkpoint.
 
     **Arguments:**
 
@@ -61,45 +77,86 @@ def save_checkpoint(
     - `summary`: small JSON-ready facts stored in the commit (`update`, `epoch`, `valid_loss`...).
     """
     first, *others = names
-    weights, trainer, commit = _files(save_dir, first)
-    commit.unlink(missing_ok=True)  # from here until the new commit, `first` does not exist
-    with atomic_path(weights) as tmp:
-        save_model(model, str(tmp), metadata={"format": "pt"})
-    with atomic_path(trainer) as tmp:
-        torch.save(dict(state), tmp)
-    record = {
-        **summary,
-        "weights": {
-            "file": weights.name,
-            "bytes": weights.stat().st_size,
-            "sha256": digest(weights),
-        },
-        "state": {
-            "file": trainer.name,
-            "bytes": trainer.stat().st_size,
-            "sha256": digest(trainer),
-        },
-    }
-    write_json(commit, record)
-    for name in others:
-        w, s, c = _files(save_dir, name)
-        c.unlink(missing_ok=True)
+    weights, trainer, _ = _files(save_dir, first)
+    described: dict[str, dict[str, Any]] = {}
+
+    def write(w: Path, s: Path) -> dict[str, Any]:
+        with atomic_path(w) as tmp:
+            save_model(model, str(tmp), metadata={"format": "pt"})
+        with atomic_path(s) as tmp:
+            torch.save(dict(state), tmp)
+        described.update(weights=_described(w), state=_described(s))
+        return {**summary, **described}
+
+    def link(w: Path, s: Path) -> dict[str, Any]:
         link_or_copy(weights, w)
         link_or_copy(trainer, s)
-        write_json(
-            c,
-            {
-                **record,
-                "weights": {**record["weights"], "file": w.name},
-                "state": {**record["state"], "file": s.name},
-            },
-        )
+        return {
+            **summary,
+            "weights": {**described["weights"], "file": w.name},
+            "state": {**described["state"], "file": s.name},
+        }
+
+    _replace(save_dir, first, write)
+    for name in others:
+        _replace(save_dir, name, link)
+
+
+def _replace(save_dir: Path, name: str, fill: Callable[[Path, Path], dict[str, Any]]) -> None:
+    """Replace checkpoint `name`: `fill(weights path, state path)` writes the files and returns
+    the commit. The committed version stays readable as NAME.previous until the new commit."""
+    commit = _files(save_dir, name)[2]
+    previous = f"{name}{PREVIOUS}"
+    if commit.is_file():  # else NAME.previous, if any, is what a killed save left: keep it
+        _keep(save_dir, name, previous)
+    commit.unlink(missing_ok=True)  # from here until the new commit, only NAME.previous exists
+    record = fill(*_files(save_dir, name)[:2])
+    write_json(commit, record)
+    remove_checkpoint(save_dir, previous)
+
+
+def _keep(save_dir: Path, name: str, previous: str) -> None:
+    """Make `previous` a committed copy (hard links) of checkpoint `name` as it is now; a version
+    that cannot be read is not kept (it was no commit to lose)."""
+    weights, trainer, commit = _files(save_dir, name)
+    new_weights, new_trainer, new_commit = _files(save_dir, previous)
+    new_commit.unlink(missing_ok=True)
+    try:
+        record = read_json(commit)
+        link_or_copy(weights, new_weights)
+        link_or_copy(trainer, new_trainer)
+        kept = {
+            **record,
+            "weights": {**record["weights"], "file": new_weights.name},
+            "state": {**record["state"], "file": new_trainer.name},
+        }
+    except (CheckpointError, OSError, KeyError, TypeError):
+        return
+    write_json(new_commit, kept)
 
 
 def remove_checkpoint(save_dir: Path, name: str) -> None:
-    """Delete a checkpoint, commit first (so a kill half-way leaves no half checkpoint)."""
-    for path in reversed(_files(save_dir, name)):
-        path.unlink(missing_ok=True)
+    """Delete a checkpoint (and a version kept as NAME.previous), commit first, so a kill half-way
+    leaves no half checkpoint."""
+    for each in (name, f"{name}{PREVIOUS}"):
+        for path in reversed(_files(save_dir, each)):
+            path.unlink(missing_ok=True)
+
+
+def set_aside(save_dir: Path, name: str) -> str:
+    """Rename checkpoint `name` (a corrupt one) to NAME.corrupt-K, the first K free, commit last;
+    nothing is deleted, and the next save of NAME cannot overwrite it.
+
+    **Returns:** the new name.
+    """
+    k = 1
+    while any(path.exists() for path in _files(save_dir, f"{name}{CORRUPT}{k}")):
+        k += 1
+    target = f"{name}{CORRUPT}{k}"
+    for source, destination in zip(_files(save_dir, name), _files(save_dir, target), strict=True):
+        if source.exists():
+            os.replace(source, destination)
+    return target
 
 
 def interval_checkpoints(save_dir: Path) -> list[tuple[int, str]]:
@@ -154,25 +211,85 @@ def read_commit(save_dir: Path, name: str, *, verify: bool = True) -> dict[str, 
     return record
 
 
-def latest_checkpoint(save_dir: Path) -> tuple[str, dict[str, Any]] | None:
-    """The committed checkpoint to resume from: the highest update, `checkpoint_last` on ties.
-
-    `checkpoint_last` is the normal answer; the others matter when a save was killed after
-    removing its commit (then `checkpoint_last` is ignored, with the files left for the next
-    save to replace). Only the chosen checkpoint's files are hashed.
-    """
-    names = [LAST, BEST] + [name for _, name in interval_checkpoints(save_dir)]
-    commits = []
-    for name in names:
-        record = read_commit(save_dir, name, verify=False)
+def committed(save_dir: Path, name: str) -> tuple[str, dict[str, Any]] | None:
+    """Checkpoint `name`, verified: `(name, commit)`, or `(NAME.previous, its commit)` when a save
+    of `name` was killed before its new commit; None when neither is committed."""
+    for candidate in (name, f"{name}{PREVIOUS}"):
+        record = read_commit(save_dir, candidate)
         if record is not None:
-            commits.append((int(record.get("update", -1)), name == LAST, name))
-    if not commits:
+            return candidate, record
+    return None
+
+
+@final
+@dataclass(frozen=True)
+class Found:
+    """What `latest_checkpoint` found.
+
+    **Arguments:**
+
+    - `name`: the checkpoint to resume from (`checkpoint_last`, `checkpoint_360`,
+      `checkpoint_last.previous`, ...); `commit`: its verified commit.
+    - `corrupt`: `(name, why)` of the committed checkpoints that were passed over because their
+      files are missing or corrupt (newer than `name`, and `checkpoint_best`).
+    """
+
+    name: str
+    commit: dict[str, Any]
+    corrupt: tuple[tuple[str, str], ...] = ()
+
+
+def _resumable(stem: str) -> bool:
+    base = stem.removesuffix(PREVIOUS)
+    return base in (LAST, BEST) or INTERVAL.match(base) is not None
+
+
+def latest_checkpoint(save_dir: Path) -> Found | None:
+    """The newest intact committed checkpoint to resume from.
+
+    Candidates are every committed checkpoint, a version kept as NAME.previous included, newest
+    update first (`checkpoint_last` first on ties). The first whose files match its commit is
+    chosen; the newer ones that do not are passed over, and so is a corrupt `checkpoint_best`
+    (the next best would replace it), each named with the reason in `Found.corrupt`. Only the
+    candidates looked at (and `checkpoint_best`) are hashed.
+    """
+    candidates: list[tuple[int, bool, bool, str]] = []
+    corrupt: list[tuple[str, str]] = []
+    for path in save_dir.glob("checkpoint_*.json"):
+        if not _resumable(path.stem):
+            continue
+        try:
+            record = read_commit(save_dir, path.stem, verify=False)
+        except CheckpointError as error:  # an unreadable commit: its update is unknown
+            corrupt.append((path.stem, str(error)))
+            continue
+        update = record.get("update") if record else None
+        if not isinstance(update, int):
+            corrupt.append((path.stem, f"{path} is corrupt: no update"))
+            continue
+        candidates.append((update, path.stem == LAST, not path.stem.endswith(PREVIOUS), path.stem))
+    chosen: tuple[str, dict[str, Any]] | None = None
+    for *_, name in sorted(candidates, reverse=True):
+        try:
+            record = read_commit(save_dir, name)
+        except CheckpointError as error:
+            corrupt.append((name, str(error)))
+            continue
+        assert record is not None
+        chosen = name, record
+        break
+    if chosen is None and not corrupt:
         return None
-    name = max(commits)[2]
-    record = read_commit(save_dir, name)
-    assert record is not None
-    return name, record
+    if chosen is None:
+        reasons = "; ".join(why for _, why in corrupt)
+        raise CheckpointError(f"{save_dir}: no intact checkpoint to resume from ({reasons})")
+    examined = {name for name, _ in corrupt} | {chosen[0]}
+    if BEST not in examined and any(name == BEST for *_, name in candidates):
+        try:
+            read_commit(save_dir, BEST)
+        except CheckpointError as error:
+            corrupt.append((BEST, str(error)))
+    return Found(chosen[0], chosen[1], tuple(corrupt))
 
 
 def load_state(path: Path) -> dict[str, Any]:

@@ -8,6 +8,7 @@ model is rebuilt from the save dir alone; its weights come from a committed chec
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,9 +19,15 @@ from torch import Tensor, nn
 
 from ..assemble import LanguageModel, Recipe, Seq2Seq
 from ..data import Vocabulary
-from ..errors import DeclarationError
+from ..errors import ButcherflowWarning, DeclarationError
 from .atomic import atomic_path
-from .checkpoint import assign_weights, interval_checkpoints, load_weights, read_commit
+from .checkpoint import (
+    assign_weights,
+    committed,
+    interval_checkpoints,
+    load_weights,
+    read_commit,
+)
 from .layout import BEST, CONFIG, LAST, VOCAB, CheckpointError, read_config, recipe_from_config
 
 
@@ -28,14 +35,22 @@ def checkpoint_paths(save_dir: Path, checkpoint: str) -> list[Path]:
     """The weight files named by `checkpoint` (`last`, `best`, `avg:N` or a file path)."""
     if checkpoint in ("last", "best"):
         name = LAST if checkpoint == "last" else BEST
-        if read_commit(save_dir, name) is None:
+        found = committed(save_dir, name)
+        if found is None:
             hint = (
                 "no validation has run yet; use --checkpoint last"
                 if checkpoint == "best"
                 else "the run has not saved a checkpoint yet"
             )
             raise CheckpointError(f"{save_dir}: no committed {name} ({hint})")
-        return [save_dir / f"{name}.safetensors"]
+        if found[0] != name:
+            warnings.warn(
+                f"{save_dir}: the last save of {name} did not finish; reading the version it "
+                f"replaced, {found[0]} (update {found[1].get('update')})",
+                ButcherflowWarning,
+                stacklevel=2,
+            )
+        return [save_dir / f"{found[0]}.safetensors"]
     if checkpoint.startswith("avg:"):
         count = checkpoint[4:]
         if not count.isdigit() or int(count) < 1:
@@ -45,13 +60,13 @@ def checkpoint_paths(save_dir: Path, checkpoint: str) -> list[Path]:
                 value=checkpoint,
                 valid="avg:N with N >= 1, e.g. avg:5",
             )
-        found = interval_checkpoints(save_dir)
-        if len(found) < int(count):
+        intervals = interval_checkpoints(save_dir)
+        if len(intervals) < int(count):
             raise CheckpointError(
                 f"{save_dir}: avg:{count} needs {count} interval checkpoints, found "
-                f"{len(found)} (train with --save-interval-updates to keep some)"
+                f"{len(intervals)} (train with --save-interval-updates to keep some)"
             )
-        chosen = [name for _, name in found[-int(count) :]]
+        chosen = [name for _, name in intervals[-int(count) :]]
         for name in chosen:
             read_commit(save_dir, name)
         return [save_dir / f"{name}.safetensors" for name in chosen]
@@ -177,7 +192,7 @@ def average_checkpoints(paths: Sequence[Path]) -> dict[str, Tensor]:
 
 
 def save_weights(tensors: Mapping[str, Tensor], path: Path, metadata: Mapping[str, str]) -> None:
-    """Write `tensors` to a `.safetensors` file atomically (the output of `butcherflow average`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write `tensors` to a `.safetensors` file atomically (the output of `butcherflow average`),
+    in a folder that exists."""
     with atomic_path(path) as tmp:
         save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp), dict(metadata))

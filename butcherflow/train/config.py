@@ -17,12 +17,12 @@ import torch
 
 from ..assemble import Recipe, apply_param_budget, load_recipe
 from ..assemble.declarations import pinned
+from ..assemble.recipe import OVERRIDES
 from ..devices import check_device, check_threads
 from ..errors import DeclarationError
 
 TASKS = ("translation", "language_model")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-SIZE_OVERRIDES = ("d_model", "n_heads", "d_ffn", "encoder_layers", "decoder_layers")
 # A resumed run may change these (when to stop, what to keep, where to run, where the files are:
 # the corpus content is checked by its fingerprint instead); any other field must match the save
 # dir's config.json, or the resumed run would not be the run that was started.
@@ -43,6 +43,7 @@ RESUMABLE_CHANGES = (
     "precision",
     "compile",
     "threads",
+    "allow_failed_claims",
 )
 
 
@@ -85,6 +86,8 @@ class TrainConfig:
       `LanguageModel` on the target side alone: `Batch.prev_output -> Batch.target`, with the
       run's joint vocabulary). A language model is built from the side `LanguageModel` picks (the
       encoder side of a translation recipe, made causal: `--encoder-layers` sizes it).
+    - `allow_failed_claims`: train a recipe even when the proof of one of its declarations
+      refutes the order it claims (refused by default; the run records which claims failed).
     """
 
     recipe: str
@@ -121,6 +124,7 @@ class TrainConfig:
     encoder_layers: int | None = None
     decoder_layers: int | None = None
     task: str = "translation"
+    allow_failed_claims: bool = False
 
     def __post_init__(self) -> None:
         for name in ("recipe", "data", "save_dir"):
@@ -142,8 +146,8 @@ class TrainConfig:
         _integer(self, "validate_interval_updates", minimum=0, why="0 = at epoch ends only")
         _integer(self, "log_interval", minimum=1)
         _integer(self, "vocab_size", minimum=16, why="4 ids are special, BPE needs the rest")
-        for name in SIZE_OVERRIDES:
-            if getattr(self, name) is not None:
+        for name in OVERRIDES:
+            if name != "dropout" and getattr(self, name) is not None:
                 _integer(self, name, minimum=1, why="or leave it out to keep the recipe's")
         _number(self, "lr", low=0.0, low_open=True)
         _number(self, "warmup_init_lr", low=0.0)
@@ -217,8 +221,8 @@ class TrainConfig:
 
 
 def resolve_recipe(config: TrainConfig, vocab_size: int) -> Recipe:
-    """The recipe actually trained: its methods pinned, the size overrides applied, then its
-    `param_budget` rule.
+    """The recipe actually trained: its methods pinned, the size overrides applied
+    (`Recipe.with_overrides`), then its `param_budget` rule.
 
     Every method is replaced by its declaration as read now (`declarations.pinned`), so the
     run's `config.json` holds the coefficients it trains with. The budget recipe gets the same
@@ -226,25 +230,27 @@ def resolve_recipe(config: TrainConfig, vocab_size: int) -> Recipe:
     `transformer-small` at d_model 128. The result has no `param_budget` left (d_ffn is fixed),
     so `Seq2Seq(recipe, vocab_size)` rebuilds the same model from it.
     """
-    recipe = pinned(_with_overrides(load_recipe(config.recipe), config))
-    if recipe.param_budget is not None and config.task == "language_model":
+    declared = load_recipe(config.recipe)
+    if declared.param_budget is not None and config.task == "language_model":
         raise DeclarationError(
-            f"recipe '{recipe.name}' matches the parameter count of the encoder-decoder "
-            f"'{recipe.param_budget}' (param_budget), which says nothing about a language model",
+            f"recipe '{declared.name}' matches the parameter count of the encoder-decoder "
+            f"'{declared.param_budget}' (param_budget), which says nothing about a language model",
             key="RECIPE",
             value=config.recipe,
             valid="a recipe without param_budget for --task language_model",
         )
+    if declared.param_budget is not None and config.d_ffn is not None:
+        raise DeclarationError(
+            f"recipe '{declared.name}' sizes d_ffn itself (param_budget = "
+            f"'{declared.param_budget}')",
+            key="--d-ffn",
+            value=config.d_ffn,
+            valid="leave --d-ffn out for this recipe",
+        )
+    overrides = config.to_json()
+    recipe = pinned(declared.with_overrides(overrides))
     if recipe.param_budget is not None:
-        if config.d_ffn is not None:
-            raise DeclarationError(
-                f"recipe '{recipe.name}' sizes d_ffn itself (param_budget = "
-                f"'{recipe.param_budget}')",
-                key="--d-ffn",
-                value=config.d_ffn,
-                valid="leave --d-ffn out for this recipe",
-            )
-        budget = _with_overrides(load_recipe(recipe.param_budget), config)
+        budget = load_recipe(recipe.param_budget).with_overrides(overrides)
         recipe = apply_param_budget(recipe, vocab_size, budget)
         recipe = dataclasses.replace(recipe, param_budget=None)
     d_model, n_heads = int(recipe.sizes["d_model"]), int(recipe.sizes["n_heads"])
@@ -256,20 +262,6 @@ def resolve_recipe(config: TrainConfig, vocab_size: int) -> Recipe:
             valid="e.g. --d-model 256 --n-heads 4",
         )
     return recipe
-
-
-def _with_overrides(recipe: Recipe, config: TrainConfig) -> Recipe:
-    sizes = dict(recipe.sizes)
-    for name in ("d_model", "n_heads", "d_ffn", "dropout"):
-        value = getattr(config, name)
-        if value is not None:
-            sizes[name] = value
-    changes: dict[str, Any] = {"sizes": sizes}
-    for side in ("encoder", "decoder"):
-        layers, current = getattr(config, f"{side}_layers"), getattr(recipe, side)
-        if layers is not None and current is not None:
-            changes[side] = dataclasses.replace(current, layers=layers)
-    return dataclasses.replace(recipe, **changes)
 
 
 def resolve_precision(config: TrainConfig, device: torch.device) -> str:

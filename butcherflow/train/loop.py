@@ -8,6 +8,8 @@ validation, atomic checkpoints and automatic resume. Rerunning the same command 
 dir continues where the last committed checkpoint left off; on CPU the resumed run ends with the
 same weights, bit for bit, as a run that was never interrupted (dropout is reseeded from
 `(seed, rank, update)` at every update, as fairseq does, and the data position is saved).
+Ctrl-C or SIGTERM finishes the current update, commits `checkpoint_last` at it and ends the run
+with `interrupted` (see `interrupts.py`).
 
 Throughput counts target tokens (non-pad tokens of `Batch.target`, eos included), as fairseq does.
 
@@ -26,7 +28,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from tqdm import tqdm
 
 from ..assemble import Seq2Seq
 from ..compiler import stream_bounds
@@ -39,6 +40,7 @@ from ..savedir.curves import plot_curves
 from ..savedir.layout import BEST, CURVES, LAST, LOG
 from . import distributed
 from .config import TrainConfig
+from .interrupts import SIGNALS, Interrupts
 from .resume import trainer_state
 from .run import Run, start
 from .step import (
@@ -50,8 +52,10 @@ from .step import (
     update_seed,
     validate,
 )
+from .ticker import Ticker
 
 MAX_NONFINITE_IN_ROW = 10
+INTERRUPTED = "interrupted"  # the stop rule of a run stopped by SIGINT or SIGTERM
 
 # `validate_bleu(model, vocab, valid_pairs, device) -> BLEU`: given by the CLI, which may import the
 # generate stage (this module may not: train comes before generate in the pipeline).
@@ -74,7 +78,11 @@ def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict
 
     **Returns:** a summary: `save_dir`, `updates`, `epoch` (the one being trained), `epochs_done`,
     `best_valid_loss`, `valid_loss` (bits per target token), `stopped` (the stop rule that ended
-    the run), `nonfinite_skipped`, `train_tokens`, `seconds`, `threads` (torch's CPU threads).
+    the run), `interrupted` (the signal that stopped it, or None), `nonfinite_skipped`,
+    `train_tokens`, `tokens_per_s` (target tokens per second of this command's training steps,
+    None without any), `seconds`, `threads` (torch's CPU threads).
+
+    **Raises:** `interrupts.Interrupted` when SIGINT or SIGTERM arrives before the first update.
     """
     if validate_bleu is not None and config.task != "translation":
         raise DeclarationError(
@@ -88,7 +96,10 @@ def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict
     joined = not torch.distributed.is_initialized()
     process = distributed.init(device.type)
     try:
-        return _train(start(config, process, device), validate_bleu)
+        with Interrupts() as interrupts:
+            run = start(config, process, device)
+            run.interrupts = interrupts
+            return _train(run, validate_bleu)
     finally:
         if joined:  # leave a process group only if this call joined it
             distributed.cleanup()
@@ -97,9 +108,11 @@ def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict
 def _train(run: Run, validate_bleu: BleuHook | None) -> dict[str, Any]:
     """The loop: epochs of updates of `update_freq` micro-batches, until a stop rule says so."""
     config, progress = run.config, run.progress
+    run.interrupts.looping = True  # from here a signal stops the run at the end of an update
     stopped = stop_rule(run, clock=False)  # the time budget allows at least one update
     if stopped is not None:
         run.say(f"nothing to do: {stopped}")
+    ticker = Ticker(config, progress, run.started, shown=run.main)
     while stopped is None:
         batches = shard(
             make_batches(
@@ -116,14 +129,7 @@ def _train(run: Run, validate_bleu: BleuHook | None) -> dict[str, Any]:
             batches[i : i + config.update_freq] for i in range(0, len(batches), config.update_freq)
         ]
         first = progress.batch_in_epoch // config.update_freq
-        bar = tqdm(
-            total=len(groups),
-            initial=first,
-            desc=f"epoch {progress.epoch:03d}",
-            disable=not run.main,
-            leave=False,
-            dynamic_ncols=True,
-        )
+        ticker.epoch(len(groups) - first, len(groups))
         run.epoch = progress.epoch
         for group in groups[first:]:
             loss_sum, ntokens, lr, gnorm = update(run, group)
@@ -131,19 +137,16 @@ def _train(run: Run, validate_bleu: BleuHook | None) -> dict[str, Any]:
             if end_of_epoch:
                 progress.epoch += 1
                 progress.batch_in_epoch = 0
-            bar.update(1)
-            bar.set_postfix(
-                loss=f"{loss_sum / ntokens / LN2:.3f}",
-                lr=f"{lr:.2e}",
-                tok_s=f"{run.meter.session_tokens / run.meter.session_seconds:,.0f}",
-            )
+            tokens_per_s = run.meter.session_tokens / run.meter.session_seconds
+            ticker.tick(run.epoch, loss_sum / ntokens / LN2, lr, tokens_per_s)
             if run.meter.tokens and (progress.update % config.log_interval == 0 or end_of_epoch):
                 run.log({"kind": "train", **run.meter.take(lr, gnorm, progress.train_tokens)})
             stopped = stop_rule(run)
             due = config.validate_interval_updates
             is_best = False
+            at_stop = stopped is not None and stopped != INTERRUPTED  # an interrupt saves at once
             if progress.update not in (run.validated_at, 0) and (
-                end_of_epoch or stopped or (due and progress.update % due == 0)
+                end_of_epoch or at_stop or (due and progress.update % due == 0)
             ):
                 is_best = validate_now(run, validate_bleu)
                 stopped = stopped or stop_rule(run, clock=False)  # patience: judged at validations
@@ -152,7 +155,7 @@ def _train(run: Run, validate_bleu: BleuHook | None) -> dict[str, Any]:
                 save(run, names)
             if stopped or end_of_epoch:
                 break
-        bar.close()
+    ticker.close()
     return finish(run, stopped)
 
 
@@ -258,17 +261,16 @@ def validate_now(run: Run, validate_bleu: BleuHook | None) -> bool:
 
 
 def checkpoint_names(run: Run, due: bool, is_best: bool) -> list[str]:
-    """The checkpoints to write now: `checkpoint_<update>` every `save_interval_updates`,
-    `checkpoint_last` with it and whenever `due` (an epoch's end, a stop), and `checkpoint_best`
-    after a best validation."""
+    """The checkpoints to write now: `checkpoint_best` after a best validation, then
+    `checkpoint_<update>` every `save_interval_updates`, and `checkpoint_last` with it and
+    whenever `due` (an epoch's end, a stop). The best comes first: a save killed after it
+    resumes from it (the newest), so the run never goes on past a best it did not keep."""
     update, every = run.progress.update, run.config.save_interval_updates
-    names = []
+    names = [BEST] if is_best else []
     if update != run.saved_at and every and update % every == 0:
         names.append(f"checkpoint_{update}")
-    if update != run.saved_at and (names or due):
+    if update != run.saved_at and (len(names) > is_best or due):
         names.append(LAST)
-    if is_best:
-        names.append(BEST)
     return names
 
 
@@ -276,6 +278,7 @@ def save(run: Run, names: list[str]) -> None:
     """Commit one checkpoint under `names`, prune old interval checkpoints, redraw the curves."""
     progress = run.progress
     run.saved_at = progress.update
+    run.interrupts.saving = f"writing {', '.join(names)} at update {progress.update}"
     if run.main:
         best = progress.best_valid_loss
         summary = {
@@ -293,9 +296,9 @@ def save(run: Run, names: list[str]) -> None:
 
 
 def stop_rule(run: Run, clock: bool = True) -> str | None:
-    """The stop rule that ends the run now (`max_update`, `max_epoch`, `patience`, the time
-    budget), or None; every process stops at the same update. `clock=False` ignores the time
-    budget."""
+    """The stop rule that ends the run now (`max_update`, `max_epoch`, `patience`, a signal,
+    the time budget), or None; every process stops at the same update. `clock=False` ignores the
+    time budget."""
     config, progress = run.config, run.progress
     if config.max_update and progress.update >= config.max_update:
         return f"max_update {config.max_update} reached"
@@ -303,6 +306,8 @@ def stop_rule(run: Run, clock: bool = True) -> str | None:
         return f"max_epoch {config.max_epoch} reached"
     if config.patience and progress.validations_since_best >= config.patience:
         return f"patience {config.patience}: no better valid loss in as many validations"
+    if distributed.any_process(run.interrupts.received is not None, run.device):
+        return INTERRUPTED
     budget = config.time_budget
     spent = clock and budget is not None and time.monotonic() - run.started >= budget
     if distributed.any_process(spent, run.device):
@@ -312,11 +317,20 @@ def stop_rule(run: Run, clock: bool = True) -> str | None:
 
 def finish(run: Run, stopped: str | None) -> dict[str, Any]:
     """Say and log how the run ended, draw the curves, and summarise it (see `train`)."""
-    progress, best = run.progress, run.progress.best_valid_loss
-    run.say(
-        f"done: {stopped}; {progress.update} updates, best valid loss {best:.3f} bits, "
-        f"checkpoints in {run.save_dir}"
-    )
+    progress, best, meter = run.progress, run.progress.best_valid_loss, run.meter
+    interrupted = None
+    if stopped == INTERRUPTED:  # a process the signal missed stops as torchrun's SIGTERM would
+        interrupted = run.interrupts.received or SIGNALS[-1]
+        run.say(
+            f"interrupted at update {progress.update}; rerun the same command to resume "
+            f"(checkpoints in {run.save_dir})",
+            warning=True,
+        )
+    else:
+        run.say(
+            f"done: {stopped}; {progress.update} updates, best valid loss {best:.3f} bits, "
+            f"checkpoints in {run.save_dir}"
+        )
     run.log({"kind": "stop", "reason": stopped})
     if run.main:
         plot_curves(run.save_dir / LOG, run.save_dir / CURVES)
@@ -328,8 +342,12 @@ def finish(run: Run, stopped: str | None) -> dict[str, Any]:
         "best_valid_loss": best,
         "valid_loss": run.last_valid.get("valid_loss"),
         "stopped": stopped,
+        "interrupted": interrupted,
         "nonfinite_skipped": progress.nonfinite_total,
         "train_tokens": progress.train_tokens,
+        "tokens_per_s": meter.session_tokens / meter.session_seconds
+        if meter.session_seconds
+        else None,
         "seconds": time.monotonic() - run.started,
         "threads": torch.get_num_threads(),
     }

@@ -1,7 +1,9 @@
-"""Starting or resuming a run in its save dir: `open_save_dir`, `Progress` and `resume`.
+"""Starting or resuming a run in its save dir: `check_save_dir`, `open_save_dir`,
+`write_save_dir`, `Progress` and `resume`.
 
 A rerun of the same command on the same save dir is the same run: `open_save_dir` reopens the
-save dir's vocabulary and refuses a changed recipe, corpus or optimisation setting, and `resume`
+save dir's vocabulary and refuses a changed recipe, corpus or optimisation setting (creating
+nothing: `write_save_dir` writes the save dir once every check has passed), and `resume`
 loads the latest committed checkpoint (weights, optimizer, GradScaler, random states) and the
 `Progress` saved with it (update, epoch, data position, counters).
 """
@@ -110,25 +112,43 @@ def _check_declarations(stored: Recipe, recipe: Recipe, where: Path) -> None:
         )
 
 
+def check_save_dir(save_dir: Path) -> None:
+    """`--save-dir` must be a folder, or a path where one can be made: a file there (or where
+    one of its parent folders should be) is refused before anything is created."""
+    for path in (save_dir, *save_dir.parents):
+        if not path.exists():
+            continue
+        if not path.is_dir():
+            where = "is a file" if path == save_dir else f"is inside {path}, which is a file"
+            raise DeclarationError(
+                f"{where}, not a folder",
+                key="--save-dir",
+                value=str(save_dir),
+                valid="a new folder, or the --save-dir of a run to resume",
+            )
+        return
+
+
 def open_save_dir(
-    config: TrainConfig, corpus: ParallelCorpus, process: distributed.Process, resuming: bool
+    config: TrainConfig,
+    corpus: ParallelCorpus,
+    process: distributed.Process,
+    resuming: bool,
+    recipe: Recipe,
 ) -> tuple[Vocabulary, Recipe]:
-    """Create the save dir (or reopen it to resume): its vocabulary, recipe and `config.json`.
+    """The vocabulary and the resolved recipe of the run (creating nothing in the save dir).
 
     A run that resumes keeps the save dir's vocabulary and must be the same run as the one saved
-    (the fields in `RESUMABLE_CHANGES` aside). A save dir without a committed checkpoint (say, a
-    first attempt that stopped on a bad flag) starts afresh: its config and log are replaced.
-    `spm.model` is written before `config.json`, so a config always has its vocabulary.
+    (the fields in `RESUMABLE_CHANGES` aside); a new run trains its vocabulary into the cache.
+
+    **Arguments:**
+
+    - `recipe`: the recipe resolved at `config.vocab_size` (reused when the vocabulary has that
+      size; `param_budget` depends on it).
 
     **Returns:** `(vocabulary, resolved recipe)`.
     """
     save_dir = Path(config.save_dir)
-    if process.is_main:
-        save_dir.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(save_dir)
-        if not resuming:
-            (save_dir / LOG).unlink(missing_ok=True)
-    distributed.barrier()
     saved = read_config(save_dir) if resuming else None
     if saved is not None:
         vocab = Vocabulary.load(save_dir / VOCAB)
@@ -137,11 +157,33 @@ def open_save_dir(
             build_vocabulary(corpus, config.vocab_size, default_cache_dir())
         distributed.barrier()
         vocab = build_vocabulary(corpus, config.vocab_size, default_cache_dir())
-    recipe = resolve_recipe(config, len(vocab))
+    if len(vocab) != config.vocab_size:
+        recipe = resolve_recipe(config, len(vocab))
     if saved is not None:
         _check_resumable(config, saved, recipe, corpus, save_dir)
+    return vocab, recipe
+
+
+def write_save_dir(
+    config: TrainConfig,
+    corpus: ParallelCorpus,
+    vocab: Vocabulary,
+    recipe: Recipe,
+    process: distributed.Process,
+    *,
+    resuming: bool,
+    failed_claims: Mapping[str, str],
+) -> None:
+    """Create the save dir (or reopen it to resume): its vocabulary and `config.json`, once every
+    check has passed. A save dir without a committed checkpoint (say, a first attempt stopped
+    by Ctrl-C before its first save) starts afresh: its config and log are replaced.
+    `spm.model` is written before `config.json`, so a config always has its vocabulary."""
+    save_dir = Path(config.save_dir)
     if process.is_main:
-        if saved is None:
+        save_dir.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(save_dir)
+        if not resuming:
+            (save_dir / LOG).unlink(missing_ok=True)
             with atomic_path(save_dir / VOCAB) as tmp:
                 shutil.copyfile(vocab.path, tmp)
         config_json = {
@@ -152,10 +194,10 @@ def open_save_dir(
             "corpus_fingerprint": corpus.fingerprint,
             "corpus_spec": corpus.spec,
             "languages": [corpus.source_lang, corpus.target_lang],
+            "failed_claims": dict(failed_claims),
         }
         write_json(save_dir / CONFIG, config_json)
     distributed.barrier()
-    return vocab, recipe
 
 
 def rng_state() -> dict[str, Any]:

@@ -8,7 +8,7 @@ import contextlib
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, final
@@ -20,15 +20,25 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
 from ..assemble import LanguageModel, Recipe, Seq2Seq
-from ..data import EncodedSplit, ParallelCorpus, Vocabulary, encode_split, load_corpus, target_side
+from ..assemble.declarations import failed_claims
+from ..data import (
+    EncodedSplit,
+    ParallelCorpus,
+    Vocabulary,
+    encode_split,
+    load_corpus,
+    make_batches,
+    target_side,
+)
 from ..devices import threads_note
 from ..errors import DeclarationError
-from ..savedir.checkpoint import latest_checkpoint
+from ..savedir.checkpoint import CORRUPT, Found, latest_checkpoint, set_aside
 from ..savedir.curves import append_log
 from ..savedir.layout import LOG
 from . import distributed
-from .config import TrainConfig, resolve_precision
-from .resume import Progress, open_save_dir, resume
+from .config import TrainConfig, resolve_precision, resolve_recipe
+from .interrupts import Interrupts
+from .resume import Progress, check_save_dir, open_save_dir, resume, write_save_dir
 from .step import LN2
 
 
@@ -71,7 +81,7 @@ class Meter:
 class Run:
     """Everything one call of `train` works with: what it was given and built (frozen in
     spirit), and what the loop advances (`progress`, `epoch`, `last_valid`, `validated_at`,
-    `saved_at`, `meter`).
+    `saved_at`, `meter`; `interrupts`: the signals received).
 
     - `model`: what the updates run (the model, compiled and/or wrapped in DDP);
       `raw_model`: the bare model, which is validated and saved.
@@ -99,6 +109,7 @@ class Run:
     validated_at: int = -1
     saved_at: int = -1
     meter: Meter = field(default_factory=Meter)
+    interrupts: Interrupts = field(default_factory=Interrupts)
 
     @property
     def main(self) -> bool:
@@ -127,17 +138,27 @@ class Run:
 
 
 def start(config: TrainConfig, process: distributed.Process, device: torch.device) -> Run:
-    """Load the corpus, open the save dir (vocabulary, recipe), build the model and optimizer,
-    resume from the latest committed checkpoint if there is one, and say what will run."""
+    """Check everything (the save dir, the recipe and its proofs, the corpus, the batches), then
+    open the save dir (vocabulary, recipe), build the model and optimizer, resume from the newest
+    intact checkpoint if there is one, and say what will run. Nothing is created in the save dir
+    before every check has passed."""
     started = time.monotonic()
     precision = resolve_precision(config, device)
+    save_dir = Path(config.save_dir)
+    check_save_dir(save_dir)
+    recipe = resolve_recipe(config, config.vocab_size)  # a bad recipe or size fails first
+    found = latest_checkpoint(save_dir) if save_dir.is_dir() else None
+    resuming = found is not None
+    failed = failed_claims(recipe)
+    if not resuming:
+        _refuse_failed_claims(config, recipe, failed)
     corpus = load_corpus(
         config.data, source_lang=config.source_lang, target_lang=config.target_lang
     )
-    save_dir = Path(config.save_dir)
-    found = latest_checkpoint(save_dir)
-    vocab, recipe = open_save_dir(config, corpus, process, resuming=found is not None)
+    vocab, recipe = open_save_dir(config, corpus, process, resuming, recipe)
+    _refuse_failed_claims(config, recipe, failed)  # resuming: after "the declaration changed"
     train_split, valid_split = _encode(config, corpus, vocab, recipe)
+    write_save_dir(config, corpus, vocab, recipe, process, resuming=resuming, failed_claims=failed)
     torch.manual_seed(config.seed)
     random.seed(config.seed)
     np.random.seed(config.seed)
@@ -168,10 +189,11 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
         progress=Progress(),
         started=started,
     )
-    _say_what_runs(run, recipe, corpus, precision)
+    _say_what_runs(run, recipe, corpus, precision, failed)
     if found is not None:
+        _set_aside_corrupt(run, found)
         run.progress = resume(
-            save_dir, found[0], raw_model, optimizer, run.scaler, process, run.say
+            save_dir, found.name, raw_model, optimizer, run.scaler, process, run.say
         )
         run.epoch = run.progress.epoch
     if config.compile:
@@ -179,6 +201,35 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     if process.distributed:
         run.model = DDP(run.model, device_ids=[device.index] if device.type == "cuda" else None)
     return run
+
+
+def _refuse_failed_claims(config: TrainConfig, recipe: Recipe, failed: Mapping[str, str]) -> None:
+    """A declaration whose proof refutes its claimed order is not trained, unless the run says
+    `allow_failed_claims` (then `config.json` records the verdicts)."""
+    if failed and not config.allow_failed_claims:
+        where, verdict = next(iter(failed.items()))
+        raise DeclarationError(
+            f"the proof refutes the claimed order: {verdict}",
+            key=where,
+            valid="correct the declared order (`butcherflow check` shows the proof), or train it "
+            "anyway with --allow-failed-claims (recorded in the run)",
+            source=recipe.source,
+        )
+
+
+def _set_aside_corrupt(run: Run, found: Found) -> None:
+    """Say which checkpoints are corrupt and why, and keep their files under another name (the
+    next save would replace them); resume goes on from `found`, the newest intact one."""
+    for name, why in found.corrupt:
+        kept = set_aside(run.save_dir, name) if run.main else f"{name}{CORRUPT}K"
+        run.say(f"warning: {why}; its files are kept as {kept}.*", warning=True)
+    if found.corrupt:
+        run.say(
+            f"resuming from {found.name} instead (update {found.commit.get('update')}): the "
+            "newest checkpoint whose files match its commit",
+            warning=True,
+        )
+    distributed.barrier()
 
 
 def _encode(
@@ -190,6 +241,8 @@ def _encode(
     valid_split = encode_split(corpus.valid, vocab, max_positions)
     if config.task == "language_model":  # batches are cut on the target side, the source dropped
         train_split, valid_split = target_side(train_split), target_side(valid_split)
+    for split in (train_split, valid_split):  # a pair over --max-tokens fails now, not later
+        make_batches(split, config.max_tokens, shuffle=False, seed=config.seed, epoch=1)
     if config.label_smoothing * len(vocab) / (len(vocab) - 1) > 1:
         raise DeclarationError(
             "too large for this vocabulary",
@@ -200,7 +253,11 @@ def _encode(
     return train_split, valid_split
 
 
-def _say_what_runs(run: Run, recipe: Recipe, corpus: ParallelCorpus, precision: str) -> None:
+def _say_what_runs(
+    run: Run, recipe: Recipe, corpus: ParallelCorpus, precision: str, failed: Mapping[str, str]
+) -> None:
+    """Print (and log) what will run: the model, the corpus, where and how it runs, the
+    learning-rate schedule and the stop rules."""
     config, language_model = run.config, run.language_model
     run.say(
         f"{recipe.name}{' (language model)' if language_model else ''}: "
@@ -210,9 +267,66 @@ def _say_what_runs(run: Run, recipe: Recipe, corpus: ParallelCorpus, precision: 
     )
     for note in corpus.notes:
         run.say(f"  {note}")
+    for where, verdict in failed.items():
+        run.say(
+            f"warning: training anyway (--allow-failed-claims): {where}: {verdict}", warning=True
+        )
     run.say(
         f"device {run.device}, precision {precision}, {run.process.world_size} process(es)"
         + (f" (DDP over {run.process.backend})" if run.process.distributed else "")
         + f", {threads_note(config.threads)}, "
         f"max_tokens {config.max_tokens} x update_freq {config.update_freq}"
     )
+    run.say(schedule_note(config))
+    run.say(stop_note(config), warning=not stop_rules(config))
+    run.log(
+        {
+            "kind": "start",
+            "threads": torch.get_num_threads(),
+            "device": str(run.device),
+            "precision": precision,
+            "processes": run.process.world_size,
+            "failed_claims": dict(failed),
+        }
+    )
+
+
+def schedule_note(config: TrainConfig) -> str:
+    """The effective learning-rate schedule in one line: where warm-up ends and the peak."""
+    return (
+        f"schedule: inverse_sqrt, warm-up from {config.warmup_init_lr:g} to the peak lr "
+        f"{config.lr:g} at update {config.warmup_updates}, then lr * sqrt({config.warmup_updates}"
+        " / update)"
+    )
+
+
+def stop_rules(config: TrainConfig) -> list[str]:
+    """The stop rules that bound the run (`--patience` alone does not: it may never trigger)."""
+    rules = []
+    if config.max_update:
+        rules.append(f"--max-update {config.max_update}")
+    if config.max_epoch:
+        rules.append(f"--max-epoch {config.max_epoch}")
+    if config.time_budget is not None:
+        rules.append(f"--time-budget {config.time_budget:g}")
+    return rules
+
+
+def stop_note(config: TrainConfig) -> str:
+    """The stop rules in one line, with a warning when there is none (the run never ends) and a
+    note when the run ends during warm-up."""
+    rules = stop_rules(config)
+    patience = f"--patience {config.patience}" if config.patience else ""
+    if not rules:
+        return (
+            "warning: no stop rule (--max-update, --max-epoch, --time-budget): this run trains "
+            + (f"until {patience} stops it or " if patience else "")
+            + "until you stop it (Ctrl-C saves a checkpoint; rerun the command to resume)"
+        )
+    text = "stops at the first of: " + ", ".join(rules + ([patience] if patience else []))
+    if config.max_update and config.max_update < config.warmup_updates:
+        text += (
+            f"; note: --max-update {config.max_update} ends the run during warm-up, before the "
+            f"peak lr (update {config.warmup_updates})"
+        )
+    return text

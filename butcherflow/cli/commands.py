@@ -1,0 +1,141 @@
+"""The subcommands that need torch (show, evaluate, translate, train, average, bench, gallery,
+experiment): their parsers, imported by `butcherflow.cli` only when one of them runs."""
+
+from __future__ import annotations
+
+import argparse
+
+from .declarations import cmd_show
+from .docs import cmd_bench, cmd_gallery
+from .pipeline import (
+    THREADS_HELP,
+    cmd_average,
+    cmd_evaluate,
+    cmd_experiment,
+    cmd_train,
+    cmd_translate,
+    generation_flags,
+    train_flags,
+)
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Every subcommand but `check` and `list`."""
+    p = sub.add_parser("show", help="a method's compiled block, or a model recipe, explained")
+    p.add_argument(
+        "name",
+        help="a catalog method, a model recipe, a .toml file, or a save dir (learned V per layer)",
+    )
+    p.add_argument("--field", help="field name (splittings: A=ffn,B=san)")
+    p.add_argument("--d-model", type=int, default=512)
+    p.add_argument("--n-heads", type=int, default=8)
+    p.add_argument("--d-ffn", type=int, default=2048)
+    p.add_argument("--layers", type=int, default=6, help="multistep stacks: number of layers")
+    p.add_argument("--vocab", type=int, default=32000, help="recipes: vocabulary size")
+    p.set_defaults(run=cmd_show)
+
+    defaults = argparse.ArgumentDefaultsHelpFormatter
+    p = sub.add_parser(
+        "evaluate",
+        help="translate a valid/test split; sacreBLEU and chrF (a language model: perplexity)",
+        formatter_class=defaults,
+    )
+    generation_flags(p)
+    p.add_argument("--subset", choices=("valid", "test"), default="test")
+    p.add_argument("--print-samples", type=int, default=0, metavar="K", help="show K sentences")
+    p.set_defaults(run=cmd_evaluate)
+
+    p = sub.add_parser(
+        "translate",
+        help="translate stdin (one sentence a line) to stdout",
+        formatter_class=defaults,
+    )
+    generation_flags(p)
+    p.set_defaults(run=cmd_translate)
+
+    p = sub.add_parser("train", help="train a recipe on a parallel corpus (resumes by itself)")
+    train_flags(p)
+    p.set_defaults(run=cmd_train)
+
+    p = sub.add_parser("average", help="average the last N interval checkpoints of a run")
+    p.add_argument("save_dir", help="the --save-dir of a `butcherflow train` run")
+    p.add_argument("--last", type=int, required=True, help="how many checkpoint_<update> files")
+    p.add_argument("-o", "--output", required=True, help="the averaged .safetensors file")
+    p.set_defaults(run=cmd_average)
+
+    p = sub.add_parser("bench", help="run a benchmark and write docs/benchmarks.md")
+    p.add_argument(
+        "what",
+        choices=("order", "block", "streams", "beam", "floater", "train"),
+        help="order: prove the whole catalog, timed, beside NodePy; block: compiled blocks vs "
+        "hand-written loops, then streams; streams: hyper-connection stacks (n = 4, every "
+        "coefficient policy) vs the residual stack; beam: beam search with incremental caches "
+        "(eager and compiled) vs recomputing every prefix; floater: a training step with "
+        "FLOATER positions vs sinusoidal positions; train: training tokens/s, FLOPs, MFU and "
+        "peak memory of recipes beside torch.nn.Transformer",
+    )
+    p.add_argument("--output", default="docs/benchmarks.md", help="markdown file to update")
+    p.add_argument("--repeats", type=int, default=3, help="timings are the median of repeats")
+    p.add_argument("--no-nodepy", action="store_true", help="skip the NodePy comparison")
+    p.add_argument("--device", default="auto", help="train and beam: auto, cpu, cuda or cuda:N")
+    p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    train = p.add_argument_group("bench train (training tokens/s beside torch.nn.Transformer)")
+    train.add_argument("--data", default="bible:de-en", help="the corpus whose batches are timed")
+    train.add_argument("--vocab-size", type=int, default=8000, help="BPE vocabulary size")
+    train.add_argument("--max-tokens", type=int, default=4096, help="padded positions per batch")
+    train.add_argument("--updates", type=int, default=20, help="timed updates per model")
+    train.add_argument("--precision", default="auto", help="auto, fp32, bf16 or fp16")
+    train.add_argument("--compile", action="store_true", help="torch.compile every model")
+    train.add_argument(
+        "--compare-eager", action="store_true", help="with --compile: eager copies side by side"
+    )
+    train.add_argument(
+        "--recipes", nargs="+", default=None, metavar="RECIPE", help="recipes to time"
+    )
+    train.add_argument(
+        "--sizes", default=None, help="an experiment preset's sizes: small, base or tiny"
+    )
+    p.set_defaults(run=cmd_bench)
+
+    p = sub.add_parser("gallery", help="write the docs gallery: a page per catalog entry")
+    p.add_argument("--out", default="docs/gallery", help="the gallery folder (replaced)")
+    p.add_argument(
+        "--only", nargs="+", metavar="NAME", help="only these catalog entries and model recipes"
+    )
+    p.add_argument("--benchmarks", default="docs/benchmarks.md", help="measured results")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes for the pages")
+    p.set_defaults(run=cmd_gallery)
+
+    p = sub.add_parser(
+        "experiment",
+        help="run one of the papers' experiments (resumable) and write its table and plot",
+    )
+    p.add_argument(
+        "name",
+        help="truncation, translation, coefficients, extrapolation or depth (all: every one, "
+        "with --report-only)",
+    )
+    p.add_argument(
+        "--budget", type=int, default=None, help="updates of every run (default: each run's own)"
+    )
+    p.add_argument("--device", default="auto", help="auto (default), cpu, cuda or cuda:N")
+    p.add_argument(
+        "--sizes", default="small", help="small (CPU, default), base (transformer-base, GPU), tiny"
+    )
+    p.add_argument("--out", default="docs/experiments", help="NAME.md, NAME.png, index.md")
+    p.add_argument("--runs-dir", default="runs/experiments", help="a save dir per run and seed")
+    p.add_argument("--seeds", type=int, nargs="+", default=None, help="replace every run's seeds")
+    p.add_argument("--data", default=None, help="replace the experiment's corpus (e.g. a test one)")
+    p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rebuild NAME.md, NAME.png and index.md from OUT/NAME.json; train nothing",
+    )
+    p.add_argument(
+        "--readme",
+        default=None,
+        metavar="FILE",
+        help="also rewrite the experiments' summary between the markers of FILE (README.md)",
+    )
+    p.set_defaults(run=cmd_experiment)
