@@ -26,7 +26,7 @@ import torch
 import butcherflow as bf
 from butcherflow.assemble import load_recipe, recipe_names
 from butcherflow.nn import FloaterPositions
-from butcherflow.nn.ode import solve
+from butcherflow.nn.ode import coefficients, solve
 
 VOCAB = 20
 
@@ -130,3 +130,50 @@ def test_a_compiled_floater_flow_solves_a_power_of_two_of_positions(
         covered = flow(5)
     assert solved == [5, 8]
     torch.testing.assert_close(covered, expected, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("policy", ["exact", "dynamic", "sinkhorn"])
+def test_a_general_linear_stack_decodes_compiled_in_one_graph(policy: str) -> None:
+    """A hyper-connection decoder stack, one token per step through `torch.compile(fullgraph=True)`
+    (dynamo and AOT autograd; inductor's code generation is test_generate's) with the static
+    `DecodeCache`, equals its full causal forward in float64: the streams, their per-token
+    mixing and every layer's key/value slots trace without a graph break."""
+    torch.manual_seed(0)
+    stack = bf.compile_stack(
+        "hyper-connections-4",
+        ["san+ca+ffn"] * 3,
+        coefficients=policy,
+        d_model=8,
+        n_heads=2,
+        d_ffn=16,
+    ).double()
+    stack.eval()
+    with torch.no_grad():  # leave the declared start, so that the streams differ
+        for p in stack.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    memory = torch.randn(2, 4, 8, dtype=torch.float64)
+    cache = bf.nn.DecodeCache(capacity=8)
+
+    def step(new: torch.Tensor) -> torch.Tensor:
+        return stack(new, memory=memory, cache=cache)
+
+    compiled = torch.compile(step, backend="aot_eager", fullgraph=True)
+    with torch.no_grad():
+        full = stack(x, memory=memory)
+        steps = []
+        for t in range(x.shape[1]):
+            steps.append(compiled(x[:, t : t + 1].contiguous()))
+            cache.advance(1)
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-12)
+    assert cache.length == x.shape[1]
+
+
+def test_coefficients_prepared_under_the_meta_device_stay_on_the_cpu() -> None:
+    """A model built under `torch.device("meta")` (parameter counts) prepares its solvers'
+    coefficients too; they are cached per tableau, so they must not become meta tensors."""
+    tableau = bf.ButcherTableau(A=[[0, 0], ["1/2", 0]], b=[0, 1], name="midpoint-fresh")
+    with torch.device("meta"):
+        numbers = coefficients(tableau)
+    assert {t.device.type for t in (numbers.A, numbers.b, numbers.c)} == {"cpu"}
+    assert numbers.stages == [0, 1] and numbers.weighted == [1]

@@ -44,15 +44,20 @@ class Integrator(Protocol):
 
 @final
 class _Coefficients:
-    """A tableau's coefficients as float64 tensors, and the stages that reach the output."""
+    """A tableau's coefficients as float64 CPU tensors, and the stages that reach the output.
+
+    Always on the CPU, whatever the default device (a model built under `torch.device("meta")`
+    prepares them too, and they are cached per tableau): a solve moves them to its state's."""
 
     def __init__(self, tableau: ButcherTableau) -> None:
         s = tableau.stages
-        self.A = torch.tensor(
-            [[_float(x) for x in row] for row in tableau.A], dtype=torch.float64
-        ).reshape(s, s)
-        self.b = torch.tensor([_float(x) for x in tableau.b], dtype=torch.float64)
-        self.c = torch.tensor([_float(x) for x in tableau.c], dtype=torch.float64)
+
+        def cpu(values: list[Any]) -> Tensor:
+            return torch.tensor(values, dtype=torch.float64, device="cpu")
+
+        self.A = cpu([[_float(x) for x in row] for row in tableau.A]).reshape(s, s)
+        self.b = cpu([_float(x) for x in tableau.b])
+        self.c = cpu([_float(x) for x in tableau.c])
         # stage i reads stage j < i where A[i][j] != 0; stages nobody weighs are never computed
         self.reads = [[j for j in range(i) if self.A[i, j] != 0.0] for i in range(s)]
         needed: set[int] = set()
