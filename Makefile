@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # `make test TORCH_SPEC=torch`.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: install test lint typecheck pytest test-slow demo bench clean docs docs-check
+.PHONY: install test lint typecheck pytest test-slow test-gpu demo bench clean docs docs-check
 
 install: $(STAMP)
 
@@ -32,6 +32,12 @@ test: lint typecheck pytest
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -m slow
+
+# The GPU path (tests marked `cuda`: bf16 decoding, AMP, compile, NCCL DDP, GPU -> CPU resume);
+# without CUDA every one of them is skipped. `bash docs/gpu/run.sh test` runs it on a bare GPU
+# machine (docs/benchmarks.md, "On the GPU").
+test-gpu: $(STAMP)
+	$(PY) -m pytest -m cuda -rs
 
 # The main job: prove the catalog, train gated RK2 on the Bible (German -> English) for
 # DEMO_UPDATES updates, show three test verses and the test BLEU. Budgeted in updates, the demo

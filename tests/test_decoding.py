@@ -1,6 +1,15 @@
 """Incremental decoding: a compiled decoder block fed one token (or a few) at a time with a
-`DecodeCache` equals the full causal forward, for every catalog Runge-Kutta method and every
-splitting with Runge-Kutta sub-steps; `DecodeCache.reorder` (beam search) and the protocol errors.
+`DecodeCache` equals the full causal forward, for every catalog Runge-Kutta method, every
+splitting with Runge-Kutta sub-steps, every explicit multistep stack and every fixed-step
+continuous block, each with every decoder field, and every general linear stack under every
+coefficient policy; `DecodeCache.reorder` (beam search), the static
+layout (keys written in place, capacity doubled, one `index_select` per reorder) and the protocol
+errors.
+
+Every method is decoded twice: in eager mode, and in the mode `torch.compile` traces (the
+`traced` fixture makes `torch.compiler.is_compiling()` true, so the cache keeps no Python count,
+attention reads the whole preallocated time axis and masks it by position), run eagerly so that
+the whole catalog stays cheap; tests/test_compile.py runs real compiled decoding.
 
 Protocol: the caller passes only the new tokens to every block, then calls `cache.advance(n)`
 once. Everything runs in float64.
@@ -8,6 +17,7 @@ once. Everything runs in float64.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import pytest
@@ -34,6 +44,22 @@ SPLITTINGS = [
     if bf.catalog[n].family == "splitting" and bf.catalog[n].substep is not None
 ]
 DECODER_FIELDS = ["san+ca+ffn", "san+ca", "san"]
+MULTISTEP = [  # compile_stack takes explicit methods (and DLCL); lm-resnet needs its k
+    n
+    for n in sorted(bf.catalog)
+    if bf.catalog[n].family == "multistep" and bf.catalog[n].is_explicit
+] + ["dlcl"]
+CONTINUOUS = [
+    n
+    for n in sorted(bf.catalog)
+    if bf.catalog[n].family == "continuous"
+    and bf.catalog[n].grid == "interval"
+    and not bf.catalog[n].adaptive
+]
+GENERAL_LINEAR = [n for n in sorted(bf.catalog) if bf.catalog[n].family == "general-linear"]
+# Sinkhorn needs a doubly stochastic V (hyper-connections-4's identity)
+GLM_POLICIES = [(n, p) for n in GENERAL_LINEAR for p in ("exact", "learned", "dynamic")]
+GLM_POLICIES.append(("hyper-connections-4", "sinkhorn"))
 
 
 @pytest.fixture(autouse=True)
@@ -51,6 +77,34 @@ def rk_block(name: str, field: str) -> bf.CompiledBlock:
     iterations = 2 if method.is_implicit else None
     block = bf.compile(name, field=field, causal=True, iterations=iterations, **SIZES)
     return block.to(DOUBLE).eval()
+
+
+def stack_block(name: str, field: str, layers: int = 3) -> bf.CompiledBlock:
+    learned = {"coefficients": "learned", "init": {"k": 0.5}}  # lm-resnet's free k
+    options = learned if name == "lm-resnet" else {}
+    block = bf.compile_stack(name, [field] * layers, causal=True, **options, **SIZES)
+    return block.to(DOUBLE).eval()
+
+
+def continuous_block(name: str, field: str) -> bf.CompiledBlock:
+    return bf.compile(name, field=field, causal=True, **SIZES).to(DOUBLE).eval()
+
+
+def glm_stack(name: str, policy: str) -> bf.CompiledBlock:
+    """A three-layer decoder stack of the general linear method `name`, its coefficients moved
+    off the declared start so that the streams differ."""
+    stack = bf.compile_stack(name, ["san+ca+ffn"] * 3, coefficients=policy, **SIZES)
+    stack = stack.to(DOUBLE).eval()
+    with torch.no_grad():
+        for p in stack.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    return stack
+
+
+@pytest.fixture
+def traced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the code path `torch.compile` traces, eagerly (see the module docstring)."""
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
 
 
 def splitting_fields(name: str) -> dict[str, str]:
@@ -73,10 +127,14 @@ def decode(
     cache: DecodeCache | None = None,
 ) -> Tensor:
     """Feed `x` through the stack `blocks` chunk by chunk (new tokens only), advancing the
-    cache once per chunk after every block ran."""
-    cache = DecodeCache() if cache is None else cache
+    cache once per chunk after every block ran. The default cache starts with room for two
+    positions, so every test also doubles it; a traced step cannot grow it, so room is reserved
+    first (as `generate.search` does)."""
+    cache = DecodeCache(capacity=2) if cache is None else cache
     outputs, start = [], 0
     for n in chunks:
+        if torch.compiler.is_compiling():
+            cache.reserve(start + n)
         h = x[:, start : start + n]
         mask = None if padding is None else padding[:, : start + n]
         for block in blocks:
@@ -153,10 +211,59 @@ def test_splitting_decoding_equals_the_full_causal_forward(name: str, share: boo
     assert_close(decode([block], x, memory), full([block], x, memory))
 
 
-GENERAL_LINEAR = [n for n in sorted(bf.catalog) if bf.catalog[n].family == "general-linear"]
-# Sinkhorn needs a doubly stochastic V (hyper-connections-4's identity)
-GLM_POLICIES = [(n, p) for n in GENERAL_LINEAR for p in ("exact", "learned", "dynamic")]
-GLM_POLICIES.append(("hyper-connections-4", "sinkhorn"))
+@pytest.mark.parametrize("field", DECODER_FIELDS)
+@pytest.mark.parametrize("name", MULTISTEP)
+def test_multistep_stack_decoding_equals_the_full_causal_forward(name: str, field: str) -> None:
+    """A stack reuses earlier layers' field outputs: each layer's calls keep their own slots."""
+    block = stack_block(name, field)
+    x, memory = inputs()
+    if "ca" not in field:
+        memory = None
+    assert_close(decode([block], x, memory), full([block], x, memory))
+
+
+@pytest.mark.parametrize("field", DECODER_FIELDS)
+@pytest.mark.parametrize("name", CONTINUOUS)
+def test_continuous_decoding_equals_the_full_causal_forward(name: str, field: str) -> None:
+    block = continuous_block(name, field)
+    x, memory = inputs()
+    if "ca" not in field:
+        memory = None
+    assert_close(decode([block], x, memory), full([block], x, memory))
+
+
+def _every_block() -> list[tuple[str, object]]:
+    """(id, maker) for every catalog method with every decoder field (splittings: their own;
+    general linear stacks: san+ca+ffn under every coefficient policy)."""
+    makers: list[tuple[str, object]] = []
+    for field in DECODER_FIELDS:
+        makers += [(f"{n}-{field}", lambda n=n, f=field: rk_block(n, f)) for n in RUNGE_KUTTA]
+        makers += [(f"{n}-{field}", lambda n=n, f=field: stack_block(n, f)) for n in MULTISTEP]
+        makers += [
+            (f"{n}-{field}", lambda n=n, f=field: continuous_block(n, f)) for n in CONTINUOUS
+        ]
+    makers += [(n, lambda n=n: splitting_block(n)) for n in SPLITTINGS]
+    makers += [(f"{n}-{p}", lambda n=n, p=p: glm_stack(n, p)) for n, p in GLM_POLICIES]
+    return makers
+
+
+EVERY_BLOCK = _every_block()
+
+
+@pytest.mark.usefixtures("traced")
+@pytest.mark.parametrize("make", [m for _, m in EVERY_BLOCK], ids=[i for i, _ in EVERY_BLOCK])
+def test_traced_decoding_equals_the_full_causal_forward(make: object) -> None:
+    """The compiled step's semantics: no Python counts, the whole preallocated time axis read
+    and masked by position (left padding included), in chunks of 1 and 2 tokens."""
+    block = make()  # type: ignore[operator]
+    x, memory = inputs(seed=4)
+    if not any(isinstance(m, bf.nn.CrossAttentionSublayer) for m in block.modules()):
+        memory = None
+    padding = torch.tensor([[True, False, False, False, False], [False] * T])
+    expected = full([block], x, memory, padding)
+    cache = DecodeCache(capacity=8)
+    assert_close(decode([block], x, memory, (1, 2, 1, 1), padding, cache=cache), expected)
+    assert cache.length == T  # read back from the device position
 
 
 @pytest.mark.parametrize(("name", "policy"), GLM_POLICIES)
@@ -165,11 +272,7 @@ def test_general_linear_stack_decoding_equals_the_full_causal_forward(
 ) -> None:
     """The streams are mixed per token (dynamic and Sinkhorn coefficients too), so a stack
     decoded token by token equals its full causal forward."""
-    stack = bf.compile_stack(name, ["san+ca+ffn"] * 3, coefficients=policy, **SIZES)
-    stack = stack.to(DOUBLE).eval()
-    with torch.no_grad():  # leave the declared start, so that the streams differ
-        for p in stack.parameters():
-            p.add_(0.05 * torch.randn_like(p))
+    stack = glm_stack(name, policy)
     assert stack.causal
     x, memory = inputs()
     assert_close(decode([stack], x, memory), full([stack], x, memory))
@@ -301,6 +404,87 @@ def test_reorder_keeps_the_cache_consistent_for_a_new_row_order() -> None:
     decode([block], x[:, :3], memory, (1, 1, 1), cache=stale)
     wrong = decode([block], x[index, 3:], memory[index], (1, 1), cache=stale)
     assert (wrong - later).abs().max() > 1e-6
+
+
+# -- the static layout ------------------------------------------------------------------------
+
+
+def test_keys_are_written_in_place_and_the_capacity_doubles() -> None:
+    """Position t's keys sit at index t of one preallocated tensor; its storage changes only
+    when a step needs more than the capacity, which then doubles."""
+    cache = DecodeCache(capacity=2)
+    keys = [randn(BATCH, H, 1, D // H, seed=20 + t) for t in range(5)]
+    storages, capacities = [], []
+    for key in keys:
+        held, values = cache.append_self(0, "attention", key, -key)
+        cache.advance(1)
+        storages.append(held.untyped_storage().data_ptr())
+        capacities.append(cache.capacity)
+        assert held.shape[2] == cache.length  # eager: a view of the written part only
+    assert capacities == [2, 2, 4, 4, 8]
+    assert [a == b for a, b in itertools.pairwise(storages)] == [True, False, True, False]
+    assert torch.equal(held, torch.cat(keys, dim=2))
+    assert torch.equal(values, -held)
+
+
+def test_reserve_makes_room_ahead() -> None:
+    cache = DecodeCache(capacity=3)
+    cache.reserve(3)
+    assert cache.capacity == 3
+    cache.reserve(4)
+    assert cache.capacity == 6
+    cache.reserve(20)
+    assert cache.capacity == 20
+
+
+class _Calls(torch.overrides.TorchFunctionMode):
+    """Counts the torch functions and Tensor methods called under it, by name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        self.names.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
+def test_reorder_is_one_index_select_per_kind_of_keys() -> None:
+    """An RK4 decoder stack of three blocks holds 3 x 4 self-attention slots and 3 cross
+    caches; beam search re-indexes all of them with two index_selects (self, cross)."""
+    blocks = [rk_block("rk4", "san+ca+ffn") for _ in range(3)]
+    x, memory = inputs(seed=21)
+    cache = DecodeCache()
+    decode(blocks, x[:, :2], memory, (1, 1), cache=cache)
+    assert len(cache.slots) == 12
+    index = torch.tensor([1, 1])
+    with _Calls() as calls:
+        cache.reorder(index)
+    assert calls.names == ["index_select", "index_select"]
+    later = decode(blocks, x[[1, 1], 2:], memory[[1, 1]], (1, 1, 1), cache=cache)
+    assert_close(later, full(blocks, x[[1, 1]], memory[[1, 1]])[:, 2:])
+
+
+def test_after_traced_steps_eager_steps_continue(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Traced steps advance only the device position; the next eager call reads it back."""
+    block = rk_block("heun", "san+ca+ffn")
+    x, memory = inputs(seed=22)
+    cache = DecodeCache(capacity=8)
+    with monkeypatch.context() as patch:
+        patch.setattr(torch.compiler, "is_compiling", lambda: True)
+        first = decode([block], x[:, :3], memory, (2, 1), cache=cache)
+    later = decode([block], x[:, 3:], memory, (1, 1), cache=cache)
+    assert cache.length == T
+    assert_close(torch.cat([first, later], dim=1), full([block], x, memory))
+
+
+def test_a_cache_refuses_a_bad_capacity_and_mismatched_keys() -> None:
+    with pytest.raises(ValueError, match="capacity must be a positive int, got 0"):
+        DecodeCache(capacity=0)
+    cache = DecodeCache()
+    cache.append_self(0, "a", randn(BATCH, 2, 1, 4, seed=23), randn(BATCH, 2, 1, 4, seed=24))
+    with pytest.raises(ValueError, match="same heads, head width"):
+        cache.append_self(0, "b", randn(BATCH, 4, 1, 2, seed=25), randn(BATCH, 4, 1, 2, seed=26))
 
 
 # -- protocol errors ------------------------------------------------------------------------

@@ -8,6 +8,7 @@ scores of the search that recomputes every prefix, for decoders with one field c
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 import sacrebleu
 import torch
 from torch import Tensor, nn
+from torch._dynamo.utils import counters
 
 import butcherflow as bf
 from butcherflow.generate import (
@@ -138,9 +140,9 @@ def test_an_rk4_decoder_keeps_one_cache_per_stage() -> None:
     memory, padding = model.encode(sources())
     cache = DecodeCache()
     model.decode(torch.full((3, 1), BOS), memory, padding, cache)
-    slots = {slot for slot, _ in cache._self}
+    slots = {slot for slot, _ in cache.slots}
     assert slots == {0, 1, 2, 3}
-    assert len(cache._self) == 4 * 2  # 4 stages x 2 decoder blocks
+    assert len(cache.slots) == 4 * 2  # 4 stages x 2 decoder blocks
 
 
 def test_the_exhaustive_stop_is_cached_alike_and_never_worse() -> None:
@@ -326,6 +328,70 @@ def test_the_search_restores_training_mode() -> None:
     assert beam_search(model, src, beam=2, max_len_b=5) == first  # dropout was off
 
 
+# -- compiled decoding -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fresh_dynamo() -> Iterator[None]:
+    """Every compiled test starts and ends with dynamo's caches empty: graphs of `decode` are
+    kept per model, and dynamo's recompile limit counts them for all models together."""
+    torch.compiler.reset()
+    counters.clear()
+    yield
+    torch.compiler.reset()
+
+
+def assert_same_search(model: nn.Module, src: Tensor, **options: object) -> None:
+    """Greedy and beam search give the same tokens (and scores) compiled and eager."""
+    eager_greedy = greedy(model, src, max_len_b=12)
+    assert greedy(model, src, max_len_b=12, compile=True) == eager_greedy
+    eager = search(model, src, beam=3, max_len_b=12)
+    assert_same(search(model, src, beam=3, max_len_b=12, compile=True), eager, tol=1e-4)
+    lengths = {len(t) for t in eager_greedy} | {len(h.tokens) for row in eager for h in row}
+    assert len(lengths) > 1, "sentences should end at several lengths (the batch shrinks)"
+
+
+@pytest.mark.usefixtures("fresh_dynamo")
+def test_compiled_decoding_with_inductor_gives_the_eager_tokens() -> None:
+    """torch.compile's default backend (inductor: generated C++ on CPU) on a small model, with
+    sentences leaving the batch and beams reordered; a handful of graphs serve every step."""
+    model = model_for("transformer-small", seed=2, eos_bias=3.0).float()
+    assert_same_search(model, sources(seed=2))
+    assert counters["stats"]["unique_graphs"] <= 6  # not one per step (about 2 x 12 steps)
+
+
+@pytest.mark.usefixtures("fresh_dynamo")
+@pytest.mark.parametrize(
+    ("name", "decoder"),
+    [("ode-transformer-rk4", "rk4"), ("macaron", None)],
+    ids=["rk4-decoder", "macaron"],
+)
+def test_compiled_decoding_of_multi_slot_decoders(
+    name: str, decoder: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decoders with several caches per block, traced by dynamo (its graphs run eagerly, which
+    keeps the test fast: code generation and the functionalised in-place cache writes are the
+    inductor test's)."""
+    compile_ = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda f, **k: compile_(f, backend="eager", **k))
+    model = model_for(name, decoder, seed=2, eos_bias=3.0)
+    assert_same_search(model, sources(seed=2))
+
+
+@pytest.mark.usefixtures("fresh_dynamo")
+def test_compiled_decoding_does_not_recompile_per_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """40 greedy steps of a fixed batch: one graph for the first step (it registers the cache's
+    slots), one for all the others; growing the time axis past 64 adds one."""
+    compile_ = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda f, **k: compile_(f, backend="eager", **k))
+    model = model_for("transformer-small", eos_bias=-50.0)  # never ends early
+    src = sources()
+    assert greedy(model, src, max_len_b=40, compile=True) == greedy(model, src, max_len_b=40)
+    assert counters["stats"]["unique_graphs"] == 2
+    greedy(model, src, max_len_b=70, compile=True)  # the same graphs, then a longer axis
+    assert counters["stats"]["unique_graphs"] == 3
+
+
 # -- translate ---------------------------------------------------------------------------------
 
 
@@ -441,9 +507,13 @@ def test_evaluate_needs_a_save_dir(tmp_path: Path) -> None:
 # -- the benchmark, at toy sizes ---------------------------------------------------------------
 
 
-def test_the_beam_benchmark_writes_its_section(benchmarks_md: Path) -> None:
+def test_the_beam_benchmark_writes_its_section(
+    benchmarks_md: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from butcherflow.bench.beam import run_beam
 
+    compile_ = torch.compile  # dynamo only: inductor's code generation is another test's
+    monkeypatch.setattr(torch, "compile", lambda f, **k: compile_(f, backend="eager", **k))
     output = benchmarks_md
     rows = run_beam(
         str(output),
@@ -456,11 +526,12 @@ def test_the_beam_benchmark_writes_its_section(benchmarks_md: Path) -> None:
         sizes={"d_model": 16, "n_heads": 2, "d_ffn": 32, "layers": 1},
     )
     assert len(rows) == 1 and rows[0].calls == 4
-    assert rows[0].cached > 0 and rows[0].recomputed > 0
+    assert rows[0].cached > 0 and rows[0].compiled > 0 and rows[0].recomputed > 0
     text = output.read_text()
     assert "kept" in text
     section = text[text.index("<!-- bench:beam:start -->") : text.index("<!-- bench:beam:end -->")]
-    assert "| rk4 decoder | 4 |" in section
+    assert "| rk4 decoder | 4 |" in section and "compiled cached" in section
+    assert "device cpu" in section
     assert ("PASS" in section) != ("FAIL" in section)
     assert "`butcherflow bench beam --repeats 1`" in section
 

@@ -50,7 +50,7 @@ from butcherflow.cli import main
 from butcherflow.devices import set_threads
 from butcherflow.savedir import checkpoint as ckpt
 from butcherflow.savedir import read_config, trained
-from butcherflow.train import loop
+from butcherflow.train import distributed, loop
 from butcherflow.train.config import TrainConfig, resolve_recipe
 from butcherflow.train.distributed import Process
 from butcherflow.train.loop import TrainingError, train
@@ -816,6 +816,27 @@ def test_two_process_ddp_computes_the_one_process_gradients() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     torch.multiprocessing.spawn(_ddp_worker, args=(port,), nprocs=2, join=True)
+
+
+def test_one_process_under_torchrun_joins_a_group_and_trains_through_ddp(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """torchrun --nproc-per-node 1 runs the DDP code of a larger job (gloo here, NCCL on a GPU:
+    tests/test_gpu.py); a plain process joins no group."""
+    assert distributed.init("cpu") == Process()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    torchrun = {"TORCHELASTIC_RUN_ID": "test", "WORLD_SIZE": "1", "RANK": "0"}
+    torchrun |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    for name, value in torchrun.items():
+        monkeypatch.setenv(name, value)
+    process = distributed.init("cpu")
+    try:
+        assert process == Process(0, 1, 0, "gloo") and process.distributed
+        assert torch.distributed.is_initialized()
+    finally:
+        distributed.cleanup()
 
 
 # --- the benchmark -------------------------------------------------------------------------------

@@ -96,14 +96,14 @@ class _Embedding(nn.Module):
         self.dropout = nn.Dropout(float(recipe.sizes["dropout"]))
         self.pad_index = pad_index
 
-    def forward(self, tokens: Tensor, padding: Tensor | None, offset: int = 0) -> Tensor:
+    def forward(self, tokens: Tensor, padding: Tensor | None, offset: int | Tensor = 0) -> Tensor:
+        """`offset`: the first token's position, an int or a 0-dim tensor (`DecodeCache.position`:
+        a compiled decoding step then reads no Python number that changes between steps)."""
         positions = (
             token_positions(padding, offset)
             if padding is not None
-            else (
-                torch.arange(offset, offset + tokens.shape[1], device=tokens.device).expand(
-                    tokens.shape[0], -1
-                )
+            else (torch.arange(tokens.shape[1], device=tokens.device) + offset).expand(
+                tokens.shape[0], -1
             )
         )
         x = self.tokens(tokens) * self.scale + self.positions(positions).to(self.tokens.weight)
@@ -215,11 +215,12 @@ class Seq2Seq(nn.Module):
         (the cache is advanced here) and the result equals the full causal forward.
         `last_only` projects only the last position onto the vocabulary (`(batch, 1, vocab)`):
         all that search needs when it recomputes the whole prefix."""
-        offset = 0 if cache is None else cache.length
         bias = None
         if self.floater is not None:  # cross k/v biases only while the cross keys are computed
-            first = cache is None or cache.length == 0
-            bias = self.floater.decoder_bias(tgt.shape[1], offset, memory_padding, cross=first)
+            offset = 0 if cache is None else cache.length
+            bias = self.floater.decoder_bias(
+                tgt.shape[1], offset, memory_padding, cross=offset == 0
+            )
         ctx = Context(
             causal=True,
             memory=memory,
@@ -227,7 +228,9 @@ class Seq2Seq(nn.Module):
             cache=cache,
             attention_bias=bias,
         )
-        x = _run(self.decoder, self.embedding(tgt, None, offset), ctx)
+        # the position as a device tensor: a compiled step reads no number that changes
+        start = 0 if cache is None else cache.position(tgt.device)
+        x = _run(self.decoder, self.embedding(tgt, None, start), ctx)
         if cache is not None:
             cache.advance(tgt.shape[1])
         if last_only:
@@ -284,10 +287,13 @@ class LanguageModel(nn.Module):
     def forward(self, tokens: Tensor, cache: DecodeCache | None = None) -> Tensor:
         """`(batch, length)` ids -> logits `(batch, length, vocab)`; with a cache, only the new
         tokens are given and the cache is advanced."""
-        offset = 0 if cache is None else cache.length
-        bias = None if self.floater is None else self.floater.decoder_bias(tokens.shape[1], offset)
+        bias = None
+        if self.floater is not None:
+            offset = 0 if cache is None else cache.length
+            bias = self.floater.decoder_bias(tokens.shape[1], offset)
         ctx = Context(causal=True, cache=cache, attention_bias=bias)
-        x = _run(self.blocks, self.embedding(tokens, None, offset), ctx)
+        start = 0 if cache is None else cache.position(tokens.device)
+        x = _run(self.blocks, self.embedding(tokens, None, start), ctx)
         if cache is not None:
             cache.advance(tokens.shape[1])
         return self.norm(x) @ self.embedding.tokens.weight.T

@@ -76,28 +76,15 @@ def run_benchmark(args: argparse.Namespace) -> int:
     if str(args.output) != "docs/benchmarks.md":
         command += f" --output {args.output}"
     if args.what == "train":
-        from .train import run_train_bench
+        from .train import run_from_args
 
-        options = {
-            "data": args.data,
-            "vocab_size": args.vocab_size,
-            "max_tokens": args.max_tokens,
-            "updates": args.updates,
-            "device": args.device,
-            "precision": args.precision,
-        }
-        command = "butcherflow bench train " + " ".join(
-            f"--{k.replace('_', '-')} {v}" for k, v in options.items()
-        )
-        command += " --compile" * args.compile + given
-        if str(args.output) != "docs/benchmarks.md":
-            command += f" --output {args.output}"
-        run_train_bench(args.output, command, compile=args.compile, **options)
-        return 0
+        return run_from_args(args, given)
     if args.what == "beam":
         from .beam import run_beam
 
-        run_beam(output=args.output, repeats=args.repeats, command=command)
+        if args.device != "auto":
+            command += f" --device {args.device}"
+        run_beam(output=args.output, repeats=args.repeats, command=command, device=args.device)
         return 0
     if args.what == "floater":
         from .floater import run_floater

@@ -1,14 +1,18 @@
-"""`butcherflow bench beam`: beam search with incremental caches vs recomputing every prefix.
+"""`butcherflow bench beam`: beam search with incremental caches (eager and compiled) vs
+recomputing every prefix.
 
-Sentences per second of `generate.search` (beam 5) over the same batch of random sources, once
-with one `DecodeCache` for the whole batch × beam and once with `use_cache=False` (the decoder
-reruns the whole prefix at each step), timed side by side (interleaved repeats, median). Every
-output is forced to 50 tokens (`min_len = max_len_b = 50`: eos suppressed until step 50, then
-forced), so both paths do the same number of steps whatever the random weights. The models are
-randomly initialised at transformer-small sizes (d_model 256, 4 heads, d_ffn 1024, 3 + 3
-layers): the plain Transformer, macaron (a Strang splitting decoder: several self-attention
-caches per block) and ode-transformer-rk4 with an RK4 decoder (four stages, four caches per
-block). Target: ≥ 3× at 50-token outputs.
+Sentences per second of `generate.search` (beam 5) over the same batch of random sources, three
+ways, timed side by side (interleaved repeats, median): *eager cached*, one `DecodeCache` for
+the whole batch × beam; *compiled cached*, the same with every decoding step run by
+`torch.compile(model.decode)` (the static cache layout: two graphs serve all steps; compilation
+happens in the untimed warm-up); *recomputed*, `use_cache=False` (the decoder reruns the whole
+prefix at each step). Every output is forced to 50 tokens (`min_len = max_len_b = 50`: eos
+suppressed until step 50, then forced), so all paths do the same number of steps whatever the
+random weights. The models are randomly initialised at transformer-small sizes (d_model 256,
+4 heads, d_ffn 1024, 3 + 3 layers) in float32, as `butcherflow evaluate` decodes: the plain
+Transformer, macaron (a Strang splitting decoder: several self-attention caches per block) and
+ode-transformer-rk4 with an RK4 decoder (four stages, four caches per block). Target: cached
+≥ 3× recomputed at 50-token outputs.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from ..assemble import Recipe, Seq2Seq, load_recipe
+from ..devices import resolve_device
 from ..generate.search import search
 from . import write_section
 from .block import side_by_side
@@ -36,17 +41,24 @@ BEAM, LENGTH, TARGET = 5, 50, 3.0
 
 @dataclass(frozen=True)
 class BeamRow:
-    """Seconds per batch of `sentences` with and without caches."""
+    """Seconds per batch of `sentences`: cached (eager and compiled) and recomputed."""
 
     label: str
     calls: int
     cached: float
+    compiled: float
     recomputed: float
     sentences: int
 
     @property
     def speedup(self) -> float:
+        """Eager cached over recomputed: what the cache alone buys."""
         return self.recomputed / self.cached
+
+    @property
+    def compiled_speedup(self) -> float:
+        """Compiled over eager, both cached."""
+        return self.cached / self.compiled
 
 
 def bench_recipe(
@@ -57,27 +69,39 @@ def bench_recipe(
     length: int,
     repeats: int,
     vocab: int = 8000,
-) -> tuple[float, float, int]:
-    """Median seconds of one beam search over `sentences` random sources, cached and not.
+    device: torch.device | None = None,
+) -> tuple[float, float, float, int]:
+    """Median seconds of one beam search over `sentences` random sources, three ways.
 
-    **Returns:** `(cached seconds, recomputed seconds, field calls per decoder block)`.
+    **Returns:** `(eager cached, compiled cached, recomputed seconds, field calls per decoder
+    block)`.
     """
     torch.manual_seed(0)
     model = Seq2Seq.from_recipe(recipe, vocab).eval()  # macaron: d_ffn sized by its budget
-    src = torch.randint(4, vocab, (sentences, src_len))
+    model.to(device or torch.device("cpu"))
+    src = torch.randint(4, vocab, (sentences, src_len), device=device)
 
-    def run(use_cache: bool) -> Callable[[], None]:
+    def run(use_cache: bool, compile: bool = False) -> Callable[[], None]:
         def go() -> None:
             found = search(
-                model, src, beam=BEAM, max_len_b=length, min_len=length, use_cache=use_cache
+                model,
+                src,
+                beam=BEAM,
+                max_len_b=length,
+                min_len=length,
+                use_cache=use_cache,
+                compile=compile,
             )
             assert all(len(h[0].tokens) == length for h in found)
 
         return go
 
-    cached, recomputed = side_by_side(run(True), run(False), repeats=repeats)
+    torch.compiler.reset()  # dynamo keeps a bounded number of graphs for all models together
+    cached, compiled, recomputed = side_by_side(
+        run(True), run(True, compile=True), run(False), repeats=repeats
+    )
     calls = int(getattr(model.decoder[0], "field_calls", 1))
-    return cached, recomputed, calls
+    return cached, compiled, recomputed, calls
 
 
 def run_beam(
@@ -90,6 +114,7 @@ def run_beam(
     length: int = LENGTH,
     models: Sequence[tuple[str, str, str | None]] = MODELS,
     sizes: dict[str, int] | None = None,
+    device: str = "auto",
 ) -> list[BeamRow]:
     """Run the benchmark, print the table and write the `beam` section of `output`.
 
@@ -102,52 +127,65 @@ def run_beam(
     - `models`: `(label, recipe, decoder method or None)` triples.
     - `sizes`: overrides of the recipes' sizes and layers (tests and quick checks only:
       `d_model`, `n_heads`, `d_ffn`, `layers`).
+    - `device`: `auto`, `cpu`, `cuda` or `cuda:N`.
 
     **Returns:** one `BeamRow` per model.
     """
+    target = resolve_device(device)
     rows = []
     for label, name, decoder in models:
         recipe = _sized(load_recipe(name), decoder, sizes)
-        cached, recomputed, calls = bench_recipe(
-            recipe, sentences=sentences, src_len=src_len, length=length, repeats=repeats
+        cached, compiled, recomputed, calls = bench_recipe(
+            recipe,
+            sentences=sentences,
+            src_len=src_len,
+            length=length,
+            repeats=repeats,
+            device=target,
         )
-        rows.append(BeamRow(label, calls, cached, recomputed, sentences))
+        rows.append(BeamRow(label, calls, cached, compiled, recomputed, sentences))
         r = rows[-1]
         print(
-            f"{label:<34} cached {sentences / cached:7.2f} sent/s  recomputed "
-            f"{sentences / recomputed:7.2f} sent/s  speedup {r.speedup:.2f}x",
+            f"{label:<34} cached {sentences / cached:7.2f} sent/s  compiled "
+            f"{sentences / compiled:7.2f} sent/s  recomputed {sentences / recomputed:7.2f} "
+            f"sent/s  speedup {r.speedup:.2f}x  compiled/eager {r.compiled_speedup:.2f}x",
             flush=True,
         )
     recipe = _sized(load_recipe(models[0][1]), None, sizes)
     d, h, f = (int(recipe.sizes[k]) for k in ("d_model", "n_heads", "d_ffn"))
     layers = recipe.decoder.layers if recipe.decoder else 0
+    gpu = f", {torch.cuda.get_device_name(target)}" if target.type == "cuda" else ""
     lines = [
         "## Beam search with and without caches (`butcherflow bench beam`)",
         "",
         f"Command: `{command}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}). "
-        f"Machine: {machine()}; torch {torch.__version__}, {torch.get_num_threads()} thread(s). "
+        f"Machine: {machine()}; torch {torch.__version__}, {torch.get_num_threads()} thread(s)"
+        f"; device {target}{gpu}. "
         f"Beam {BEAM} over a batch of {sentences} random sources of {src_len} tokens, every "
         f"output forced to {length} tokens (`min_len = max_len_b = {length}`); randomly "
         f"initialised models at d_model={d}, n_heads={h}, d_ffn={f}, {layers} decoder layers, "
-        "vocabulary 8000. *Cached*: one `DecodeCache` for the batch × beam, reordered at each "
-        "step; *recomputed*: `use_cache=False`, `model.decode` reruns the whole prefix at each "
-        "step and projects only its last position onto the vocabulary, so the gap is the "
-        "cache's alone. "
-        f"Median of {repeats} interleaved repeats.",
+        "vocabulary 8000, float32. *Eager cached*: one `DecodeCache` for the batch × beam, "
+        "reordered at each step; *compiled cached*: the same, each step run by "
+        "`torch.compile(model.decode)` (default mode; compiled in the untimed warm-up); "
+        "*recomputed*: `use_cache=False`, `model.decode` reruns the whole prefix at each step "
+        "and projects only its last position onto the vocabulary, so the gap is the cache's "
+        f"alone. Median of {repeats} interleaved repeats.",
         "",
-        "| model | field calls per decoder block | cached (sentences/s) "
-        f"| recomputed (sentences/s) | speedup (target ≥ {TARGET:g}×) |",
-        "|---|--:|--:|--:|--:|",
+        "| model | field calls per decoder block | eager cached (sentences/s) "
+        "| compiled cached (sentences/s) | recomputed (sentences/s) "
+        f"| cached / recomputed (target ≥ {TARGET:g}×) | compiled / eager |",
+        "|---|--:|--:|--:|--:|--:|--:|",
     ]
     for r in rows:
         lines.append(
             f"| {r.label} | {r.calls} | {r.sentences / r.cached:.2f} | "
-            f"{r.sentences / r.recomputed:.2f} | {r.speedup:.2f}× "
-            f"{'PASS' if r.speedup >= TARGET else 'FAIL'} |"
+            f"{r.sentences / r.compiled:.2f} | {r.sentences / r.recomputed:.2f} | "
+            f"{r.speedup:.2f}× {'PASS' if r.speedup >= TARGET else 'FAIL'} | "
+            f"{r.compiled_speedup:.2f}× |"
         )
     body = "\n".join(lines)
     print(body)
-    write_section(output, "beam", body)
+    write_section(output, "beam" if target.type == "cpu" else f"beam-{target.type}", body)
     return rows
 
 

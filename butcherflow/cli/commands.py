@@ -69,23 +69,32 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         choices=("order", "block", "streams", "beam", "floater", "train"),
         help="order: prove the whole catalog, timed, beside NodePy; block: compiled blocks vs "
         "hand-written loops, then streams; streams: hyper-connection stacks (n = 4, every "
-        "coefficient policy) vs the residual stack; beam: beam search "
-        "with incremental caches vs recomputing every prefix; floater: a training step with "
-        "FLOATER positions vs sinusoidal positions; train: training tokens/s of transformer-small "
-        "and ode-transformer-rk2-gated beside torch.nn.Transformer",
+        "coefficient policy) vs the residual stack; beam: beam search with incremental caches "
+        "(eager and compiled) vs recomputing every prefix; floater: a training step with "
+        "FLOATER positions vs sinusoidal positions; train: training tokens/s, FLOPs, MFU and "
+        "peak memory of recipes beside torch.nn.Transformer",
     )
     p.add_argument("--output", default="docs/benchmarks.md", help="markdown file to update")
     p.add_argument("--repeats", type=int, default=3, help="timings are the median of repeats")
     p.add_argument("--no-nodepy", action="store_true", help="skip the NodePy comparison")
+    p.add_argument("--device", default="auto", help="train and beam: auto, cpu, cuda or cuda:N")
     p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     train = p.add_argument_group("bench train (training tokens/s beside torch.nn.Transformer)")
     train.add_argument("--data", default="bible:de-en", help="the corpus whose batches are timed")
     train.add_argument("--vocab-size", type=int, default=8000, help="BPE vocabulary size")
     train.add_argument("--max-tokens", type=int, default=4096, help="padded positions per batch")
     train.add_argument("--updates", type=int, default=20, help="timed updates per model")
-    train.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     train.add_argument("--precision", default="auto", help="auto, fp32, bf16 or fp16")
     train.add_argument("--compile", action="store_true", help="torch.compile every model")
+    train.add_argument(
+        "--compare-eager", action="store_true", help="with --compile: eager copies side by side"
+    )
+    train.add_argument(
+        "--recipes", nargs="+", default=None, metavar="RECIPE", help="recipes to time"
+    )
+    train.add_argument(
+        "--sizes", default=None, help="an experiment preset's sizes: small, base or tiny"
+    )
     p.set_defaults(run=cmd_bench)
 
     p = sub.add_parser("gallery", help="write the docs gallery: a page per catalog entry")

@@ -27,12 +27,12 @@ from torch import Tensor, nn
 from ..errors import ButcherflowError, DeclarationError
 from ..methods import ContinuousDynamics
 from ..nn import Context, Field, ModuleField, MultiheadAttention, SinusoidalPositions, make_field
-from ..nn.ode import coefficients, solve
+from ..nn.ode import coefficients, prepare, solve
 from .options import FieldSizes, FieldSpec
 from .program import (
     CompiledBlock,
     ProgramBuilder,
-    _linear_flops,
+    call_flops,
     class_name,
     field_width,
     require,
@@ -76,6 +76,7 @@ class NeuralODE(nn.Module):
     def __init__(self, method: ContinuousDynamics, field: Field, d_model: int) -> None:
         super().__init__()
         self.method, self.d_model = method, d_model
+        prepare(method)
         self.field = field
         self.raw_module = isinstance(field, ModuleField)
         self.start, self.end = float(method.t0), float(method.t1)
@@ -270,26 +271,22 @@ class ContinuousBlock(CompiledBlock):
         assert self.method.tableau is not None
         return self.steps * len(coefficients(self.method.tableau).stages)
 
-    def flops_per_token(self, length: int = 64) -> int | None:
-        """Estimated forward FLOPs per token (the rule of `CompiledBlock.flops_per_token`: field
-        calls, one axpy of 2·d_model per term of every combination, plus the time input of
-        each call); None for adaptive solvers."""
+    def flops(self, length: int, memory_length: int) -> tuple[int, int] | None:
+        """Estimated forward FLOPs per input token and per memory token (the rule of
+        `CompiledBlock.flops`: field calls, one axpy of 2·d_model per term of every
+        combination, plus the time input of each call); None for adaptive solvers."""
         calls = self.field_calls
         if calls is None:
             return None
         assert self.method.tableau is not None and self.steps is not None
-        field = _linear_flops(self.field) + sum(
-            4 * length * m.d_model
-            for m in self.field.modules()
-            if isinstance(m, MultiheadAttention)
-        )
+        field, memory = call_flops(self.field, length, memory_length)
         if self.method.time == "concat" and not self.ode.raw_module:
             field += 2 * self.d_model  # y + t·w
         elif self.method.time == "embedding":
             field += 4 * self.d_model  # sin/cos of d_model/2 angles each, s ⊙ PE, the add
         numbers = coefficients(self.method.tableau)
         terms = sum(len(numbers.reads[i]) for i in numbers.stages) + len(numbers.weighted)
-        return calls * field + self.steps * terms * 2 * self.d_model
+        return calls * field + self.steps * terms * 2 * self.d_model, calls * memory
 
     @property
     def code(self) -> str:

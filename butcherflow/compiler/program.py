@@ -19,7 +19,7 @@ import torch.fx as fx
 from torch import Tensor, nn
 
 from ..errors import DeclarationError
-from ..nn import Context, DecodeCache, Field, MultiheadAttention
+from ..nn import Context, CrossAttentionSublayer, DecodeCache, Field, MultiheadAttention
 
 Coefficient = float | fx.Node  # a constant folded into the graph, or a node (learned, gated)
 
@@ -161,6 +161,29 @@ def _linear_flops(module: nn.Module) -> int:
     )
 
 
+def call_flops(module: nn.Module, length: int, memory_length: int) -> tuple[int, int]:
+    """Forward FLOPs of one call of `module`, per token of its input and per token of the
+    encoder memory.
+
+    Per input token: 2 per multiply-add of its linear layers, except the key/value projections
+    of cross-attention, plus attention's quadratic part, 4·d_model per key (the scores QKᵀ and
+    the weighted sum of the values, 2·d_model each): `memory_length` keys for cross-attention,
+    `length` for any other attention. A causal query is counted with every key, as SDPA's dense
+    kernels compute them (the convention of PaLM's and nanoGPT's MFU). Per memory token: the
+    key/value projections of every cross-attention (2·d_model·2·d_model each), which a call
+    without a `DecodeCache` computes afresh.
+    """
+    cross = [m.attention for m in module.modules() if isinstance(m, CrossAttentionSublayer)]
+    ids = {id(m) for m in cross}
+    per_token = _linear_flops(module) + sum(
+        4 * (memory_length if id(m) in ids else length) * m.d_model
+        for m in module.modules()
+        if isinstance(m, MultiheadAttention)
+    )
+    per_memory = sum(2 * m.d_model * 2 * m.d_model for m in cross)
+    return per_token - per_memory, per_memory
+
+
 class CompiledBlock(nn.Module):
     """A method compiled into a layer: `y_next = block(y, ...)`.
 
@@ -198,22 +221,27 @@ class CompiledBlock(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
-    def flops_per_token(self, length: int = 64) -> int | None:
-        """Estimated forward FLOPs per token at sequence `length`: 2 per multiply-add in linear
-        layers, attention scores and values (4·length·d_model per attention call), and one
-        axpy (2·d_model) per term of every linear combination; None where the number of field
-        calls is chosen at run time (adaptive ODE solvers)."""
-        total = 0
+    def flops(self, length: int, memory_length: int) -> tuple[int, int] | None:
+        """Estimated forward FLOPs, per token of the input at sequence `length` and per token
+        of an encoder memory of `memory_length` tokens (cross-attention's key/value
+        projections): every module call's `call_flops` and one axpy (2·d_model) per term of
+        every linear combination; None where the number of field calls is chosen at run time
+        (adaptive ODE solvers). Norms, activations and softmax are not counted."""
+        per_token = per_memory = 0
         for node in self.program.graph.nodes:
             if node.op == "call_module":
                 module = self.program.get_submodule(str(node.target))
-                total += _linear_flops(module)
-                for sub in module.modules():
-                    if isinstance(sub, MultiheadAttention):
-                        total += 4 * length * sub.d_model
+                token, memory = call_flops(module, length, memory_length)
+                per_token, per_memory = per_token + token, per_memory + memory
             elif node.op == "call_function" and node.target in (torch.add, operator.add):
-                total += 2 * self.d_model
-        return total
+                per_token += 2 * self.d_model
+        return per_token, per_memory
+
+    def flops_per_token(self, length: int = 64) -> int | None:
+        """Estimated forward FLOPs per token at sequence `length`, a decoder's memory of the
+        same length (`flops`, both parts)."""
+        counts = self.flops(length, length)
+        return None if counts is None else sum(counts)
 
     d_model: int
 

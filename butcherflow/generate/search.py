@@ -46,6 +46,7 @@ from ..errors import ButcherflowError, DeclarationError
 from ..nn import DecodeCache, LearnedPositions
 
 BOS, EOS = 2, 3  # fixed special ids of the pipeline (pad is the model's pad_index, 0)
+DEFAULT_CAPACITY = 64  # positions a DecodeCache allocates at first (sentences are rarely longer)
 # The generation defaults, fairseq's (`fairseq-generate`): spelled here once, for every function,
 # command and report that decodes.
 BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B, MIN_LEN = 5, 1.0, 0.0, 200, 1
@@ -159,20 +160,48 @@ def _encode(model: Seq2Seq, src: Tensor) -> tuple[Tensor, Tensor]:
 
 
 class _Decoder:
-    """Next-token log-probabilities for the last position of every row, with or without cache."""
+    """Next-token log-probabilities for the last position of every row, with or without cache.
 
-    def __init__(self, model: Seq2Seq, memory: Tensor, padding: Tensor, use_cache: bool) -> None:
+    With `compile`, each step runs `torch.compile(model.decode)`. The batch and source sizes are
+    marked dynamic (sentences leave the batch, batches differ in length), so one model needs
+    about three graphs (the first step, which registers the cache's slots; the later steps; the
+    time axis once it doubled), reused by later searches while dynamo's guards hold. Dynamo
+    keeps at most `torch._dynamo.config.recompile_limit` graphs of `decode` for all models of a
+    process together and runs eagerly beyond that: a process that compiles the decoding of
+    many models calls `torch.compiler.reset()` between them.
+    """
+
+    def __init__(
+        self,
+        model: Seq2Seq,
+        memory: Tensor,
+        padding: Tensor,
+        use_cache: bool,
+        compile: bool = False,
+    ) -> None:
         self.model = model
         self.memory = memory
         self.padding = padding
-        self.cache = DecodeCache() if use_cache else None
+        # one capacity for every search (a compiled graph is specialised to it); more doubles it
+        self.cache = DecodeCache(DEFAULT_CAPACITY) if use_cache else None
+        self.compile = compile
+        self.decode = torch.compile(model.decode) if compile else model.decode
 
     def logits(self, tokens: Tensor) -> Tensor:
         """**Arguments:** `tokens` `(rows, step + 1)`. **Returns:** `(rows, vocab)` logits."""
+        memory, padding = self.memory, self.padding
+        # contiguous: the same strides at every step (a stride change recompiles)
+        new = tokens if self.cache is None else tokens[:, -1:].contiguous()
+        if self.compile:
+            for tensor in (new, memory, padding):
+                torch._dynamo.maybe_mark_dynamic(tensor, 0)  # rows
+            for tensor in (memory, padding) if self.cache else (new, memory, padding):
+                torch._dynamo.maybe_mark_dynamic(tensor, 1)  # source length, prefix length
         if self.cache is None:
-            out = self.model.decode(tokens, self.memory, self.padding, last_only=True)
+            out = self.decode(new, memory, padding, last_only=True)
         else:
-            out = self.model.decode(tokens[:, -1:], self.memory, self.padding, self.cache)
+            self.cache.reserve(tokens.shape[1])  # a compiled step cannot grow the cache
+            out = self.decode(new, memory, padding, self.cache)
         logits = out[:, -1]
         # half-precision logits (autocast on GPU) are normalised in float32
         return logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits
@@ -216,6 +245,7 @@ def search(
     min_len: int = MIN_LEN,
     early_stop: bool = True,
     use_cache: bool = True,
+    compile: bool = False,
 ) -> list[list[Hypothesis]]:
     """Beam search over a batch of sources; every finished hypothesis, best first.
 
@@ -231,6 +261,8 @@ def search(
     - `early_stop`: fairseq's stopping rule (True) or the exact one (False); module docstring.
     - `use_cache`: decode incrementally with a `DecodeCache` (ignored, i.e. False, when the
       model has `supports_cache = False`).
+    - `compile`: run each decoding step through `torch.compile(model.decode)` (the same tokens
+      as eager decoding; the first call compiles, later calls reuse the graphs).
 
     **Returns:** for each source row, up to `beam` `Hypothesis`, sorted by decreasing score.
     """
@@ -248,6 +280,7 @@ def search(
             min_len,
             early_stop,
             _use_cache(model, use_cache),
+            compile,
         )
 
 
@@ -261,12 +294,13 @@ def _beam(
     min_len: int,
     early_stop: bool,
     use_cache: bool,
+    compile: bool,
 ) -> list[list[Hypothesis]]:
     batch, device = src.shape[0], src.device
     memory, padding = _encode(model, src)
     expand = torch.arange(batch, device=device).repeat_interleave(beam)
-    decoder = _Decoder(model, memory[expand], padding[expand], use_cache)
     limit = max_lengths(model, src, max_len_a, max_len_b)  # (n,) for the n live sentences
+    decoder = _Decoder(model, memory[expand], padding[expand], use_cache, compile)
     sentences = list(range(batch))  # original index of each live sentence
     tokens = torch.full((batch * beam, 1), BOS, dtype=torch.long, device=device)
     scores = torch.zeros(batch * beam, device=device)
@@ -372,6 +406,7 @@ def beam_search(
     min_len: int = MIN_LEN,
     early_stop: bool = True,
     use_cache: bool = True,
+    compile: bool = False,
 ) -> list[list[int]]:
     """The best hypothesis of `search` for each source row (see `search` for the arguments).
 
@@ -387,6 +422,7 @@ def beam_search(
         min_len=min_len,
         early_stop=early_stop,
         use_cache=use_cache,
+        compile=compile,
     )
     return [list(hypotheses[0].tokens) for hypotheses in found]
 
@@ -399,6 +435,7 @@ def greedy(
     max_len_b: int = MAX_LEN_B,
     min_len: int = MIN_LEN,
     use_cache: bool = True,
+    compile: bool = False,
 ) -> list[list[int]]:
     """Greedy decoding: the most likely next token at each step (equal to `beam=1`, faster).
 
@@ -408,16 +445,24 @@ def greedy(
     """
     check_options(max_len_a=max_len_a, max_len_b=max_len_b, min_len=min_len)
     with _evaluating(model):
-        return _greedy(model, src, max_len_a, max_len_b, min_len, _use_cache(model, use_cache))
+        return _greedy(
+            model, src, max_len_a, max_len_b, min_len, _use_cache(model, use_cache), compile
+        )
 
 
 def _greedy(
-    model: Seq2Seq, src: Tensor, max_len_a: float, max_len_b: int, min_len: int, use_cache: bool
+    model: Seq2Seq,
+    src: Tensor,
+    max_len_a: float,
+    max_len_b: int,
+    min_len: int,
+    use_cache: bool,
+    compile: bool,
 ) -> list[list[int]]:
     batch, device = src.shape[0], src.device
     memory, padding = _encode(model, src)
-    decoder = _Decoder(model, memory, padding, use_cache)
     limit = max_lengths(model, src, max_len_a, max_len_b)
+    decoder = _Decoder(model, memory, padding, use_cache, compile)
     sentences = list(range(batch))
     tokens = torch.full((batch, 1), BOS, dtype=torch.long, device=device)
     out: list[list[int]] = [[] for _ in range(batch)]

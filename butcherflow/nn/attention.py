@@ -96,7 +96,6 @@ class MultiheadAttention(nn.Module):
         weight, bias = self.in_proj.weight, self.in_proj.bias
         d = self.d_model
         cache = ctx.cache
-        past = 0
         if self_attention and key_value is query:
             q, k, v = F.linear(query, weight, bias).chunk(3, dim=-1)
             k, v = self._heads(_add(k, extra.k)), self._heads(_add(v, extra.v))
@@ -114,15 +113,21 @@ class MultiheadAttention(nn.Module):
             else:
                 k, v = project()
         q = self._heads(_add(q, extra.q))
+        positions = None
         if self_attention:
-            if cache is not None:
-                past = cache.length
-                k, v = cache.append_self(slot, id(self), k, v)
             padding, causal = ctx.key_padding_mask, ctx.causal
+            if cache is not None:
+                compiled = torch.compiler.is_compiling()  # no count to read: see DecodeCache
+                if padding is not None and not compiled:
+                    _check_covers(padding, cache.length + q_len)
+                positions = cache.position(q.device) + torch.arange(q_len, device=q.device)
+                k, v = cache.append_self(slot, id(self), k, v)
+                if q_len == 1 and not compiled:  # eager: the newest query sees every key given
+                    positions, causal = None, False
         else:
             padding, causal = ctx.memory_key_padding_mask, False
 
-        mask, is_causal, row_ok = _mask(q_len, k.shape[2], past, causal, padding, q.device)
+        mask, is_causal, row_ok = _mask(q_len, k.shape[2], causal, padding, q.device, positions)
         out = F.scaled_dot_product_attention(
             q,
             k,
@@ -144,36 +149,44 @@ class MultiheadAttention(nn.Module):
         return f"d_model={self.d_model}, n_heads={self.n_heads}, dropout={self.dropout}"
 
 
+def _check_covers(padding: Tensor, keys: int) -> None:
+    if padding.shape[-1] != keys:
+        raise ValueError(
+            f"a key padding mask of length {padding.shape[-1]} for {keys} keys (with a "
+            "DecodeCache it must cover the cached keys too)"
+        )
+
+
 def _mask(
     q_len: int,
     k_len: int,
-    past: int,
     causal: bool,
     padding: Tensor | None,
     device: torch.device,
+    positions: Tensor | None = None,
 ) -> tuple[Tensor | None, bool, Tensor | None]:
     """The SDPA mask (True = attend), the `is_causal` flag, and which query rows see any key.
 
-    Queries sit at positions `past, ..., past + q_len - 1` and keys at `0, ..., k_len - 1`, so
-    the causal mask stays right during incremental decoding (SDPA's `is_causal` aligns the two
-    at 0, which is only correct without a cache).
+    Without `positions`, queries and keys both sit at `0, 1, ...` (SDPA's `is_causal`). With a
+    `DecodeCache`, `positions` `(q_len,)` holds the queries' positions and key `j` sits at
+    position `j` of the cache's time axis: the causal mask `j ≤ position` also hides the slots
+    not written yet, and `padding` `(batch, length)` is extended to the whole axis.
     """
     if padding is not None:
         if padding.dtype != torch.bool:
             raise TypeError(f"padding masks must be bool (True = padding), got {padding.dtype}")
-        if padding.shape[-1] != k_len:
-            raise ValueError(
-                f"a key padding mask of length {padding.shape[-1]} for {k_len} keys "
-                "(with a DecodeCache it must cover the cached keys too)"
-            )
+        if positions is not None:  # the cache's unwritten tail counts as padding
+            padding = F.pad(padding, (0, k_len - padding.shape[-1]), value=True)
+        else:
+            _check_covers(padding, k_len)
     allowed = None
-    if causal:
-        if padding is None and past == 0:
+    if positions is not None:
+        allowed = torch.arange(k_len, device=device)[None, :] <= positions[:, None]
+    elif causal:
+        if padding is None:
             return None, True, None
-        if q_len > 1:  # a single newest query sees every key: no mask needed
-            key_pos = torch.arange(k_len, device=device)
-            query_pos = torch.arange(past, past + q_len, device=device)
-            allowed = key_pos[None, :] <= query_pos[:, None]
+        key_pos = torch.arange(k_len, device=device)
+        allowed = key_pos[None, :] <= torch.arange(q_len, device=device)[:, None]
     if padding is None:
         return allowed, False, None
     keep = ~padding[:, None, None, :]

