@@ -145,3 +145,11 @@ def test_bad_stacks_are_refused(kwargs: dict[str, object], fragment: str) -> Non
 def test_compile_on_a_multistep_method_points_to_compile_stack() -> None:
     with pytest.raises(bf.DeclarationError, match="compile_stack"):
         bf.compile("adams-bashforth-2", field="ffn", d_model=8, d_ffn=16)
+
+
+@pytest.mark.parametrize("name", ["adams-bashforth-2", "hyper-connections-4"])
+def test_a_stack_without_layers_is_one_error_naming_fields(name: str) -> None:
+    """Every family that spans layers gets the same check, from one place (compiler/options)."""
+    with pytest.raises(bf.DeclarationError, match="a stack needs at least one layer") as info:
+        bf.compile_stack(bf.catalog[name], [], d_model=16, n_heads=2, d_ffn=32)
+    assert "'fields'" in str(info.value)

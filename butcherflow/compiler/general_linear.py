@@ -194,13 +194,6 @@ class GeneralLinearStack(CompiledBlock):
     def __init__(self, method: GeneralLinear, options: GeneralLinearOptions) -> None:
         super().__init__()
         fields = require_fields_list(options.fields)
-        require(
-            len(fields) >= 1,
-            "a stack needs at least one layer",
-            key="fields",
-            value=list(fields),
-            valid="a list of L >= 1 fields",
-        )
         policy = options.coefficients or "exact"
         require(
             policy in GLM_POLICIES,

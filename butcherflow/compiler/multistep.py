@@ -74,13 +74,6 @@ class MultistepStack(CompiledBlock):
     def __init__(self, method: LinearMultistep | str, options: MultistepOptions) -> None:
         super().__init__()
         fields = require_fields_list(options.fields)
-        require(
-            len(fields) >= 1,
-            "a stack needs at least one layer",
-            key="fields",
-            value=list(fields),
-            valid="a list of L >= 1 fields",
-        )
         coefficients = options.coefficients or ("learned" if method == "dlcl" else "exact")
         require(
             coefficients in STACK_POLICIES,

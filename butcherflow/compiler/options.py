@@ -17,6 +17,7 @@ from torch import nn
 
 from ..errors import DeclarationError
 from ..methods import Method
+from .program import require
 
 FieldSpec = str | nn.Module
 Options = TypeVar("Options", bound="FieldSizes")
@@ -83,7 +84,7 @@ class FieldSizes:
 
 
 def require_fields_list(fields: Any) -> Sequence[FieldSpec]:
-    """A stack's `fields`: one spec per layer."""
+    """A stack's `fields`: one spec per layer, at least one."""
     if isinstance(fields, (str, bytes)) or not isinstance(fields, Sequence):
         raise DeclarationError(
             "fields must be a list with one field per layer",
@@ -91,4 +92,11 @@ def require_fields_list(fields: Any) -> Sequence[FieldSpec]:
             value=fields,
             valid="e.g. fields=['san+ffn'] * 6",
         )
+    require(
+        len(fields) >= 1,
+        "a stack needs at least one layer",
+        key="fields",
+        value=list(fields),
+        valid="a list of L >= 1 fields",
+    )
     return fields
