@@ -6,7 +6,7 @@ For a GLM (A, U, B, V) with r inputs and s stages (`methods/general_linear.py`):
   (the starting procedure's; Butcher's preconsistency vector).
 - **Zero-stability**: V is power-bounded: its eigenvalues lie in the closed unit disc and those on
   the circle are semisimple. Decided exactly for rational V (the factors of its characteristic
-  polynomial, `multistep._root_condition`'s machinery, and ranks of f(V) for the factors f on the
+  polynomial, `root_condition`'s machinery, and ranks of f(V) for the factors f on the
   circle). A doubly stochastic V (mHC) is power-bounded because ‖Vⁿ‖∞ = 1 for every n.
 - **Stability matrix** M(z) = V + zB(I − zA)⁻¹U; the method is stable at z when M(z) is
   power-bounded. Its real stability interval is read in float64 (eigenvalues on a grid).
@@ -38,9 +38,9 @@ from sympy.polys.matrices import DomainMatrix
 from ..methods.general_linear import GeneralLinear, StartTerm
 from ..methods.numbers import ball
 from ..methods.precision import Judgement, judge_enclosure, working_precision
-from .multistep import ZETA, _root_condition
 from .report import Report
 from .rk_order import DEFAULT_TIME_BUDGET
+from .root_condition import ZETA, root_condition
 from .search import search_order
 from .trees import PLAIN, Tree
 from .weights import judge_element, smallest_domain
@@ -187,10 +187,10 @@ def zero_stability(V: Sequence[Sequence[sympy.Expr]], rounding: float) -> tuple[
     if doubly_stochastic(V):
         return True, "V is doubly stochastic: ‖Vⁿ‖∞ = 1 for every n, so V is power-bounded"
     char = sympy.Poly(M.charpoly(ZETA).as_expr(), ZETA)
-    inside, _roots, how, _weak = _root_condition(char, rounding)
+    inside, _roots, how, _weak = root_condition(char, rounding)
     if inside is None:
         return None, how
-    # _root_condition asks for simple roots on the circle (right for ρ); for a matrix, a repeated
+    # root_condition asks for simple roots on the circle (right for ρ); for a matrix, a repeated
     # eigenvalue on the circle is fine when it is semisimple: rank f(V) = n − m·deg f.
     bad = []
     for factor, mult in char.factor_list()[1]:

@@ -1,0 +1,154 @@
+"""The order of a linear multistep method: its conditions C_q, judged one by one.
+
+The method Σⱼ αⱼ y_{n+j} = h Σⱼ βⱼ f_{n+j} (j = 0..k) has order p when the conditions
+C_q = Σⱼ (j^q αⱼ − q j^{q−1} βⱼ) / q! vanish for q = 0..p. Consistency (C_0 = ρ(1) = 0 and
+C_1 = ρ'(1) − σ(1) = 0) is part of the definition: a method that fails it has order 0, however
+many later conditions it meets. A numeric declaration's C_q is computed exactly from its digits
+and judged against the most the entries' precision can move it (C_q is linear in them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import flint
+import sympy
+
+from ..methods import LinearMultistep
+from ..methods.numbers import ball
+from ..methods.precision import Judgement, judge_enclosure, judge_exact, working_precision
+from .root_condition import ZETA
+from .search import search_order
+
+
+def condition(alpha: Sequence[sympy.Expr], beta: Sequence[sympy.Expr], q: int) -> sympy.Expr:
+    """The order condition C_q = Σⱼ (j^q αⱼ − q j^{q−1} βⱼ) / q!, exactly (C_0 = Σⱼ αⱼ)."""
+    total = sympy.Integer(0)
+    for j, (a, b) in enumerate(zip(alpha, beta, strict=True)):
+        total += sympy.Integer(j) ** q * a
+        if q > 0:
+            total -= q * sympy.Integer(j) ** (q - 1) * b
+    return sympy.expand(total / sympy.factorial(q))
+
+
+def _scale(steps: int, q: int, alpha: Sequence[Any], beta: Sequence[Any]) -> Fraction:
+    """The size of C_q's terms, Σⱼ (j^q |αⱼ| + q j^(q−1) |βⱼ|) / q!: the resolution's scale."""
+    total = Fraction(0)
+    for j in range(steps + 1):
+        a, b = _magnitude(alpha[j]), _magnitude(beta[j])
+        total += j**q * a + (q * j ** (q - 1) * b if q else 0)
+    return max(total / math.factorial(q), Fraction(1, math.factorial(q)))
+
+
+def _magnitude(x: sympy.Expr) -> Fraction:
+    if x.is_Rational:
+        return abs(Fraction(int(x.p), int(x.q)))
+    return Fraction(abs(float(x)))
+
+
+def _bound(method: LinearMultistep, q: int) -> Fraction:
+    """How far C_q can move when every αⱼ, βⱼ moves within its precision (C_q is linear)."""
+    total = Fraction(0)
+    for j in range(method.steps + 1):
+        total += j**q * method.alpha_numbers[j].rounding
+        if q:
+            total += q * j ** (q - 1) * method.beta_numbers[j].rounding
+    return total / math.factorial(q)
+
+
+def judge_condition(method: LinearMultistep, q: int, value: sympy.Expr) -> Judgement:
+    """The verdict on C_q = `value` (computed exactly from the digits)."""
+    if value.free_symbols:  # a family: only an identity counts
+        return judge_exact(value, bool(sympy.simplify(value) == 0))
+    zero = vanishes(value)
+    if not method.numeric:
+        return judge_exact(value, zero)
+    bound = _bound(method, q)
+    with flint.ctx.workprec(working_precision([*method.alpha_numbers, *method.beta_numbers])):
+        enclosure = ball(value, bound)
+        scale = _scale(method.steps, q, method.alpha, method.beta)
+        return judge_enclosure(enclosure, scale, lambda: zero)
+
+
+def vanishes(value: sympy.Expr) -> bool:
+    """Whether an exact value (rational, radical or other algebraic) is exactly zero."""
+    if value == 0:
+        return True
+    if value.is_Rational:
+        return False
+    try:  # radicals: exactly zero iff the minimal polynomial is ζ itself
+        return bool(sympy.minimal_polynomial(value, ZETA) == ZETA)
+    except (NotImplementedError, sympy.polys.polyerrors.NotAlgebraic):
+        return bool(value.equals(0))
+
+
+def dahlquist_barrier(steps: int, explicit: bool) -> int:
+    """The highest order of a zero-stable k-step method: k + 2 for even k, k + 1 for odd k
+    (Dahlquist's first barrier), k when explicit."""
+    if explicit:
+        return steps
+    return steps + 2 if steps % 2 == 0 else steps + 1
+
+
+@dataclass(frozen=True)
+class MultistepOrder:
+    """What the search of C_0, C_1, ... established (`search_multistep_order`)."""
+
+    order: int
+    upper: int | None
+    consistent: bool
+    conditions: list[sympy.Expr]
+    failing: list[tuple[int, Judgement]]  # the conditions of order + 1 that fail
+    undetermined: list[tuple[int, Judgement]]
+    stopped: str | None
+
+
+def search_multistep_order(
+    method: LinearMultistep, limit: int, bound: int | None, capped: bool
+) -> MultistepOrder:
+    """Judge C_0, C_1, ... (consistency, C_0 = C_1 = 0, is part of the definition of order 1)."""
+    conditions: list[sympy.Expr] = []
+
+    def judged_at(n: int) -> list[tuple[int, Judgement]]:
+        while len(conditions) <= n:
+            conditions.append(condition(method.alpha, method.beta, len(conditions)))
+        qs = (0, 1) if n == 1 else (n,)
+        return [(q, judge_condition(method, q, conditions[q])) for q in qs]
+
+    found = search_order(judged_at, limit=limit, deadline=math.inf, bound=bound, capped=capped)
+    consistent = found.order >= 1
+    return MultistepOrder(
+        found.order,
+        found.upper,
+        consistent,
+        conditions,
+        found.failing,
+        found.undetermined,
+        found.stopped,
+    )
+
+
+def raising_notes(method: LinearMultistep, found: MultistepOrder, limit: int) -> list[str]:
+    """Which parameter values of a family meet the conditions that fail generically."""
+    symbols = sorted(method.symbols, key=str)
+    names = ", ".join(map(str, symbols))
+    equations = [j.residual for _, j in found.failing]
+    try:
+        solutions = sympy.solve(equations, symbols, dict=True)
+    except NotImplementedError:
+        return [f"sympy could not solve the next order condition for {names}"]
+    notes = []
+    for solution in solutions[:8]:
+        alpha, beta = (
+            [sympy.expand(x.subs(solution)) for x in v] for v in (method.alpha, method.beta)
+        )
+        if not vanishes(alpha[-1]):  # else it is no longer a k-step method
+            member = LinearMultistep(alpha, beta, name=method.name)
+            order = search_multistep_order(member, limit, None, False).order
+            where = ", ".join(f"{s} = {v}" for s, v in solution.items())
+            notes.append(f"{where} raises the order from {found.order} to {order}")
+    return notes or [f"no value of {names} raises the order above {found.order}"]
