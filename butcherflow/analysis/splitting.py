@@ -1,19 +1,9 @@
 """Order of operator splittings: exact sub-flows in the free algebra, sub-steps by coloured trees.
 
-Ordering convention. The splitting y' = Σ_X f_X(y) with steps (X₁, c₁), ..., (X_n, c_n) advances
-X₁ by c₁h first, then X₂ by c₂h, and so on: Ψ_h = φ^{X_n}_{c_n h} ∘ ⋯ ∘ φ^{X₁}_{c₁ h}. With the Lie
-derivatives D_X g = g'·f_X, a function g along the flows obeys (Gröbner's lemma reverses the order)
-
-    g(Ψ_h(y)) = (exp(c₁ h D_{X₁}) exp(c₂ h D_{X₂}) ⋯ exp(c_n h D_{X_n}) g)(y),
-
-so the first step's factor stands leftmost, and the word "AB" means D_A D_B (A's flow acts first).
-The exact flow is exp(h Σ_X D_X). The splitting has order p when both series agree on every word
-of length ≤ p in the free associative algebra over one letter per operator (necessary and
-sufficient for arbitrary non-commuting fields). Word reversal fixes exp(h Σ D), so the reversed
-(adjoint) composition has the same order.
-
-With a Runge-Kutta sub-step, the composition is an additive Runge-Kutta method over the fields
-{f_X} (`additive_tableau`), and its order is proved with coloured trees (`weights.py`).
+The splitting's word conditions are read from the free associative algebra (`free_algebra`,
+which states the ordering convention); with a Runge-Kutta sub-step, the composition is an
+additive Runge-Kutta method over the fields {f_X} (`additive_tableau`), and its order is proved
+with coloured trees (`additive`). This module assembles both into a `SplittingReport`.
 
 A numeric declaration (floats, decimals) is judged like every other (`methods/precision.py`):
 each word coefficient and elementary weight is enclosed in ball arithmetic holding every
@@ -31,7 +21,6 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any, final
 
@@ -41,131 +30,20 @@ import sympy
 from ..errors import AnalysisError
 from ..methods import ButcherTableau, Splitting
 from ..methods.numbers import Number, ball
-from ..methods.precision import (
-    Judgement,
-    digits_hint,
-    judge_enclosure,
-    working_precision,
-)
-from .enclosure import WeightEnclosures
+from ..methods.precision import Judgement, digits_hint, judge_enclosure, working_precision
+from .additive import additive_tableau, search_substep_order
+from .free_algebra import BallDomain, FreeProduct, Word
 from .report import Report
 from .rk_order import DEFAULT_TIME_BUDGET
-from .search import Search, search_order
-from .trees import Tree, TreeFamily
-from .weights import WeightTable, judge_element, smallest_domain
+from .search import search_order
+from .trees import TreeFamily
+from .weights import judge_element, smallest_domain
 
 DEFAULT_CAP = 8  # search limit when the declaration claims no order (compositions have no barrier)
-Word = tuple[int, ...]  # letters are operator indices
-Series = dict[Word, Any]
-
-
-@final
-class FreeProduct:
-    """The product exp(c₁hX₁)⋯exp(c_nhX_n) in the free associative algebra, graded, extended on
-    demand (grade n of every partial product needs only grades < n, so the search stops at the
-    first failing order without computing higher ones).
-
-    **Arguments:**
-
-    - `factors`: `(letter, coefficient)` pairs in order, coefficients elements of `domain`.
-    - `domain`: a sympy domain that is a field (QQ, QQ<α>, ...) or contains 1/k!.
-    """
-
-    def __init__(self, factors: Sequence[tuple[int, Any]], domain: Any) -> None:
-        merged: list[tuple[int, Any]] = []
-        for letter, c in factors:
-            # exp(aX) exp(bX) = exp((a+b)X): merging adjacent factors shortens the product.
-            if merged and merged[-1][0] == letter:
-                merged[-1] = (letter, merged[-1][1] + c)
-            else:
-                merged.append((letter, c))
-        self.domain = domain
-        self.factors = [(x, c) for x, c in merged if c != domain.zero]
-        self._inverse_factorial = [domain.one]
-        self._terms = [[domain.one] for _ in self.factors]  # c^j / j!
-        # _parts[k][n]: the grade-n part of the product of the first k factors.
-        self._parts: list[list[Series]] = [[{(): domain.one}] for _ in range(len(self.factors) + 1)]
-
-    def grade(self, n: int) -> Series:
-        """The words of length n with their (non-zero) coefficients."""
-        while len(self._parts[0]) <= n:
-            self._extend()
-        return self._parts[-1][n]
-
-    def exact(self, n: int) -> Any:
-        """The coefficient 1/n! of every word of length n in exp(h Σ X)."""
-        self.grade(n)
-        return self._inverse_factorial[n]
-
-    def _extend(self) -> None:
-        domain = self.domain
-        n = len(self._parts[0])
-        inverse = domain.convert(sympy.Rational(1, n))
-        self._inverse_factorial.append(self._inverse_factorial[-1] * inverse)
-        self._parts[0].append({})
-        for k, (letter, c) in enumerate(self.factors):
-            terms = self._terms[k]
-            terms.append(terms[-1] * c * inverse)
-            previous, part = self._parts[k], {}  # type: list[Series], Series
-            for j in range(n + 1):
-                suffix, coefficient = (letter,) * j, terms[j]
-                for word, x in previous[n - j].items():
-                    key = word + suffix
-                    part[key] = part.get(key, domain.zero) + x * coefficient
-            self._parts[k + 1].append(part)
-
-
-def additive_tableau(
-    steps: Sequence[tuple[str, Any]], A: Sequence[Sequence[Any]], b: Sequence[Any], zero: Any = 0
-) -> tuple[dict[str, list[list[Any]]], dict[str, list[Any]]]:
-    """The additive Runge-Kutta method that a splitting with Runge-Kutta sub-steps computes.
-
-    Sub-step k advances operator X_k by c_k·h with the tableau (A, b): its stages are rows
-    k·s .. k·s+s−1, which use c_k·A within the block and c_m·b in the block of every earlier
-    sub-step m (whose result they start from); the weights are c_k·b. A column is coloured by the
-    operator its sub-step advances.
-
-    **Arguments:**
-
-    - `steps`: `(operator, coefficient)` pairs in order of application.
-    - `A`, `b`: the sub-step's explicit tableau (s stages).
-    - `zero`: the zero of the entries' type.
-
-    **Returns:** `(A_by_colour, b_by_colour)`: per operator the (n·s)×(n·s) matrix with the other
-    colours' columns zeroed, and the n·s weights likewise.
-    """
-    s = len(b)
-    size = len(steps) * s
-    operators = dict.fromkeys(op for op, _ in steps)
-    big_A = {op: [[zero] * size for _ in range(size)] for op in operators}
-    big_b = {op: [zero] * size for op in operators}
-    for k, (op, c) in enumerate(steps):
-        for i in range(s):
-            row = k * s + i
-            for m, (earlier, c_m) in enumerate(steps[:k]):
-                for j in range(s):
-                    big_A[earlier][row][m * s + j] = c_m * b[j]
-            for j in range(s):
-                big_A[op][row][k * s + j] = c * A[i][j]
-        for j in range(s):
-            big_b[op][k * s + j] = c * b[j]
-    return big_A, big_b
 
 
 def _substep_numbers(sub: ButcherTableau) -> list[Number]:
     return list(sub.entries.values())
-
-
-@final
-class BallDomain:
-    """arb balls behind the small domain interface `FreeProduct` uses (zero, one, convert)."""
-
-    def __init__(self) -> None:
-        self.zero = flint.arb(0)
-        self.one = flint.arb(1)
-
-    def convert(self, value: Any) -> flint.arb:
-        return ball(value)
 
 
 @final
@@ -300,27 +178,17 @@ class SplittingReport(Report):
 
     # -- coloured trees --------------------------------------------------------------------------
     def _trees(self, substep: ButcherTableau, limit: int, deadline: float, capped: bool) -> None:
-        method = self.method
-        family = TreeFamily(colours=method.operators)
-        big_A, big_b = additive_tableau(method.steps, substep.A, substep.b, sympy.Integer(0))
-        table = WeightTable(family, big_A, big_b)
-        balls = None
-        if not self.exact and not self.symbolic and not substep.symbols:
-            balls = self._ball_weights(family, substep)
-
-        def judged_at(n: int) -> list[tuple[Tree, Judgement]]:
-            out = []
-            for tree in family.of_order(n):
-                res = table.residual(tree)
-                if balls is None:
-                    out.append((tree, judge_element(table.domain, res)))
-                    continue
-                zero = res == table.domain.zero
-                scale = Fraction(1, tree.density)
-                out.append((tree, judge_enclosure(balls.residual(tree), scale, zero)))
-            return out
-
-        found: Search[Tree] = search_order(judged_at, limit=limit, deadline=deadline, capped=capped)
+        family = TreeFamily(colours=self.method.operators)
+        numeric = not self.exact and not self.symbolic and not substep.symbols
+        found = search_substep_order(
+            self.method,
+            substep,
+            family,
+            limit=limit,
+            deadline=deadline,
+            capped=capped,
+            prec=self._prec if numeric else None,
+        )
         self.substep_order = found.order
         self.substep_order_is_lower_bound = found.is_lower_bound
         self.failing_trees = [(family.bracket(t), j.residual) for t, j in found.failing]
@@ -331,23 +199,6 @@ class SplittingReport(Report):
         if self.tolerance is not None:
             bounds = [j.bound for _, j in found.failing + found.undetermined]
             self.tolerance = max([self.tolerance, *bounds])
-
-    def _ball_weights(self, family: TreeFamily, sub: ButcherTableau) -> WeightEnclosures:
-        """The additive tableau of the composition, in balls (steps and sub-step entries)."""
-        s = sub.stages
-        with flint.ctx.workprec(self._prec):
-            steps = [
-                (op, ball(x.value, x.rounding))
-                for (op, _), x in zip(self.method.steps, self.method.step_numbers, strict=True)
-            ]
-            e = sub.entries
-            A = [
-                [ball(e[f"A[{i}][{j}]"].value, e[f"A[{i}][{j}]"].rounding) for j in range(s)]
-                for i in range(s)
-            ]
-            b = [ball(e[f"b[{i}]"].value, e[f"b[{i}]"].rounding) for i in range(s)]
-            big_A, big_b = additive_tableau(steps, A, b, flint.arb(0))
-        return WeightEnclosures(family, big_A, big_b, prec=self._prec)
 
     # -- the report ------------------------------------------------------------------------------
     def _explain(self) -> None:
@@ -517,3 +368,6 @@ def analyse_splitting(
     if max_order is not None and (not isinstance(max_order, int) or max_order < 1):
         raise AnalysisError(f"max_order must be a positive integer, got {max_order!r}")
     return SplittingReport(method, max_order, time_budget)
+
+
+__all__ = ["SplittingReport", "additive_tableau", "analyse_splitting"]
