@@ -14,13 +14,30 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import final
+from typing import Any, final
 
 import flint
 
+from ..methods.numbers import ball
 from .trees import Tree, TreeFamily
 
 Vector = list[flint.arb]
+
+
+@final
+class BallDomain:
+    """arb balls behind the few calls of a sympy domain that the proofs make on numeric
+    declarations (`zero`, `one`, `convert` / `from_sympy`): splittings' free products and
+    general linear methods' B-series."""
+
+    def __init__(self) -> None:
+        self.zero = flint.arb(0)
+        self.one = flint.arb(1)
+
+    def convert(self, value: Any) -> flint.arb:
+        return ball(value)
+
+    from_sympy = convert
 
 
 @final

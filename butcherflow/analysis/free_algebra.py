@@ -18,10 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, final
 
-import flint
 import sympy
-
-from ..methods.numbers import ball
 
 Word = tuple[int, ...]  # letters are operator indices
 Series = dict[Word, Any]
@@ -81,15 +78,3 @@ class FreeProduct:
                     key = word + suffix
                     part[key] = part.get(key, domain.zero) + x * coefficient
             self._parts[k + 1].append(part)
-
-
-@final
-class BallDomain:
-    """arb balls behind the small domain interface `FreeProduct` uses (zero, one, convert)."""
-
-    def __init__(self) -> None:
-        self.zero = flint.arb(0)
-        self.one = flint.arb(1)
-
-    def convert(self, value: Any) -> flint.arb:
-        return ball(value)

@@ -38,6 +38,7 @@ from sympy.polys.matrices import DomainMatrix
 from ..methods.general_linear import GeneralLinear, StartTerm
 from ..methods.numbers import ball
 from ..methods.precision import Judgement, judge_enclosure, working_precision
+from .enclosure import BallDomain
 from .report import Report
 from .rk_order import DEFAULT_TIME_BUDGET
 from .root_condition import ZETA, root_condition
@@ -65,17 +66,6 @@ def _start_coefficient(terms: Sequence[StartTerm], tree: Tree | None, advance: i
 
 
 @final
-class _BallDomain:
-    """arb balls behind the few domain calls `_Series` makes (numeric declarations)."""
-
-    def __init__(self) -> None:
-        self.zero, self.one = flint.arb(0), flint.arb(1)
-
-    def from_sympy(self, value: Any) -> flint.arb:
-        return ball(value)
-
-
-@final
 class _Series:
     """The stage and output B-series of a GLM, tree by tree (memoised): exactly, or in balls
     holding every method within the precision of numeric entries (`balls=True`)."""
@@ -91,7 +81,7 @@ class _Series:
         ]
         self.domain: Any
         if balls:
-            self.domain = _BallDomain()
+            self.domain = BallDomain()
             numbers = [method.numbers[k] for k in keys]
             conv = [ball(x.value, x.rounding) for x in numbers]
         else:

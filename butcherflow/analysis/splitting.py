@@ -32,7 +32,8 @@ from ..methods import ButcherTableau, Splitting
 from ..methods.numbers import Number, ball
 from ..methods.precision import Judgement, digits_hint, judge_enclosure, working_precision
 from .additive import additive_tableau, search_substep_order
-from .free_algebra import BallDomain, FreeProduct, Word
+from .enclosure import BallDomain
+from .free_algebra import FreeProduct, Word
 from .report import Report
 from .rk_order import DEFAULT_TIME_BUDGET
 from .search import search_order
