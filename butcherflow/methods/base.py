@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, ClassVar, final
 
@@ -196,3 +197,35 @@ class Method(abc.ABC):
     def error(self, problem: str, **kwargs: Any) -> DeclarationError:
         """A `DeclarationError` attributed to this declaration's file."""
         return DeclarationError(problem, source=self.source, **kwargs)
+
+
+class CoefficientMethod(Method):
+    """Abstract base of the families declared by their coefficients (Runge-Kutta, splitting,
+    multistep, general linear). Each coefficient is exact, numeric (a float's or decimal's
+    digits, `methods/numbers.py`) or an expression in a family's symbols.
+
+    A concrete family sets `rounding`, the most that any coefficient's digits leave open (0 when
+    every coefficient is exact), and states its coefficients once (`coefficient_values`);
+    `numeric` and `symbols` follow from them.
+    """
+
+    rounding: Fraction
+
+    @property
+    @abc.abstractmethod
+    def coefficient_values(self) -> Iterable[sympy.Expr]:
+        """Every coefficient the declaration states, as a sympy value."""
+
+    @property
+    def numeric(self) -> bool:
+        """True when some coefficient was given as a float or decimal (its digits, not an exact
+        form)."""
+        return self.rounding > 0
+
+    @property
+    def symbols(self) -> set[sympy.Symbol]:
+        """The free symbols of a parametrised family (empty for one method)."""
+        found: set[sympy.Symbol] = set()
+        for x in self.coefficient_values:
+            found |= x.free_symbols
+        return found

@@ -26,7 +26,7 @@ from typing import Any, final
 import sympy
 
 from ..errors import DeclarationError
-from .base import Layer, Method
+from .base import CoefficientMethod, Layer, Method
 from .multistep import LinearMultistep
 from .numbers import Number, as_list, parse_number, parse_precision, raw_list
 from .tableau import ButcherTableau
@@ -128,7 +128,7 @@ def parse_start_term(text: str, key: str, src: str | None) -> list[StartTerm]:
 
 
 @final
-class GeneralLinear(Method):
+class GeneralLinear(CoefficientMethod):
     """A general linear method (A, U, B, V) with a stated starting procedure.
 
     **Arguments:**
@@ -156,7 +156,6 @@ class GeneralLinear(Method):
     V: tuple[tuple[sympy.Expr, ...], ...]
     start: tuple[tuple[StartTerm, ...], ...]
     numbers: dict[str, Number]
-    rounding: Fraction
     precision: Fraction | None
 
     def __init__(
@@ -260,15 +259,8 @@ class GeneralLinear(Method):
         return len(self.V)
 
     @property
-    def numeric(self) -> bool:
-        return self.rounding > 0
-
-    @property
-    def symbols(self) -> set[sympy.Symbol]:
-        found: set[sympy.Symbol] = set()
-        for x in self.numbers.values():
-            found |= x.value.free_symbols
-        return found
+    def coefficient_values(self) -> list[sympy.Expr]:
+        return [x.value for x in self.numbers.values()]
 
     def start_text(self) -> list[str]:
         """The starting procedure, one string per input."""

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, final
 
 import sympy
 
 from ..errors import DeclarationError
-from .base import Layer, Method
+from .base import CoefficientMethod, Layer
 from .numbers import Number, is_zero, parse_number, parse_vector, raw_list
 from .parameters import Parameter, parse_parameters, raw_parameters
 
 
 @final
-class LinearMultistep(Method):
+class LinearMultistep(CoefficientMethod):
     """A k-step linear multistep method.
 
     **Arguments:**
@@ -37,7 +36,6 @@ class LinearMultistep(Method):
     alpha: tuple[sympy.Expr, ...]
     beta: tuple[sympy.Expr, ...]
     zero_stable: bool | None
-    rounding: Fraction
     alpha_numbers: tuple[Number, ...]  # the entries as parsed, with their precision
     beta_numbers: tuple[Number, ...]
 
@@ -118,15 +116,8 @@ class LinearMultistep(Method):
         return self._beta_k_zero
 
     @property
-    def numeric(self) -> bool:
-        return self.rounding > 0
-
-    @property
-    def symbols(self) -> set[sympy.Symbol]:
-        found: set[sympy.Symbol] = set()
-        for x in (*self.alpha, *self.beta):
-            found |= x.free_symbols
-        return found
+    def coefficient_values(self) -> tuple[sympy.Expr, ...]:
+        return (*self.alpha, *self.beta)
 
     @property
     def parameters(self) -> dict[sympy.Symbol, Parameter]:

@@ -12,7 +12,7 @@ from typing import Any, final
 import sympy
 
 from ..errors import DeclarationError
-from .base import Layer, Method, check_order
+from .base import CoefficientMethod, Layer, check_order
 from .numbers import Number, is_zero, parse_number
 from .tableau import ButcherTableau
 
@@ -21,7 +21,7 @@ EULER = ButcherTableau([[0]], [1], name="euler", order=1, title="Forward Euler")
 
 
 @final
-class Splitting(Method):
+class Splitting(CoefficientMethod):
     """A splitting y' = Σ_X f_X(y) advanced by a sequence of sub-steps, each moving one operator.
 
     Step k advances operator `steps[k][0]` by the fraction `steps[k][1]` of the step h.
@@ -45,7 +45,6 @@ class Splitting(Method):
     substep: ButcherTableau | None  # None: exact sub-flows
     operators: tuple[str, ...]
     substep_order: int | None
-    rounding: Fraction
     step_numbers: tuple[Number, ...]  # the steps' coefficients as parsed (with their precision)
 
     def __init__(
@@ -147,15 +146,8 @@ class Splitting(Method):
         )
 
     @property
-    def numeric(self) -> bool:
-        return self.rounding > 0
-
-    @property
-    def symbols(self) -> set[sympy.Symbol]:
-        found: set[sympy.Symbol] = set()
-        for _, c in self.steps:
-            found |= c.free_symbols
-        return found
+    def coefficient_values(self) -> list[sympy.Expr]:
+        return [c for _, c in self.steps]
 
     def subs(self, values: Mapping[Any, Any]) -> Splitting:
         """A member of a parametrised family: substitute values for the symbols."""

@@ -12,7 +12,7 @@ import flint
 import sympy
 
 from ..errors import DeclarationError
-from .base import Layer, Method, check_order
+from .base import CoefficientMethod, Layer, check_order
 from .numbers import (
     Number,
     as_list,
@@ -77,7 +77,7 @@ def _digits_hint(c: Number, row: Sequence[Number], declared: Fraction | None) ->
 
 
 @final
-class ButcherTableau(Method):
+class ButcherTableau(CoefficientMethod):
     """A Runge-Kutta method: stages Kᵢ = f(t + cᵢh, y + h Σⱼ aᵢⱼKⱼ), step y + h Σᵢ bᵢKᵢ.
 
     **Arguments:**
@@ -121,7 +121,6 @@ class ButcherTableau(Method):
     embedded_order: int | None
     row_sum_c: bool
     iterations: int | None
-    rounding: Fraction
     precision: Fraction | None
     entries: dict[str, Number]
     undetermined_nodes: tuple[str, ...]
@@ -306,16 +305,8 @@ class ButcherTableau(Method):
         return "diagonally implicit" if self.is_diagonally_implicit else "implicit"
 
     @property
-    def numeric(self) -> bool:
-        """True when some entry was given as a float or decimal (its digits, not an exact form)."""
-        return self.rounding > 0
-
-    @property
-    def symbols(self) -> set[sympy.Symbol]:
-        found: set[sympy.Symbol] = set()
-        for x in self.entries.values():
-            found |= x.value.free_symbols
-        return found
+    def coefficient_values(self) -> list[sympy.Expr]:
+        return [x.value for x in self.entries.values()]
 
     def is_zero(self, i: int, j: int) -> bool:
         """`A[i][j]` is exactly zero (the compiler skips such terms)."""
