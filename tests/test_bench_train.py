@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny_run import TINY
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -32,7 +33,6 @@ from butcherflow.bench.train import (
 from butcherflow.cli import main
 from butcherflow.data import Batch
 
-TINY = Path(__file__).parent / "data" / "tiny"
 VOCAB = 100
 # every family of block FLOATER aside (its position solves are not counted: see bench.train)
 COUNTED = [

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from tiny_run import TINY
 
 from butcherflow.data import (
     BibleSpec,
@@ -38,7 +39,6 @@ from butcherflow.data.bible import (
 from butcherflow.data.vocab import vocabulary_path
 from butcherflow.errors import DeclarationError
 
-TINY = Path(__file__).parent / "data" / "tiny"
 VERSES = 31102
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import torch
+from tiny_run import TINY
 
 import butcherflow as bf
 from butcherflow import DeclarationError
@@ -64,7 +65,6 @@ from butcherflow.savedir.curves import read_log
 from butcherflow.train.config import resolve_recipe
 
 ROOT = Path(__file__).parent.parent
-TINY = Path(__file__).parent / "data" / "tiny"
 TINY_DATA = f"{TINY}:de-en"
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import torch
-from safetensors.torch import load_file
+from tiny_run import CLI_FLAGS, RUN, TINY, assert_same_weights, config
 
 import butcherflow as bf
 from butcherflow import DeclarationError
@@ -39,30 +39,9 @@ from butcherflow.train.resume import Progress
 from butcherflow.train.run import schedule_note, stop_note
 from butcherflow.train.ticker import updates_to_stop
 
-TINY = Path(__file__).parent / "data" / "tiny"
 ROOT = Path(__file__).parents[1]
-RUN: dict[str, Any] = {
-    "d_model": 32,
-    "n_heads": 2,
-    "d_ffn": 64,
-    "encoder_layers": 1,
-    "decoder_layers": 1,
-    "vocab_size": 200,
-    "max_tokens": 2048,
-    "warmup_updates": 3,
-    "lr": 2e-3,
-    "max_update": 14,
-    "save_interval_updates": 3,
-    "validate_interval_updates": 4,
-    "log_interval": 1,
-}
-CLI_FLAGS = [f"--{k.replace('_', '-')}={v}" for k, v in RUN.items()]
 
 pytestmark = pytest.mark.usefixtures("vocab_cache")  # conftest.py
-
-
-def config(save_dir: Path, **changes: Any) -> TrainConfig:
-    return TrainConfig("transformer-small", f"{TINY}:de-en", str(save_dir), **{**RUN, **changes})
 
 
 @pytest.fixture(scope="module")
@@ -71,13 +50,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
     save_dir = tmp_path_factory.mktemp("reference")
     train(config(save_dir))
     return save_dir
-
-
-def assert_same_weights(a: Path, b: Path) -> None:
-    left, right = load_file(str(a)), load_file(str(b))
-    assert left.keys() == right.keys()
-    for key in left:
-        assert torch.equal(left[key], right[key]), key
 
 
 # --- work is never lost --------------------------------------------------------------------------

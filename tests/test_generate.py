@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import sacrebleu
 import torch
+from tiny_run import TINY
 from torch import Tensor, nn
 from torch._dynamo.utils import counters
 
@@ -571,8 +572,6 @@ def test_the_cli_knows_the_generation_commands() -> None:
 
 
 # -- end to end through the CLI: train 3 updates, evaluate, translate -----------------------------
-
-TINY = Path(__file__).parent / "data" / "tiny"
 
 
 @pytest.fixture(scope="module")

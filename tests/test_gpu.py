@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 import torch
+from tiny_run import CLI_FLAGS, SIZES, TINY
+from tiny_run import config as tiny_config
 
 import butcherflow as bf
 from butcherflow.bench.beam import run_beam
@@ -44,7 +46,6 @@ pytestmark = [
     pytest.mark.usefixtures("vocab_cache"),  # conftest.py
 ]
 
-TINY = Path(__file__).parent / "data" / "tiny"
 VOCAB = 100
 # bf16 keeps 8 bits of mantissa: one rounding is a relative 2^-9. The cached and the full
 # forward sum the same products in different orders through ~20 roundings per layer, so their
@@ -53,20 +54,6 @@ VOCAB = 100
 # whole logit.
 BF16_TOLERANCE = 2**-4
 FP32_TOLERANCE = 1e-4  # relative to the largest logit: TF32 is off for matmuls by default
-RUN: dict[str, Any] = {
-    "d_model": 32,
-    "n_heads": 2,
-    "d_ffn": 64,
-    "encoder_layers": 1,
-    "decoder_layers": 1,
-    "vocab_size": 200,
-    "max_tokens": 2048,
-    "warmup_updates": 3,
-    "lr": 2e-3,
-    "save_interval_updates": 3,
-    "validate_interval_updates": 3,
-    "log_interval": 1,
-}
 
 
 def small_model(decoder: str = "rk4") -> bf.Seq2Seq:
@@ -92,7 +79,8 @@ def sources() -> torch.Tensor:
 
 
 def config(save_dir: Path, **changes: Any) -> TrainConfig:
-    return TrainConfig("transformer-small", f"{TINY}:de-en", str(save_dir), **{**RUN, **changes})
+    """The shared tiny run, validating every 3 updates (the runs here are 3 to 8 updates)."""
+    return tiny_config(save_dir, **{"validate_interval_updates": 3, **changes})
 
 
 @pytest.mark.parametrize(
@@ -157,7 +145,6 @@ def test_compiled_bf16_training(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_one_process_under_torchrun_trains_through_nccl_ddp(tmp_path: Path) -> None:
-    flags = [f"--{k.replace('_', '-')}={v}" for k, v in RUN.items()]
     command = [
         sys.executable,
         "-m",
@@ -174,8 +161,9 @@ def test_one_process_under_torchrun_trains_through_nccl_ddp(tmp_path: Path) -> N
         str(tmp_path / "ddp"),
         "--device",
         "cuda",
+        *CLI_FLAGS,
         "--max-update=3",
-        *flags,
+        "--validate-interval-updates=3",
     ]
     done = subprocess.run(
         command, env=dict(os.environ), capture_output=True, text=True, timeout=600
@@ -229,7 +217,7 @@ def test_bench_train_measures_mfu_and_memory(benchmarks_md: Path) -> None:
         device="cuda",
         precision="bf16",
         sizes={
-            k: RUN[k] for k in ("d_model", "n_heads", "d_ffn", "encoder_layers", "decoder_layers")
+            k: SIZES[k] for k in ("d_model", "n_heads", "d_ffn", "encoder_layers", "decoder_layers")
         },
     )
     peak = device_peak(torch.device("cuda", 0))

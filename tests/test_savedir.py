@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import torch
+from tiny_run import TINY
 
 import butcherflow as bf
 from butcherflow import DeclarationError
@@ -32,7 +33,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-TINY = Path(__file__).parent / "data" / "tiny"
 SOLVERS = Path(__file__).parents[1] / "solvers"
 SIZES: dict[str, Any] = {
     "d_model": 16,

@@ -38,6 +38,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from tiny_run import CLI_FLAGS, RUN, SIZES, TINY, assert_same_weights, config
+
 from butcherflow import DeclarationError
 from butcherflow.assemble import (
     Seq2Seq,
@@ -63,36 +65,6 @@ from butcherflow.train.step import (
     validate,
 )
 
-TINY = Path(__file__).parent / "data" / "tiny"
-SIZES: dict[str, Any] = {
-    "d_model": 32,
-    "n_heads": 2,
-    "d_ffn": 64,
-    "encoder_layers": 1,
-    "decoder_layers": 1,
-    "vocab_size": 200,
-}
-# 2048 padded positions per batch: about 10 updates per epoch of the 400 training pairs, so a
-# 14-update run crosses an epoch boundary.
-RUN: dict[str, Any] = {
-    **SIZES,
-    "max_tokens": 2048,
-    "warmup_updates": 3,
-    "lr": 2e-3,
-    "max_update": 14,
-    "save_interval_updates": 3,
-    "validate_interval_updates": 4,
-    "log_interval": 1,
-}
-CLI_FLAGS = [
-    f"--{k.replace('_', '-')}={v}" for k, v in RUN.items()
-]  # the same run as a command line
-
-
-def config(save_dir: Path, **changes: Any) -> TrainConfig:
-    return TrainConfig("transformer-small", f"{TINY}:de-en", str(save_dir), **{**RUN, **changes})
-
-
 pytestmark = pytest.mark.usefixtures("vocab_cache")  # conftest.py
 
 
@@ -105,13 +77,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
 
 def weights(path: Path) -> dict[str, torch.Tensor]:
     return load_file(str(path))
-
-
-def assert_same_weights(a: Path, b: Path) -> None:
-    left, right = weights(a), weights(b)
-    assert left.keys() == right.keys()
-    for key in left:
-        assert torch.equal(left[key], right[key]), key
 
 
 def digest(path: Path) -> str:

@@ -1,0 +1,48 @@
+"""The tiny training run that the training tests share: transformer-small at d_model 32 on the
+tiny de-en corpus (400 training pairs), as a `TrainConfig` and as command-line flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file
+
+from butcherflow.train import TrainConfig
+
+TINY = Path(__file__).parent / "data" / "tiny"
+SIZES: dict[str, Any] = {
+    "d_model": 32,
+    "n_heads": 2,
+    "d_ffn": 64,
+    "encoder_layers": 1,
+    "decoder_layers": 1,
+    "vocab_size": 200,
+}
+# 2048 padded positions per batch: about 10 updates per epoch of the 400 training pairs, so a
+# 14-update run crosses an epoch boundary.
+RUN: dict[str, Any] = {
+    **SIZES,
+    "max_tokens": 2048,
+    "warmup_updates": 3,
+    "lr": 2e-3,
+    "max_update": 14,
+    "save_interval_updates": 3,
+    "validate_interval_updates": 4,
+    "log_interval": 1,
+}
+CLI_FLAGS = [f"--{k.replace('_', '-')}={v}" for k, v in RUN.items()]  # the same run, as flags
+
+
+def config(save_dir: Path, **changes: Any) -> TrainConfig:
+    """The tiny run into `save_dir`, with `changes` to its settings."""
+    return TrainConfig("transformer-small", f"{TINY}:de-en", str(save_dir), **{**RUN, **changes})
+
+
+def assert_same_weights(a: Path, b: Path) -> None:
+    """The two safetensors files hold the same tensors, bit for bit."""
+    left, right = load_file(str(a)), load_file(str(b))
+    assert left.keys() == right.keys()
+    for key in left:
+        assert torch.equal(left[key], right[key]), key
