@@ -14,7 +14,7 @@ implicit one has order ≤ 2s. A time budget stops it with what was established.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from fractions import Fraction
 from typing import Any, final
 
@@ -23,13 +23,14 @@ import sympy
 
 from ..methods import ButcherTableau
 from ..methods.numbers import Number, ball
-from ..methods.precision import Judgement, judge_enclosure, working_precision
+from ..methods.precision import Judgement, Verdict, judge_enclosure, working_precision
 from .enclosure import WeightEnclosures
 from .search import Search, search_order
 from .trees import PLAIN, Tree, TreeFamily
-from .weights import WeightTable, judge_element
+from .weights import WeightTable, tableau_field
 
 DEFAULT_TIME_BUDGET = 300.0  # seconds an order search may take before it reports what it has
+SCREEN_PRECISION = 128  # bits of the balls that screen an exact tableau's failing conditions
 
 
 def explicit_barrier(stages: int) -> int:
@@ -79,17 +80,22 @@ class Conditions:
 
     - `tableau`: the method.
     - `weights`: `"b"` or `"b_hat"`.
+    - `stages_of`: the conditions of the same tableau with other weights, whose exact stage
+      vectors (independent of the weights) these reuse.
     """
 
-    def __init__(self, tableau: ButcherTableau, weights: str = "b") -> None:
+    def __init__(
+        self, tableau: ButcherTableau, weights: str = "b", stages_of: Conditions | None = None
+    ) -> None:
         self.tableau = tableau
+        self._stages_of = stages_of
         self.family, leaves = tree_family(tableau)
         self.numeric = tableau.numeric
         entries = _entries(tableau, weights)
-        self._A: list[list[Any]] = [[x.value for x in row] for row in entries["A"]]
-        self._b: list[Any] = [x.value for x in entries["b"]]
-        self._leaves: dict[str, list[Any]] = {k: list(v) for k, v in leaves.items()}
+        self._weights = weights
+        self._leaves = set(leaves)
         self._table: WeightTable | None = None
+        self._screen: WeightEnclosures | None = None
         self.balls = None
         if self.numeric:
             numbers = [x for row in entries["A"] for x in row] + entries["b"] + entries["c"]
@@ -106,15 +112,40 @@ class Conditions:
     def table(self) -> WeightTable:
         """The exact weights (built on first use: numeric tableaux need them only rarely)."""
         if self._table is None:
-            A, b, leaves = self._A, self._b, self._leaves
+            domain, field = tableau_field(self.tableau)
+            s = self.tableau.stages
+            A = [[field[f"A[{i}][{j}]"] for j in range(s)] for i in range(s)]
+            b = [field[f"{self._weights}[{i}]"] for i in range(s)]
+            if self._stages_of is not None:
+                self._table = self._stages_of.table.reweighted({c: b for c in self.family.colours})
+                return self._table
+            leaves = {k: [field[f"c[{i}]"] for i in range(s)] for k in self._leaves}
             colours = self.family.colours
             self._table = WeightTable(
                 self.family,
                 {c: A for c in colours if c not in leaves},
                 {c: b for c in colours},
                 leaves,
+                domain=domain,
             )
         return self._table
+
+    @property
+    def screen(self) -> WeightEnclosures | None:
+        """Balls around the exact weights of an exact tableau without symbols (built on first
+        use): a ball that excludes 0 proves that a condition fails, so only the conditions that
+        hold, and the few the balls cannot separate from 0, are computed exactly."""
+        if self._screen is None and not self.numeric and not self.tableau.symbols:
+            entries = _entries(self.tableau, self._weights)
+            with flint.ctx.workprec(SCREEN_PRECISION):
+
+                def balls(vector: Sequence[Number]) -> list[flint.arb]:
+                    return [ball(x.value) for x in vector]
+
+                self._screen = _enclosures(
+                    self.family, entries, balls, self._leaves, self.family.colours, SCREEN_PRECISION
+                )
+        return self._screen
 
     @property
     def domain(self) -> str:
@@ -122,14 +153,30 @@ class Conditions:
 
     def judge(self, tree: Tree) -> Judgement:
         if self.balls is None:
-            table = self.table
-            res = table.residual(tree)
-            return judge_element(table.domain, res)
+            screen = self.screen
+            if screen is not None and not screen.residual(tree).contains(0):
+                table = self.table
+                return Judgement(
+                    Verdict.FAILS, compute=lambda: table.to_sympy(table.residual(tree))
+                )
+            return self.table.judge(tree)
 
         def exactly_zero() -> bool:
-            return bool(self.table.residual(tree) == self.table.domain.zero)
+            return self.table.is_met(tree)
 
         return judge_enclosure(self.balls.residual(tree), _scale(tree.density), exactly_zero)
+
+    def residual_float(self, tree: Tree) -> float:
+        """Φ(t) − 1/γ(t) as a float: exactly computed and rounded, or the digits' own residual
+        for a numeric tableau."""
+        if self.balls is not None:
+            return float(self.judge(tree).residual)
+        screen = self.screen
+        if screen is not None:
+            enclosure = screen.residual(tree)
+            if enclosure.rad() <= abs(enclosure.mid()) * 2**-60:
+                return float(enclosure.mid())
+        return self.table.residual_float(tree)
 
     def search(self, bound: int, deadline: float, cap: int | None = None) -> Search[Tree]:
         """Judge the trees order by order, up to the first failure, `cap` (a user's limit), the
@@ -154,7 +201,7 @@ def _enclosures(
     family: TreeFamily,
     entries: dict[str, Any],
     balls: Any,
-    leaves: dict[str, Sequence[Any]],
+    leaves: Collection[str],
     colours: Sequence[str],
     prec: int,
 ) -> WeightEnclosures:

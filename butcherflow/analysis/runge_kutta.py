@@ -11,7 +11,7 @@ import math
 import time
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any, final
+from typing import Any, final, overload
 
 import flint
 import sympy
@@ -20,13 +20,20 @@ from ..errors import AnalysisError
 from ..methods import ButcherTableau
 from ..methods.numbers import Number, ball
 from ..methods.parameters import initial_values, relations
-from ..methods.precision import RESOLUTION, Verdict, digits_hint, judge_enclosure, working_precision
+from ..methods.precision import (
+    RESOLUTION,
+    Judgement,
+    Verdict,
+    digits_hint,
+    judge_enclosure,
+    working_precision,
+)
 from .report import Report, trained_order_text
 from .rk_order import DEFAULT_TIME_BUDGET, Conditions, order_bound, tree_family
 from .search import Search
 from .stability import StabilityFunction, algebraically_stable, stability_function
-from .trees import Tree
-from .weights import smallest_domain
+from .trees import Tree, TreeFamily
+from .weights import tableau_field
 
 
 def _stage_residuals(
@@ -51,9 +58,11 @@ def _stage_order(tableau: ButcherTableau, cap: int) -> tuple[int, bool]:
     """Largest q with B(q) and C(q) met (exactly, or at the entries' precision), and whether
     the next order was decided (False: a condition of order q + 1 is undetermined)."""
     e, s = tableau.entries, tableau.stages
-    numbers: list[Number] = [e[f"A[{i}][{j}]"] for i in range(s) for j in range(s)]
-    numbers += [e[f"b[{i}]"] for i in range(s)] + [e[f"c[{i}]"] for i in range(s)]
-    domain, conv = smallest_domain([sympy.expand(x.value) for x in numbers])
+    keys = [f"A[{i}][{j}]" for i in range(s) for j in range(s)]
+    keys += [f"b[{i}]" for i in range(s)] + [f"c[{i}]" for i in range(s)]
+    numbers: list[Number] = [e[k] for k in keys]
+    domain, field = tableau_field(tableau)
+    conv = [field[k] for k in keys]
 
     def split(values: list[Any]) -> tuple[list[list[Any]], list[Any], list[Any]]:
         return (
@@ -155,7 +164,9 @@ class RungeKuttaReport(Report):
         self.embedded_order: int | None = None
         self.embedded_undetermined = False
         if method.b_hat is not None:
-            embedded = Conditions(method, "b_hat").search(self.order_bound, deadline, max_order)
+            embedded = Conditions(method, "b_hat", self._conditions).search(
+                self.order_bound, deadline, max_order
+            )
             self.embedded_order = embedded.order
             self.embedded_undetermined = bool(embedded.undetermined)
         self.stability: StabilityFunction = stability_function(method, self.order)
@@ -174,7 +185,7 @@ class RungeKuttaReport(Report):
         self.order_upper = found.upper
         self.stopped = found.stopped
         self.order_is_lower_bound = found.upper != found.order
-        self.failing = [(family.bracket(t), j.residual) for t, j in found.failing]
+        self.failing: Sequence[tuple[str, Any]] = _Failing(family, found.failing)
         self.undetermined = [
             (family.bracket(t), j.residual, j.bound) for t, j in found.undetermined
         ]
@@ -206,7 +217,7 @@ class RungeKuttaReport(Report):
             return None
         total = 0.0
         for tree in self._conditions.family.of_order(self.order + 1):
-            res = float(self._conditions.judge(tree).residual) / tree.symmetry
+            res = self._conditions.residual_float(tree) / tree.symmetry
             total += res * res
         return math.sqrt(total)
 
@@ -445,6 +456,31 @@ class RungeKuttaReport(Report):
     def stability_function(self) -> sympy.Expr:
         """R(z) as a sympy rational function of the symbol z."""
         return self.stability.expression
+
+
+@final
+class _Failing(Sequence[tuple[str, Any]]):
+    """The failing trees with their residuals, each converted to sympy when first read (Gauss-
+    Legendre 5 fails 1842 conditions of order 11; a report prints four)."""
+
+    def __init__(self, family: TreeFamily, judged: list[tuple[Tree, Judgement]]) -> None:
+        self._family = family
+        self._judged = judged
+
+    def __len__(self) -> int:
+        return len(self._judged)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> tuple[str, Any] | list[tuple[str, Any]]:
+        if isinstance(index, slice):
+            return [self._pair(t, j) for t, j in self._judged[index]]
+        return self._pair(*self._judged[index])
+
+    def _pair(self, tree: Tree, judgement: Judgement) -> tuple[str, Any]:
+        return self._family.bracket(tree), judgement.residual
 
 
 def _show_residual(residual: Any) -> str:

@@ -19,7 +19,6 @@ forces, since rounding would otherwise decide the sign of |R(iy)|² − 1 near 0
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any, final
 
@@ -39,7 +38,7 @@ from sympy.polys.rootisolation import (
 from sympy.polys.sqfreetools import dmp_norm, dup_sqf_part
 
 from ..methods import ButcherTableau
-from .weights import smallest_domain
+from .weights import smallest_domain, tableau_field
 
 z = sympy.Symbol("z")
 Dense = list[Any]  # a dense polynomial over a domain, highest degree first (sympy's dup)
@@ -236,28 +235,16 @@ def _hurwitz(q: Dense, field: _RealField) -> bool:
 
 
 def _in_domain(tableau: ButcherTableau) -> tuple[Any, list[list[Any]], list[Any]]:
-    """The field of the entries of A and b, with A and b converted into it."""
-    field, A, b = _field_of(tableau.A, tableau.b)
-    return field, [list(row) for row in A], list(b)
-
-
-@functools.lru_cache(maxsize=16)  # R(z) and algebraic stability ask for the same tableau
-def _field_of(A: tuple[tuple[Any, ...], ...], b: tuple[Any, ...]) -> tuple[Any, Any, Any]:
-    s = len(b)
-    domain, values = smallest_domain([*(x for row in A for x in row), *b])
+    """The field of the entries (`weights.tableau_field`), with A and b converted into it."""
+    domain, values = tableau_field(tableau)
+    s = tableau.stages
+    A = [[values[f"A[{i}][{j}]"] for j in range(s)] for i in range(s)]
+    b = [values[f"b[{i}]"] for i in range(s)]
     field = domain.get_field()
     if field != domain:  # ZZ -> QQ, a polynomial ring -> its fraction field
-        values = [field.convert_from(v, domain) for v in values]
-    return (
-        field,
-        tuple(tuple(values[i * s : (i + 1) * s]) for i in range(s)),
-        tuple(values[s * s :]),
-    )
-
-
-def clear_cache() -> None:
-    """Forget the fields of recently analysed tableaux (a benchmark times cold runs)."""
-    _field_of.cache_clear()
+        A = [[field.convert_from(x, domain) for x in row] for row in A]
+        b = [field.convert_from(x, domain) for x in b]
+    return field, A, b
 
 
 def _constant_field(N: Dense, D: Dense, K: Any) -> tuple[Any, Dense, Dense]:

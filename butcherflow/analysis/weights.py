@@ -12,6 +12,8 @@ for Gauss-Legendre or Radau, or a polynomial ring for families with symbols.
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -21,7 +23,9 @@ from sympy.polys.constructor import construct_domain
 from sympy.polys.domains import QQ
 from sympy.polys.numberfields.subfield import primitive_element
 
-from ..methods.precision import Judgement, judge_exact
+from ..methods import ButcherTableau
+from ..methods.precision import Judgement, Verdict, judge_exact
+from .number_field import NumberField
 from .trees import Tree, TreeFamily
 
 Vector = list[Any]
@@ -79,6 +83,48 @@ def smallest_domain(values: Sequence[sympy.Expr]) -> tuple[Any, list[Any]]:
         return x**n if n >= 0 else domain.quo(domain.one, x ** (-n))
 
     return domain, [convert(e) for e in exprs]
+
+
+def tableau_field(tableau: ButcherTableau) -> tuple[Any, dict[str, Any]]:
+    """The smallest exact domain of the entries of a tableau, built once per tableau and shared
+    by the order conditions, the stage order, R(z) and algebraic stability (finding a primitive
+    element of Gauss-Legendre 5's degree-16 field costs more than its order proof).
+
+    The field is that of A, b and b_hat. An exact c that the declaration checked against the row
+    sums of A is their sum in that field: its own radicals (1/2 − √(5 + 2√70/7)/6) would ask for
+    a primitive element that is not an algebraic integer, and much slower arithmetic. A numeric
+    c (its digits, which may differ from the row sums within their precision) or one declared
+    with `row_sum_c = false` joins the field as given.
+
+    **Returns:** `(domain, {key: element})` with the keys of `tableau.entries` ("A[0][1]", ...).
+    """
+    own_c = tableau.numeric or not tableau.row_sum_c
+    return _tableau_field(tableau.A, tableau.b, tableau.b_hat, tableau.c if own_c else None)
+
+
+@functools.lru_cache(maxsize=16)
+def _tableau_field(
+    A: tuple[tuple[sympy.Expr, ...], ...],
+    b: tuple[sympy.Expr, ...],
+    b_hat: tuple[sympy.Expr, ...] | None,
+    c: tuple[sympy.Expr, ...] | None,
+) -> tuple[Any, dict[str, Any]]:
+    s = len(b)
+    values = {f"A[{i}][{j}]": A[i][j] for i in range(s) for j in range(s)}
+    values.update({f"b[{i}]": x for i, x in enumerate(b)})
+    values.update({f"b_hat[{i}]": x for i, x in enumerate(b_hat or ())})
+    values.update({f"c[{i}]": x for i, x in enumerate(c or ())})
+    domain, converted = smallest_domain(list(values.values()))
+    field = dict(zip(values, converted, strict=True))
+    if c is None:
+        for i in range(s):
+            field[f"c[{i}]"] = sum((field[f"A[{i}][{j}]"] for j in range(s)), domain.zero)
+    return domain, field
+
+
+def clear_cache() -> None:
+    """Forget the fields of recently analysed tableaux (a benchmark times cold runs)."""
+    _tableau_field.cache_clear()
 
 
 class Dual:
@@ -140,6 +186,8 @@ class WeightTable:
       field (for a plain method, `{"y": A}`).
     - `b`: per colour, the s weights.
     - `leaves`: per leaf-only colour, its fixed stage vector (e.g. `{"t": c}`).
+    - `domain`: the exact domain `A`, `b` and `leaves` are already elements of (default: the
+      smallest one holding them, `smallest_domain`).
     - `exact`: `False` computes with `Dual` numbers (entries given as `Dual(|x|, rounding)`):
       used only to bound the effect of rounding in numeric declarations, never to decide an
       order condition.
@@ -152,6 +200,7 @@ class WeightTable:
         b: Mapping[str, Sequence[sympy.Expr]],
         leaves: Mapping[str, Sequence[sympy.Expr]] | None = None,
         *,
+        domain: Any = None,
         exact: bool = True,
     ) -> None:
         leaves = leaves or {}
@@ -169,17 +218,26 @@ class WeightTable:
             flat.extend(vec)
             shapes.append(("leaf", colour, len(vec)))
         self.domain: Any
-        if exact:
+        if domain is not None:
+            self.domain, converted = domain, flat
+        elif exact:
             self.domain, converted = smallest_domain(flat)
         else:
             self.domain = DualDomain()
             converted = [self.domain.convert(x) for x in flat]
         self.stages = len(next(iter(b.values())))
+        # A number field computes on flint polynomials in its generator (`number_field.py`);
+        # QQ's elements are flint rationals already.
+        self._field = NumberField.of(self.domain) if exact else None
+        if self._field is not None:
+            converted = [self._field.convert(x) for x in converted]
+        self._zero, self._one = self._constants()
+        self._inverses: dict[int, Any] = {}
         pos = 0
         self._rows: dict[str, list[list[tuple[int, Any]]]] = {}
         self._b: dict[str, list[tuple[int, Any]]] = {}
         self._leaves: dict[str, Vector] = {}
-        zero = self.domain.zero
+        zero = self._zero
         for kind, colour, n in shapes:
             if kind == "A":
                 rows = []
@@ -199,15 +257,36 @@ class WeightTable:
         self._h: dict[int, Vector] = {}
         self._phi: dict[int, Any] = {}
 
+    def reweighted(self, b: Mapping[str, Sequence[Any]]) -> WeightTable:
+        """The same method with other weights (an embedded pair's b̂), elements of `domain`:
+        the stage vectors, which do not depend on the weights, are shared, not recomputed."""
+        other = copy.copy(self)
+        field = self._field
+        other._b = {
+            colour: [(i, field.convert(x) if field else x) for i, x in enumerate(v) if x]
+            for colour, v in b.items()
+        }
+        other._phi = {}
+        return other
+
+    def _constants(self) -> tuple[Any, Any]:
+        """Zero and one in the arithmetic of the stage vectors."""
+        field = self._field
+        if field is None:
+            return self.domain.zero, self.domain.one
+        return field.zero, field.one
+
+    def _reduce(self, x: Any) -> Any:
+        return x if self._field is None else self._field.reduce(x)
+
     def _stage_vector(self, tree: Tree) -> Vector:
         """g(t): the entrywise product of the children's h vectors."""
         g = self._g.get(tree.index)
         if g is None:
-            one = self.domain.one
-            g = [one] * self.stages
+            g = [self._one] * self.stages
             for child in tree.children:
                 h = self._child_vector(self.family.trees[child])
-                g = [x * y for x, y in zip(g, h, strict=True)]
+                g = [self._reduce(x * y) for x, y in zip(g, h, strict=True)]
             self._g[tree.index] = g
         return g
 
@@ -219,30 +298,65 @@ class WeightTable:
                 h = self._leaves[tree.colour]
             else:
                 g = self._stage_vector(tree)
-                zero = self.domain.zero
+                zero = self._zero
                 h = []
                 for row in self._rows[tree.colour]:
                     acc = zero
                     for j, a in row:
                         acc += a * g[j]
-                    h.append(acc)
+                    h.append(self._reduce(acc))
             self._h[tree.index] = h
         return h
 
-    def weight(self, tree: Tree) -> Any:
-        """Φ(t), a domain element."""
+    def _weight(self, tree: Tree) -> Any:
+        """Φ(t) in the arithmetic of the stage vectors."""
         phi = self._phi.get(tree.index)
         if phi is None:
             g = self._stage_vector(tree)
-            phi = self.domain.zero
+            phi = self._zero
             for i, w in self._b[tree.colour]:
                 phi += w * g[i]
+            phi = self._reduce(phi)
             self._phi[tree.index] = phi
         return phi
 
+    def _residual(self, tree: Tree) -> Any:
+        """Φ(t) − 1/γ(t) in the arithmetic of the stage vectors."""
+        inverse = self._inverses.get(tree.density)
+        if inverse is None:
+            inverse = self.domain.convert(sympy.Rational(1, tree.density))
+            if self._field is not None:
+                inverse = self._field.convert(inverse)
+            self._inverses[tree.density] = inverse
+        return self._weight(tree) - inverse
+
+    def _element(self, x: Any) -> Any:
+        return x if self._field is None else self._field.element(x)
+
+    def weight(self, tree: Tree) -> Any:
+        """Φ(t), a domain element."""
+        return self._element(self._weight(tree))
+
     def residual(self, tree: Tree) -> Any:
         """Φ(t) − 1/γ(t), a domain element; zero exactly when the order condition of t holds."""
-        return self.weight(tree) - self.domain.convert(sympy.Rational(1, tree.density))
+        return self._element(self._residual(tree))
+
+    def is_met(self, tree: Tree) -> bool:
+        """Whether Φ(t) = 1/γ(t) exactly."""
+        return bool(self._residual(tree) == self._zero)
+
+    def residual_float(self, tree: Tree) -> float:
+        """Φ(t) − 1/γ(t) as a float (for error norms; never for a verdict)."""
+        if self._field is not None:
+            return self._field.to_float(self._residual(tree))
+        return float(self.to_sympy(self._residual(tree)))
+
+    def judge(self, tree: Tree) -> Judgement:
+        """The verdict on the order condition of t (its residual converted to sympy only when
+        someone reads it)."""
+        if self.is_met(tree):
+            return judge_exact(sympy.S.Zero, True)
+        return Judgement(Verdict.FAILS, compute=lambda: self.to_sympy(self.residual(tree)))
 
     def to_sympy(self, element: Any) -> sympy.Expr:
         return self.domain.to_sympy(element)
@@ -254,4 +368,4 @@ def judge_element(domain: Any, residual: Any) -> Judgement:
     condition: Gauss-Legendre 5 spent a quarter of its proof there)."""
     if residual == domain.zero:
         return judge_exact(sympy.S.Zero, True)
-    return judge_exact(domain.to_sympy(residual), False)
+    return Judgement(Verdict.FAILS, compute=lambda: domain.to_sympy(residual))

@@ -30,7 +30,7 @@ import numpy as np
 from sympy.core.cache import clear_cache
 
 from ..analysis import check
-from ..analysis import stability as stability_module
+from ..analysis import weights as weights_module
 from ..methods import ButcherTableau, LinearMultistep, Method, catalog, load
 from . import write_section
 
@@ -90,7 +90,7 @@ class Row:
 
 def _fresh_caches() -> None:
     clear_cache()  # sympy's
-    stability_module.clear_cache()
+    weights_module.clear_cache()
 
 
 def time_check(name: str, repeats: int) -> Row:

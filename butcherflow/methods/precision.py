@@ -23,7 +23,6 @@ from __future__ import annotations
 import enum
 import functools
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, final
 
@@ -42,7 +41,6 @@ class Verdict(enum.Enum):
 
 
 @final
-@dataclass(frozen=True)
 class Judgement:
     """The verdict on one condition.
 
@@ -52,15 +50,38 @@ class Judgement:
     - `residual`: the residual computed from the digits (exact sympy value for exact
       declarations, a float otherwise).
     - `bound`: how far the precision of the entries can move the residual (0.0 when exact).
+    - `compute`: instead of `residual`, a function that computes it when it is first read (a
+      failing condition's exact residual costs more to convert than to decide, and a report
+      prints only a few).
     """
 
-    verdict: Verdict
-    residual: Any
-    bound: float = 0.0
+    __slots__ = ("_compute", "_residual", "bound", "verdict")
+
+    def __init__(
+        self,
+        verdict: Verdict,
+        residual: Any = None,
+        bound: float = 0.0,
+        *,
+        compute: Callable[[], Any] | None = None,
+    ) -> None:
+        self.verdict = verdict
+        self.bound = bound
+        self._residual = residual
+        self._compute = compute
+
+    @property
+    def residual(self) -> Any:
+        if self._compute is not None:
+            self._residual, self._compute = self._compute(), None
+        return self._residual
 
     @property
     def met(self) -> bool:
         return self.verdict is Verdict.MET
+
+    def __repr__(self) -> str:
+        return f"Judgement({self.verdict}, {self.residual!r}, {self.bound!r})"
 
 
 def judge_exact(residual: Any, is_zero: bool) -> Judgement:
