@@ -13,6 +13,7 @@ import sympy
 import torch
 
 import butcherflow as bf
+from butcherflow.experiments import EXPERIMENTS
 from butcherflow.gallery import build_gallery
 from butcherflow.gallery.audit import (
     CODE_DECODER_TWICE,
@@ -242,3 +243,26 @@ def test_the_floater_entry_declares_the_code_solver_and_cites_every_defect() -> 
     page = audit_page()
     assert "| `floater-code` |" in page and "L323–L335" in page
     assert "FLOATER's released flow" not in page  # no longer "not audited"
+
+
+def test_a_trained_entry_names_the_recipe_that_computes_its_code_declaration() -> None:
+    """The RK2 entry trains: its code run's recipe compiles, with layer stages, to the entry's
+    code declaration, and its paper run's recipe is the entry's paper declaration."""
+    trained = [(e, t) for e in entries() for t in e.trained]
+    assert [(e.title, t.code_run) for e, t in trained] == [
+        ("ODE Transformer: the RK2 block", "rk2-code")
+    ]
+    for entry, t in trained:
+        recipes = EXPERIMENTS[t.experiment].recipes()
+        code, paper = recipes[t.code_run].encoder, recipes[t.paper_run].encoder
+        assert code is not None and paper is not None
+        assert code.options.get("stage") == "layer" and "stage" not in paper.options
+        assert entry.paper.method is bf.catalog[paper.method]
+        declared = entry.code[0].method
+        assert isinstance(declared, GeneralLinear)
+        derived = GeneralLinear.from_layer_stages(bf.catalog[code.method])
+        for key in ("A", "U", "B", "V"):
+            assert sympy.Matrix(getattr(derived, key)) == sympy.Matrix(getattr(declared, key))
+    page = audit_page()
+    assert "[`ode-transformer-rk2-code`](models/ode-transformer-rk2-code.md)" in page
+    assert "run `rk2-code` of the [translation experiment](../experiments/translation.md)" in page

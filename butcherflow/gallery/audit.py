@@ -24,6 +24,7 @@ import tomli_w
 from ..analysis import Report, check
 from ..analysis.general_linear import GeneralLinearReport
 from ..analysis.splitting import SplittingReport
+from ..experiments import EXPERIMENTS
 from ..methods import (
     ButcherTableau,
     ContinuousDynamics,
@@ -82,6 +83,17 @@ class Side:
 
 @final
 @dataclass(frozen=True)
+class Trained:
+    """Where the code's block trains: `code_run` of `experiment` beside `paper_run`, the
+    corrected version (run names of `experiments.EXPERIMENTS`)."""
+
+    experiment: str
+    code_run: str
+    paper_run: str
+
+
+@final
+@dataclass(frozen=True)
 class AuditEntry:
     """A paper's formula and what its released code computes, with the code cited."""
 
@@ -90,6 +102,7 @@ class AuditEntry:
     code: tuple[Side, ...]
     sources: tuple[Source, ...]
     findings: tuple[str, ...]
+    trained: tuple[Trained, ...] = ()
 
 
 def _glm(name: str, A: list, U: list, B: list, V: list, title: str) -> GeneralLinear:
@@ -225,6 +238,7 @@ def entries() -> tuple[AuditEntry, ...]:
                 "½(L₁ + L₂), so the block's state coefficient is 5/2: no step size makes it a "
                 "method for y' = F(y) (not preconsistent).",
             ),
+            (Trained("translation", "rk2-code", "rk2"),),
         ),
         AuditEntry(
             "ODE Transformer: the gate shared by all blocks",
@@ -547,6 +561,20 @@ def _side(side: Side) -> tuple[list[str], list[str]]:
     return row, [f"*{side.label}* — `{side.method.name}`:", "", *_declaration(side.method), ""]
 
 
+def _trained(trained: Trained) -> str:
+    """Where the code's block trains, beside the paper's: the recipes and the experiment."""
+    experiment = EXPERIMENTS[trained.experiment]
+    code, paper = experiment.run(trained.code_run), experiment.run(trained.paper_run)
+    return (
+        f"**Trained:** the code's block is the recipe "
+        f"[`{code.recipe_name}`](models/{code.recipe_name}.md), run `{code.name}` of the "
+        f"[{trained.experiment} experiment](../experiments/{trained.experiment}.md), beside "
+        f"the paper's block, [`{paper.recipe_name}`](models/{paper.recipe_name}.md) (run "
+        f"`{paper.name}`); a claim there compares them, and says 'not measured yet' until both "
+        "have trained."
+    )
+
+
 def entry_section(entry: AuditEntry) -> str:
     """One entry: the verdicts side by side, the declarations, the cited lines, the findings."""
     rows, blocks, shown = [], [], set()
@@ -559,6 +587,8 @@ def entry_section(entry: AuditEntry) -> str:
     lines = [f"## {entry.title}", "", table(["declaration", "reading", "bf.check"], rows), ""]
     lines += [f"- {finding}" for finding in entry.findings]
     lines += [""] if entry.findings else []
+    lines += [_trained(t) for t in entry.trained]
+    lines += [""] if entry.trained else []
     if entry.sources:
         lines += ["**Read in the code:**", ""]
         lines += [f"- {s.citation}: {cell(s.what)}" for s in entry.sources]
