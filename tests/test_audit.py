@@ -25,7 +25,9 @@ from butcherflow.gallery.audit import (
     CONFORMER_SEPARATE,
     CONFORMER_SHARED,
     FLOATER_CODE,
+    MACARON_CANCELLED_SHARED,
     MACARON_SEPARATE,
+    X_COMMIT,
     Source,
     audit_page,
     entries,
@@ -174,7 +176,7 @@ def test_the_page_shows_every_entry_with_its_proved_verdicts() -> None:
     assert "| `heun` | paper, Eq. 12–14" in page and "| order 2 |" in page
     assert "| `ode-transformer-code-rk2` |" in page and "not preconsistent: order 0" in page
     assert 'V = [["5/2"]]' in page  # the declaration itself, as a file would hold it
-    assert "L380–L399" in page and "Not audited here" in page
+    assert "L380–L399" in page and page.endswith("\n") and not page.endswith("\n\n")
 
 
 def test_the_gallery_build_writes_the_page(tmp_path: Path) -> None:
@@ -266,3 +268,24 @@ def test_a_trained_entry_names_the_recipe_that_computes_its_code_declaration() -
     page = audit_page()
     assert "[`ode-transformer-rk2-code`](models/ode-transformer-rk2-code.md)" in page
     assert "run `rk2-code` of the [translation experiment](../experiments/translation.md)" in page
+
+
+def test_the_x_transformers_entry_cites_a_pinned_commit_and_proves_each_reading() -> None:
+    (entry,) = [e for e in entries() if "x-transformers" in e.title]
+    assert {s.commit for s in entry.sources} == {X_COMMIT}
+    cited = {s.lines for s in entry.sources}
+    assert {(2088, 2089), (2249, 2251), (2565, 2568), (718, 731)} <= cited
+    assert [side.method for side in entry.code] == [
+        MACARON_SEPARATE,
+        MACARON_CANCELLED_SHARED,
+        None,
+    ]
+    assert verdict(bf.check(MACARON_SEPARATE)).startswith("order 1 (exact flows)")
+    report = bf.check(MACARON_CANCELLED_SHARED)  # ½ cancelled, one FFN: stepped twice
+    assert report.order == 0 and report.substep_order == 0
+    # the fact the cancellation rests on: a LayerNorm does not see a scale of its input
+    u = torch.randn(3, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    norm = torch.nn.LayerNorm(16, elementwise_affine=False, eps=0.0).double()
+    torch.testing.assert_close(norm(0.5 * u), norm(u), rtol=1e-12, atol=1e-12)
+    page = audit_page()
+    assert "| `macaron-half-cancelled-shared` |" in page and "`b8a9add6bb`" in page
