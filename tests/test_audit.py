@@ -13,6 +13,7 @@ import sympy
 import torch
 
 import butcherflow as bf
+from butcherflow.experiments import EXPERIMENTS
 from butcherflow.gallery import build_gallery
 from butcherflow.gallery.audit import (
     CODE_DECODER_TWICE,
@@ -24,7 +25,9 @@ from butcherflow.gallery.audit import (
     CONFORMER_SEPARATE,
     CONFORMER_SHARED,
     FLOATER_CODE,
+    MACARON_CANCELLED_SHARED,
     MACARON_SEPARATE,
+    X_COMMIT,
     Source,
     audit_page,
     entries,
@@ -173,7 +176,7 @@ def test_the_page_shows_every_entry_with_its_proved_verdicts() -> None:
     assert "| `heun` | paper, Eq. 12–14" in page and "| order 2 |" in page
     assert "| `ode-transformer-code-rk2` |" in page and "not preconsistent: order 0" in page
     assert 'V = [["5/2"]]' in page  # the declaration itself, as a file would hold it
-    assert "L380–L399" in page and "Not audited here" in page
+    assert "L380–L399" in page and page.endswith("\n") and not page.endswith("\n\n")
 
 
 def test_the_gallery_build_writes_the_page(tmp_path: Path) -> None:
@@ -242,3 +245,47 @@ def test_the_floater_entry_declares_the_code_solver_and_cites_every_defect() -> 
     page = audit_page()
     assert "| `floater-code` |" in page and "L323–L335" in page
     assert "FLOATER's released flow" not in page  # no longer "not audited"
+
+
+def test_a_trained_entry_names_the_recipe_that_computes_its_code_declaration() -> None:
+    """The RK2 entry trains: its code run's recipe compiles, with layer stages, to the entry's
+    code declaration, and its paper run's recipe is the entry's paper declaration."""
+    trained = [(e, t) for e in entries() for t in e.trained]
+    assert [(e.title, t.code_run) for e, t in trained] == [
+        ("ODE Transformer: the RK2 block", "rk2-code")
+    ]
+    for entry, t in trained:
+        recipes = EXPERIMENTS[t.experiment].recipes()
+        code, paper = recipes[t.code_run].encoder, recipes[t.paper_run].encoder
+        assert code is not None and paper is not None
+        assert code.options.get("stage") == "layer" and "stage" not in paper.options
+        assert entry.paper.method is bf.catalog[paper.method]
+        declared = entry.code[0].method
+        assert isinstance(declared, GeneralLinear)
+        derived = GeneralLinear.from_layer_stages(bf.catalog[code.method])
+        for key in ("A", "U", "B", "V"):
+            assert sympy.Matrix(getattr(derived, key)) == sympy.Matrix(getattr(declared, key))
+    page = audit_page()
+    assert "[`ode-transformer-rk2-code`](models/ode-transformer-rk2-code.md)" in page
+    assert "run `rk2-code` of the [translation experiment](../experiments/translation.md)" in page
+
+
+def test_the_x_transformers_entry_cites_a_pinned_commit_and_proves_each_reading() -> None:
+    (entry,) = [e for e in entries() if "x-transformers" in e.title]
+    assert {s.commit for s in entry.sources} == {X_COMMIT}
+    cited = {s.lines for s in entry.sources}
+    assert {(2088, 2089), (2249, 2251), (2565, 2568), (718, 731)} <= cited
+    assert [side.method for side in entry.code] == [
+        MACARON_SEPARATE,
+        MACARON_CANCELLED_SHARED,
+        None,
+    ]
+    assert verdict(bf.check(MACARON_SEPARATE)).startswith("order 1 (exact flows)")
+    report = bf.check(MACARON_CANCELLED_SHARED)  # ½ cancelled, one FFN: stepped twice
+    assert report.order == 0 and report.substep_order == 0
+    # the fact the cancellation rests on: a LayerNorm does not see a scale of its input
+    u = torch.randn(3, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    norm = torch.nn.LayerNorm(16, elementwise_affine=False, eps=0.0).double()
+    torch.testing.assert_close(norm(0.5 * u), norm(u), rtol=1e-12, atol=1e-12)
+    page = audit_page()
+    assert "| `macaron-half-cancelled-shared` |" in page and "`b8a9add6bb`" in page

@@ -44,7 +44,9 @@ from butcherflow.experiments.index import (
     readme_summary,
     write_readme_summary,
 )
+from butcherflow.experiments.report import runs_table
 from butcherflow.experiments.runner import prepare_recipe, train_config
+from butcherflow.experiments.summary import judge_claim, summarize
 from butcherflow.experiments.verdict import (
     FEW_PAIRS,
     NOT_MEASURED,
@@ -99,10 +101,35 @@ def seeds(name: str) -> dict[str, int]:
 def test_every_run_has_the_three_seeds_issue_16_asks_for() -> None:
     for name in EXPERIMENTS:
         assert set(seeds(name).values()) == {3}, name
-    assert len(seeds("translation")) == 9 and len(seeds("truncation")) == 8
+    assert len(seeds("translation")) == 10 and len(seeds("truncation")) == 8
     assert len(seeds("depth")) == 12 and len(seeds("extrapolation")) == 3
     assert len(seeds("connections")) == 7
     assert seeds("coefficients") == dict.fromkeys(("exact", "unit", "learned", "gated", "tanh"), 3)
+
+
+def test_translation_trains_the_released_codes_rk2_beside_the_papers() -> None:
+    """The audit's RK2 entry trains: the same recipe as `rk2` but for `stage = "layer"`, and a
+    claim compares the two; before it has trained it is a row saying so, and no number."""
+    translation = EXPERIMENTS["translation"]
+    recipes = translation.recipes()
+    paper, code = recipes["rk2"], recipes["rk2-code"]
+    assert code.encoder is not None and paper.encoder is not None
+    assert code.encoder.method == paper.encoder.method == "heun"
+    assert dict(code.encoder.options) == {"stage": "layer"}
+    comparisons = [c for claim in translation.claims for c in claim.comparisons]
+    assert Comparison("rk2", "rk2-code", "bleu") in comparisons
+    results = [
+        {"run": "rk2", "seed": seed, "metrics": {"bleu": 19.0 + seed, "chrf": 40.0}}
+        for seed in (1, 2)
+    ]
+    summaries = summarize(translation, results)
+    table = runs_table(translation, summaries).splitlines()
+    assert table[2].startswith("| residual (transformer-small) | `transformer-small` | 0 |")
+    assert table[3].startswith("| RK2 | `ode-transformer-rk2` | 2 | 20.50 ± 0.71 |")
+    code_row = "| RK2 as the released code computes it | `ode-transformer-rk2-code` | 0 |"
+    assert table[4] == code_row + " not run yet | — | — | — |"
+    claim = next(c for c in translation.claims if c.comparisons[0].worse == "rk2-code")
+    assert judge_claim(claim, summaries).verdict == NOT_MEASURED
 
 
 def test_declared_budgets_and_patience(tmp_path: Path) -> None:

@@ -280,7 +280,8 @@ def test_an_option_that_does_not_apply_names_the_option_the_family_and_what_it_t
         bf.compile(method, **arguments, **SIZES)
     message = str(info.value)
     assert f"key '{option}': {option} does not apply to a {family} declaration" in message
-    assert takes in message and "the sizes d_model, n_heads, d_ffn, dropout, activation" in message
+    assert takes in message
+    assert "the field's options d_model, n_heads, d_ffn, dropout, activation, stage" in message
 
 
 def test_the_public_call_keeps_working() -> None:

@@ -16,7 +16,7 @@ from ..methods import (
     catalog,
 )
 from .continuous import analyse_continuous
-from .general_linear import analyse_general_linear
+from .general_linear import GeneralLinearReport, analyse_general_linear
 from .multistep import analyse_multistep
 from .report import Report
 from .rk_order import DEFAULT_TIME_BUDGET
@@ -58,7 +58,9 @@ def check(
     return ANALYSES[type(resolved)](resolved, max_order=max_order, time_budget=time_budget)
 
 
-def trained_order(method: Method, coefficients: str = "exact", **kwargs: Any) -> str:
+def trained_order(
+    method: Method, coefficients: str = "exact", stage: str = "branch", **kwargs: Any
+) -> str:
     """The order of a layer as it trains, in words: the proof is about the declaration the
     compiled layer computes (`Method.with_coefficients`), its parameters included.
 
@@ -66,12 +68,24 @@ def trained_order(method: Method, coefficients: str = "exact", **kwargs: Any) ->
 
     - `method`: the declaration a block is compiled from.
     - `coefficients`: the compile option `coefficients=` ("exact" when not given).
+    - `stage`: the compile option `stage=`: with `"layer"` (stages store y + F(y)) a tableau
+      is proved as the general linear method it then is (`GeneralLinear.from_layer_stages`).
     - `kwargs`: passed to `check` (`time_budget`, ...).
 
     **Returns:** e.g. `"4"`, `"1 for every g (2 at initialisation, g = 1/2)"`, or, where the
     family's compiler trains the coefficients itself, the order they start from.
     """
     declared = method.with_coefficients(coefficients)
+    if stage == "layer":
+        if not isinstance(declared, ButcherTableau):
+            return (
+                f"not proved: stage = 'layer' is analysed for Runge-Kutta tableaux only "
+                f"('{method.name}' is a {method.family} declaration)"
+            )
+        report = check(GeneralLinear.from_layer_stages(declared), **kwargs)
+        assert isinstance(report, GeneralLinearReport)
+        why = "" if report.preconsistent else " (not preconsistent)"
+        return f"{report.block_order_text} in F{why}: each stage stores the whole layer y + F(y)"
     if declared is not None:
         return check(declared, **kwargs).block_order_text
     start = check(method, **kwargs).block_order_text

@@ -74,7 +74,8 @@ def side_order(side: Side) -> str:
     if side.method == "dlcl":
         return "none: DLCL learns its weights over every earlier layer"
     method = catalog.resolve(side.method)
-    return trained_order(method, str(side.options.get("coefficients") or "exact"))
+    coefficients = str(side.options.get("coefficients") or "exact")
+    return trained_order(method, coefficients, str(side.options.get("stage") or "branch"))
 
 
 class _Embedding(nn.Module):

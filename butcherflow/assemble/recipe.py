@@ -25,7 +25,9 @@ position = "sinusoidal"              # or "learned" (with max_len), or "floater"
 ```
 A side (`[encoder]`/`[decoder]`) takes `method` and either `field` (Runge-Kutta methods,
 multistep stacks, `"dlcl"`) or `fields` (splittings), plus `coefficients`, `step_size`,
-`iterations`, `share`, `share_gate`, `starter`, `init`.
+`iterations`, `share`, `share_gate`, `starter`, `init` and `stage` (what each stage of a block
+stores: `"branch"` F(y), the default, or `"layer"` y + F(y), as the ODE Transformer's released
+code does; `models/ode-transformer-rk2-code.toml`).
 
 A method (`method`, `starter`, `floater`) is named by a catalog name, a declaration file (a
 relative path is read from the recipe's folder), or given inline as a declaration table
@@ -48,6 +50,7 @@ from ..errors import DeclarationError, UnknownNameError
 from ..methods import ContinuousDynamics, Method
 from ..methods.base import check_name
 from ..methods.files import catalog_dir, check_keys, from_dict, read_toml
+from ..nn import check_stage
 from .floater import FLOATER_BLOCKS, resolve_floater
 
 TOP_KEYS = (
@@ -74,6 +77,7 @@ SIDE_KEYS = (
     "share_gate",
     "starter",
     "init",
+    "stage",
 )
 EMBEDDING_KEYS = (
     "position",
@@ -246,6 +250,8 @@ def _side(data: Any, where: str, source: str | None, folder: Path | None) -> Sid
             source=source,
         )
     options = {k: v for k, v in data.items() if k not in ("layers", "method", "field", "fields")}
+    if "stage" in options:
+        check_stage(options["stage"], f"{where}.stage", source)
     if "starter" in options:
         options["starter"] = _reference(options["starter"], f"{where}.starter", source, folder)
     return Side(layers, method, single, several, options)

@@ -22,6 +22,7 @@ from .program import require
 FieldSpec = str | nn.Module
 Options = TypeVar("Options", bound="FieldSizes")
 SIZES = ("d_model", "n_heads", "d_ffn", "dropout", "activation")
+FIELD_OPTIONS = (*SIZES, "stage")  # what every family passes to `make_field`
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class FieldSizes:
 
     - `d_model`, `n_heads`, `d_ffn`: widths (None: read from a module field, or not needed).
     - `dropout`, `activation`: of the named fields.
+    - `stage`: what a named field returns at each stage, `"branch"` F(y) (default) or
+      `"layer"` y + F(y) (the ODE Transformer's released code; `nn.fields.STAGES`).
     """
 
     d_model: int | None = None
@@ -37,19 +40,20 @@ class FieldSizes:
     d_ffn: int | None = None
     dropout: float = 0.0
     activation: str = "relu"
+    stage: str = "branch"
 
     spans_layers: ClassVar[bool] = False  # compiles to a stack (`bf.compile_stack`), not a block
 
     @property
     def sizes(self) -> dict[str, Any]:
-        """The keyword arguments of `make_field`."""
-        return {key: getattr(self, key) for key in SIZES}
+        """The keyword arguments of `make_field`: the sizes and the `stage`."""
+        return {key: getattr(self, key) for key in FIELD_OPTIONS}
 
     @classmethod
     def names(cls) -> list[str]:
-        """The options of this family, sizes last."""
-        own = [f.name for f in dataclasses.fields(cls) if f.name not in SIZES]
-        return own + list(SIZES)
+        """The options of this family, the field's options (sizes and stage) last."""
+        own = [f.name for f in dataclasses.fields(cls) if f.name not in FIELD_OPTIONS]
+        return own + list(FIELD_OPTIONS)
 
     @classmethod
     def parse(cls: type[Options], method: Method | str, given: Mapping[str, Any]) -> Options:
@@ -64,13 +68,13 @@ class FieldSizes:
         allowed = cls.names()
         for key, value in given.items():
             if key not in allowed:
-                own = [name for name in allowed if name not in SIZES]
+                own = [name for name in allowed if name not in FIELD_OPTIONS]
                 raise DeclarationError(
                     f"{key} does not apply to a {family} declaration",
                     key=key,
                     value=type(value).__name__ if isinstance(value, nn.Module) else value,
-                    valid=f"a {family} declaration takes {', '.join(own)} and the sizes "
-                    + ", ".join(SIZES),
+                    valid=f"a {family} declaration takes {', '.join(own)} and the field's "
+                    "options " + ", ".join(FIELD_OPTIONS),
                 )
         return cls(**given)
 

@@ -44,7 +44,8 @@ class SplittingOptions(FieldSizes):
     - `step_size`: h (every step advances cₖ·h), or `"learned"`.
     - `share`: one module per operator instead of one per step.
     - `post_norm`: a LayerNorm after every step; refused unless every cₖ and bᵢ is 1, since a
-      norm after a scaled branch cancels the scale.
+      norm after a scaled branch cancels the scale (and with `stage="layer"`, which it would
+      turn into a halved branch).
     - `causal`: default: True when some field cross-attends (a decoder).
     """
 
@@ -130,6 +131,15 @@ class SplittingBlock(CompiledBlock):
                 key="post_norm",
                 value=True,
                 valid="post_norm=False, or a splitting whose coefficients are 1",
+            )
+            # LN(y + L(y)) = LN(2y + F(y)) = LN(y + ½F(y)): the norm turns the layer stage into
+            # a halved branch, so the two options would cancel into a scale nobody declared.
+            require(
+                options.stage == "branch",
+                "post_norm after a layer stage cancels it: LN(y + L(y)) = LN(y + F(y)/2)",
+                key="stage",
+                value=options.stage,
+                valid="stage='branch' with post_norm, or post_norm=False",
             )
         holder = nn.Module()
         modules: dict[str, nn.Module] = {}

@@ -37,15 +37,23 @@ def _metrics_of(experiment: Experiment) -> tuple[str, ...]:
 
 
 def runs_table(experiment: Experiment, summaries: Sequence[RunSummary]) -> str:
-    """A row per run: recipe, seeds, the metrics (mean ± std), parameters, tokens/s."""
+    """A row per run: recipe, seeds, the metrics (mean ± std), parameters, tokens/s; a declared
+    run with no result yet is a row saying so (no number stands in for it)."""
     metrics = _metrics_of(experiment)
     header = ["run", "recipe", "seeds"] + [metric_title(m) for m in metrics]
     header += ["parameters", "train tokens/s"]
     positions = experiment.table == "bins"
     if positions:
         header += ["longest train source", "test sources longer", "max_len (cut)"]
+    by_name = {s.name: s for s in summaries}
     rows = []
-    for s in summaries:
+    for run in experiment.runs:
+        s = by_name.get(run.name)
+        if s is None:
+            title = f"{run.label}, {run.column}" if run.column else run.label
+            rows.append([title, f"`{run.recipe_name}`", "0", "not run yet"])
+            rows[-1] += ["—"] * (len(header) - len(rows[-1]))
+            continue
         row = [s.title, f"`{s.recipe}`", str(len(s.seeds))]
         row += [format_mean_std(s.values.get(m, ()), digits(m)) for m in metrics]
         row.append("—" if s.parameters is None else f"{s.parameters:,}")

@@ -296,6 +296,34 @@ class GeneralLinear(CoefficientMethod):
             value=method.name,
         )
 
+    @classmethod
+    def from_layer_stages(cls, tableau: ButcherTableau) -> GeneralLinear:
+        """The block a tableau gives when each stage stores the whole layer L(y) = y + F(y)
+        (`stage = "layer"`, the ODE Transformer's released code), written in F at step size 1.
+
+        Yᵢ = y + Σⱼ aᵢⱼL(Yⱼ) and y' = y + Σᵢ bᵢL(Yᵢ) solve to the general linear method
+        U = (I − A)⁻¹1, A' = (I − A)⁻¹A, B = bᵀ(I − A)⁻¹, V = 1 + bᵀ(I − A)⁻¹1: Heun becomes
+        V = 5/2, not preconsistent (the gallery's "What the reference code computes").
+        """
+        s = tableau.stages
+        a = sympy.Matrix(s, s, lambda i, j: tableau.A[i][j])
+        b = sympy.Matrix([list(tableau.b)])
+        inverse = (sympy.eye(s) - a).inv()
+        ones = sympy.ones(s, 1)
+
+        def rows(m: sympy.Matrix) -> list[list[str]]:
+            return [[str(sympy.simplify(x)) for x in m.row(i)] for i in range(m.rows)]
+
+        return cls(
+            rows(inverse * a),
+            rows(inverse * ones),
+            rows(b * inverse),
+            rows(sympy.Matrix([[1]]) + b * inverse * ones),
+            name=f"{tableau.name}-layer-stages",
+            title=f"{tableau.title}, each stage storing the whole layer y + F(y)",
+            reference=tableau.reference,
+        )
+
 
 def _from_multistep(cls: type[GeneralLinear], m: LinearMultistep) -> GeneralLinear:
     k = m.steps

@@ -8,6 +8,7 @@ from .context import AttentionBiasHook, Context, DecodeCache, ProjectionBias
 from .feedforward import ACTIVATIONS, FeedForward
 from .fields import (
     FIELD_NAMES,
+    STAGES,
     CrossAttentionSublayer,
     FeedForwardSublayer,
     Field,
@@ -15,6 +16,7 @@ from .fields import (
     PreNormField,
     SelfAttentionSublayer,
     Sublayer,
+    check_stage,
     make_field,
 )
 from .floater import FloaterDynamics, FloaterPositions
@@ -23,6 +25,7 @@ from .positions import LearnedPositions, Positions, SinusoidalPositions, token_p
 __all__ = [
     "ACTIVATIONS",
     "FIELD_NAMES",
+    "STAGES",
     "AttentionBiasHook",
     "Context",
     "CrossAttentionSublayer",
@@ -42,6 +45,7 @@ __all__ = [
     "SinusoidalPositions",
     "Sublayer",
     "check_heads",
+    "check_stage",
     "make_field",
     "token_positions",
 ]

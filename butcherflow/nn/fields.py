@@ -5,6 +5,11 @@ F(y) = G(LN(y))). A composite such as `"san+ffn"` is L(y) − y for the pre-norm
 its parts in order, each on the running sum `y + a₁ + ... + aₖ₋₁`; it is computed as the sum
 `a₁ + ... + aₙ` of the branches, never as a difference, so nothing cancels. Hence "euler" with
 `"san+ffn"` is exactly a pre-norm encoder layer and with `"san+ca+ffn"` a pre-norm decoder layer.
+
+A named field's `stage` says what each stage of a block stores: `"branch"` (the default), F(y),
+as the papers write their blocks; or `"layer"`, the whole layer L(y) = y + F(y), as the ODE
+Transformer's released code stores its stages (the gallery's "What the reference code
+computes"): Heun on `"layer"` is that code's RK2 block y + ½(L(y) + L(y + L(y))).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from .context import Context
 from .feedforward import FeedForward
 
 FIELD_NAMES = ("san", "ffn", "ca", "san+ffn", "san+ca", "san+ca+ffn")
+STAGES = ("branch", "layer")  # what a named field returns: F(y), or the whole layer y + F(y)
 
 
 class Field(nn.Module, abc.ABC):
@@ -117,29 +123,32 @@ class PreNormField(Field):
 
     - `name`: one of `FIELD_NAMES`; the parts are its `+`-separated words.
     - `parts`: the sublayers, keyed by those words (`"san"`, `"ca"`, `"ffn"`).
+    - `stage`: one of `STAGES`: return F(y) (`"branch"`) or the layer's output y + F(y)
+      (`"layer"`, summed in the layer's own order (y + a₁) + a₂ + ...).
     """
 
-    def __init__(self, name: str, parts: dict[str, Sublayer]) -> None:
+    def __init__(self, name: str, parts: dict[str, Sublayer], stage: str = "branch") -> None:
         super().__init__()
         self.name = name
         self.parts = nn.ModuleDict(parts)
+        self.stage = stage
         self.needs_memory = "ca" in parts
         self.has_self_attention = "san" in parts
 
     def forward(self, y: Tensor, ctx: Context, slot: int) -> Tensor:
         total: Tensor | None = None
         x = y
-        last = len(self.parts) - 1
+        last = len(self.parts) - 1 if self.stage == "branch" else len(self.parts)
         for i, part in enumerate(self.parts.values()):
             a = part(x, ctx, slot)
             total = a if total is None else total + a
             if i < last:
                 x = x + a  # the layer's running state, summed in the layer's own order
         assert total is not None
-        return total
+        return x if self.stage == "layer" else total
 
     def extra_repr(self) -> str:
-        return f"name={self.name!r}"
+        return f"name={self.name!r}" + (f", stage={self.stage!r}" if self.stage != "branch" else "")
 
 
 @final
@@ -171,6 +180,20 @@ class ModuleField(Field):
         return dy
 
 
+def check_stage(stage: object, key: str = "stage", source: str | None = None) -> None:
+    """Refuse a `stage` outside `STAGES` (one line naming `key`, the value and what is valid;
+    `source`: the file it came from)."""
+    if stage not in STAGES:
+        raise DeclarationError(
+            "unknown stage",
+            key=key,
+            value=stage,
+            valid="'branch' (each stage stores F(y), the default) or 'layer' (the whole layer "
+            "y + F(y), as the ODE Transformer's released code)",
+            source=source,
+        )
+
+
 def make_field(
     name: str | nn.Module,
     *,
@@ -179,6 +202,7 @@ def make_field(
     d_ffn: int | None = None,
     dropout: float = 0.0,
     activation: str = "relu",
+    stage: str = "branch",
 ) -> Field:
     """Build a field from its name (a fresh module with its own parameters) or wrap a module.
 
@@ -191,9 +215,18 @@ def make_field(
     - `d_ffn`: feed-forward hidden width (fields with `ffn`).
     - `dropout`: on each branch output, the attention weights and the FFN activation.
     - `activation`: `"relu"` or `"gelu"`.
+    - `stage`: `"branch"` (F(y)) or `"layer"` (y + F(y), named fields only); see `STAGES`.
 
     **Returns:** a `Field`.
     """
+    check_stage(stage)
+    if stage != "branch" and not isinstance(name, str):
+        raise DeclarationError(
+            "stage = 'layer' applies to a named field only",
+            key="stage",
+            value=stage,
+            valid="a named field (e.g. 'san+ffn'), or add y inside your module",
+        )
     if isinstance(name, Field):
         return name
     if isinstance(name, nn.Module):
@@ -224,4 +257,4 @@ def make_field(
             assert n_heads is not None
             kind = SelfAttentionSublayer if word == "san" else CrossAttentionSublayer
             parts[word] = kind(d_model, n_heads, dropout)
-    return PreNormField(name, parts)
+    return PreNormField(name, parts, stage)
