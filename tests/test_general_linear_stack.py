@@ -314,3 +314,9 @@ def test_mixing_state_dict_keys_and_shapes_are_kept(policy: str) -> None:
             "program.mix0.scale": (3,),
         }
     assert got == want | {"program.u": (4,), "program.w": (4,)}
+
+
+def test_sinkhorn_gradient_passes_gradcheck() -> None:
+    """The hand-written gradient of the normalisations against finite differences."""
+    logits = torch.randn(2, 3, 3, dtype=DOUBLE, generator=torch.Generator().manual_seed(5))
+    assert torch.autograd.gradcheck(lambda L: sinkhorn(L, 4), (logits.requires_grad_(True),))
