@@ -320,3 +320,17 @@ def test_sinkhorn_gradient_passes_gradcheck() -> None:
     """The hand-written gradient of the normalisations against finite differences."""
     logits = torch.randn(2, 3, 3, dtype=DOUBLE, generator=torch.Generator().manual_seed(5))
     assert torch.autograd.gradcheck(lambda L: sinkhorn(L, 4), (logits.requires_grad_(True),))
+
+
+@pytest.mark.parametrize("policy", GLM_POLICIES)
+def test_stacks_train_under_bfloat16_autocast(policy: str) -> None:
+    """Mixed precision (`--precision bf16`): the in-place updates take autocast's dtype."""
+    torch.manual_seed(0)
+    stack = bf.compile_stack("hyper-connections-4", ["san+ffn"] * 2, coefficients=policy, **SIZES)
+    x = torch.randn(2, 5, SIZES["d_model"])
+    want = stack(x)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = stack(x)
+    got.float().square().sum().backward()
+    torch.testing.assert_close(got.float(), want, rtol=0.05, atol=0.05)
+    assert all(p.grad is not None for p in stack.parameters())

@@ -232,13 +232,14 @@ def advance(V: Tensor, streams: Tensor, B: Tensor, *stages: Tensor) -> Tensor:
     r, shape, d = streams.shape[0], streams.shape[1:], streams.shape[-1]
     if V.dim() == 2:
         flat = torch.mm(V, streams.reshape(r, -1))
+        B = B.to(flat.dtype)  # under autocast, mm's dtype (in-place products do not autocast)
         for i, F in enumerate(stages):
-            flat.addmm_(B[:, i : i + 1], F.reshape(1, -1))
+            flat.addmm_(B[:, i : i + 1], F.reshape(1, -1).to(flat.dtype))
         return flat.view(r, *shape)
-    B = B.reshape(-1, r, len(stages))
     tokens = torch.bmm(V.reshape(-1, r, r), _tokens(streams))  # (tokens, r, d)
+    B = B.reshape(-1, r, len(stages)).to(tokens.dtype)
     for i, F in enumerate(stages):
-        tokens.baddbmm_(B[..., i : i + 1], F.reshape(-1, 1, d))
+        tokens.baddbmm_(B[..., i : i + 1], F.reshape(-1, 1, d).to(tokens.dtype))
     return tokens.transpose(0, 1).view(r, *shape)
 
 
