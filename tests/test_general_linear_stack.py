@@ -111,7 +111,7 @@ def test_sinkhorn_keeps_v_doubly_stochastic_per_token() -> None:
     x = _train(stack)
     mix = stack.program.get_submodule("mix1")
     assert isinstance(mix, StreamMixing) and mix.iterations == 30
-    _, _, V = mix(torch.randn(2, 5, 4, SIZES["d_model"], dtype=DOUBLE) + x.unsqueeze(-2))
+    _, _, V = mix(torch.randn(4, 2, 5, SIZES["d_model"], dtype=DOUBLE) + x)  # (r, b, t, d)
     assert V.shape == (2, 5, 4, 4) and bool((V >= 0).all())
     torch.testing.assert_close(V.sum(-1), torch.ones(2, 5, 4, dtype=DOUBLE))
     # columns up to the convergence of 30 iterations near the identity (slow there)
@@ -132,7 +132,7 @@ def test_dynamic_coefficients_are_per_token() -> None:
     )
     _train(stack)
     mix = stack.program.get_submodule("mix0")
-    U, B, V = mix(torch.randn(2, 5, 4, SIZES["d_model"], dtype=DOUBLE))
+    U, B, V = mix(torch.randn(4, 2, 5, SIZES["d_model"], dtype=DOUBLE))  # (r, b, t, d)
     assert U.shape == (2, 5, 1, 4) and B.shape == (2, 5, 4, 1) and V.shape == (2, 5, 4, 4)
     assert float((V[0, 0] - V[1, 3]).abs().max().detach()) > 0  # tokens differ
 
@@ -206,3 +206,131 @@ def test_a_non_square_v_is_refused_by_the_declaration(declaration_error) -> None
 def test_compile_on_a_glm_points_to_compile_stack() -> None:
     with pytest.raises(bf.DeclarationError, match="compile_stack"):
         bf.compile("hyper-connections-4", field="ffn", **SIZES)
+
+
+def _sinkhorn_by_hand(logits: torch.Tensor, iterations: int) -> torch.Tensor:
+    """mHC's projection as first written: every iteration in log space."""
+    for _ in range(iterations):
+        logits = logits - torch.logsumexp(logits, dim=-2, keepdim=True)
+        logits = logits - torch.logsumexp(logits, dim=-1, keepdim=True)
+    return logits.exp()
+
+
+def _mixing_by_hand(
+    stack: bf.CompiledBlock, method: GeneralLinear, fields: list[Linear], x: torch.Tensor
+) -> torch.Tensor:
+    """The stack's forward written per stream and per token from its own parameters: U, B, V
+    read per layer (plus, per token, s·tanh(W norm(yₖ)) from stream k), Sinkhorn in log space."""
+    s, r = method.stages, method.values
+    A = [[float(e) for e in row] for row in method.A]
+    u = [sum(float(c) for c, kind, _ in terms if kind == "y") for terms in method.start]
+    streams = [u_k * x for u_k in u]
+    for m, field in enumerate(fields):
+        mix = stack.program.get_submodule(f"mix{m}")
+        assert isinstance(mix, StreamMixing)
+        U = mix.U.expand(*x.shape[:-1], s, r)
+        B = mix.B.expand(*x.shape[:-1], r, s)
+        V = mix.V.expand(*x.shape[:-1], r, r)
+        if mix.dynamic:
+            out = [torch.tanh(mix.proj(mix.norm(y))) for y in streams]  # stream k's row
+            U = torch.stack([U[..., k] + mix.scale[0] * out[k][..., :s] for k in range(r)], -1)
+            B = torch.stack(
+                [B[..., k, :] + mix.scale[1] * out[k][..., s : 2 * s] for k in range(r)], -2
+            )
+            V = torch.stack(
+                [V[..., k, :] + mix.scale[2] * out[k][..., 2 * s :] for k in range(r)], -2
+            )
+        if mix.policy == "sinkhorn":
+            V = _sinkhorn_by_hand(V, mix.iterations)
+        F: list[torch.Tensor] = []
+        for i in range(s):
+            Y = sum(U[..., i, k, None] * streams[k] for k in range(r))
+            F.append(field(Y + sum(A[i][j] * F[j] for j in range(i))))
+        streams = [
+            sum(V[..., q, k, None] * streams[k] for k in range(r))
+            + sum(B[..., q, i, None] * F[i] for i in range(s))
+            for q in range(r)
+        ]
+    plain = [t == "y(x)" for t in method.start_text()]
+    return sum(y for y, p in zip(streams, plain, strict=True) if p) / sum(plain)
+
+
+MIXED = [("hyper-connections-4", p) for p in GLM_POLICIES]
+MIXED += [("pcformer", p) for p in ("exact", "learned", "dynamic")]  # s = 3, A below the diagonal
+
+
+@pytest.mark.parametrize(("name", "policy"), MIXED)
+def test_batched_mixing_equals_the_mixing_by_hand(name: str, policy: str) -> None:
+    """Output and every gradient of the batched stream mixing equal the per-stream, per-token
+    recursion, with every mixing parameter moved off its initial value."""
+    method = bf.catalog[name]
+    assert isinstance(method, GeneralLinear)
+    fields = _fields(3, d=6)
+    stack = bf.compile_stack(name, fields=fields, coefficients=policy).to(DOUBLE)
+    g = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for n, p in stack.named_parameters():
+            if ".mix" in f".{n}" or n.startswith("program.mix"):
+                p.add_(0.3 * torch.randn(p.shape, generator=g, dtype=DOUBLE))
+    x = torch.randn(2, 3, 6, dtype=DOUBLE, generator=g, requires_grad=True)
+    params = [x, *stack.parameters()]
+    got = stack(x)
+    want = _mixing_by_hand(stack, method, fields, x)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    grads = torch.autograd.grad(got.square().sum(), params)
+    wants = torch.autograd.grad(want.square().sum(), params)
+    for a, b in zip(grads, wants, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_sinkhorn_equals_the_log_space_iteration_for_any_spread() -> None:
+    g = torch.Generator().manual_seed(3)
+    logits = 20 * torch.randn(6, 4, 4, dtype=DOUBLE, generator=g)
+    logits[0, :, 1] = -200.0  # a column far below the others
+    logits.requires_grad_(True)
+    for iterations in (1, 2, 20):
+        P, Q = sinkhorn(logits, iterations), _sinkhorn_by_hand(logits, iterations)
+        torch.testing.assert_close(P, Q, rtol=1e-12, atol=1e-12)
+        (a,) = torch.autograd.grad((P * P.detach()).sum(), logits)
+        (b,) = torch.autograd.grad((Q * Q.detach()).sum(), logits)
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("policy", GLM_POLICIES)
+def test_mixing_state_dict_keys_and_shapes_are_kept(policy: str) -> None:
+    """Checkpoints saved before the batched mixing still load: the same keys and shapes."""
+    stack = bf.compile_stack("hyper-connections-4", ["ffn"], coefficients=policy, **SIZES)
+    got = {
+        k: tuple(v.shape)
+        for k, v in stack.state_dict().items()
+        if "mix" in k or k in ("program.u", "program.w")
+    }
+    want = {"program.mix0.U": (1, 4), "program.mix0.B": (4, 1), "program.mix0.V": (4, 4)}
+    if policy in ("dynamic", "sinkhorn"):
+        want |= {
+            "program.mix0.norm.weight": (8,),
+            "program.mix0.norm.bias": (8,),
+            "program.mix0.proj.weight": (6, 8),
+            "program.mix0.scale": (3,),
+        }
+    assert got == want | {"program.u": (4,), "program.w": (4,)}
+
+
+def test_sinkhorn_gradient_passes_gradcheck() -> None:
+    """The hand-written gradient of the normalisations against finite differences."""
+    logits = torch.randn(2, 3, 3, dtype=DOUBLE, generator=torch.Generator().manual_seed(5))
+    assert torch.autograd.gradcheck(lambda L: sinkhorn(L, 4), (logits.requires_grad_(True),))
+
+
+@pytest.mark.parametrize("policy", GLM_POLICIES)
+def test_stacks_train_under_bfloat16_autocast(policy: str) -> None:
+    """Mixed precision (`--precision bf16`): the in-place updates take autocast's dtype."""
+    torch.manual_seed(0)
+    stack = bf.compile_stack("hyper-connections-4", ["san+ffn"] * 2, coefficients=policy, **SIZES)
+    x = torch.randn(2, 5, SIZES["d_model"])
+    want = stack(x)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = stack(x)
+    got.float().square().sum().backward()
+    torch.testing.assert_close(got.float(), want, rtol=0.05, atol=0.05)
+    assert all(p.grad is not None for p in stack.parameters())

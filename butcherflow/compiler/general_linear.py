@@ -1,6 +1,6 @@
 """General linear methods compiled into whole stacks: r streams carried across the layers.
 
-The state of the stack is r streams `(batch, time, r, d_model)`. Layer m computes, with its own
+The state of the stack is r streams `(r, batch, time, d_model)`. Layer m computes, with its own
 field Fₘ and h = 1, the s stages and the next streams of the declaration (A, U, B, V):
 
     Yᵢ = Σⱼ₍ⱼ<ᵢ₎ aᵢⱼ Fₘ(Yⱼ) + Σₖ uᵢₖ yₖ          (explicit A only)
@@ -47,6 +47,7 @@ import sympy
 import torch
 import torch.fx as fx
 from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
 
 from ..analysis.general_linear import doubly_stochastic, power_bound, preconsistency
 from ..methods import GeneralLinear
@@ -85,12 +86,46 @@ def _floats(rows: Sequence[Sequence[sympy.Expr]]) -> Tensor:
 
 
 def sinkhorn(logits: Tensor, iterations: int) -> Tensor:
-    """Sinkhorn-Knopp on exp(logits) over the last two dimensions, in log space: alternately
-    normalise columns and rows; rows sum to 1 to rounding, columns up to convergence."""
-    for _ in range(iterations):
-        logits = logits - torch.logsumexp(logits, dim=-2, keepdim=True)
-        logits = logits - torch.logsumexp(logits, dim=-1, keepdim=True)
-    return logits.exp()
+    """Sinkhorn-Knopp on exp(logits) over the last two dimensions: alternately normalise columns
+    and rows, `iterations` times; rows sum to 1 to rounding, columns up to convergence.
+
+    The first iteration runs in log space, so that logits of any spread are safe; after it every
+    row and column keeps a sum of at least 1/r² (each column had an entry ≥ 1/r, and each row
+    sum is ≤ r), so the other iterations normalise exp(logits) directly (`Normalise`): the same
+    result to rounding, in two kernels per normalisation instead of logsumexp's many."""
+    logits = logits - torch.logsumexp(logits, dim=-2, keepdim=True)
+    P = (logits - torch.logsumexp(logits, dim=-1, keepdim=True)).exp()
+    return Normalise.apply(P, iterations - 1) if iterations > 1 else P
+
+
+@final
+class Normalise(torch.autograd.Function):
+    """`apply(P, iterations)`: `iterations` times, divide the positive P `(..., r, r)` by its
+    column sums, then by its row sums. The gradient of the unrolled iteration is written out
+    (for Q = P / Σ P, dP = (dQ − Σ dQ·Q) / Σ P, sums over the normalised dimension), four
+    kernels per normalisation and no autograd graph of a hundred small nodes."""
+
+    @staticmethod
+    def forward(ctx: Any, P: Tensor, iterations: int) -> Tensor:
+        saved: list[Tensor] = []
+        for _ in range(iterations):
+            for dim in (-2, -1):
+                total = P.sum(dim, keepdim=True)
+                P = P / total
+                saved += [P, total]
+        ctx.save_for_backward(*saved)
+        return P
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
+        saved = ctx.saved_tensors
+        grad = grad.clone()
+        for k in reversed(range(len(saved) // 2)):
+            Q, total = saved[2 * k], saved[2 * k + 1]
+            dim = -2 if k % 2 == 0 else -1
+            grad = grad.sub_((grad * Q).sum(dim, keepdim=True)).div_(total)
+        return grad, None
 
 
 @final
@@ -104,8 +139,9 @@ class StreamMixing(nn.Module):
     - `d_model`: the width of a stream (for the dynamic maps).
     - `iterations`: Sinkhorn iterations (`"sinkhorn"`).
 
-    `forward(streams)` takes `(batch, time, r, d_model)` and returns (U, B, V): static matrices
-    `(s, r)`, `(r, s)`, `(r, r)`, or per token `(batch, time, s, r)`, ... in the streams' dtype.
+    `forward(streams)` takes the stack's streams `(r, batch, time, d_model)` and returns
+    (U, B, V): static matrices `(s, r)`, `(r, s)`, `(r, r)`, or per token `(batch, time, s, r)`,
+    `(batch, time, r, s)`, `(batch, time, r, r)`, in the streams' dtype.
     """
 
     def __init__(self, method: GeneralLinear, policy: str, d_model: int, iterations: int) -> None:
@@ -133,12 +169,14 @@ class StreamMixing(nn.Module):
         if not self.dynamic:
             return U, B, V
         s = self.s
-        # one row per stream k: its dynamic U[:, k], B[k, :] and V[k, :]
-        out = torch.tanh(self.proj(self.norm(streams)))
+        # one projection for all coefficients of all streams; row k of `out` is stream k's:
+        # its dynamic U[:, k], B[k, :] and V[k, :]
+        out = torch.tanh(self.proj(self.norm(_tokens(streams))))  # (tokens, r, 2s + r)
+        out = out.view(*streams.shape[1:-1], *out.shape[1:])  # (batch, time, r, 2s + r)
         scale = self.scale.to(dtype)
-        U = U + scale[0] * out[..., :s].transpose(-1, -2)
-        B = B + scale[1] * out[..., s : 2 * s]
-        V = V + scale[2] * out[..., 2 * s :]
+        U = torch.addcmul(U, scale[0], out[..., :s].transpose(-1, -2))
+        B = torch.addcmul(B, scale[1], out[..., s : 2 * s])
+        V = torch.addcmul(V, scale[2], out[..., 2 * s :])
         if self.policy == "sinkhorn":
             V = sinkhorn(V, self.iterations)
         return U, B, V
@@ -152,29 +190,57 @@ class StreamMixing(nn.Module):
         return V.numpy()
 
 
+# The streams are indexed stream-first, `(r, batch, time, d)`. Under static coefficients they
+# are stored so (stream k is the contiguous block streams[k]): mixing is one (r×r)·(r×N) matrix
+# product with no copies, and a stage's input is a contiguous block. Per-token coefficients mix
+# by one batched product over the tokens, whose result is stored token-major and returned as a
+# transposed view; the next layer reads it through `_tokens`, again without a copy.
+
+
 def read_in(x: Tensor, u: Tensor) -> Tensor:
-    """(batch, time, d) -> the streams u ⊗ x, (batch, time, r, d)."""
-    return x.unsqueeze(-2) * u.to(x.dtype).unsqueeze(-1)
+    """(batch, time, d) -> the streams u ⊗ x, (r, batch, time, d)."""
+    return u.to(x.dtype).view(-1, 1, 1, 1) * x
 
 
 def read_out(streams: Tensor, w: Tensor) -> Tensor:
-    """(batch, time, r, d) -> Σₖ wₖ yₖ, (batch, time, d)."""
-    return torch.einsum("r,btrd->btd", w.to(streams.dtype), streams)
+    """(r, batch, time, d) -> Σₖ wₖ yₖ, (batch, time, d)."""
+    r = streams.shape[0]
+    flat = torch.mm(w.to(streams.dtype).view(1, r), streams.reshape(r, -1))
+    return flat.view(streams.shape[1:])
 
 
-def read_stage(U: Tensor, i: int, streams: Tensor) -> Tensor:
-    """Σₖ U[i, k] yₖ: row i of a static U `(s, r)` or of a per-token U `(b, t, s, r)`."""
+def _tokens(streams: Tensor) -> Tensor:
+    """(r, batch, time, d) -> the strided view (batch·time, r, d)."""
+    r, d = streams.shape[0], streams.shape[-1]
+    return streams.view(r, -1, d).transpose(0, 1)
+
+
+def read_stages(U: Tensor, streams: Tensor) -> Tensor:
+    """Σₖ U[i, k] yₖ for every stage i at once, `(s, batch, time, d)`, for a static U `(s, r)` or
+    a per-token U `(batch, time, s, r)`."""
+    r, shape = streams.shape[0], streams.shape[1:]
     if U.dim() == 2:
-        return torch.einsum("r,btrd->btd", U[i], streams)
-    return torch.einsum("btr,btrd->btd", U[..., i, :], streams)
+        return torch.mm(U, streams.reshape(r, -1)).view(-1, *shape)
+    Y = torch.bmm(U.reshape(-1, U.shape[-2], r), _tokens(streams))  # (tokens, s, d)
+    return Y.transpose(0, 1).view(-1, *shape)
 
 
 def advance(V: Tensor, streams: Tensor, B: Tensor, *stages: Tensor) -> Tensor:
-    """V y + B F(Y): the next streams, `(batch, time, r, d)`, for static or per-token V, B."""
-    F = torch.stack(stages, dim=-2)  # (b, t, s, d)
+    """V y + B F(Y): the next streams, `(r, batch, time, d)`, for static or per-token V, B.
+    Each B[:, i] Fᵢ is added in place into the fresh V y: one new stream-sized tensor per layer
+    (on a CPU, fresh large tensors cost page faults, more than the arithmetic here)."""
+    r, shape, d = streams.shape[0], streams.shape[1:], streams.shape[-1]
     if V.dim() == 2:
-        return torch.einsum("qr,btrd->btqd", V, streams) + torch.einsum("qs,btsd->btqd", B, F)
-    return torch.einsum("btqr,btrd->btqd", V, streams) + torch.einsum("btqs,btsd->btqd", B, F)
+        flat = torch.mm(V, streams.reshape(r, -1))
+        B = B.to(flat.dtype)  # under autocast, mm's dtype (in-place products do not autocast)
+        for i, F in enumerate(stages):
+            flat.addmm_(B[:, i : i + 1], F.reshape(1, -1).to(flat.dtype))
+        return flat.view(r, *shape)
+    tokens = torch.bmm(V.reshape(-1, r, r), _tokens(streams))  # (tokens, r, d)
+    B = B.reshape(-1, r, len(stages)).to(tokens.dtype)
+    for i, F in enumerate(stages):
+        tokens.baddbmm_(B[..., i : i + 1], F.reshape(-1, 1, d).to(tokens.dtype))
+    return tokens.transpose(0, 1).view(r, *shape)
 
 
 @final
@@ -229,11 +295,10 @@ class GeneralLinearStack(CompiledBlock):
         for m in range(self.layers):
             coefficients = builder.call_module(f"mix{m}", (streams,), name=f"mix{m}")
             U, B, V = (builder.item(coefficients, k, name=f"{n}{m}") for k, n in enumerate("UBV"))
+            read = graph.create_node("call_function", read_stages, (U, streams), name=f"read{m}")
             F: list[fx.Node] = []
             for i in range(method.stages):
-                base = graph.create_node(
-                    "call_function", read_stage, (U, i, streams), name=f"read{m}_{i}"
-                )
+                base = builder.item(read, i, name=f"read{m}_{i}")
                 terms: list[tuple[Coefficient, fx.Node]] = [
                     (float(method.A[i][j]), F[j]) for j in range(i) if method.A[i][j] != 0
                 ]
