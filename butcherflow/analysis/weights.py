@@ -383,6 +383,8 @@ class WeightTable:
     def _residual(self, tree: Tree) -> Any:
         """Φ(t) − 1/γ(t) in the arithmetic of the stage vectors."""
         inverse = self._inverses.get(tree.density)
+        if inverse is None and self._matrices is not None:  # QQ, flint rationals
+            inverse = self._inverses[tree.density] = flint.fmpq(1, tree.density)
         if inverse is None:
             inverse = self.domain.convert(sympy.Rational(1, tree.density))
             if self._field is not None:
