@@ -58,9 +58,9 @@ def order_bound(tableau: ButcherTableau) -> int:
 
 def tree_family(tableau: ButcherTableau) -> tuple[TreeFamily, dict[str, Sequence[Any]]]:
     """Plain trees, or trees with a leaf-only time colour when c is not the row sums of A."""
-    sums = [sympy.Add(*row) for row in tableau.A]
     if tableau.row_sum_c or all(
-        sympy.simplify(x - y) == 0 for x, y in zip(tableau.c, sums, strict=True)
+        sympy.simplify(x - sympy.Add(*row)) == 0
+        for x, row in zip(tableau.c, tableau.A, strict=True)
     ):
         return PLAIN, {}
     return TreeFamily(("y",), leaf_only=("t",)), {"t": tableau.c}
