@@ -442,3 +442,31 @@ def test_explicit_numerator_in_flint_is_the_definition(s: int, data: st.DataObje
         sympy.S.Zero,
     )
     assert sympy.expand(sympy.Poly(got, z).as_expr() - expected) == 0
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 5), st.data())
+def test_explicit_numerator_in_a_number_field_is_the_definition(
+    s: int, data: st.DataObject
+) -> None:
+    """Over QQ<√6> the coefficients bᵀAᵏ⁻¹1 come from flint polynomials in the generator."""
+    K = QQ.algebraic_field(sympy.sqrt(6))
+
+    def draw() -> sympy.Expr:
+        p, q = data.draw(big_rationals), data.draw(big_rationals)
+        return sympy.Rational(p.numerator, p.denominator) + sympy.Rational(
+            q.numerator, q.denominator
+        ) * sympy.sqrt(6)
+
+    A = [[draw() if j < i else sympy.S.Zero for j in range(s)] for i in range(s)]
+    b = [draw() for _ in range(s)]
+    got = stab._explicit_numerator(
+        [[K.from_sympy(x) for x in row] for row in A], [K.from_sympy(x) for x in b], K
+    )
+    M, weights = sympy.Matrix(A), sympy.Matrix([b])
+    expected = 1 + sum(
+        (z**k * (weights * M ** (k - 1) * sympy.ones(s, 1))[0] for k in range(1, s + 1)),
+        sympy.S.Zero,
+    )
+    as_expr = sum((K.to_sympy(c) * z**k for k, c in enumerate(got[::-1])), sympy.S.Zero)
+    assert sympy.expand(as_expr - expected) == 0

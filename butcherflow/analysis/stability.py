@@ -39,6 +39,7 @@ from sympy.polys.rootisolation import (
 from sympy.polys.sqfreetools import dmp_norm, dup_sqf_part
 
 from ..methods import ButcherTableau
+from .number_field import NumberField
 from .weights import smallest_domain, tableau_field
 
 z = sympy.Symbol("z")
@@ -269,7 +270,8 @@ def _reversed_charpoly(matrix: list[list[Any]], K: Any) -> Dense:
 
 def _explicit_numerator(A: list[list[Any]], b: list[Any], K: Any) -> Dense:
     """1 + Σₖ zᵏ bᵀAᵏ⁻¹1 (k = 1..s), highest degree first; over QQ in flint matrices (one C
-    product a term instead of s² Python products of large fractions)."""
+    product a term instead of s² Python products of large fractions), over an algebraic field
+    in flint polynomials (`NumberField`), otherwise in K."""
     s = len(b)
     coeffs = [K.one]
     if K == QQ and K.dtype is flint.fmpq:
@@ -279,10 +281,17 @@ def _explicit_numerator(A: list[list[Any]], b: list[Any], K: Any) -> Dense:
             coeffs.append((weights * column)[0, 0])
             column = M * column
         return dup_strip(coeffs[::-1])
-    vec = [K.one] * s
+    field = NumberField.of(K)  # an algebraic field: flint polynomials in its generator
+    if field is not None:
+        A = [[field.convert(x) for x in row] for row in A]
+        b = [field.convert(x) for x in b]
+    one, zero = (field.one, field.zero) if field else (K.one, K.zero)
+    vec = [one] * s
     for _ in range(s):
-        coeffs.append(sum((x * y for x, y in zip(b, vec, strict=True)), K.zero))
-        vec = [sum((x * y for x, y in zip(row, vec, strict=True)), K.zero) for row in A]
+        term = sum((x * y for x, y in zip(b, vec, strict=True)), zero)
+        coeffs.append(field.element(field.reduce(term)) if field else term)
+        vec = [sum((x * y for x, y in zip(row, vec, strict=True)), zero) for row in A]
+        vec = [field.reduce(x) for x in vec] if field else vec
     return dup_strip(coeffs[::-1])
 
 
