@@ -398,3 +398,75 @@ def test_fraction_entries_stay_exact() -> None:
     f = stability_function(method)
     assert f.numerator.all_coeffs() == [sympy.Rational(1, 2), 1, 1]
     assert f.assumed_order == 0
+
+
+big_rationals = st.fractions(max_denominator=10**30).filter(lambda q: abs(q) < 10**6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(-(10**40), 10**40), min_size=1, max_size=12),
+    big_rationals,
+    st.booleans(),
+)
+def test_integer_signs_in_flint_are_exact(coeffs: list[int], u: Fraction, at_a_root: bool) -> None:
+    """`_integer_sign` (flint) is the sign of g(u) evaluated in exact rationals, including 0 at
+    a root (g multiplied by (q·x − p))."""
+    if at_a_root:  # (q·x − p)·g(x) has the root u = p/q
+        q, p = u.denominator, u.numerator
+        coeffs = [q * c - p * d for c, d in zip([*coeffs, 0], [0, *coeffs], strict=True)]
+    value = sum(
+        (Fraction(c) * u ** (len(coeffs) - 1 - k) for k, c in enumerate(coeffs)), Fraction(0)
+    )
+    expected = (value > 0) - (value < 0)
+    poly = stab._integer_poly(coeffs)
+    assert stab._integer_sign(poly, QQ(u.numerator, u.denominator)) == expected
+    if at_a_root:
+        assert expected == 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 6), st.data())
+def test_explicit_numerator_in_flint_is_the_definition(s: int, data: st.DataObject) -> None:
+    """Over QQ the coefficients bᵀAᵏ⁻¹1 come from flint matrices; they equal sympy's."""
+    A = [[data.draw(big_rationals) if j < i else Fraction(0) for j in range(s)] for i in range(s)]
+    b = [data.draw(big_rationals) for _ in range(s)]
+    got = stab._explicit_numerator(
+        [[QQ(x.numerator, x.denominator) for x in row] for row in A],
+        [QQ(x.numerator, x.denominator) for x in b],
+        QQ,
+    )
+    M, weights = sympy.Matrix(A), sympy.Matrix([b])
+    expected = 1 + sum(
+        (z**k * (weights * M ** (k - 1) * sympy.ones(s, 1))[0] for k in range(1, s + 1)),
+        sympy.S.Zero,
+    )
+    assert sympy.expand(sympy.Poly(got, z).as_expr() - expected) == 0
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 5), st.data())
+def test_explicit_numerator_in_a_number_field_is_the_definition(
+    s: int, data: st.DataObject
+) -> None:
+    """Over QQ<√6> the coefficients bᵀAᵏ⁻¹1 come from flint polynomials in the generator."""
+    K = QQ.algebraic_field(sympy.sqrt(6))
+
+    def draw() -> sympy.Expr:
+        p, q = data.draw(big_rationals), data.draw(big_rationals)
+        return sympy.Rational(p.numerator, p.denominator) + sympy.Rational(
+            q.numerator, q.denominator
+        ) * sympy.sqrt(6)
+
+    A = [[draw() if j < i else sympy.S.Zero for j in range(s)] for i in range(s)]
+    b = [draw() for _ in range(s)]
+    got = stab._explicit_numerator(
+        [[K.from_sympy(x) for x in row] for row in A], [K.from_sympy(x) for x in b], K
+    )
+    M, weights = sympy.Matrix(A), sympy.Matrix([b])
+    expected = 1 + sum(
+        (z**k * (weights * M ** (k - 1) * sympy.ones(s, 1))[0] for k in range(1, s + 1)),
+        sympy.S.Zero,
+    )
+    as_expr = sum((K.to_sympy(c) * z**k for k, c in enumerate(got[::-1])), sympy.S.Zero)
+    assert sympy.expand(as_expr - expected) == 0

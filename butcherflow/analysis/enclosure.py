@@ -12,6 +12,7 @@ method (35 stages, 141,000 trees) within seconds.
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, final
@@ -77,6 +78,16 @@ class WeightEnclosures:
         self._h_done: set[int] = set()
         self._done = 0
 
+    def reweighted(self, b: Mapping[str, Sequence[flint.arb]]) -> WeightEnclosures:
+        """The same method with other weights (an embedded pair's b̂), as balls: the stage
+        vectors, which do not depend on the weights, are shared, not recomputed."""
+        other = copy.copy(self)
+        with flint.ctx.workprec(self.prec):
+            other._b = {c: flint.arb_mat([list(v)]) for c, v in b.items()}
+        other._residual = {}
+        other._done = 0
+        return other
+
     def residual(self, tree: Tree) -> flint.arb:
         """A ball holding Φ(t) − 1/γ(t) for every method within the entries' precision."""
         while self._done < tree.order:
@@ -96,6 +107,8 @@ class WeightEnclosures:
         s = self.stages
         with flint.ctx.workprec(self.prec):
             for tree in trees:
+                if tree.index in self._g:  # shared with the same method's other weights
+                    continue
                 if not tree.children:
                     self._g[tree.index] = self._ones
                     continue

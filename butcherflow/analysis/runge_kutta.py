@@ -215,11 +215,9 @@ class RungeKuttaReport(Report):
     def _error_norm(self, found: Search[Tree]) -> float | None:
         if self.method.symbols or not found.decided:
             return None
-        total = 0.0
-        for tree in self._conditions.family.of_order(self.order + 1):
-            res = self._conditions.residual_float(tree) / tree.symmetry
-            total += res * res
-        return math.sqrt(total)
+        trees = self._conditions.family.of_order(self.order + 1)
+        residuals = self._conditions.residual_floats(trees)
+        return math.sqrt(sum((r / t.symmetry) ** 2 for r, t in zip(residuals, trees, strict=True)))
 
     def _explain(self, stage_decided: bool) -> None:
         m = self.proved

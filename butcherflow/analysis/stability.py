@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from typing import Any, final
 
+import flint
 import numpy as np
 import sympy
 from sympy.polys.densearith import dup_add, dup_exquo, dup_mul, dup_quo_ground, dup_sub
@@ -38,6 +39,7 @@ from sympy.polys.rootisolation import (
 from sympy.polys.sqfreetools import dmp_norm, dup_sqf_part
 
 from ..methods import ButcherTableau
+from .number_field import NumberField
 from .weights import smallest_domain, tableau_field
 
 z = sympy.Symbol("z")
@@ -125,15 +127,17 @@ class _RealField:
         return dmp_norm(f, 0, self.domain)
 
 
-def _integer_sign(gz: Dense, u: Any) -> int:
-    """The sign of g(u) for g with integer coefficients and u = p/q rational: q^n·g(p/q) by
-    Horner's rule in integers (rational Horner would reduce a fraction at every step)."""
-    p, q = QQ.numer(u), QQ.denom(u)
-    acc, power = gz[0], ZZ.one
-    for c in gz[1:]:
-        power *= q
-        acc = acc * p + c * power
-    return (acc > 0) - (acc < 0)
+def _integer_poly(gz: Dense) -> flint.fmpz_poly:
+    """A dense polynomial with integer coefficients as a flint polynomial (its signs at
+    rational points are then evaluated in C, `_integer_sign`)."""
+    return flint.fmpz_poly([int(c) for c in reversed(gz)])
+
+
+def _integer_sign(g: flint.fmpz_poly, u: Any) -> int:
+    """The sign of g(u) for g with integer coefficients and u = p/q rational, exactly (flint
+    evaluates q^n·g(p/q) in integers; rational Horner in Python reduced a fraction per step)."""
+    value = g(flint.fmpq(int(QQ.numer(u)), int(QQ.denom(u))))
+    return (value > 0) - (value < 0)
 
 
 def _roots_between(gz: Dense, lo: Any, hi: Any) -> list[tuple[Any, Any]]:
@@ -171,13 +175,14 @@ def _first_exit(f: Dense, field: _RealField) -> float:
         f = f[:-1]  # u^k > 0 for u > 0: the factor does not change the sign there
     g = dup_sqf_part(field.rational_polynomial(f), QQ)
     gz = dup_clear_denoms(g, QQ, convert=True)[1]
+    gp = _integer_poly(gz)
     if field.algebraic:
 
         def positive_at(u: Any) -> bool:
             return field.sign(dup_eval(f, K.convert_from(u, QQ), K)) > 0
 
     else:
-        fz = dup_clear_denoms(f, QQ, convert=True)[1]
+        fz = _integer_poly(dup_clear_denoms(f, QQ, convert=True)[1])
 
         def positive_at(u: Any) -> bool:
             return _integer_sign(fz, u) > 0
@@ -187,30 +192,30 @@ def _first_exit(f: Dense, field: _RealField) -> float:
     bound = dup_root_upper_bound(gz, ZZ)  # every positive root lies below it; None: none
     lo, hi = QQ.zero, QQ.one
     while bound is not None and lo < bound:
-        while not _integer_sign(gz, hi):
+        while not _integer_sign(gp, hi):
             hi += hi / 2**30  # a window must not end on a root
         roots = _roots_between(gz, lo, hi)
         for i in range(len(roots)):
             while True:  # a rational point strictly between root i and root i + 1 (or hi)
                 a, b = roots[i]
                 point = (b + (roots[i + 1][0] if i + 1 < len(roots) else hi)) / 2
-                if _integer_sign(gz, point):
+                if _integer_sign(gp, point):
                     break
                 roots[i] = dup_refine_real_root(g, a, b, QQ, steps=1)
                 roots[i + 1] = dup_refine_real_root(g, *roots[i + 1], QQ, steps=1)
             if positive_at(point):
-                return _bisect(gz, a, b)
+                return _bisect(gp, a, b)
         lo, hi = hi, 2 * hi
     return math.inf
 
 
-def _bisect(gz: Dense, lo: Any, hi: Any) -> float:
+def _bisect(g: flint.fmpz_poly, lo: Any, hi: Any) -> float:
     """The root of g in its isolating interval [lo, hi], to double precision, by exact bisection
     (cheaper than sympy's continued-fraction refinement for a printed value)."""
-    low_sign = _integer_sign(gz, lo)
+    low_sign = _integer_sign(g, lo)
     while hi - lo > max(abs(hi), 1) * QQ(1, 2**56):
         mid = (lo + hi) / 2
-        sign = _integer_sign(gz, mid)
+        sign = _integer_sign(g, mid)
         if not sign:
             return float(mid)
         if sign == low_sign:
@@ -263,16 +268,39 @@ def _reversed_charpoly(matrix: list[list[Any]], K: Any) -> Dense:
     return dup_strip(DomainMatrix(matrix, (s, s), K).charpoly()[::-1])
 
 
+def _explicit_numerator(A: list[list[Any]], b: list[Any], K: Any) -> Dense:
+    """1 + Σₖ zᵏ bᵀAᵏ⁻¹1 (k = 1..s), highest degree first; over QQ in flint matrices (one C
+    product a term instead of s² Python products of large fractions), over an algebraic field
+    in flint polynomials (`NumberField`), otherwise in K."""
+    s = len(b)
+    coeffs = [K.one]
+    if K == QQ and K.dtype is flint.fmpq:
+        M, weights = flint.fmpq_mat(s, s, [x for row in A for x in row]), flint.fmpq_mat(1, s, b)
+        column = flint.fmpq_mat(s, 1, [1] * s)
+        for _ in range(s):
+            coeffs.append((weights * column)[0, 0])
+            column = M * column
+        return dup_strip(coeffs[::-1])
+    field = NumberField.of(K)  # an algebraic field: flint polynomials in its generator
+    if field is not None:
+        A = [[field.convert(x) for x in row] for row in A]
+        b = [field.convert(x) for x in b]
+    one, zero = (field.one, field.zero) if field else (K.one, K.zero)
+    vec = [one] * s
+    for _ in range(s):
+        term = sum((x * y for x, y in zip(b, vec, strict=True)), zero)
+        coeffs.append(field.element(field.reduce(term)) if field else term)
+        vec = [sum((x * y for x, y in zip(row, vec, strict=True)), zero) for row in A]
+        vec = [field.reduce(x) for x in vec] if field else vec
+    return dup_strip(coeffs[::-1])
+
+
 def _rational_function(tableau: ButcherTableau) -> tuple[Any, Dense, Dense]:
     """(K, N, D) with R = N/D in lowest terms over the field K of the entries, D(0) = 1."""
     K, A, b = _in_domain(tableau)
     s = tableau.stages
     if tableau.is_explicit:
-        coeffs, vec = [K.one], [K.one] * s
-        for _ in range(s):
-            coeffs.append(sum((x * y for x, y in zip(b, vec, strict=True)), K.zero))
-            vec = [sum((x * y for x, y in zip(row, vec, strict=True)), K.zero) for row in A]
-        return K, dup_strip(coeffs[::-1]), [K.one]
+        return K, _explicit_numerator(A, b, K), [K.one]
     minus_rank_one = [[A[i][j] - b[j] for j in range(s)] for i in range(s)]
     N, D = _reversed_charpoly(minus_rank_one, K), _reversed_charpoly(A, K)
     common = dup_gcd(N, D, K)

@@ -18,6 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import flint
 import sympy
 from sympy.polys.constructor import construct_domain
 from sympy.polys.domains import QQ
@@ -256,6 +257,25 @@ class WeightTable:
         self._g: dict[int, Vector] = {}
         self._h: dict[int, Vector] = {}
         self._phi: dict[int, Any] = {}
+        self._matrices = self._rational_matrices()
+
+    def _rational_matrices(self) -> dict[tuple[str, str], flint.fmpq_mat] | None:
+        """A^[colour] and b^[colour] as flint matrices when the domain is QQ with flint
+        rationals as elements (their products are batched, `prepare`); None otherwise."""
+        if not (self._field is None and self.domain == QQ and self.domain.dtype is flint.fmpq):
+            return None
+        s = self.stages
+
+        def dense(rows: Sequence[Sequence[tuple[int, Any]]]) -> flint.fmpq_mat:
+            values = [[flint.fmpq(0)] * s for _ in rows]
+            for out, row in zip(values, rows, strict=True):
+                for j, x in row:
+                    out[j] = x
+            return flint.fmpq_mat(len(rows), s, [x for row in values for x in row])
+
+        matrices = {("A", colour): dense(rows) for colour, rows in self._rows.items()}
+        matrices.update({("b", colour): dense([row]) for colour, row in self._b.items()})
+        return matrices
 
     def reweighted(self, b: Mapping[str, Sequence[Any]]) -> WeightTable:
         """The same method with other weights (an embedded pair's b̂), elements of `domain`:
@@ -267,6 +287,7 @@ class WeightTable:
             for colour, v in b.items()
         }
         other._phi = {}
+        other._matrices = other._rational_matrices()
         return other
 
     def _constants(self) -> tuple[Any, Any]:
@@ -279,50 +300,91 @@ class WeightTable:
     def _reduce(self, x: Any) -> Any:
         return x if self._field is None else self._field.reduce(x)
 
-    def _stage_vector(self, tree: Tree) -> Vector:
-        """g(t): the entrywise product of the children's h vectors."""
-        g = self._g.get(tree.index)
-        if g is None:
-            g = [self._one] * self.stages
-            for child in tree.children:
-                h = self._child_vector(self.family.trees[child])
-                g = [self._reduce(x * y) for x, y in zip(g, h, strict=True)]
-            self._g[tree.index] = g
-        return g
+    def prepare(self, trees: Sequence[Tree]) -> None:
+        """Compute Φ(t) for every tree in `trees` at once, with what they need: the missing
+        stage vectors, order by order, and one matrix product per order and colour (for QQ, one
+        flint `fmpq_mat` product: a single reduction per entry instead of one per term)."""
+        wanted = [t for t in trees if t.index not in self._phi]
+        if not wanted:
+            return
+        needed: dict[int, list[tuple[str, Tree]]] = {}  # order -> ("g" or "h", tree)
+        seen: set[tuple[str, int]] = set()
 
-    def _child_vector(self, tree: Tree) -> Vector:
-        """h(t) = A^[colour] g(t), or the fixed vector of a leaf-only colour."""
-        h = self._h.get(tree.index)
-        if h is None:
-            if tree.colour in self._leaves:
-                h = self._leaves[tree.colour]
-            else:
-                g = self._stage_vector(tree)
-                zero = self._zero
-                h = []
-                for row in self._rows[tree.colour]:
-                    acc = zero
-                    for j, a in row:
-                        acc += a * g[j]
-                    h.append(self._reduce(acc))
-            self._h[tree.index] = h
-        return h
+        def need(kind: str, tree: Tree) -> None:
+            memo = self._g if kind == "g" else self._h
+            if tree.index in memo or (kind, tree.index) in seen:
+                return
+            seen.add((kind, tree.index))
+            needed.setdefault(tree.order, []).append((kind, tree))
+            if kind == "h" and tree.colour not in self._leaves:
+                need("g", tree)
+            elif kind == "g" and tree.children:
+                u, child = self.family.split(tree)
+                need("g", u)
+                need("h", child)
+
+        for tree in wanted:
+            need("g", tree)
+        for n in sorted(needed):
+            for kind, tree in needed[n]:
+                if kind == "g":
+                    self._g[tree.index] = self._stage_vector(tree)
+            children = [tree for kind, tree in needed[n] if kind == "h"]
+            for colour, group in _by_colour(children):
+                if colour in self._leaves:
+                    for tree in group:
+                        self._h[tree.index] = self._leaves[colour]
+                    continue
+                for tree, h in zip(group, self._products(colour, group), strict=True):
+                    self._h[tree.index] = h
+        for colour, group in _by_colour(wanted):
+            for tree, (phi,) in zip(
+                group, self._products(colour, group, weights=True), strict=True
+            ):
+                self._phi[tree.index] = phi
+
+    def _stage_vector(self, tree: Tree) -> Vector:
+        """g(t) = g(u) ∘ h(s) entrywise, for t = u + s (`TreeFamily.split`); ones for a leaf."""
+        if not tree.children:
+            return [self._one] * self.stages
+        u, child = self.family.split(tree)
+        h = self._h[child.index]
+        return [self._reduce(x * y) for x, y in zip(self._g[u.index], h, strict=True)]
+
+    def _products(self, colour: str, trees: Sequence[Tree], weights: bool = False) -> list[Vector]:
+        """h(t) = A^[colour] g(t) (or, with `weights`, [Φ(t)] = [b^[colour]·g(t)]) for every
+        tree in `trees`, whose stage vectors are known."""
+        columns = [self._g[t.index] for t in trees]
+        matrix = self._matrices.get(("b" if weights else "A", colour)) if self._matrices else None
+        if matrix is not None:
+            s, m = self.stages, len(columns)
+            G = flint.fmpq_mat(s, m, [col[i] for i in range(s) for col in columns])
+            entries = (matrix * G).entries()
+            return [entries[j::m] for j in range(m)]
+        rows = [self._b[colour]] if weights else self._rows[colour]
+        zero = self._zero
+        out = []
+        for g in columns:
+            vector = []
+            for row in rows:
+                acc = zero
+                for j, a in row:
+                    acc += a * g[j]
+                vector.append(self._reduce(acc))
+            out.append(vector)
+        return out
 
     def _weight(self, tree: Tree) -> Any:
         """Φ(t) in the arithmetic of the stage vectors."""
-        phi = self._phi.get(tree.index)
-        if phi is None:
-            g = self._stage_vector(tree)
-            phi = self._zero
-            for i, w in self._b[tree.colour]:
-                phi += w * g[i]
-            phi = self._reduce(phi)
-            self._phi[tree.index] = phi
-        return phi
+        if tree.index not in self._phi:
+            self.prepare([tree])
+        return self._phi[tree.index]
 
     def _residual(self, tree: Tree) -> Any:
         """Φ(t) − 1/γ(t) in the arithmetic of the stage vectors."""
         inverse = self._inverses.get(tree.density)
+        if inverse is None and self._matrices is not None:  # QQ, flint rationals
+            inverse = self._inverses[tree.density] = flint.fmpq(1, tree.density)
         if inverse is None:
             inverse = self.domain.convert(sympy.Rational(1, tree.density))
             if self._field is not None:
@@ -360,6 +422,14 @@ class WeightTable:
 
     def to_sympy(self, element: Any) -> sympy.Expr:
         return self.domain.to_sympy(element)
+
+
+def _by_colour(trees: Sequence[Tree]) -> list[tuple[str, list[Tree]]]:
+    """`trees` grouped by root colour, in order of first appearance."""
+    groups: dict[str, list[Tree]] = {}
+    for tree in trees:
+        groups.setdefault(tree.colour, []).append(tree)
+    return list(groups.items())
 
 
 def judge_element(domain: Any, residual: Any) -> Judgement:
