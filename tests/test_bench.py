@@ -44,7 +44,11 @@ def test_order_benchmark_rows_ratios_and_targets(tmp_path: Path) -> None:
     assert [label for label, _ in heun.targets] == ["< 2 s"]
     assert rk4.targets == [("< 2 s", True), ("≥ 10× NodePy", True)]
     text = output.read_text(encoding="utf-8")
-    assert "`butcherflow bench order --repeats 1`" in text and "Machine:" in text
+    assert (
+        "`butcherflow bench order --repeats 1`" in text
+        and "Machine:" in text
+        and "load average" in text
+    )
     assert (
         f"| heun | runge-kutta | exact | 2 | 2 | {heun.seconds:.3f} | exact | 2 | 0.500 "
         f"| {bench_order._times(0.5 / heun.seconds)} | < 2 s: met |"

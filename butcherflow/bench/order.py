@@ -358,6 +358,9 @@ def run_order(
     **Returns:** the rows, one per method (`.nodepy` set where NodePy ran).
     """
     use_nodepy = nodepy and (nodepy_timer is not time_nodepy or ensure_nodepy())
+    load_at_start = os.getloadavg()[
+        0
+    ]  # what else the machine ran meanwhile: the times depend on it
     rows: list[Row] = []
     for name in list(catalog) if names is None else names:
         row = time_check(name, repeats)
@@ -375,7 +378,9 @@ def run_order(
     body = [
         "## Order proofs beside NodePy",
         f"Command: `{command}`, run {date}.",
-        f"Machine: {machine()}.",
+        f"Machine: {machine()}; load average {load_at_start:.1f} at start, "
+        f"{os.getloadavg()[0]:.1f} at the end (absolute times grow with the load; "
+        "each NodePy ratio is taken side by side).",
         "butcherflow: wall clock of `bf.check(method)`, the whole report (for a Runge-Kutta "
         "method: order, failing trees and principal error norm, stage order, embedded order, "
         "R(z) with its real and imaginary intervals, A-, L- and algebraic stability); median of "
