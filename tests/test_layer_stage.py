@@ -129,3 +129,16 @@ def test_post_norm_would_cancel_a_layer_stage() -> None:
     bf.compile("lie-trotter", fields=fields, **SIZES, post_norm=True)
     with pytest.raises(bf.DeclarationError, match="post_norm after a layer stage"):
         bf.compile("lie-trotter", fields=fields, **SIZES, post_norm=True, stage="layer")
+
+
+def test_a_tableau_whose_layer_stages_are_undetermined_is_refused() -> None:
+    # Backward Euler with Y = y + (Y + F(Y)) says only F(Y) = -y: I - A is singular.
+    implicit = catalog["backward-euler"]
+    with pytest.raises(bf.DeclarationError, match="I - A is singular") as caught:
+        GeneralLinear.from_layer_stages(implicit)
+    assert "'stage'" in str(caught.value) and "\n" not in str(caught.value)
+    with pytest.raises(bf.DeclarationError, match="I - A is singular"):
+        bf.compile("backward-euler", field="ffn", **SIZES, iterations=2, stage="layer")
+    # the implicit midpoint rule (a = 1/2) stores layers well: Y = 2y + F(Y)
+    assert GeneralLinear.from_layer_stages(catalog["implicit-midpoint"]).U[0][0] == 2
+    bf.compile("implicit-midpoint", field="ffn", **SIZES, iterations=2, stage="layer")

@@ -12,7 +12,7 @@ import pytest
 import sympy
 
 import butcherflow as bf
-from butcherflow.methods.numbers import Number, is_zero, parse_number, parse_vector
+from butcherflow.methods.numbers import Number, enclose, is_zero, parse_number, parse_vector
 
 KEY = "A[2][1]"
 
@@ -410,3 +410,15 @@ def test_parse_vector_rejects_non_lists(raw: object, declaration_error) -> None:
 )
 def test_is_zero(raw: object, zero: bool) -> None:
     assert is_zero(parse(raw)) is zero
+
+
+def test_roots_of_negative_numbers_are_refused_not_enclosed_as_real() -> None:
+    # sympy's (-1)**(1/3) is the complex principal root: this sum is 1, but a real-root
+    # enclosure reads it as 0 and once 'proved' Heun written with it fails its order-1 condition.
+    with pytest.raises(bf.DeclarationError, match="negative number") as caught:
+        bf.ButcherTableau(A=[[0, 0], ["(-1)**(1/3) - (-1)**(2/3)", 0]], b=["1/2", "1/2"])
+    assert "A[1][0]" in str(caught.value) and "\n" not in str(caught.value)
+    assert parse_number("-(2**(1/3))", "k").value == -sympy.root(2, 3)  # the real root is fine
+    # and the enclosure never passes a negative base off as a real root: it encloses nothing
+    root = sympy.Pow(-1, sympy.Rational(1, 3), evaluate=False)
+    assert enclose(root, {}).contains(0) and enclose(root, {}).contains(-1)

@@ -21,6 +21,7 @@ import torch.fx as fx
 from torch import nn
 
 from ..methods import ButcherTableau
+from ..methods.general_linear import layer_stage_inverse
 from ..nn import Field, make_field
 from .coefficients import StageGate
 from .options import FieldSizes, FieldSpec
@@ -101,6 +102,8 @@ class RungeKuttaBlock(CompiledBlock):
         assert options.field is not None
         declared = method.with_coefficients(options.coefficients)
         declared.layer.require(declared)
+        if options.stage == "layer" and declared.is_implicit:
+            layer_stage_inverse(declared)  # refuses a tableau whose stages it leaves undetermined
         built = make_field(options.field, **options.sizes)
         self.method, self.policy = declared, options.coefficients
         self.d_model = field_width(built, options.d_model)

@@ -306,9 +306,9 @@ class GeneralLinear(CoefficientMethod):
         V = 5/2, not preconsistent (the gallery's "What the reference code computes").
         """
         s = tableau.stages
+        inverse = layer_stage_inverse(tableau)
         a = sympy.Matrix(s, s, lambda i, j: tableau.A[i][j])
         b = sympy.Matrix([list(tableau.b)])
-        inverse = (sympy.eye(s) - a).inv()
         ones = sympy.ones(s, 1)
 
         def rows(m: sympy.Matrix) -> list[list[str]]:
@@ -323,6 +323,31 @@ class GeneralLinear(CoefficientMethod):
             title=f"{tableau.title}, each stage storing the whole layer y + F(y)",
             reference=tableau.reference,
         )
+
+
+def layer_stage_inverse(tableau: ButcherTableau) -> sympy.Matrix:
+    """(I − A)⁻¹, which a tableau's stages need when each stores the whole layer y + F(y):
+    Yᵢ = y + Σⱼ aᵢⱼ(Yⱼ + F(Yⱼ)) determines the stages only where I − A is invertible.
+
+    **Arguments:**
+
+    - `tableau`: the Runge-Kutta method compiled with `stage = "layer"`.
+
+    **Returns:** the exact inverse, `(s, s)`; raises `DeclarationError` (key `stage`) where
+    I − A is singular (an implicit stage with aᵢᵢ = 1, as backward Euler: the stage equation
+    Y = y + Y + F(Y) says only F(Y) = −y).
+    """
+    s = tableau.stages
+    shifted = sympy.eye(s) - sympy.Matrix(s, s, lambda i, j: tableau.A[i][j])
+    if sympy.simplify(shifted.det()) == 0:
+        raise DeclarationError(
+            f"'{tableau.name}' cannot store whole layers as its stages: I - A is singular, so "
+            "Y = y + A(Y + F(Y)) does not determine the stages",
+            key="stage",
+            value="layer",
+            valid="stage = 'branch' for this tableau, or a tableau with I - A invertible",
+        )
+    return shifted.inv()
 
 
 def _from_multistep(cls: type[GeneralLinear], m: LinearMultistep) -> GeneralLinear:

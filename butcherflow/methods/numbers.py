@@ -162,6 +162,20 @@ def _check_finite_real(value: sympy.Expr, key: str, raw: Any, source: str | Path
             valid="coefficients must be real",
             source=source,
         )
+    if any(
+        isinstance(p.exp, sympy.Rational) and p.exp.q != 1 and p.base.is_positive is not True
+        for p in value.atoms(sympy.Pow)
+    ):
+        # sympy reads (-1)**(1/3) as the complex principal root: a real total of such roots
+        # would need complex arithmetic everywhere the entry goes (balls, number fields).
+        raise DeclarationError(
+            "a fractional power of a negative number is its complex principal root in sympy",
+            key=key,
+            value=raw,
+            valid="write the real root as -(2**(1/3)) (a root of a positive number), or give "
+            "the entry as a decimal",
+            source=source,
+        )
 
 
 def _degree_bound(tree: sympy.Basic) -> float:
@@ -407,7 +421,10 @@ def enclose(expr: sympy.Expr, boxes: dict[sympy.Symbol, flint.arb]) -> flint.arb
         base, exp = enclose(expr.base, boxes), expr.exp
         if exp.q == 1:
             return base ** int(exp.p)
-        root = base.root(int(exp.q)) if base > 0 else -((-base).root(int(exp.q)))
+        # Only a root of a positive number is real (parse refuses the others); a ball that
+        # does not prove its base positive encloses nothing: nan, which every verdict reads as
+        # undetermined.
+        root = base.root(int(exp.q)) if base > 0 else flint.arb.nan()
         return root ** int(exp.p)
     for name, function in _TRIG.items():
         if isinstance(expr, function):
