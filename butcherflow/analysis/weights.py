@@ -128,55 +128,6 @@ def clear_cache() -> None:
     _tableau_field.cache_clear()
 
 
-class Dual:
-    """x + ε·dx with ε² = 0: carries a value and its first-order sensitivity, in floats.
-
-    With every entry set to (|entry|, its rounding), the dual part of Φ is the first-order bound
-    on how much rounding can move Φ (Φ has non-negative coefficients in |entries|). Computing the
-    bound as a difference of two float evaluations would lose it entirely when the rounding is
-    far below float64's resolution (Feagin's 60-digit coefficients).
-    """
-
-    __slots__ = ("dx", "x")
-
-    def __init__(self, x: float, dx: float = 0.0) -> None:
-        self.x = x
-        self.dx = dx
-
-    def __add__(self, other: Dual) -> Dual:
-        return Dual(self.x + other.x, self.dx + other.dx)
-
-    def __sub__(self, other: Dual) -> Dual:
-        return Dual(self.x - other.x, self.dx - other.dx)
-
-    def __mul__(self, other: Dual) -> Dual:
-        return Dual(self.x * other.x, self.x * other.dx + self.dx * other.x)
-
-    def __ne__(self, other: object) -> bool:
-        return not (isinstance(other, Dual) and other.x == self.x and other.dx == self.dx)
-
-    def __eq__(self, other: object) -> bool:
-        return not self.__ne__(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class DualDomain:
-    """`Dual` numbers behind the domain interface, for rounding bounds (never for proofs)."""
-
-    zero = Dual(0.0)
-    one = Dual(1.0)
-
-    def convert(self, value: Any) -> Dual:
-        return value if isinstance(value, Dual) else Dual(float(value))
-
-    def to_sympy(self, value: Dual) -> sympy.Expr:
-        return sympy.Float(value.x)
-
-    def __str__(self) -> str:
-        return "float64 dual numbers"
-
-
 class WeightTable:
     """Elementary weights and residuals for one (additive) Runge-Kutta method.
 
@@ -189,9 +140,6 @@ class WeightTable:
     - `leaves`: per leaf-only colour, its fixed stage vector (e.g. `{"t": c}`).
     - `domain`: the exact domain `A`, `b` and `leaves` are already elements of (default: the
       smallest one holding them, `smallest_domain`).
-    - `exact`: `False` computes with `Dual` numbers (entries given as `Dual(|x|, rounding)`):
-      used only to bound the effect of rounding in numeric declarations, never to decide an
-      order condition.
     """
 
     def __init__(
@@ -202,7 +150,6 @@ class WeightTable:
         leaves: Mapping[str, Sequence[sympy.Expr]] | None = None,
         *,
         domain: Any = None,
-        exact: bool = True,
     ) -> None:
         leaves = leaves or {}
         self.family = family
@@ -221,15 +168,12 @@ class WeightTable:
         self.domain: Any
         if domain is not None:
             self.domain, converted = domain, flat
-        elif exact:
-            self.domain, converted = smallest_domain(flat)
         else:
-            self.domain = DualDomain()
-            converted = [self.domain.convert(x) for x in flat]
+            self.domain, converted = smallest_domain(flat)
         self.stages = len(next(iter(b.values())))
         # A number field computes on flint polynomials in its generator (`number_field.py`);
         # QQ's elements are flint rationals already.
-        self._field = NumberField.of(self.domain) if exact else None
+        self._field = NumberField.of(self.domain)
         if self._field is not None:
             converted = [self._field.convert(x) for x in converted]
         self._zero, self._one = self._constants()
