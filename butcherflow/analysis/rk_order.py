@@ -23,7 +23,13 @@ import sympy
 
 from ..methods import ButcherTableau
 from ..methods.numbers import Number, ball
-from ..methods.precision import Judgement, Verdict, judge_enclosure, working_precision
+from ..methods.precision import (
+    Judgement,
+    Verdict,
+    judge_enclosure,
+    known_to_double,
+    working_precision,
+)
 from .enclosure import WeightEnclosures
 from .search import Search, search_order
 from .trees import PLAIN, Tree, TreeFamily
@@ -202,7 +208,7 @@ class Conditions:
         if screen is not None:
             for k, tree in enumerate(trees):
                 enclosure = screen.residual(tree)
-                if enclosure.rad() <= abs(enclosure.mid()) * 2**-60:
+                if known_to_double(enclosure):
                     known[k] = float(enclosure.mid())
         table = self.table
         table.prepare([t for t, x in zip(trees, known, strict=True) if x is None])

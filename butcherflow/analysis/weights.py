@@ -26,8 +26,9 @@ from sympy.polys.numberfields.subfield import primitive_element
 
 from ..methods import ButcherTableau
 from ..methods.precision import Judgement, Verdict, judge_exact
+from .enclosure import column_products
 from .number_field import NumberField
-from .trees import Tree, TreeFamily
+from .trees import Tree, TreeFamily, by_colour
 
 Vector = list[Any]
 
@@ -274,14 +275,14 @@ class WeightTable:
                 if kind == "g":
                     self._g[tree.index] = self._stage_vector(tree)
             children = [tree for kind, tree in needed[n] if kind == "h"]
-            for colour, group in _by_colour(children):
+            for colour, group in by_colour(children):
                 if colour in self._leaves:
                     for tree in group:
                         self._h[tree.index] = self._leaves[colour]
                     continue
                 for tree, h in zip(group, self._products(colour, group), strict=True):
                     self._h[tree.index] = h
-        for colour, group in _by_colour(wanted):
+        for colour, group in by_colour(wanted):
             for tree, (phi,) in zip(
                 group, self._products(colour, group, weights=True), strict=True
             ):
@@ -301,10 +302,7 @@ class WeightTable:
         columns = [self._g[t.index] for t in trees]
         matrix = self._matrices.get(("b" if weights else "A", colour)) if self._matrices else None
         if matrix is not None:
-            s, m = self.stages, len(columns)
-            G = flint.fmpq_mat(s, m, [col[i] for i in range(s) for col in columns])
-            entries = (matrix * G).entries()
-            return [entries[j::m] for j in range(m)]
+            return column_products(matrix, columns)
         rows = [self._b[colour]] if weights else self._rows[colour]
         zero = self._zero
         out = []
@@ -366,14 +364,6 @@ class WeightTable:
 
     def to_sympy(self, element: Any) -> sympy.Expr:
         return self.domain.to_sympy(element)
-
-
-def _by_colour(trees: Sequence[Tree]) -> list[tuple[str, list[Tree]]]:
-    """`trees` grouped by root colour, in order of first appearance."""
-    groups: dict[str, list[Tree]] = {}
-    for tree in trees:
-        groups.setdefault(tree.colour, []).append(tree)
-    return list(groups.items())
 
 
 def judge_element(domain: Any, residual: Any) -> Judgement:
