@@ -106,6 +106,8 @@ class Conditions:
         self._leaves = set(leaves)
         self._table: WeightTable | None = None
         self._screen: WeightEnclosures | None = None
+        # symbols are collected from every entry: asked once here, not once per tree
+        self._screens = not self.numeric and not tableau.symbols
         self.balls = None
         if self.numeric:
             numbers = [x for row in entries["A"] for x in row] + entries["b"] + entries["c"]
@@ -145,7 +147,7 @@ class Conditions:
         """Balls around the exact weights of an exact tableau without symbols (built on first
         use): a ball that excludes 0 proves that a condition fails, so only the conditions that
         hold, and the few the balls cannot separate from 0, are computed exactly."""
-        if self._screen is None and not self.numeric and not self.tableau.symbols:
+        if self._screen is None and self._screens:
             entries = _entries(self.tableau, self._weights)
             with flint.ctx.workprec(SCREEN_PRECISION):
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import types
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -87,7 +88,7 @@ def smallest_domain(values: Sequence[sympy.Expr]) -> tuple[Any, list[Any]]:
     return domain, [convert(e) for e in exprs]
 
 
-def tableau_field(tableau: ButcherTableau) -> tuple[Any, dict[str, Any]]:
+def tableau_field(tableau: ButcherTableau) -> tuple[Any, Mapping[str, Any]]:
     """The smallest exact domain of the entries of a tableau, built once per tableau and shared
     by the order conditions, the stage order, R(z) and algebraic stability (finding a primitive
     element of Gauss-Legendre 5's degree-16 field costs more than its order proof).
@@ -110,7 +111,7 @@ def _tableau_field(
     b: tuple[sympy.Expr, ...],
     b_hat: tuple[sympy.Expr, ...] | None,
     c: tuple[sympy.Expr, ...] | None,
-) -> tuple[Any, dict[str, Any]]:
+) -> tuple[Any, Mapping[str, Any]]:
     s = len(b)
     values = {f"A[{i}][{j}]": A[i][j] for i in range(s) for j in range(s)}
     values.update({f"b[{i}]": x for i, x in enumerate(b)})
@@ -121,7 +122,8 @@ def _tableau_field(
     if c is None:
         for i in range(s):
             field[f"c[{i}]"] = sum((field[f"A[{i}][{j}]"] for j in range(s)), domain.zero)
-    return domain, field
+    # cached and shared by every caller: read-only
+    return domain, types.MappingProxyType(field)
 
 
 def clear_cache() -> None:
