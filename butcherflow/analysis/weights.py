@@ -105,6 +105,19 @@ def tableau_field(tableau: ButcherTableau) -> tuple[Any, Mapping[str, Any]]:
     return _tableau_field(tableau.A, tableau.b, tableau.b_hat, tableau.c if own_c else None)
 
 
+def entries_in_field(tableau: ButcherTableau) -> tuple[Any, list[list[Any]], list[Any]]:
+    """The field of the entries (`weights.tableau_field`), with A and b converted into it."""
+    domain, values = tableau_field(tableau)
+    s = tableau.stages
+    A = [[values[f"A[{i}][{j}]"] for j in range(s)] for i in range(s)]
+    b = [values[f"b[{i}]"] for i in range(s)]
+    field = domain.get_field()
+    if field != domain:  # ZZ -> QQ, a polynomial ring -> its fraction field
+        A = [[field.convert_from(x, domain) for x in row] for row in A]
+        b = [field.convert_from(x, domain) for x in b]
+    return field, A, b
+
+
 @functools.lru_cache(maxsize=16)
 def _tableau_field(
     A: tuple[tuple[sympy.Expr, ...], ...],
