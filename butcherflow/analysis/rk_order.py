@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Collection, Sequence
 from fractions import Fraction
-from typing import Any, final
+from typing import Any, final, overload
 
 import flint
 import sympy
@@ -260,3 +260,36 @@ def _enclosures(
         leaf_balls,
         prec=prec,
     )
+
+
+@final
+class FailingConditions(Sequence[tuple[str, Any]]):
+    """The failing trees with their residuals, each converted to sympy when first read (Gauss-
+    Legendre 5 fails 1842 conditions of order 11; a report prints four).
+
+    **Arguments:**
+
+    - `family`: the `TreeFamily` the trees belong to (it writes their brackets).
+    - `judged`: the failing trees with their `Judgement`s (`Search.failing`).
+
+    Items are `(bracket, residual)` pairs.
+    """
+
+    def __init__(self, family: TreeFamily, judged: list[tuple[Tree, Judgement]]) -> None:
+        self._family = family
+        self._judged = judged
+
+    def __len__(self) -> int:
+        return len(self._judged)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> tuple[str, Any] | list[tuple[str, Any]]:
+        if isinstance(index, slice):
+            return [self._pair(t, j) for t, j in self._judged[index]]
+        return self._pair(*self._judged[index])
+
+    def _pair(self, tree: Tree, judgement: Judgement) -> tuple[str, Any]:
+        return self._family.bracket(tree), judgement.residual
