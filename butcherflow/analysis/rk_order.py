@@ -178,7 +178,12 @@ class Conditions:
 
     def judge_all(self, trees: Sequence[Tree]) -> list[Judgement]:
         """The verdicts on the conditions of `trees`; for an exact tableau, the conditions the
-        balls cannot show to fail are computed exactly together (`WeightTable.prepare`)."""
+        balls cannot show to fail are computed exactly together (`WeightTable.prepare`).
+
+        **Arguments:** `trees`: trees of `family`.
+
+        **Returns:** one `Judgement` per tree, in the order of `trees`.
+        """
         if self.balls is not None:
             return [self._judge_numeric(tree) for tree in trees]
         screened = [self._screened(tree) for tree in trees]
@@ -202,7 +207,13 @@ class Conditions:
 
     def residual_floats(self, trees: Sequence[Tree]) -> list[float]:
         """Φ(t) − 1/γ(t) as floats: exactly computed and rounded (the screening balls where
-        they give double precision), or the digits' own residuals for a numeric tableau."""
+        they give double precision), or the digits' own residuals for a numeric tableau.
+
+        **Arguments:** `trees`: trees of `family`.
+
+        **Returns:** one float per tree, in the order of `trees` (for error norms, never for a
+        verdict).
+        """
         if self.balls is not None:
             return [float(self.judge(tree).residual) for tree in trees]
         screen = self.screen

@@ -99,14 +99,24 @@ def tableau_field(tableau: ButcherTableau) -> tuple[Any, Mapping[str, Any]]:
     c (its digits, which may differ from the row sums within their precision) or one declared
     with `row_sum_c = false` joins the field as given.
 
-    **Returns:** `(domain, {key: element})` with the keys of `tableau.entries` ("A[0][1]", ...).
+    **Arguments:** `tableau`: the method (exact or numeric, without free symbols or with them:
+    a family's field is a polynomial ring).
+
+    **Returns:** `(domain, {key: element})` with the keys of `tableau.entries` ("A[0][1]", ...);
+    the mapping is cached and shared, so it is read-only.
     """
     own_c = tableau.numeric or not tableau.row_sum_c
     return _tableau_field(tableau.A, tableau.b, tableau.b_hat, tableau.c if own_c else None)
 
 
 def entries_in_field(tableau: ButcherTableau) -> tuple[Any, list[list[Any]], list[Any]]:
-    """The field of the entries (`weights.tableau_field`), with A and b converted into it."""
+    """The field of the entries (`tableau_field`), with A and b converted into it.
+
+    **Arguments:** `tableau`: the method.
+
+    **Returns:** `(field, A, b)`: the fraction field of the entries' domain (QQ rather than ZZ,
+    a rational function field for a family), A as s lists of s elements and b as s elements.
+    """
     domain, values = tableau_field(tableau)
     s = tableau.stages
     A = [[values[f"A[{i}][{j}]"] for j in range(s)] for i in range(s)]
@@ -238,8 +248,13 @@ class WeightTable:
         return matrices
 
     def reweighted(self, b: Mapping[str, Sequence[Any]]) -> WeightTable:
-        """The same method with other weights (an embedded pair's b̂), elements of `domain`:
-        the stage vectors, which do not depend on the weights, are shared, not recomputed."""
+        """The same method with other weights (an embedded pair's b̂): the stage vectors, which
+        do not depend on the weights, are shared, not recomputed.
+
+        **Arguments:** `b`: per colour, the s new weights, elements of `domain`.
+
+        **Returns:** a new `WeightTable` (this one is unchanged).
+        """
         other = copy.copy(self)
         field = self._field
         other._b = {
@@ -263,7 +278,12 @@ class WeightTable:
     def prepare(self, trees: Sequence[Tree]) -> None:
         """Compute Φ(t) for every tree in `trees` at once, with what they need: the missing
         stage vectors, order by order, and one matrix product per order and colour (for QQ, one
-        flint `fmpq_mat` product: a single reduction per entry instead of one per term)."""
+        flint `fmpq_mat` product: a single reduction per entry instead of one per term).
+
+        **Arguments:** `trees`: trees of `family`, in any order (those already known are skipped).
+
+        **Returns:** nothing; `weight`, `residual` and `is_met` then read the memo.
+        """
         wanted = [t for t in trees if t.index not in self._phi]
         if not wanted:
             return
