@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from sympy.polys.domains import QQ
 
 import butcherflow as bf
+from butcherflow.analysis import algebraic_stability, real_roots
 from butcherflow.analysis import stability as stab
 from butcherflow.analysis.stability import algebraically_stable, stability_function
 
@@ -281,10 +282,10 @@ def test_positive_semidefinite_agrees_with_principal_minors(
     matrices (PSD, often singular) and on symmetric matrices (often not)."""
     X = sympy.Matrix(rows)
     gram = X[:, :rank] * X[:, :rank].T if rank else X * X.T
-    field = stab._RealField(QQ)
+    field = real_roots.RealField(QQ)
     for M in (gram, X + X.T):
         entries = [[QQ.convert(x) for x in M.row(i)] for i in range(M.shape[0])]
-        assert stab._positive_semidefinite(entries, field) == psd_by_minors(M)
+        assert algebraic_stability._positive_semidefinite(entries, field) == psd_by_minors(M)
 
 
 @settings(max_examples=40, deadline=None)
@@ -293,7 +294,7 @@ def test_signs_in_an_algebraic_field_are_exact(coeffs: list[int]) -> None:
     """a + b·√2 + c·√3 in QQ<√2 + √3>: the sign agrees with 80-digit arithmetic, also for
     elements within 1e-18 of 0 (a Pell approximation of √2 plus a tiny rational)."""
     K = QQ.algebraic_field(sympy.sqrt(2) + sympy.sqrt(3))
-    field = stab._RealField(K)
+    field = real_roots.RealField(K)
     a, b, c = coeffs
     close = 886731088897 * sympy.sqrt(2) - 1254027132096  # ≈ 8.0e-13
     for expr in (a + b * sympy.sqrt(2) + c * sympy.sqrt(3), close + sympy.Rational(a, 10**14)):
@@ -419,8 +420,8 @@ def test_integer_signs_in_flint_are_exact(coeffs: list[int], u: Fraction, at_a_r
         (Fraction(c) * u ** (len(coeffs) - 1 - k) for k, c in enumerate(coeffs)), Fraction(0)
     )
     expected = (value > 0) - (value < 0)
-    poly = stab._integer_poly(coeffs)
-    assert stab._integer_sign(poly, QQ(u.numerator, u.denominator)) == expected
+    poly = real_roots._integer_poly(coeffs)
+    assert real_roots._integer_sign(poly, QQ(u.numerator, u.denominator)) == expected
     if at_a_root:
         assert expected == 0
 

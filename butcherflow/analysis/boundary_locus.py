@@ -17,7 +17,15 @@ from ..methods import LinearMultistep
 
 
 def locus(rho_c: np.ndarray, sigma_c: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    """z(θ) = ρ(e^{iθ}) / σ(e^{iθ}) for coefficients highest power first; shape of `theta`."""
+    """The boundary locus z(θ) = ρ(e^{iθ}) / σ(e^{iθ}).
+
+    **Arguments:**
+
+    - `rho_c`, `sigma_c`: the coefficients of ρ and σ, highest power first, `(k + 1,)`.
+    - `theta`: the angles, any shape.
+
+    **Returns:** complex z(θ), the shape of `theta` (inf or nan where σ(e^{iθ}) = 0).
+    """
     w = np.exp(1j * theta)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(np.polyval(rho_c, w) / np.polyval(sigma_c, w))
@@ -54,9 +62,18 @@ def _zoom(g: Callable[[np.ndarray], np.ndarray], lo: float, hi: float) -> float:
 def a_alpha_angle(
     rho_c: np.ndarray, sigma_c: np.ndarray, tiny: float, snap: bool = True
 ) -> float | None:
-    """The A(α) angle in degrees; `None` when the negative real axis is not in the stability
-    region. `tiny`: points of the locus this close to 0 are noise; `snap`: round a reading
-    within float64 noise of 90° up to 90 (only where A-stability is possible)."""
+    """The A(α) angle of a linear multistep method, read from its boundary locus.
+
+    **Arguments:**
+
+    - `rho_c`, `sigma_c`: the coefficients of ρ and σ, highest power first, `(k + 1,)`.
+    - `tiny`: points of the locus this close to 0 are noise.
+    - `snap`: round a reading within float64 noise of 90° up to 90 (only where A-stability is
+      possible).
+
+    **Returns:** the angle in degrees; `None` when the negative real axis is not in the
+    stability region.
+    """
 
     def angle(ts: np.ndarray) -> np.ndarray:
         return _angle(locus(rho_c, sigma_c, ts), tiny)
@@ -77,7 +94,16 @@ def a_alpha_angle(
 
 
 def real_interval(rho_c: np.ndarray, sigma_c: np.ndarray, tiny: float) -> float:
-    """The largest r with [−r, 0] in the stability region (`math.inf` when unbounded)."""
+    """The real stability interval of a linear multistep method, from its boundary locus.
+
+    **Arguments:**
+
+    - `rho_c`, `sigma_c`: the coefficients of ρ and σ, highest power first, `(k + 1,)`.
+    - `tiny`: crossings of the real axis this close to 0 are noise.
+
+    **Returns:** the largest r with [−r, 0] in the stability region (`math.inf` when
+    unbounded, 0.0 when none).
+    """
 
     def height(ts: np.ndarray) -> np.ndarray:
         return np.abs(locus(rho_c, sigma_c, ts).imag)
@@ -94,6 +120,11 @@ def real_interval(rho_c: np.ndarray, sigma_c: np.ndarray, tiny: float) -> float:
 
 
 def float_coefficients(method: LinearMultistep) -> tuple[np.ndarray, np.ndarray]:
-    """float64 coefficients of ρ and σ, highest power first (numpy's convention)."""
+    """The coefficients of ρ and σ in float64, highest power first (numpy's convention).
+
+    **Arguments:** `method`: a k-step method without free symbols.
+
+    **Returns:** `(rho_c, sigma_c)`, each `(k + 1,)`.
+    """
     rho, sigma = ([float(x) for x in v[::-1]] for v in (method.alpha, method.beta))
     return np.array(rho), np.array(sigma)

@@ -26,7 +26,13 @@ from .search import search_order
 
 
 def condition(alpha: Sequence[sympy.Expr], beta: Sequence[sympy.Expr], q: int) -> sympy.Expr:
-    """The order condition C_q = Σⱼ (j^q αⱼ − q j^{q−1} βⱼ) / q!, exactly (C_0 = Σⱼ αⱼ)."""
+    """The order condition C_q = Σⱼ (j^q αⱼ − q j^{q−1} βⱼ) / q!, exactly (C_0 = Σⱼ αⱼ).
+
+    **Arguments:** `alpha`, `beta`: the k + 1 coefficients of ρ and σ, lowest power first;
+    `q`: the order of the condition.
+
+    **Returns:** C_q, expanded (0 exactly when the condition holds identically).
+    """
     total = sympy.Integer(0)
     for j, (a, b) in enumerate(zip(alpha, beta, strict=True)):
         total += sympy.Integer(j) ** q * a
@@ -61,7 +67,17 @@ def _bound(method: LinearMultistep, q: int) -> Fraction:
 
 
 def judge_condition(method: LinearMultistep, q: int, value: sympy.Expr) -> Judgement:
-    """The verdict on C_q = `value` (computed exactly from the digits)."""
+    """The verdict on one order condition.
+
+    **Arguments:**
+
+    - `method`: the method (its precision decides how a numeric declaration is judged).
+    - `q`: the order of the condition.
+    - `value`: C_q computed exactly from the digits (`condition`).
+
+    **Returns:** a `Judgement`: exact for exact coefficients and families, from a ball holding
+    C_q of every method within the precision for numeric ones.
+    """
     if value.free_symbols:  # a family: only an identity counts
         return judge_exact(value, bool(sympy.simplify(value) == 0))
     zero = vanishes(value)
@@ -75,7 +91,13 @@ def judge_condition(method: LinearMultistep, q: int, value: sympy.Expr) -> Judge
 
 
 def vanishes(value: sympy.Expr) -> bool:
-    """Whether an exact value (rational, radical or other algebraic) is exactly zero."""
+    """Whether an exact value (rational, radical or other algebraic) is exactly zero.
+
+    **Arguments:** `value`: an exact sympy expression.
+
+    **Returns:** True exactly when it is 0 (its minimal polynomial is ζ; sympy's `equals` for
+    what is not algebraic).
+    """
     if value == 0:
         return True
     if value.is_Rational:
@@ -87,8 +109,12 @@ def vanishes(value: sympy.Expr) -> bool:
 
 
 def dahlquist_barrier(steps: int, explicit: bool) -> int:
-    """The highest order of a zero-stable k-step method: k + 2 for even k, k + 1 for odd k
-    (Dahlquist's first barrier), k when explicit."""
+    """Dahlquist's first barrier: the highest order of a zero-stable k-step method.
+
+    **Arguments:** `steps`: k; `explicit`: whether β_k = 0.
+
+    **Returns:** k + 2 for even k, k + 1 for odd k, k when explicit.
+    """
     if explicit:
         return steps
     return steps + 2 if steps % 2 == 0 else steps + 1
@@ -110,7 +136,18 @@ class MultistepOrder:
 def search_multistep_order(
     method: LinearMultistep, limit: int, bound: int | None, capped: bool
 ) -> MultistepOrder:
-    """Judge C_0, C_1, ... (consistency, C_0 = C_1 = 0, is part of the definition of order 1)."""
+    """Judge C_0, C_1, ... up to the first failure (consistency, C_0 = C_1 = 0, is part of the
+    definition of order 1).
+
+    **Arguments:**
+
+    - `method`: the linear multistep method.
+    - `limit`: the last order examined.
+    - `bound`: the highest order the method can have (`dahlquist_barrier`; None: none known).
+    - `capped`: `limit` is the caller's own (`search.search_order`).
+
+    **Returns:** a `MultistepOrder`.
+    """
     conditions: list[sympy.Expr] = []
 
     def judged_at(n: int) -> list[tuple[int, Judgement]]:
@@ -133,7 +170,17 @@ def search_multistep_order(
 
 
 def raising_notes(method: LinearMultistep, found: MultistepOrder, limit: int) -> list[str]:
-    """Which parameter values of a family meet the conditions that fail generically."""
+    """Which parameter values of a family meet the conditions that fail generically.
+
+    **Arguments:**
+
+    - `method`: a family (coefficients with free symbols).
+    - `found`: its search (`search_multistep_order`), whose failing conditions are solved.
+    - `limit`: the last order examined for each member found.
+
+    **Returns:** one note per solution (at most eight) with the order it reaches, or one line
+    saying that no value raises the order or that sympy could not solve.
+    """
     symbols = sorted(method.symbols, key=str)
     names = ", ".join(map(str, symbols))
     equations = [j.residual for _, j in found.failing]

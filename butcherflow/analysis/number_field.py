@@ -14,6 +14,8 @@ import flint
 import sympy
 from sympy.polys.domains import QQ
 
+from ..methods.precision import known_to_double
+
 
 @final
 class NumberField:
@@ -61,7 +63,7 @@ class NumberField:
                 theta, value = self._theta_ball(digits), flint.arb(0)
                 for c in reversed(x.coeffs()):  # Horner, highest degree first
                     value = value * theta + c
-                if value.rad() <= abs(value.mid()) * 2**-60:
+                if known_to_double(value):
                     return float(value.mid())
             digits *= 4
 

@@ -16,14 +16,20 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Collection, Sequence
 from fractions import Fraction
-from typing import Any, final
+from typing import Any, final, overload
 
 import flint
 import sympy
 
 from ..methods import ButcherTableau
 from ..methods.numbers import Number, ball
-from ..methods.precision import Judgement, Verdict, judge_enclosure, working_precision
+from ..methods.precision import (
+    Judgement,
+    Verdict,
+    judge_enclosure,
+    known_to_double,
+    working_precision,
+)
 from .enclosure import WeightEnclosures
 from .search import Search, search_order
 from .trees import PLAIN, Tree, TreeFamily
@@ -100,6 +106,8 @@ class Conditions:
         self._leaves = set(leaves)
         self._table: WeightTable | None = None
         self._screen: WeightEnclosures | None = None
+        # symbols are collected from every entry: asked once here, not once per tree
+        self._screens = not self.numeric and not tableau.symbols
         self.balls = None
         if self.numeric:
             numbers = [x for row in entries["A"] for x in row] + entries["b"] + entries["c"]
@@ -139,7 +147,7 @@ class Conditions:
         """Balls around the exact weights of an exact tableau without symbols (built on first
         use): a ball that excludes 0 proves that a condition fails, so only the conditions that
         hold, and the few the balls cannot separate from 0, are computed exactly."""
-        if self._screen is None and not self.numeric and not self.tableau.symbols:
+        if self._screen is None and self._screens:
             entries = _entries(self.tableau, self._weights)
             with flint.ctx.workprec(SCREEN_PRECISION):
 
@@ -170,7 +178,12 @@ class Conditions:
 
     def judge_all(self, trees: Sequence[Tree]) -> list[Judgement]:
         """The verdicts on the conditions of `trees`; for an exact tableau, the conditions the
-        balls cannot show to fail are computed exactly together (`WeightTable.prepare`)."""
+        balls cannot show to fail are computed exactly together (`WeightTable.prepare`).
+
+        **Arguments:** `trees`: trees of `family`.
+
+        **Returns:** one `Judgement` per tree, in the order of `trees`.
+        """
         if self.balls is not None:
             return [self._judge_numeric(tree) for tree in trees]
         screened = [self._screened(tree) for tree in trees]
@@ -194,7 +207,13 @@ class Conditions:
 
     def residual_floats(self, trees: Sequence[Tree]) -> list[float]:
         """Φ(t) − 1/γ(t) as floats: exactly computed and rounded (the screening balls where
-        they give double precision), or the digits' own residuals for a numeric tableau."""
+        they give double precision), or the digits' own residuals for a numeric tableau.
+
+        **Arguments:** `trees`: trees of `family`.
+
+        **Returns:** one float per tree, in the order of `trees` (for error norms, never for a
+        verdict).
+        """
         if self.balls is not None:
             return [float(self.judge(tree).residual) for tree in trees]
         screen = self.screen
@@ -202,7 +221,7 @@ class Conditions:
         if screen is not None:
             for k, tree in enumerate(trees):
                 enclosure = screen.residual(tree)
-                if enclosure.rad() <= abs(enclosure.mid()) * 2**-60:
+                if known_to_double(enclosure):
                     known[k] = float(enclosure.mid())
         table = self.table
         table.prepare([t for t, x in zip(trees, known, strict=True) if x is None])
@@ -252,3 +271,36 @@ def _enclosures(
         leaf_balls,
         prec=prec,
     )
+
+
+@final
+class FailingConditions(Sequence[tuple[str, Any]]):
+    """The failing trees with their residuals, each converted to sympy when first read (Gauss-
+    Legendre 5 fails 1842 conditions of order 11; a report prints four).
+
+    **Arguments:**
+
+    - `family`: the `TreeFamily` the trees belong to (it writes their brackets).
+    - `judged`: the failing trees with their `Judgement`s (`Search.failing`).
+
+    Items are `(bracket, residual)` pairs.
+    """
+
+    def __init__(self, family: TreeFamily, judged: list[tuple[Tree, Judgement]]) -> None:
+        self._family = family
+        self._judged = judged
+
+    def __len__(self) -> int:
+        return len(self._judged)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> tuple[str, Any] | list[tuple[str, Any]]:
+        if isinstance(index, slice):
+            return [self._pair(t, j) for t, j in self._judged[index]]
+        return self._pair(*self._judged[index])
+
+    def _pair(self, tree: Tree, judgement: Judgement) -> tuple[str, Any]:
+        return self._family.bracket(tree), judgement.residual

@@ -46,9 +46,19 @@ def _place(modulus: Any, eps: float = 0.0) -> int:  # -1 inside, 0 on, 1 outside
 
 
 def root_condition(rho: sympy.Poly, rounding: float) -> tuple[bool | None, list[Root], str, bool]:
-    """(zero-stable, roots, how it was decided, weakly: roots on the circle other than 1).
-    Zero-stable is None when a numeric declaration leaves a root other than 1 within its
-    precision of the unit circle (on it, or just outside: the digits cannot tell)."""
+    """The root condition on ρ: every root in the closed unit disc, those on the circle simple.
+
+    **Arguments:**
+
+    - `rho`: ρ(ζ) as a univariate `sympy.Poly`.
+    - `rounding`: how far each coefficient may be from the digits given (0 for exact ones).
+
+    **Returns:** `(zero_stable, roots, how, weakly)`: `zero_stable` is None when a numeric
+    declaration leaves a root other than 1 within its precision of the unit circle (on it, or
+    just outside: the digits cannot tell); `roots` are `(value, multiplicity, |value|)`, largest
+    modulus first; `how` says how it was decided; `weakly`: zero-stable with roots on the circle
+    other than 1.
+    """
     exact = bool(rho.domain.is_QQ or rho.domain.is_ZZ) and rounding == 0
     k, used = rho.degree(), set()
     found: list[tuple[Any, int, Any, int, float]] = []  # value, mult, modulus, place, eps

@@ -10,88 +10,26 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from fractions import Fraction
-from typing import Any, final, overload
+from typing import Any, final
 
-import flint
 import sympy
 
 from ..errors import AnalysisError
 from ..methods import ButcherTableau
-from ..methods.numbers import Number, ball
 from ..methods.parameters import initial_values, relations
-from ..methods.precision import (
-    RESOLUTION,
-    Judgement,
-    Verdict,
-    digits_hint,
-    judge_enclosure,
-    working_precision,
-)
+from ..methods.precision import RESOLUTION, digits_hint
 from .report import Report, trained_order_text
-from .rk_order import DEFAULT_TIME_BUDGET, Conditions, order_bound, tree_family
+from .rk_order import (
+    DEFAULT_TIME_BUDGET,
+    Conditions,
+    FailingConditions,
+    order_bound,
+    tree_family,
+)
 from .search import Search
 from .stability import StabilityFunction, algebraically_stable, stability_function
-from .trees import Tree, TreeFamily
-from .weights import tableau_field
-
-
-def _stage_residuals(
-    A: Sequence[Sequence[Any]], b: Sequence[Any], c: Sequence[Any], k: int, inv_k: Any, one: Any
-) -> list[Any]:
-    """The residuals of B(k), Σᵢ bᵢcᵢ^(k−1) − 1/k, and of every row of C(k),
-    Σⱼ aᵢⱼcⱼ^(k−1) − cᵢ^k/k, in any arithmetic with + and × (an exact domain, or balls)."""
-    s = len(b)
-    powers = [one] * s
-    for _ in range(k - 1):
-        powers = [p * x for p, x in zip(powers, c, strict=True)]
-    quad = sum((b[i] * powers[i] for i in range(1, s)), b[0] * powers[0]) - inv_k
-    rows = [
-        sum((A[i][j] * powers[j] for j in range(1, s)), A[i][0] * powers[0])
-        - powers[i] * c[i] * inv_k
-        for i in range(s)
-    ]
-    return [quad, *rows]
-
-
-def _stage_order(tableau: ButcherTableau, cap: int) -> tuple[int, bool]:
-    """Largest q with B(q) and C(q) met (exactly, or at the entries' precision), and whether
-    the next order was decided (False: a condition of order q + 1 is undetermined)."""
-    e, s = tableau.entries, tableau.stages
-    keys = [f"A[{i}][{j}]" for i in range(s) for j in range(s)]
-    keys += [f"b[{i}]" for i in range(s)] + [f"c[{i}]" for i in range(s)]
-    numbers: list[Number] = [e[k] for k in keys]
-    domain, field = tableau_field(tableau)
-    conv = [field[k] for k in keys]
-
-    def split(values: list[Any]) -> tuple[list[list[Any]], list[Any], list[Any]]:
-        return (
-            [values[i * s : (i + 1) * s] for i in range(s)],
-            values[s * s : s * s + s],
-            values[s * s + s :],
-        )
-
-    prec = working_precision(numbers)
-    with flint.ctx.workprec(prec):
-        balls = split([ball(x.value, x.rounding) for x in numbers]) if tableau.numeric else None
-    for k in range(1, cap + 1):
-        inv_k = domain.convert(sympy.Rational(1, k))
-        exact = _stage_residuals(*split(conv), k, inv_k, domain.one)
-        if balls is None:
-            if any(r != domain.zero for r in exact):
-                return k - 1, True
-            continue
-        with flint.ctx.workprec(prec):
-            enclosed = _stage_residuals(*balls, k, flint.arb(flint.fmpq(1, k)), flint.arb(1))
-            verdicts = {
-                judge_enclosure(r, Fraction(1, k), bool(x == domain.zero)).verdict
-                for r, x in zip(enclosed, exact, strict=True)
-            }
-        if Verdict.FAILS in verdicts:
-            return k - 1, True
-        if Verdict.UNDETERMINED in verdicts:
-            return k - 1, False
-    return cap, False
+from .stage_order import stage_order
+from .trees import Tree
 
 
 @final
@@ -157,9 +95,7 @@ class RungeKuttaReport(Report):
         )
         self.principal_error_norm = self._error_norm(found)
         self.stage_order, stage_decided = (
-            _stage_order(method, min(self.order, method.stages) + 1)
-            if self.order > 0
-            else (0, True)
+            stage_order(method, min(self.order, method.stages) + 1) if self.order > 0 else (0, True)
         )
         self.embedded_order: int | None = None
         self.embedded_undetermined = False
@@ -185,7 +121,7 @@ class RungeKuttaReport(Report):
         self.order_upper = found.upper
         self.stopped = found.stopped
         self.order_is_lower_bound = found.upper != found.order
-        self.failing: Sequence[tuple[str, Any]] = _Failing(family, found.failing)
+        self.failing: Sequence[tuple[str, Any]] = FailingConditions(family, found.failing)
         self.undetermined = [
             (family.bracket(t), j.residual, j.bound) for t, j in found.undetermined
         ]
@@ -454,31 +390,6 @@ class RungeKuttaReport(Report):
     def stability_function(self) -> sympy.Expr:
         """R(z) as a sympy rational function of the symbol z."""
         return self.stability.expression
-
-
-@final
-class _Failing(Sequence[tuple[str, Any]]):
-    """The failing trees with their residuals, each converted to sympy when first read (Gauss-
-    Legendre 5 fails 1842 conditions of order 11; a report prints four)."""
-
-    def __init__(self, family: TreeFamily, judged: list[tuple[Tree, Judgement]]) -> None:
-        self._family = family
-        self._judged = judged
-
-    def __len__(self) -> int:
-        return len(self._judged)
-
-    @overload
-    def __getitem__(self, index: int) -> tuple[str, Any]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[tuple[str, Any]]: ...
-    def __getitem__(self, index: int | slice) -> tuple[str, Any] | list[tuple[str, Any]]:
-        if isinstance(index, slice):
-            return [self._pair(t, j) for t, j in self._judged[index]]
-        return self._pair(*self._judged[index])
-
-    def _pair(self, tree: Tree, judgement: Judgement) -> tuple[str, Any]:
-        return self._family.bracket(tree), judgement.residual
 
 
 def _show_residual(residual: Any) -> str:

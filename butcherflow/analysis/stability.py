@@ -1,4 +1,5 @@
-"""Linear and algebraic stability of Runge-Kutta methods, decided exactly.
+"""Linear stability of Runge-Kutta methods, decided exactly (algebraic stability:
+`algebraic_stability.py`, re-exported here).
 
 R(z) = det(I − zA + z·1bᵀ) / det(I − zA) is computed in the smallest exact domain of the
 entries (QQ, or an algebraic field such as QQ<√5>): for explicit methods as
@@ -8,7 +9,8 @@ The stability intervals are the ends of {x ≤ 0 : |R(x)| ≤ 1} and {y ≥ 0 : 
 containing 0, i.e. of where P(u) = N(−u)² − D(−u)² ≤ 0 and F(w) = |N(i√w)|² − |D(i√w)|² ≤ 0
 (w = y²). Every root of P or F is a root of its norm, a polynomial over QQ, whose real roots are
 isolated exactly; the sign of P or F between two of them is the sign of an algebraic number,
-decided with rational interval arithmetic on an isolating interval of the field's generator.
+decided with rational interval arithmetic on an isolating interval of the field's generator
+(`real_roots.py`).
 A-stability adds a Routh-Hurwitz test of the poles in the same field, and algebraic stability is
 an LDLᵀ elimination with exact signs. Nothing is approximated except the printed interval ends.
 
@@ -26,230 +28,19 @@ import flint
 import numpy as np
 import sympy
 from sympy.polys.densearith import dup_add, dup_exquo, dup_mul, dup_quo_ground, dup_sub
-from sympy.polys.densebasic import dup_reverse, dup_strip
-from sympy.polys.densetools import dup_clear_denoms, dup_eval, dup_scale, dup_shift
-from sympy.polys.domains import QQ, ZZ
+from sympy.polys.densebasic import dup_strip
+from sympy.polys.domains import QQ
 from sympy.polys.euclidtools import dup_gcd
 from sympy.polys.matrices import DomainMatrix
-from sympy.polys.rootisolation import (
-    dup_isolate_real_roots_sqf,
-    dup_refine_real_root,
-    dup_root_upper_bound,
-)
-from sympy.polys.sqfreetools import dmp_norm, dup_sqf_part
 
 from ..methods import ButcherTableau
+from .algebraic_stability import algebraically_stable as algebraically_stable
 from .number_field import NumberField
-from .weights import smallest_domain, tableau_field
+from .real_roots import Dense, RealField, first_exit, hurwitz, is_rational, rational_part
+from .weights import entries_in_field, smallest_domain
 
 z = sympy.Symbol("z")
-Dense = list[Any]  # a dense polynomial over a domain, highest degree first (sympy's dup)
 _SHOWN_DIGITS = 17  # significant digits of R(z) printed for a numeric tableau
-
-
-def _is_rational(c: Any) -> bool:
-    """An element of an algebraic field that lies in QQ."""
-    return len(c.to_list()) <= 1
-
-
-def _rational_part(c: Any) -> Any:
-    """The QQ value of a rational element of an algebraic field."""
-    return c.to_list()[0] if c else QQ.zero
-
-
-class _RealField:
-    """A real number field K (QQ or QQ<θ>) with exact signs of its elements.
-
-    θ is pinned down by an isolating interval of its minimal polynomial; an element h(θ) ≠ 0
-    gets its sign from h evaluated in exact rational interval arithmetic on that interval,
-    narrowed until the result excludes 0 (which always happens, since h(θ) ≠ 0).
-    """
-
-    def __init__(self, domain: Any) -> None:
-        self.domain = domain
-        self.algebraic = bool(domain.is_AlgebraicField)
-        self._theta: tuple[Any, Any] | None = None
-        if self.algebraic and sympy.N(domain.ext.as_expr(), 20).as_real_imag()[1] != 0:
-            raise ValueError(f"{domain} is not a real field")
-
-    def _isolate_theta(self) -> tuple[Any, Any]:
-        """A rational interval holding θ and no other root of its minimal polynomial."""
-        minpoly = self.domain.mod.to_list()
-        approx = QQ.from_sympy(sympy.Rational(sympy.N(self.domain.ext.as_expr(), 50)))
-        intervals = dup_isolate_real_roots_sqf(minpoly, QQ)
-        while True:
-            margin = QQ(1, 10**40)  # far above the error of a 50-digit evalf
-            holding = [(a, b) for a, b in intervals if a + margin < approx < b - margin]
-            if holding:
-                return holding[0]
-            # θ's 50-digit value sits on an end: narrow every interval and look again
-            intervals = [dup_refine_real_root(minpoly, a, b, QQ, steps=8) for a, b in intervals]
-
-    @classmethod
-    def of(cls, domain: Any) -> _RealField | None:
-        """The field, or None when `domain` is not QQ or a real algebraic field."""
-        if domain.is_ZZ or domain.is_QQ or domain.is_AlgebraicField:
-            try:
-                return cls(domain)
-            except ValueError:
-                return None
-        return None
-
-    def sign(self, value: Any) -> int:
-        """-1, 0 or 1: the exact sign of an element of the field."""
-        if not value:
-            return 0
-        if not self.algebraic:
-            return 1 if value > 0 else -1
-        h = value.to_list()
-        if len(h) == 1:  # a rational element
-            return 1 if h[0] > 0 else -1
-        if self._theta is None:
-            self._theta = self._isolate_theta()
-        lo, hi = self._theta
-        while True:
-            low = high = h[0]
-            for coeff in h[1:]:
-                ends = (low * lo, low * hi, high * lo, high * hi)
-                low, high = min(ends) + coeff, max(ends) + coeff
-            if low > 0 or high < 0:
-                return 1 if low > 0 else -1
-            minpoly = self.domain.mod.to_list()
-            lo, hi = dup_refine_real_root(minpoly, lo, hi, QQ, eps=(hi - lo) / 2**40)
-            self._theta = (lo, hi)
-
-    def rational_polynomial(self, f: Dense) -> Dense:
-        """A polynomial over QQ whose roots include every root of f (its norm when needed)."""
-        if not self.algebraic:
-            return [QQ.convert(c) for c in f]
-        if all(_is_rational(c) for c in f):
-            return [_rational_part(c) for c in f]
-        return dmp_norm(f, 0, self.domain)
-
-
-def _integer_poly(gz: Dense) -> flint.fmpz_poly:
-    """A dense polynomial with integer coefficients as a flint polynomial (its signs at
-    rational points are then evaluated in C, `_integer_sign`)."""
-    return flint.fmpz_poly([int(c) for c in reversed(gz)])
-
-
-def _integer_sign(g: flint.fmpz_poly, u: Any) -> int:
-    """The sign of g(u) for g with integer coefficients and u = p/q rational, exactly (flint
-    evaluates q^n·g(p/q) in integers; rational Horner in Python reduced a fraction per step)."""
-    value = g(flint.fmpq(int(QQ.numer(u)), int(QQ.denom(u))))
-    return (value > 0) - (value < 0)
-
-
-def _roots_between(gz: Dense, lo: Any, hi: Any) -> list[tuple[Any, Any]]:
-    """Isolating intervals, sorted, of the roots of the squarefree gz (integer coefficients) in
-    (lo, hi), neither of which may be a root.
-
-    (1 + x)ⁿ·g(lo + (hi − lo)/(1 + x)) has exactly these roots as its positive roots, so roots
-    beyond hi (close pairs included, which are costly to separate) are never isolated. With
-    lo = a/d and hi − lo = b/d, everything stays in integers: dⁿ·g((a + b·t)/d).
-    """
-    d = ZZ.lcm(QQ.denom(lo), QQ.denom(hi))
-    a, b = QQ.numer(lo * d), QQ.numer((hi - lo) * d)
-    n = len(gz) - 1
-    G = [c * d ** (n - k) for k, c in zip(range(n, -1, -1), gz, strict=True)]  # dⁿ·g(x/d)
-    moved = dup_shift(dup_reverse(dup_scale(dup_shift(G, a, ZZ), b, ZZ)), ZZ.one, ZZ)
-    out = []
-    for x0, x1 in dup_isolate_real_roots_sqf(moved, ZZ, inf=QQ.zero):
-        out.append((lo + (hi - lo) / (1 + x1), lo + (hi - lo) / (1 + x0)))
-    return sorted(out)
-
-
-def _first_exit(f: Dense, field: _RealField) -> float:
-    """Largest r ≥ 0 with f(u) ≤ 0 for u in [0, r] (math.inf when unbounded), exactly.
-
-    Between consecutive positive real roots of f's rational norm g, f keeps one sign (its roots
-    are among g's); that sign is read at a rational point in the gap. The answer is the first
-    root after which f is positive; roots where f touches 0 without turning positive are passed.
-    Roots are isolated window by window ((0, 1], (1, 2], (2, 4], ...) up to the first exit.
-    """
-    K = field.domain
-    f = dup_strip(f)
-    if not f:
-        return math.inf
-    while not f[-1]:
-        f = f[:-1]  # u^k > 0 for u > 0: the factor does not change the sign there
-    g = dup_sqf_part(field.rational_polynomial(f), QQ)
-    gz = dup_clear_denoms(g, QQ, convert=True)[1]
-    gp = _integer_poly(gz)
-    if field.algebraic:
-
-        def positive_at(u: Any) -> bool:
-            return field.sign(dup_eval(f, K.convert_from(u, QQ), K)) > 0
-
-    else:
-        fz = _integer_poly(dup_clear_denoms(f, QQ, convert=True)[1])
-
-        def positive_at(u: Any) -> bool:
-            return _integer_sign(fz, u) > 0
-
-    if positive_at(QQ.zero):
-        return 0.0
-    bound = dup_root_upper_bound(gz, ZZ)  # every positive root lies below it; None: none
-    lo, hi = QQ.zero, QQ.one
-    while bound is not None and lo < bound:
-        while not _integer_sign(gp, hi):
-            hi += hi / 2**30  # a window must not end on a root
-        roots = _roots_between(gz, lo, hi)
-        for i in range(len(roots)):
-            while True:  # a rational point strictly between root i and root i + 1 (or hi)
-                a, b = roots[i]
-                point = (b + (roots[i + 1][0] if i + 1 < len(roots) else hi)) / 2
-                if _integer_sign(gp, point):
-                    break
-                roots[i] = dup_refine_real_root(g, a, b, QQ, steps=1)
-                roots[i + 1] = dup_refine_real_root(g, *roots[i + 1], QQ, steps=1)
-            if positive_at(point):
-                return _bisect(gp, a, b)
-        lo, hi = hi, 2 * hi
-    return math.inf
-
-
-def _bisect(g: flint.fmpz_poly, lo: Any, hi: Any) -> float:
-    """The root of g in its isolating interval [lo, hi], to double precision, by exact bisection
-    (cheaper than sympy's continued-fraction refinement for a printed value)."""
-    low_sign = _integer_sign(g, lo)
-    while hi - lo > max(abs(hi), 1) * QQ(1, 2**56):
-        mid = (lo + hi) / 2
-        sign = _integer_sign(g, mid)
-        if not sign:
-            return float(mid)
-        if sign == low_sign:
-            lo = mid
-        else:
-            hi = mid
-    return float((lo + hi) / 2)
-
-
-def _hurwitz(q: Dense, field: _RealField) -> bool:
-    """Every root of q has a negative real part (Routh's array: no zero, no sign change)."""
-    K = field.domain
-    first = field.sign(q[0])
-    upper, lower = q[0::2], q[1::2]
-    while lower:
-        if field.sign(lower[0]) != first:
-            return False
-        ratio = upper[0] / lower[0]
-        padded = [*lower[1:], K.zero]
-        upper, lower = lower, [upper[j + 1] - ratio * padded[j] for j in range(len(upper) - 1)]
-    return True
-
-
-def _in_domain(tableau: ButcherTableau) -> tuple[Any, list[list[Any]], list[Any]]:
-    """The field of the entries (`weights.tableau_field`), with A and b converted into it."""
-    domain, values = tableau_field(tableau)
-    s = tableau.stages
-    A = [[values[f"A[{i}][{j}]"] for j in range(s)] for i in range(s)]
-    b = [values[f"b[{i}]"] for i in range(s)]
-    field = domain.get_field()
-    if field != domain:  # ZZ -> QQ, a polynomial ring -> its fraction field
-        A = [[field.convert_from(x, domain) for x in row] for row in A]
-        b = [field.convert_from(x, domain) for x in b]
-    return field, A, b
 
 
 def _constant_field(N: Dense, D: Dense, K: Any) -> tuple[Any, Dense, Dense]:
@@ -297,7 +88,7 @@ def _explicit_numerator(A: list[list[Any]], b: list[Any], K: Any) -> Dense:
 
 def _rational_function(tableau: ButcherTableau) -> tuple[Any, Dense, Dense]:
     """(K, N, D) with R = N/D in lowest terms over the field K of the entries, D(0) = 1."""
-    K, A, b = _in_domain(tableau)
+    K, A, b = entries_in_field(tableau)
     s = tableau.stages
     if tableau.is_explicit:
         return K, _explicit_numerator(A, b, K), [K.one]
@@ -356,8 +147,8 @@ def _as_order_requires(
 def _to_expr(p: Dense, K: Any, numeric: bool) -> sympy.Expr:
     terms = []
     for k, c in enumerate(p[::-1]):
-        if K.is_AlgebraicField and _is_rational(c):  # K.to_sympy would expand powers of θ
-            value = QQ.to_sympy(_rational_part(c))
+        if K.is_AlgebraicField and is_rational(c):  # K.to_sympy would expand powers of θ
+            value = QQ.to_sympy(rational_part(c))
         else:
             value = sympy.expand(K.to_sympy(c))
         if numeric and value.is_Rational:
@@ -400,9 +191,9 @@ class StabilityFunction:
         self.notes: list[str] = []
         if self.symbolic:
             return
-        if _RealField.of(K) is None:  # a family whose R(z) is free of its parameters
+        if RealField.of(K) is None:  # a family whose R(z) is free of its parameters
             K, N, D = _constant_field(N, D, K)
-        field = _RealField.of(K)
+        field = RealField.of(K)
         if field is None:
             self.notes.append(f"stability intervals not decided: {K} is not a real number field")
             return
@@ -416,9 +207,9 @@ class StabilityFunction:
                 f"axes are taken as order {order} makes them (those of |e^z|² − 1): rounding "
                 "would otherwise decide the sign of |R(iy)|² − 1 near 0."
             )
-        self.real_interval = _first_exit(real, field)
-        self.imaginary_interval = math.sqrt(_first_exit(imaginary, field))
-        poles_right = len(D) == 1 or _hurwitz(_at_minus(D), field)  # D(−z) is Hurwitz
+        self.real_interval = first_exit(real, field)
+        self.imaginary_interval = math.sqrt(first_exit(imaginary, field))
+        poles_right = len(D) == 1 or hurwitz(_at_minus(D), field)  # D(−z) is Hurwitz
         self.a_stable = self.imaginary_interval == math.inf and poles_right
         self.l_stable = self.a_stable and len(N) < len(D)
         if self.a_stable:  # exact already; for a numeric tableau, its consequence
@@ -472,86 +263,3 @@ def stability_function(tableau: ButcherTableau, order: int | None = None) -> Sta
     **Returns:** a `StabilityFunction`.
     """
     return StabilityFunction(tableau, order)
-
-
-def _positive_semidefinite(M: list[list[Any]], field: _RealField) -> bool:
-    """Exactly, by symmetric elimination (O(s³) operations): a positive diagonal pivot d leaves
-    M PSD iff its Schur complement is; when no diagonal entry is positive, M is PSD iff what
-    remains is zero."""
-    M = [list(row) for row in M]
-    left = list(range(len(M)))
-    while left:
-        signs = {i: field.sign(M[i][i]) for i in left}
-        if any(v < 0 for v in signs.values()):
-            return False
-        pivot = next((i for i in left if signs[i] > 0), None)
-        if pivot is None:
-            return all(not M[i][j] for i in left for j in left)
-        left.remove(pivot)
-        for i in left:
-            factor = M[i][pivot] / M[pivot][pivot]
-            for j in left:
-                M[i][j] -= factor * M[pivot][j]
-    return True
-
-
-def _rounding_bound(
-    tableau: ButcherTableau, A: list[list[Any]], b: list[Any], field: _RealField
-) -> tuple[list[Any], Any]:
-    """For a numeric tableau: each weight's rounding, and β ≥ ‖δM‖₂ for every method whose
-    entries lie within their rounding of the digits (β = s·max |δMᵢⱼ|, bounded term by term)."""
-    K, s = field.domain, tableau.stages
-
-    def eps(key: str) -> Any:
-        return K.convert(sympy.Rational(tableau.entries[key].rounding))
-
-    def size(x: Any) -> Any:
-        return -x if field.sign(x) < 0 else x
-
-    def product(x: Any, ex: Any, y: Any, ey: Any) -> Any:  # max |δ(xy)| over the box
-        return size(x) * ey + ex * size(y) + ex * ey
-
-    eb = [eps(f"b[{i}]") for i in range(s)]
-    ea = [[eps(f"A[{i}][{j}]") for j in range(s)] for i in range(s)]
-    worst = K.zero
-    for i in range(s):
-        for j in range(s):
-            bound = product(b[i], eb[i], A[i][j], ea[i][j]) + product(
-                b[j], eb[j], A[j][i], ea[j][i]
-            )
-            bound += product(b[i], eb[i], b[j], eb[j])
-            if field.sign(bound - worst) > 0:
-                worst = bound
-    return eb, worst * s
-
-
-def algebraically_stable(tableau: ButcherTableau) -> bool | None:
-    """Burrage-Butcher algebraic stability: bᵢ ≥ 0 and M = BA + AᵀB − bbᵀ positive semidefinite.
-
-    Decided exactly in the field of the entries. For a numeric tableau the answer must hold for
-    every method within the entries' rounding: `True` when bᵢ ≥ its rounding and M − βI is PSD,
-    `False` when some bᵢ + rounding < 0 or M + βI is not PSD (β bounds ‖δM‖₂), `None`
-    (undetermined) otherwise, e.g. Gauss-Legendre in floats, whose exact M is 0. `None` for
-    families.
-    """
-    if tableau.symbols:
-        return None
-    K, A, b = _in_domain(tableau)
-    field = _RealField.of(K)
-    if field is None:
-        return None
-    s = tableau.stages
-    M = [[b[i] * A[i][j] + b[j] * A[j][i] - b[i] * b[j] for j in range(s)] for i in range(s)]
-    if not tableau.numeric:
-        return all(field.sign(x) >= 0 for x in b) and _positive_semidefinite(M, field)
-    eb, beta = _rounding_bound(tableau, A, b, field)
-
-    def shifted(shift: Any) -> list[list[Any]]:
-        return [[M[i][j] + (shift if i == j else K.zero) for j in range(s)] for i in range(s)]
-
-    if any(field.sign(x + e) < 0 for x, e in zip(b, eb, strict=True)):
-        return False
-    if not _positive_semidefinite(shifted(beta), field):
-        return False
-    robust = all(field.sign(x - e) >= 0 for x, e in zip(b, eb, strict=True))
-    return True if robust and _positive_semidefinite(shifted(-beta), field) else None

@@ -134,3 +134,16 @@ class TreeFamily:
 
 
 PLAIN = TreeFamily()
+
+
+def by_colour(trees: Sequence[Tree]) -> list[tuple[str, list[Tree]]]:
+    """`trees` grouped by root colour, in order of first appearance.
+
+    **Arguments:** `trees`: any trees of one family.
+
+    **Returns:** `[(colour, trees of that colour)]`, each group non-empty.
+    """
+    groups: dict[str, list[Tree]] = {}
+    for tree in trees:
+        groups.setdefault(tree.colour, []).append(tree)
+    return list(groups.items())

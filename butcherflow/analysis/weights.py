@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import types
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,8 +27,9 @@ from sympy.polys.numberfields.subfield import primitive_element
 
 from ..methods import ButcherTableau
 from ..methods.precision import Judgement, Verdict, judge_exact
+from .enclosure import column_products
 from .number_field import NumberField
-from .trees import Tree, TreeFamily
+from .trees import Tree, TreeFamily, by_colour
 
 Vector = list[Any]
 
@@ -86,7 +88,7 @@ def smallest_domain(values: Sequence[sympy.Expr]) -> tuple[Any, list[Any]]:
     return domain, [convert(e) for e in exprs]
 
 
-def tableau_field(tableau: ButcherTableau) -> tuple[Any, dict[str, Any]]:
+def tableau_field(tableau: ButcherTableau) -> tuple[Any, Mapping[str, Any]]:
     """The smallest exact domain of the entries of a tableau, built once per tableau and shared
     by the order conditions, the stage order, R(z) and algebraic stability (finding a primitive
     element of Gauss-Legendre 5's degree-16 field costs more than its order proof).
@@ -97,10 +99,33 @@ def tableau_field(tableau: ButcherTableau) -> tuple[Any, dict[str, Any]]:
     c (its digits, which may differ from the row sums within their precision) or one declared
     with `row_sum_c = false` joins the field as given.
 
-    **Returns:** `(domain, {key: element})` with the keys of `tableau.entries` ("A[0][1]", ...).
+    **Arguments:** `tableau`: the method (exact or numeric, without free symbols or with them:
+    a family's field is a polynomial ring).
+
+    **Returns:** `(domain, {key: element})` with the keys of `tableau.entries` ("A[0][1]", ...);
+    the mapping is cached and shared, so it is read-only.
     """
     own_c = tableau.numeric or not tableau.row_sum_c
     return _tableau_field(tableau.A, tableau.b, tableau.b_hat, tableau.c if own_c else None)
+
+
+def entries_in_field(tableau: ButcherTableau) -> tuple[Any, list[list[Any]], list[Any]]:
+    """The field of the entries (`tableau_field`), with A and b converted into it.
+
+    **Arguments:** `tableau`: the method.
+
+    **Returns:** `(field, A, b)`: the fraction field of the entries' domain (QQ rather than ZZ,
+    a rational function field for a family), A as s lists of s elements and b as s elements.
+    """
+    domain, values = tableau_field(tableau)
+    s = tableau.stages
+    A = [[values[f"A[{i}][{j}]"] for j in range(s)] for i in range(s)]
+    b = [values[f"b[{i}]"] for i in range(s)]
+    field = domain.get_field()
+    if field != domain:  # ZZ -> QQ, a polynomial ring -> its fraction field
+        A = [[field.convert_from(x, domain) for x in row] for row in A]
+        b = [field.convert_from(x, domain) for x in b]
+    return field, A, b
 
 
 @functools.lru_cache(maxsize=16)
@@ -109,7 +134,7 @@ def _tableau_field(
     b: tuple[sympy.Expr, ...],
     b_hat: tuple[sympy.Expr, ...] | None,
     c: tuple[sympy.Expr, ...] | None,
-) -> tuple[Any, dict[str, Any]]:
+) -> tuple[Any, Mapping[str, Any]]:
     s = len(b)
     values = {f"A[{i}][{j}]": A[i][j] for i in range(s) for j in range(s)}
     values.update({f"b[{i}]": x for i, x in enumerate(b)})
@@ -120,61 +145,13 @@ def _tableau_field(
     if c is None:
         for i in range(s):
             field[f"c[{i}]"] = sum((field[f"A[{i}][{j}]"] for j in range(s)), domain.zero)
-    return domain, field
+    # cached and shared by every caller: read-only
+    return domain, types.MappingProxyType(field)
 
 
 def clear_cache() -> None:
     """Forget the fields of recently analysed tableaux (a benchmark times cold runs)."""
     _tableau_field.cache_clear()
-
-
-class Dual:
-    """x + ε·dx with ε² = 0: carries a value and its first-order sensitivity, in floats.
-
-    With every entry set to (|entry|, its rounding), the dual part of Φ is the first-order bound
-    on how much rounding can move Φ (Φ has non-negative coefficients in |entries|). Computing the
-    bound as a difference of two float evaluations would lose it entirely when the rounding is
-    far below float64's resolution (Feagin's 60-digit coefficients).
-    """
-
-    __slots__ = ("dx", "x")
-
-    def __init__(self, x: float, dx: float = 0.0) -> None:
-        self.x = x
-        self.dx = dx
-
-    def __add__(self, other: Dual) -> Dual:
-        return Dual(self.x + other.x, self.dx + other.dx)
-
-    def __sub__(self, other: Dual) -> Dual:
-        return Dual(self.x - other.x, self.dx - other.dx)
-
-    def __mul__(self, other: Dual) -> Dual:
-        return Dual(self.x * other.x, self.x * other.dx + self.dx * other.x)
-
-    def __ne__(self, other: object) -> bool:
-        return not (isinstance(other, Dual) and other.x == self.x and other.dx == self.dx)
-
-    def __eq__(self, other: object) -> bool:
-        return not self.__ne__(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class DualDomain:
-    """`Dual` numbers behind the domain interface, for rounding bounds (never for proofs)."""
-
-    zero = Dual(0.0)
-    one = Dual(1.0)
-
-    def convert(self, value: Any) -> Dual:
-        return value if isinstance(value, Dual) else Dual(float(value))
-
-    def to_sympy(self, value: Dual) -> sympy.Expr:
-        return sympy.Float(value.x)
-
-    def __str__(self) -> str:
-        return "float64 dual numbers"
 
 
 class WeightTable:
@@ -189,9 +166,6 @@ class WeightTable:
     - `leaves`: per leaf-only colour, its fixed stage vector (e.g. `{"t": c}`).
     - `domain`: the exact domain `A`, `b` and `leaves` are already elements of (default: the
       smallest one holding them, `smallest_domain`).
-    - `exact`: `False` computes with `Dual` numbers (entries given as `Dual(|x|, rounding)`):
-      used only to bound the effect of rounding in numeric declarations, never to decide an
-      order condition.
     """
 
     def __init__(
@@ -202,7 +176,6 @@ class WeightTable:
         leaves: Mapping[str, Sequence[sympy.Expr]] | None = None,
         *,
         domain: Any = None,
-        exact: bool = True,
     ) -> None:
         leaves = leaves or {}
         self.family = family
@@ -221,15 +194,12 @@ class WeightTable:
         self.domain: Any
         if domain is not None:
             self.domain, converted = domain, flat
-        elif exact:
-            self.domain, converted = smallest_domain(flat)
         else:
-            self.domain = DualDomain()
-            converted = [self.domain.convert(x) for x in flat]
+            self.domain, converted = smallest_domain(flat)
         self.stages = len(next(iter(b.values())))
         # A number field computes on flint polynomials in its generator (`number_field.py`);
         # QQ's elements are flint rationals already.
-        self._field = NumberField.of(self.domain) if exact else None
+        self._field = NumberField.of(self.domain)
         if self._field is not None:
             converted = [self._field.convert(x) for x in converted]
         self._zero, self._one = self._constants()
@@ -278,8 +248,13 @@ class WeightTable:
         return matrices
 
     def reweighted(self, b: Mapping[str, Sequence[Any]]) -> WeightTable:
-        """The same method with other weights (an embedded pair's b̂), elements of `domain`:
-        the stage vectors, which do not depend on the weights, are shared, not recomputed."""
+        """The same method with other weights (an embedded pair's b̂): the stage vectors, which
+        do not depend on the weights, are shared, not recomputed.
+
+        **Arguments:** `b`: per colour, the s new weights, elements of `domain`.
+
+        **Returns:** a new `WeightTable` (this one is unchanged).
+        """
         other = copy.copy(self)
         field = self._field
         other._b = {
@@ -303,7 +278,12 @@ class WeightTable:
     def prepare(self, trees: Sequence[Tree]) -> None:
         """Compute Φ(t) for every tree in `trees` at once, with what they need: the missing
         stage vectors, order by order, and one matrix product per order and colour (for QQ, one
-        flint `fmpq_mat` product: a single reduction per entry instead of one per term)."""
+        flint `fmpq_mat` product: a single reduction per entry instead of one per term).
+
+        **Arguments:** `trees`: trees of `family`, in any order (those already known are skipped).
+
+        **Returns:** nothing; `weight`, `residual` and `is_met` then read the memo.
+        """
         wanted = [t for t in trees if t.index not in self._phi]
         if not wanted:
             return
@@ -330,14 +310,14 @@ class WeightTable:
                 if kind == "g":
                     self._g[tree.index] = self._stage_vector(tree)
             children = [tree for kind, tree in needed[n] if kind == "h"]
-            for colour, group in _by_colour(children):
+            for colour, group in by_colour(children):
                 if colour in self._leaves:
                     for tree in group:
                         self._h[tree.index] = self._leaves[colour]
                     continue
                 for tree, h in zip(group, self._products(colour, group), strict=True):
                     self._h[tree.index] = h
-        for colour, group in _by_colour(wanted):
+        for colour, group in by_colour(wanted):
             for tree, (phi,) in zip(
                 group, self._products(colour, group, weights=True), strict=True
             ):
@@ -357,10 +337,7 @@ class WeightTable:
         columns = [self._g[t.index] for t in trees]
         matrix = self._matrices.get(("b" if weights else "A", colour)) if self._matrices else None
         if matrix is not None:
-            s, m = self.stages, len(columns)
-            G = flint.fmpq_mat(s, m, [col[i] for i in range(s) for col in columns])
-            entries = (matrix * G).entries()
-            return [entries[j::m] for j in range(m)]
+            return column_products(matrix, columns)
         rows = [self._b[colour]] if weights else self._rows[colour]
         zero = self._zero
         out = []
@@ -422,14 +399,6 @@ class WeightTable:
 
     def to_sympy(self, element: Any) -> sympy.Expr:
         return self.domain.to_sympy(element)
-
-
-def _by_colour(trees: Sequence[Tree]) -> list[tuple[str, list[Tree]]]:
-    """`trees` grouped by root colour, in order of first appearance."""
-    groups: dict[str, list[Tree]] = {}
-    for tree in trees:
-        groups.setdefault(tree.colour, []).append(tree)
-    return list(groups.items())
 
 
 def judge_element(domain: Any, residual: Any) -> Judgement:

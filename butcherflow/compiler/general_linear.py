@@ -216,8 +216,15 @@ def _tokens(streams: Tensor) -> Tensor:
 
 
 def read_stages(U: Tensor, streams: Tensor) -> Tensor:
-    """Σₖ U[i, k] yₖ for every stage i at once, `(s, batch, time, d)`, for a static U `(s, r)` or
-    a per-token U `(batch, time, s, r)`."""
+    """Σₖ U[i, k] yₖ for every stage i at once.
+
+    **Arguments:**
+
+    - `U`: a static `(s, r)` matrix, or one per token, `(batch, time, s, r)`.
+    - `streams`: the r input streams y, `(r, batch, time, d)`.
+
+    **Returns:** the s stage inputs, `(s, batch, time, d)`.
+    """
     r, shape = streams.shape[0], streams.shape[1:]
     if U.dim() == 2:
         return torch.mm(U, streams.reshape(r, -1)).view(-1, *shape)
@@ -226,9 +233,20 @@ def read_stages(U: Tensor, streams: Tensor) -> Tensor:
 
 
 def advance(V: Tensor, streams: Tensor, B: Tensor, *stages: Tensor) -> Tensor:
-    """V y + B F(Y): the next streams, `(r, batch, time, d)`, for static or per-token V, B.
-    Each B[:, i] Fᵢ is added in place into the fresh V y: one new stream-sized tensor per layer
-    (on a CPU, fresh large tensors cost page faults, more than the arithmetic here)."""
+    """V y + B F(Y): the next streams. Each B[:, i] Fᵢ is added in place into the fresh V y: one
+    new stream-sized tensor per layer (on a CPU, fresh large tensors cost page faults, more than
+    the arithmetic here).
+
+    **Arguments:**
+
+    - `V`: a static `(r, r)` matrix, or one per token, `(batch, time, r, r)`.
+    - `streams`: the r streams y, `(r, batch, time, d)`.
+    - `B`: a static `(r, s)` matrix, or one per token, `(batch, time, r, s)` (static or per-token
+      together with `V`).
+    - `stages`: the s stage values Fᵢ, each `(batch, time, d)`.
+
+    **Returns:** the next streams, `(r, batch, time, d)`.
+    """
     r, shape, d = streams.shape[0], streams.shape[1:], streams.shape[-1]
     if V.dim() == 2:
         flat = torch.mm(V, streams.reshape(r, -1))

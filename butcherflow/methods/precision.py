@@ -114,6 +114,18 @@ def judge_enclosure(
     return Judgement(Verdict.UNDETERMINED, residual, bound)
 
 
+def known_to_double(enclosure: flint.arb) -> bool:
+    """Whether a ball pins its value down to double precision (radius at most 2⁻⁶⁰ of the
+    midpoint's size), so that `float(enclosure.mid())` can stand for the value. Always False
+    for a ball around 0 with a nonzero radius.
+
+    **Arguments:** `enclosure`: an arb ball.
+
+    **Returns:** True when the midpoint is the value to double precision.
+    """
+    return bool(enclosure.rad() <= abs(enclosure.mid()) * 2**-60)
+
+
 @functools.lru_cache(maxsize=4096)
 def _limit(scale: Fraction) -> flint.arb:
     """RESOLUTION · scale as a ball; a comparison with it is True only when certain."""

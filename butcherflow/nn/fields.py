@@ -181,8 +181,17 @@ class ModuleField(Field):
 
 
 def check_stage(stage: object, key: str = "stage", source: str | None = None) -> None:
-    """Refuse a `stage` outside `STAGES` (one line naming `key`, the value and what is valid;
-    `source`: the file it came from)."""
+    """Refuse a `stage` outside `STAGES` with one line naming the key, the value and what is
+    valid.
+
+    **Arguments:**
+
+    - `stage`: the value to check (`"branch"` or `"layer"` pass).
+    - `key`: the key it was given under, for the message.
+    - `source`: the file it came from, for the message (None: not from a file).
+
+    **Returns:** nothing; raises `DeclarationError` for any other value.
+    """
     if stage not in STAGES:
         raise DeclarationError(
             "unknown stage",
