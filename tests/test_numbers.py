@@ -12,7 +12,8 @@ import pytest
 import sympy
 
 import butcherflow as bf
-from butcherflow.methods.numbers import Number, enclose, is_zero, parse_number, parse_vector
+from butcherflow.methods.balls import enclose
+from butcherflow.methods.numbers import Number, is_zero, parse_number, parse_vector
 
 KEY = "A[2][1]"
 

@@ -18,7 +18,7 @@ import flint
 import sympy
 
 from ..methods import ButcherTableau, Splitting
-from ..methods.numbers import ball
+from ..methods.balls import ball
 from ..methods.precision import Judgement, judge_enclosure
 from .enclosure import WeightEnclosures
 from .search import Search, search_order

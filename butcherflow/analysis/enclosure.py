@@ -19,7 +19,7 @@ from typing import Any, final
 
 import flint
 
-from ..methods.numbers import ball
+from ..methods.balls import ball
 from .trees import Tree, TreeFamily, by_colour
 
 Vector = list[flint.arb]

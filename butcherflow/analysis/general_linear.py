@@ -35,8 +35,8 @@ import numpy as np
 import sympy
 from sympy.polys.matrices import DomainMatrix
 
+from ..methods.balls import ball
 from ..methods.general_linear import GeneralLinear, StartTerm
-from ..methods.numbers import ball
 from ..methods.precision import Judgement, judge_enclosure, working_precision
 from .enclosure import BallDomain
 from .report import Report

@@ -19,7 +19,7 @@ import flint
 import sympy
 
 from ..methods import LinearMultistep
-from ..methods.numbers import ball
+from ..methods.balls import ball
 from ..methods.precision import Judgement, judge_enclosure, judge_exact, working_precision
 from .root_condition import ZETA
 from .search import search_order

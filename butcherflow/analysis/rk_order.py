@@ -22,7 +22,8 @@ import flint
 import sympy
 
 from ..methods import ButcherTableau
-from ..methods.numbers import Number, ball
+from ..methods.balls import ball
+from ..methods.numbers import Number
 from ..methods.precision import (
     Judgement,
     Verdict,

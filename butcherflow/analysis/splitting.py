@@ -29,7 +29,8 @@ import sympy
 
 from ..errors import AnalysisError
 from ..methods import ButcherTableau, Splitting
-from ..methods.numbers import Number, ball
+from ..methods.balls import ball
+from ..methods.numbers import Number
 from ..methods.precision import Judgement, digits_hint, judge_enclosure, working_precision
 from .additive import additive_tableau, search_substep_order
 from .enclosure import BallDomain

@@ -15,7 +15,8 @@ import flint
 import sympy
 
 from ..methods import ButcherTableau
-from ..methods.numbers import Number, ball
+from ..methods.balls import ball
+from ..methods.numbers import Number
 from ..methods.precision import Verdict, judge_enclosure, working_precision
 from .weights import tableau_field
 

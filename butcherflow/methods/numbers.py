@@ -35,6 +35,7 @@ import sympy
 from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
 from ..errors import DeclarationError
+from .balls import TRIG, ball, enclose, upper_fraction
 
 _DECIMAL = re.compile(r"(?<![\w.])([0-9]*\.[0-9]+|[0-9]+\.[0-9]*)([eE][+-]?[0-9]+)?(?![\w.])")
 _SCIENTIFIC_INT = re.compile(r"(?<![\w.])([0-9]+)([eE][+-]?[0-9]+)(?![\w.])")
@@ -42,14 +43,13 @@ _ALLOWED_CHARS = re.compile(r"^[0-9A-Za-z_+\-*/().,^ \t]*$")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ATTRIBUTE = re.compile(r"\.\s*[A-Za-z_]")
 _DIGITS = re.compile(r"[0-9]+")
-_TRIG = {"sin": sympy.sin, "cos": sympy.cos, "tan": sympy.tan}
 _FUNCTIONS: dict[str, Any] = {
     "sqrt": sympy.sqrt,
     "cbrt": sympy.cbrt,
     "root": sympy.root,
     "Rational": sympy.Rational,
     "pi": sympy.pi,
-    **_TRIG,
+    **TRIG,
 }
 # What sympy's parser itself emits (unevaluated trees call Add/Mul/Pow by name); not user names.
 _PARSER_GLOBALS: dict[str, Any] = {
@@ -196,7 +196,7 @@ def _degree_bound(tree: sympy.Basic) -> float:
             else:
                 generators[e.base ** (1 / e.exp.q)] = _degree_bound(e.base) * int(e.exp.q)
             return
-        if isinstance(e, tuple(_TRIG.values())):
+        if isinstance(e, tuple(TRIG.values())):
             ratio = e.args[0] / sympy.pi  # type: ignore[attr-defined]
             q = int(ratio.q) if isinstance(ratio, sympy.Rational) else 0
             generators[e] = float(sympy.totient(4 * q)) if q else math.inf
@@ -234,7 +234,7 @@ def _check_powers(tree: sympy.Basic, key: str, raw: Any, source: str | Path | No
                 valid=VALID_ENTRY,
                 source=source,
             )
-    if isinstance(tree, tuple(_TRIG.values())):
+    if isinstance(tree, tuple(TRIG.values())):
         ratio = sympy.nsimplify(tree.args[0].doit() / sympy.pi)  # type: ignore[attr-defined]
         if not isinstance(ratio, sympy.Rational) or ratio.q > 10 * MAX_DEGREE:
             raise DeclarationError(
@@ -389,56 +389,6 @@ def _interval(expr: sympy.Expr, boxes: dict[sympy.Symbol, Interval]) -> Interval
         ends = [lo**n, hi**n] + ([Fraction(0)] if lo < 0 < hi else [])
         return (min(ends), max(ends))
     return None
-
-
-def ball(value: Any, radius: Fraction = Fraction(0)) -> flint.arb:
-    """An arb ball around an exact sympy value (rational, algebraic or a symbol-free expression)
-    with the given radius, at the current working precision."""
-    v = sympy.sympify(value)
-    centre = (
-        flint.arb(flint.fmpq(int(v.p), int(v.q)))
-        if isinstance(v, sympy.Rational)
-        else enclose(v, {})
-    )
-    if radius:
-        centre = centre + flint.arb(0, flint.arb(flint.fmpq(radius.numerator, radius.denominator)))
-    return centre
-
-
-def enclose(expr: sympy.Expr, boxes: dict[sympy.Symbol, flint.arb]) -> flint.arb:
-    """A rigorous enclosure of a symbol-free sympy expression (symbols taken from `boxes`)."""
-    if isinstance(expr, sympy.Symbol):
-        return boxes[expr]
-    if isinstance(expr, sympy.Rational):
-        return flint.arb(flint.fmpq(int(expr.p), int(expr.q)))
-    if expr is sympy.pi:
-        return flint.arb.pi()
-    if isinstance(expr, sympy.Add):
-        return sum((enclose(a, boxes) for a in expr.args), flint.arb(0))
-    if isinstance(expr, sympy.Mul):
-        return math.prod((enclose(a, boxes) for a in expr.args), start=flint.arb(1))
-    if isinstance(expr, sympy.Pow) and isinstance(expr.exp, sympy.Rational):
-        base, exp = enclose(expr.base, boxes), expr.exp
-        if exp.q == 1:
-            return base ** int(exp.p)
-        # Only a root of a positive number is real (parse refuses the others); a ball that
-        # does not prove its base positive encloses nothing: nan, which every verdict reads as
-        # undetermined.
-        root = base.root(int(exp.q)) if base > 0 else flint.arb.nan()
-        return root ** int(exp.p)
-    for name, function in _TRIG.items():
-        if isinstance(expr, function):
-            return getattr(enclose(expr.args[0], boxes), name)()
-    raise ValueError(f"cannot enclose {expr}")  # pragma: no cover - parse refuses the rest
-
-
-def upper_fraction(x: flint.arb) -> Fraction:
-    """An exact upper bound on |x| (as a Fraction) for an arb ball."""
-    mid_man, mid_exp = x.mid().man_exp()
-    rad_man, rad_exp = x.rad().man_exp()
-    return abs(Fraction(int(mid_man)) * Fraction(2) ** int(mid_exp)) + Fraction(
-        int(rad_man)
-    ) * Fraction(2) ** int(rad_exp)
 
 
 def _parse_float(raw: float, key: str, source: str | Path | None) -> Number:
