@@ -9,8 +9,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import re
 import shutil
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +66,7 @@ from butcherflow.experiments.verdict import (
 )
 from butcherflow.savedir import read_commit
 from butcherflow.savedir.curves import read_log
+from butcherflow.train import Interrupted, loop
 from butcherflow.train.config import resolve_recipe
 
 ROOT = Path(__file__).parent.parent
@@ -618,6 +621,71 @@ def test_a_result_in_the_committed_record_is_carried_over_not_retrained(tmp_path
     (out / "lm-one.json").write_text(json.dumps(record))
     other = run_experiment(experiment, runs_dir=tmp_path / "p", **where)
     assert other.carried == [] and other.trained == ["euler-seed1"]
+
+
+def test_a_signal_stops_the_experiment_and_the_stopped_run_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM during a run's first update: the loop commits that update, the experiment stops
+    (no result.json for a model trained for half its budget, no next run), and the rerun resumes
+    it to its budget. A result.json that an earlier runner wrote for a stopped run is resumed
+    too, not reported."""
+    experiment = dataclasses.replace(
+        _one_language_model(),
+        runs=(dataclasses.replace(_one_language_model().runs[0], seeds=(1, 2)),),
+    )
+    where: dict[str, Any] = {"sizes": "tiny", "out": tmp_path / "docs", "echo": lambda line: None}
+    runs = tmp_path / "runs"
+    real = loop.forward_backward
+
+    def signalled(*args: Any, **kwargs: Any) -> Any:
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler only records it
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "forward_backward", signalled)
+    with pytest.raises(Interrupted, match=r"interrupted \(SIGTERM\) at update 1 of .*euler-seed1"):
+        run_experiment(experiment, runs_dir=runs, threads=1, **where)
+    first = runs / "lm-one" / "euler-seed1"
+    assert read_commit(first, "checkpoint_last")["update"] == 1  # type: ignore[index]
+    assert not (first / "result.json").exists() and not (runs / "lm-one" / "euler-seed2").exists()
+    assert not (tmp_path / "docs" / "lm-one.json").exists()
+
+    # what the runner wrote before this fix: a result for the stopped run
+    stale = {
+        "experiment": "lm-one",
+        "run": "euler",
+        "seed": 1,
+        "recipe": "transformer-small",
+        "budget": 2,
+        "patience": 0,
+        "data": TINY_DATA,
+        "sizes": "tiny",
+        "updates": 1,
+        "stopped": "interrupted",
+    }
+    (first / "result.json").write_text(json.dumps(stale))
+    monkeypatch.setattr(loop, "forward_backward", real)
+    outcome = run_experiment(experiment, runs_dir=runs, threads=1, **where)
+    assert outcome.trained == ["euler-seed1", "euler-seed2"] and outcome.skipped == []
+    resumed = outcome.results[0]
+    assert (resumed["updates"], resumed["sessions"]) == (2, 2)
+    assert resumed["stopped"] == "max_update 2 reached"
+
+
+def test_the_experiment_command_exits_143_on_sigterm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def stopped(*args: Any, **kwargs: Any) -> Any:
+        raise Interrupted(signal.SIGTERM, 3, "runs/experiments/coefficients/exact-seed1")
+
+    monkeypatch.setattr("butcherflow.cli.pipeline.run_experiment", stopped)
+    assert main(["experiment", "coefficients", "--out", str(tmp_path)]) == 143
+    line = capsys.readouterr().err.strip()
+    assert line == (
+        "experiment coefficients: interrupted (SIGTERM) at update 3 of "
+        "runs/experiments/coefficients/exact-seed1; its checkpoint_last is committed: rerun "
+        "the same command to resume"
+    )
 
 
 def test_a_run_with_patience_is_evaluated_at_its_best_checkpoint(tmp_path: Path) -> None:

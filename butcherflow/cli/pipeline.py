@@ -267,17 +267,21 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             write_readme_summary(Path(args.readme), Path(args.out), EXPERIMENTS)
             print(f"summary of {args.out}/*.json written into {args.readme}")
         return 0
-    outcome = run_experiment(
-        args.name,
-        budget=args.budget,
-        device=args.device,
-        sizes=args.sizes,
-        out=args.out,
-        runs_dir=args.runs_dir,
-        seeds=args.seeds,
-        data=args.data,
-        threads=args.threads,
-    )
+    try:
+        outcome = run_experiment(
+            args.name,
+            budget=args.budget,
+            device=args.device,
+            sizes=args.sizes,
+            out=args.out,
+            runs_dir=args.runs_dir,
+            seeds=args.seeds,
+            data=args.data,
+            threads=args.threads,
+        )
+    except Interrupted as error:  # the finished runs keep their result.json; the rest resumes
+        print(f"experiment {args.name}: {error}", file=sys.stderr)
+        return exit_code(error.signum)
     print(
         f"{args.name}: {len(outcome.trained)} run(s) trained, {len(outcome.skipped)} already "
         f"done, {len(outcome.carried)} carried over from the record; report {outcome.report}, "

@@ -6,10 +6,13 @@ run's declared budget and patience unless `budget` replaces them), then evaluate
 `result.json` there (atomically). A rerun skips runs whose `result.json` matches (`same_run`:
 run, seed, recipe, budget, patience, corpus and sizes), and resumes the others (the training loop
 resumes from its last checkpoint by itself; interval checkpoints every 200 updates bound what a
-kill loses). A run whose save dir has no `result.json` but whose matching result is in the
-committed record `OUT/NAME.json` is carried over from it rather than retrained (the record is
-what the repository keeps; save dirs are not committed); the report says which results were
-carried over and when they were made. At the end it writes `OUT/NAME.json` (every result),
+kill loses). Ctrl-C or SIGTERM stops the whole experiment with `Interrupted` once the training
+loop has committed its checkpoint: the stopped run is neither evaluated nor given a `result.json`,
+so the rerun resumes it instead of reporting a model trained for a fraction of its budget.
+A run whose save dir has no `result.json` but whose matching result is in the committed record
+`OUT/NAME.json` is carried over from it rather than retrained (the record is what the repository
+keeps; save dirs are not committed); the report says which results were carried over and when
+they were made. At the end it writes `OUT/NAME.json` (every result),
 `OUT/NAME.md`, `OUT/NAME.png` and regenerates `OUT/index.md` (`report.py`); `write_reports`
 rebuilds those from the JSON alone, without training. `evaluation.py` evaluates a finished run
 (the decoding, the metrics and the throughput every report states).
@@ -39,7 +42,8 @@ from ..errors import ButcherflowError, DeclarationError, UnknownNameError
 from ..savedir import read_commit, read_log
 from ..savedir.atomic import write_json, write_text
 from ..savedir.layout import BEST, LOG
-from ..train import TrainConfig, train
+from ..train import Interrupted, TrainConfig, train
+from ..train.loop import INTERRUPTED
 from .catalog import EXPERIMENTS, PRESETS
 from .evaluation import DECODING, evaluate_language_model, evaluate_translation, machine, throughput
 from .index import write_index
@@ -307,9 +311,11 @@ def write_reports(experiment: Experiment | str, out: str | Path = DEFAULT_OUT) -
 
 def same_run(invocation: Invocation, run: Run, seed: int, result: Any) -> bool:
     """Whether `result` was made by this run and seed as this invocation would train it: the
-    same recipe, budget, patience, corpus and size preset."""
+    same recipe, budget, patience, corpus and size preset, and trained to its stop rule (a run that
+    a signal stopped, which this runner once recorded as a result, is resumed, not reported)."""
     return (
         isinstance(result, dict)
+        and result.get("stopped") != INTERRUPTED
         and result.get("run") == run.name
         and result.get("seed") == seed
         and result.get("budget") == invocation.budget_of(run)
@@ -415,6 +421,8 @@ def run_one(invocation: Invocation, run: Run, seed: int) -> dict[str, Any]:
     config = train_config(invocation, run, seed)
     summary = train(config)
     save_dir = Path(config.save_dir)
+    if summary["interrupted"] is not None:  # not a result: stop the experiment, resume later
+        raise Interrupted(summary["interrupted"], summary["updates"], str(save_dir))
     checkpoint = "best" if run.patience else "last"  # patience: the best is what it trained for
     if invocation.experiment.task == "language_model":
         measured = evaluate_language_model(save_dir, checkpoint)

@@ -28,13 +28,19 @@ def exit_code(signum: int) -> int:
 
 
 class Interrupted(ButcherflowError):
-    """A signal arrived before the first update: nothing was trained, nothing is saved."""
+    """A signal stopped the command: before the first update (`update` None: nothing was
+    trained, nothing is saved), or, raised by a caller that goes on after `train` (an
+    experiment), at `update` of the run in `save_dir`, whose `checkpoint_last` is committed."""
 
-    def __init__(self, signum: int) -> None:
+    def __init__(self, signum: int, update: int | None = None, save_dir: str = "") -> None:
         self.signum = signum
+        name = signal.Signals(signum).name
         super().__init__(
-            f"interrupted ({signal.Signals(signum).name}) before the first update; nothing "
-            "was trained: rerun the same command to start"
+            f"interrupted ({name}) before the first update; nothing was trained: rerun the "
+            "same command to start"
+            if update is None
+            else f"interrupted ({name}) at update {update} of {save_dir}; its checkpoint_last "
+            "is committed: rerun the same command to resume"
         )
 
 
