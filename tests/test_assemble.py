@@ -133,6 +133,37 @@ def test_bad_recipes_are_refused(tmp_path: Path, body: str, fragment: str) -> No
         bf.Seq2Seq(path, VOCAB)
 
 
+COMPILE_ERRORS = [
+    (  # an option the compiler refuses: the recipe file and the recipe's key
+        GOOD_SIDES.replace('field = "san+ffn"', 'field = "san+ffn"\ncoefficients = "dynamic"'),
+        bf.Seq2Seq,
+        "key 'encoder.coefficients': unknown coefficient policy (got 'dynamic')",
+    ),
+    (  # a size the compiler refuses: the key is the recipe's [sizes] key
+        GOOD_SIDES + "[sizes]\n",  # marker: n_heads = 3 below
+        bf.Seq2Seq,
+        "key 'sizes.n_heads': d_model=16 must be a positive multiple of n_heads=3",
+    ),
+    (  # a language model built from the [encoder]: the error names [encoder], not [decoder]
+        '[encoder]\nlayers = 1\nmethod = "euler"\nfield = "san+ffn"\ncoefficients = "x"\n',
+        bf.LanguageModel,
+        "key 'encoder.coefficients': unknown coefficient policy (got 'x')",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "model", "message"), COMPILE_ERRORS)
+def test_compile_errors_name_the_recipe_file_and_key(
+    tmp_path: Path, body: str, model: type[torch.nn.Module], message: str
+) -> None:
+    path = _write(tmp_path, body.removesuffix("[sizes]\n"))
+    if body.endswith("[sizes]\n"):
+        path.write_text(path.read_text().replace("n_heads = 2", "n_heads = 3"))
+    with pytest.raises(bf.DeclarationError) as caught:
+        model(path, VOCAB)
+    assert str(caught.value).startswith(f"{path}: {message}")
+
+
 def test_unknown_recipe_name_suggests() -> None:
     with pytest.raises(bf.UnknownNameError, match="macaron"):
         load_recipe("macarom")

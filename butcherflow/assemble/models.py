@@ -31,11 +31,18 @@ def _cross_attends(side: Side) -> bool:
     return any(name in CROSS_ATTENDING for name in names)
 
 
-def build_side(side: Side, sizes: Mapping[str, Any], *, where: str, causal: bool) -> nn.ModuleList:
+def build_side(
+    side: Side,
+    sizes: Mapping[str, Any],
+    *,
+    where: str,
+    causal: bool,
+    source: str | None = None,
+) -> nn.ModuleList:
     """The blocks of one side: `layers` compiled blocks, or one stack for multistep/DLCL.
 
-    Compile options that do not apply to the method are refused by the compiler; the error
-    names the recipe's key (`encoder.share`).
+    Compile options and sizes that do not fit the method are refused by the compiler; the error
+    names the recipe file `source` and the recipe's key (`encoder.share`, `sizes.n_heads`).
     """
     options = dict(side.options)
     share_gate = bool(options.pop("share_gate", False))
@@ -61,10 +68,15 @@ def build_side(side: Side, sizes: Mapping[str, Any], *, where: str, causal: bool
             blocks.append(compile(method, **fields, **sizes, causal=causal, **options))
         return nn.ModuleList(blocks)
     except DeclarationError as error:
-        if error.key not in {*side.options, "field", "fields"}:
+        if error.source is not None:  # a method file's own error names that file
             raise
+        key = error.key
+        if key in {*side.options, "field", "fields"}:
+            key = f"{where}.{key}"
+        elif key in sizes:
+            key = f"sizes.{key}"
         raise DeclarationError(
-            error.problem, key=f"{where}.{error.key}", value=error.value, valid=error.valid
+            error.problem, key=key, value=error.value, valid=error.valid, source=source
         ) from None
 
 
@@ -169,8 +181,12 @@ class Seq2Seq(nn.Module):
             k: recipe.sizes[k] for k in ("d_model", "n_heads", "d_ffn", "dropout", "activation")
         }
         self.embedding = _Embedding(recipe, vocab_size, pad_index)
-        self.encoder = build_side(recipe.encoder, sizes, where="encoder", causal=False)
-        self.decoder = build_side(recipe.decoder, sizes, where="decoder", causal=True)
+        self.encoder = build_side(
+            recipe.encoder, sizes, where="encoder", causal=False, source=recipe.source
+        )
+        self.decoder = build_side(
+            recipe.decoder, sizes, where="decoder", causal=True, source=recipe.source
+        )
         self.floater = _floater(recipe, self.encoder, self.decoder)
         d = int(sizes["d_model"])
         self.encoder_norm = nn.LayerNorm(d)
@@ -271,7 +287,8 @@ class LanguageModel(nn.Module):
             k: recipe.sizes[k] for k in ("d_model", "n_heads", "d_ffn", "dropout", "activation")
         }
         self.embedding = _Embedding(recipe, vocab_size, pad_index)
-        self.blocks = build_side(side, sizes, where="decoder", causal=True)
+        where = "decoder" if side is recipe.decoder else "encoder"
+        self.blocks = build_side(side, sizes, where=where, causal=True, source=recipe.source)
         self.floater = _floater(recipe, None, self.blocks)
         self.norm = nn.LayerNorm(int(sizes["d_model"]))
         self.pad_index = pad_index
