@@ -112,3 +112,15 @@ def test_starting_procedures_parse_shifts_and_derivatives() -> None:
     glm = GeneralLinear.from_method(bf.catalog["adams-bashforth-2"])
     assert glm.start_text() == ["y(x)", "y(x - 1*h)", "h*f(x)", "h*f(x - 1*h)"]
     assert glm.values == 4 and glm.stages == 1
+
+
+def test_a_parametrised_family_says_where_its_order_is_higher() -> None:
+    # A = [[a]] is the theta-method: order 1 for every a, order 2 at a = 1/2. The note said
+    # "order 1 for every value of a", false at a = 1/2.
+    family = analyse_general_linear(GeneralLinear([["a"]], [[1]], [[1]], [[1]]))
+    assert family.order == 1
+    note = next(n for n in family.notes if "parametrised" in n)
+    assert "order 1 holds for every parameter value" in note
+    assert "the order-2 conditions hold at a = 1/2" in note
+    member = analyse_general_linear(GeneralLinear([["1/2"]], [[1]], [[1]], [[1]]))
+    assert member.order == 2

@@ -39,7 +39,7 @@ from ..methods.balls import ball
 from ..methods.general_linear import GeneralLinear, StartTerm
 from ..methods.precision import Judgement, judge_enclosure, working_precision
 from .enclosure import BallDomain
-from .report import Report
+from .report import Report, raised_by
 from .rk_order import DEFAULT_TIME_BUDGET
 from .root_condition import ZETA, root_condition
 from .search import search_order
@@ -346,9 +346,13 @@ class GeneralLinearReport(Report):
         self.order_is_lower_bound = found.is_lower_bound
         self.failing = [(label, j.residual) for label, j in found.failing]
         if self.method.symbols:
+            # order p for every value, but higher where the failing residuals vanish (a
+            # theta-method is order 1 for every theta and 2 at theta = 1/2)
+            symbols = sorted(self.method.symbols, key=str)
+            raised = raised_by([r for _, r in self.failing], symbols, self.order)
             self.notes.append(
-                f"parametrised: order {self.order} for every value of "
-                f"{', '.join(sorted(map(str, self.method.symbols)))}"
+                f"parametrised family in {[str(x) for x in symbols]}: order {self.order} holds "
+                "for every parameter value" + (f"; {raised}" if self.failing else "")
             )
         if found.is_lower_bound:
             self.notes.append(f"every condition up to order {self.order} holds; the search stopped")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import sympy
@@ -26,6 +27,29 @@ def show(value: Any) -> str:
     if isinstance(value, sympy.Basic):
         return str(value)
     return str(value)
+
+
+def raised_by(residuals: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], order: int) -> str:
+    """Where a parametrised family's order is higher than for a generic member: the parameter
+    values at which every failing residual of order `order + 1` vanishes (as a sentence).
+
+    **Arguments:**
+
+    - `residuals`: the failing conditions of order `order + 1`, in the family's symbols.
+    - `symbols`: the family's symbols.
+    - `order`: the order proved for every parameter value.
+
+    **Returns:** e.g. "the order-2 conditions hold at a = 1/2."
+    """
+    equations = [sympy.numer(sympy.together(r)) for r in residuals]
+    try:
+        solutions = sympy.solve(equations, sorted(symbols, key=str), dict=True)
+    except NotImplementedError:
+        solutions = []
+    if not solutions:
+        return f"no parameter value satisfies the order-{order + 1} conditions."
+    shown = "; ".join(", ".join(f"{k} = {v}" for k, v in sol.items()) for sol in solutions)
+    return f"the order-{order + 1} conditions hold at {shown}."
 
 
 def jsonable(value: Any) -> Any:

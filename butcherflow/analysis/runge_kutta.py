@@ -18,7 +18,7 @@ from ..errors import AnalysisError
 from ..methods import ButcherTableau
 from ..methods.parameters import initial_values, relations
 from ..methods.precision import RESOLUTION, digits_hint
-from .report import Report, trained_order_text
+from .report import Report, raised_by, trained_order_text
 from .rk_order import (
     DEFAULT_TIME_BUDGET,
     Conditions,
@@ -241,15 +241,8 @@ class RungeKuttaReport(Report):
             )
 
     def _raised_by(self) -> str:
-        equations = [sympy.numer(sympy.together(r)) for _, r in self.failing]
-        try:
-            solutions = sympy.solve(equations, sorted(self.proved.symbols, key=str), dict=True)
-        except NotImplementedError:
-            solutions = []
-        if not solutions:
-            return f"no parameter value satisfies the order-{self.order + 1} conditions."
-        shown = "; ".join(", ".join(f"{k} = {v}" for k, v in sol.items()) for sol in solutions)
-        return f"the order-{self.order + 1} conditions hold at {shown}."
+        residuals = [r for _, r in self.failing]
+        return raised_by(residuals, list(self.proved.symbols), self.order)
 
     def conditions(self, order: int) -> list[sympy.Expr]:
         """The order conditions up to `order` that do not hold identically, as residuals

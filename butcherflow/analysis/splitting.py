@@ -35,7 +35,7 @@ from ..methods.precision import Judgement, digits_hint, judge_enclosure, working
 from .additive import additive_tableau, search_substep_order
 from .enclosure import BallDomain
 from .free_algebra import FreeProduct, Word
-from .report import Report
+from .report import Report, raised_by
 from .rk_order import DEFAULT_TIME_BUDGET
 from .search import search_order
 from .trees import TreeFamily
@@ -251,16 +251,8 @@ class SplittingReport(Report):
             )
 
     def _raised_by(self) -> str:
-        equations = [sympy.numer(sympy.together(r)) for _, r in self.failing_words]
-        symbols = sorted(set().union(*(c.free_symbols for _, c in self.method.steps)), key=str)
-        try:
-            solutions = sympy.solve(equations, symbols, dict=True)
-        except NotImplementedError:
-            solutions = []
-        if not solutions:
-            return f"no parameter value satisfies the order-{self.order + 1} conditions."
-        shown = "; ".join(", ".join(f"{k} = {v}" for k, v in sol.items()) for sol in solutions)
-        return f"the order-{self.order + 1} conditions hold at {shown}."
+        symbols = set().union(*(c.free_symbols for _, c in self.method.steps))
+        return raised_by([r for _, r in self.failing_words], list(symbols), self.order)
 
     def _show(self, value: sympy.Expr) -> str:
         """Exact values as they are; a numeric declaration's long rationals as floats."""
