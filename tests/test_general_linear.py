@@ -61,6 +61,11 @@ def test_the_ode_transformer_codes_rk2_is_not_preconsistent() -> None:
         ([["1/2", "1/2"], ["1/2", "1/2"]], True),  # doubly stochastic
         ([[2, 0], [0, "1/2"]], False),
         ([["1/2", 0], [0, "-1/3"]], True),
+        # within 1e-10 of the circle: decided exactly, not by a float tolerance
+        ([[1, 0], [0, "1 + 1/10**10"]], False),  # just outside
+        ([[1, 0], [0, "-1 - 1/10**10"]], False),
+        ([[1, 0, 0], [0, "1 - 1/10**10", 1], [0, 0, "1 - 1/10**10"]], True),  # Jordan, inside
+        ([["1 - 1/10**12", 1], [0, "1 - 1/10**12"]], True),
     ],
 )
 def test_zero_stability_is_power_boundedness_of_v(V: list, stable: bool) -> None:

@@ -41,7 +41,7 @@ from ..methods.precision import Judgement, judge_enclosure, working_precision
 from .enclosure import BallDomain
 from .report import Report, raised_by
 from .rk_order import DEFAULT_TIME_BUDGET
-from .root_condition import ZETA, root_condition
+from .root_condition import ZETA, place_roots, root_condition
 from .search import search_order
 from .trees import PLAIN, Tree
 from .weights import judge_element, smallest_domain
@@ -181,14 +181,16 @@ def zero_stability(V: Sequence[Sequence[sympy.Expr]], rounding: float) -> tuple[
     if inside is None:
         return None, how
     # root_condition asks for simple roots on the circle (right for ρ); for a matrix, a repeated
-    # eigenvalue on the circle is fine when it is semisimple: rank f(V) = n − m·deg f.
+    # eigenvalue on the circle is fine when it is semisimple: rank f(V) = n − m·deg f. The sides
+    # are root_condition's own (exact for rational V), never a float tolerance.
+    factors, _used = place_roots(char, rounding)
     bad = []
-    for factor, mult in char.factor_list()[1]:
-        on_circle = _on_circle(factor)
-        outside = _outside(factor)
-        if outside:
+    for factor, placed in factors:
+        sides = {side for *_, side, _eps in placed}
+        if 1 in sides:
             return False, "an eigenvalue of V lies outside the unit disc; " + how
-        if on_circle and mult > 1:
+        mult = placed[0][1] if placed else 1
+        if 0 in sides and mult > 1:
             fV = sympy.zeros(M.rows)
             for power, coeff in enumerate(reversed(factor.all_coeffs())):
                 fV += coeff * M**power
@@ -197,22 +199,6 @@ def zero_stability(V: Sequence[Sequence[sympy.Expr]], rounding: float) -> tuple[
     if bad:
         return False, f"eigenvalues on the unit circle are not semisimple ({', '.join(bad)})"
     return True, "eigenvalues of V in the closed unit disc, those on the circle semisimple; " + how
-
-
-def _roots(factor: sympy.Poly) -> list[complex]:
-    return (
-        [complex(r) for r in np.roots([float(c) for c in factor.all_coeffs()])]
-        if factor.degree()
-        else []
-    )
-
-
-def _on_circle(factor: sympy.Poly) -> bool:
-    return any(abs(abs(r) - 1) < 1e-9 for r in _roots(factor))
-
-
-def _outside(factor: sympy.Poly) -> bool:
-    return any(abs(r) > 1 + 1e-9 for r in _roots(factor))
 
 
 def stability_matrix(method: GeneralLinear) -> sympy.Matrix | None:

@@ -45,23 +45,25 @@ def _place(modulus: Any, eps: float = 0.0) -> int:  # -1 inside, 0 on, 1 outside
     return 0 if abs(modulus - 1) <= eps else (-1 if modulus < 1 else 1)
 
 
-def root_condition(rho: sympy.Poly, rounding: float) -> tuple[bool | None, list[Root], str, bool]:
-    """The root condition on ρ: every root in the closed unit disc, those on the circle simple.
+# One root as placed: (value, multiplicity, |value|, side: -1 inside / 0 on / 1 outside the
+# unit circle, eps: how far its modulus may be from the exact one's for a numeric declaration).
+Placed = tuple[Any, int, Any, int, float]
 
-    **Arguments:**
 
-    - `rho`: ρ(ζ) as a univariate `sympy.Poly`.
-    - `rounding`: how far each coefficient may be from the digits given (0 for exact ones).
+def place_roots(
+    rho: sympy.Poly, rounding: float
+) -> tuple[list[tuple[sympy.Poly, list[Placed]]], set[str]]:
+    """Every root of ρ placed against the unit circle, factor by factor: exactly for rational ρ
+    (factored over QQ: linear, cyclotomic and palindromic factors by algebra, the others, which
+    have no root on the circle, by 50-digit roots), and within the first-order effect of the
+    rounding for a numeric ρ (square-free factors).
 
-    **Returns:** `(zero_stable, roots, how, weakly)`: `zero_stable` is None when a numeric
-    declaration leaves a root other than 1 within its precision of the unit circle (on it, or
-    just outside: the digits cannot tell); `roots` are `(value, multiplicity, |value|)`, largest
-    modulus first; `how` says how it was decided; `weakly`: zero-stable with roots on the circle
-    other than 1.
+    **Returns:** `(factors, used)`: each factor of the factorisation with its placed roots (the
+    multiplicity is the factor's), and the reasons used, in words.
     """
     exact = bool(rho.domain.is_QQ or rho.domain.is_ZZ) and rounding == 0
     k, used = rho.degree(), set()
-    found: list[tuple[Any, int, Any, int, float]] = []  # value, mult, modulus, place, eps
+    factors: list[tuple[sympy.Poly, list[Placed]]] = []
     for f, mult in rho.factor_list()[1] if exact else rho.sqf_list()[1]:
         with mpmath.workdps(DIGITS):
             values = (
@@ -70,6 +72,7 @@ def root_condition(rho: sympy.Poly, rounding: float) -> tuple[bool | None, list[
                 else mpmath.polyroots([_mp(c) for c in f.all_coeffs()], 400, 4 * DIGITS)
             )
         place: int | None = None
+        placed: list[Placed] = []
         if exact and f.degree() == 1:
             used.add("linear factors give exact rational roots")
             place = _place(abs(values[0]))
@@ -98,7 +101,28 @@ def root_condition(rho: sympy.Poly, rounding: float) -> tuple[bool | None, list[
                     size = abs(mpmath.polyval(taylor, _mp(value))) / math.factorial(mult)
                 eps = float(((k + 1) * rounding / size) ** (1.0 / mult)) if size else math.inf
                 side = 0 if abs(modulus - 1) <= eps else side
-            found.append((value, mult, modulus, side, eps))
+            placed.append((value, mult, modulus, side, eps))
+        factors.append((f, placed))
+    return factors, used
+
+
+def root_condition(rho: sympy.Poly, rounding: float) -> tuple[bool | None, list[Root], str, bool]:
+    """The root condition on ρ: every root in the closed unit disc, those on the circle simple.
+
+    **Arguments:**
+
+    - `rho`: ρ(ζ) as a univariate `sympy.Poly`.
+    - `rounding`: how far each coefficient may be from the digits given (0 for exact ones).
+
+    **Returns:** `(zero_stable, roots, how, weakly)`: `zero_stable` is None when a numeric
+    declaration leaves a root other than 1 within its precision of the unit circle (on it, or
+    just outside: the digits cannot tell); `roots` are `(value, multiplicity, |value|)`, largest
+    modulus first; `how` says how it was decided; `weakly`: zero-stable with roots on the circle
+    other than 1.
+    """
+    exact = bool(rho.domain.is_QQ or rho.domain.is_ZZ) and rounding == 0
+    factors, used = place_roots(rho, rounding)
+    found = [root for _, placed in factors for root in placed]
     circle = [r for r in found if r[3] == 0]
     clustered = any(abs(_mp(a[0]) - _mp(b[0])) <= a[4] + b[4] for a, b in combinations(circle, 2))
     stable: bool | None = (
