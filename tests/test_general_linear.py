@@ -13,6 +13,7 @@ from butcherflow.analysis.general_linear import (
     power_bound,
     zero_stability,
 )
+from butcherflow.analysis.report import raised_by
 from butcherflow.methods.general_linear import GeneralLinear
 
 CONVERTIBLE = [
@@ -129,3 +130,22 @@ def test_a_parametrised_family_says_where_its_order_is_higher() -> None:
     assert "the order-2 conditions hold at a = 1/2" in note
     member = analyse_general_linear(GeneralLinear([["1/2"]], [[1]], [[1]], [[1]]))
     assert member.order == 2
+
+
+def test_an_unsolved_family_is_not_said_to_have_no_higher_order_member(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """sympy.solve giving up (NotImplementedError) is not 'no parameter value satisfies'."""
+    a = sympy.Symbol("a")
+    assert raised_by([a - sympy.Rational(1, 2)], [a], 1) == (
+        "the order-2 conditions hold at a = 1/2."
+    )
+    assert raised_by([a**2 + 1], [a], 1) == "no parameter value satisfies the order-2 conditions."
+
+    def gives_up(*args: object, **kwargs: object) -> None:
+        raise NotImplementedError
+
+    monkeypatch.setattr(sympy, "solve", gives_up)
+    assert raised_by([a - sympy.Rational(1, 2)], [a], 1) == (
+        "sympy could not solve the order-2 conditions for the parameters."
+    )

@@ -41,11 +41,13 @@ def raised_by(residuals: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], 
 
     **Returns:** e.g. "the order-2 conditions hold at a = 1/2."
     """
-    equations = [sympy.numer(sympy.together(r)) for r in residuals]
+    # coefficients are real: a complex root of the conditions is not a member of the family
+    real = {x: sympy.Symbol(x.name, real=True) for x in symbols}
+    equations = [sympy.numer(sympy.together(r)).subs(real) for r in residuals]
     try:
-        solutions = sympy.solve(equations, sorted(symbols, key=str), dict=True)
-    except NotImplementedError:
-        solutions = []
+        solutions = sympy.solve(equations, sorted(real.values(), key=str), dict=True)
+    except NotImplementedError:  # not "no solution": sympy could not tell
+        return f"sympy could not solve the order-{order + 1} conditions for the parameters."
     if not solutions:
         return f"no parameter value satisfies the order-{order + 1} conditions."
     shown = "; ".join(", ".join(f"{k} = {v}" for k, v in sol.items()) for sol in solutions)
