@@ -191,11 +191,12 @@ def test_adams_weights_agree_with_nodepy() -> None:
         assert [sympy.Rational(x) for x in am.beta[:-1][::-1]] == corr
 
 
-def as_decimals(method: GeneralLinear) -> GeneralLinear:
-    """The same method with every entry a 20-digit decimal string (a numeric declaration)."""
+def as_decimals(method: GeneralLinear, digits: int = 20) -> GeneralLinear:
+    """The same method with every entry a decimal string of `digits` significant digits (a
+    numeric declaration)."""
 
     def dec(rows: Any) -> list[list[str]]:
-        return [[f"{sympy.N(x, 20)}" if x != 0 else "0" for x in row] for row in rows]
+        return [[f"{sympy.N(x, digits)}" if x != 0 else "0" for x in row] for row in rows]
 
     return GeneralLinear(
         dec(method.A),
@@ -330,6 +331,29 @@ def test_zero_stable_jackiewicz_tracogna_methods_converge_at_order_3(c: Any, lam
     method = tsrk(*jackiewicz_tracogna_3(sympy.sympify(c), sympy.sympify(lam)))
     assert analyse_general_linear(method).order == 3
     assert_measured(method, 3)
+
+
+def test_a_tsrk_typed_to_four_digits_says_which_conditions_it_cannot_decide() -> None:
+    """Order 3 exactly; typed to 4 digits its consistency condition misses by 1e-4 against a
+    rounding bound of 1.5e-4: undetermined. The report said "0+" with no failing row and "the
+    search stopped"; it must name the condition, its residual against the bound, and what would
+    decide it, as the Runge-Kutta report does."""
+    exact = tsrk(*jackiewicz_tracogna_3(sympy.Rational(3, 4), sympy.Rational(1, 3)))
+    report = analyse_general_linear(as_decimals(exact, 4))
+    assert report.order == 0 and report.order_is_lower_bound and report.consistent is None
+    assert [c for c, _, _ in report.undetermined] == ["output 0, τ"]
+    _, residual, bound = report.undetermined[0]
+    assert 0 < abs(residual) <= bound < 1e-3
+    rows = dict(report.rows())
+    assert rows["undetermined at order 1"] == [f"output 0, τ: {residual:.3g} ± {bound:.3g}"]
+    assert "worst ±0.0005" in rows["tolerance"]
+    assert any(
+        "1 condition(s) of order 1 undetermined" in n and "more digits" in n for n in report.notes
+    )
+    assert not any("search stopped" in n for n in report.notes)
+    assert "undetermined at order 1" in str(report)
+    # more digits decide it: 20 give the published order
+    assert analyse_general_linear(as_decimals(exact, 20)).order == 3
 
 
 def test_jackiewicz_tracogna_order_4_method_as_nodepy_transcribes_it() -> None:
