@@ -412,3 +412,25 @@ def test_dimsim_has_order_2(start: list[str]) -> None:
     # R(z) = 1 + z + z²/2 for an explicit method of order 2 with two stages
     assert stability_polynomial(report) == sympy.expand(W_ * (W_ - 1 - Z_ - Z_**2 / 2))
     assert_measured(method, 2)
+
+
+def test_a_coarse_start_proves_less_than_is_measured_and_the_report_says_why() -> None:
+    """With the start y(x) - h f(x) for y(x - h), the DIMSIM is order 1 relative to that start
+    (correct), but its starting error lies in a direction V damps and the measured slope is 2.
+    The report printed "order 1" beside nothing; it must show the measured slope and say that the
+    order is relative to the stated start and that no better start is searched for."""
+    method = GeneralLinear(**DIMSIM, start=["y(x)", "y(x) - h*f(x)"], name="dimsim-coarse")
+    report = analyse_general_linear(method)
+    assert report.order == 1 and not report.order_is_lower_bound
+    assert report.measured_order == pytest.approx(2.0, abs=TOLERANCE)
+    assert dict(report.rows())["measured order (y' = −y + cos t)"].startswith("2.00 (N = ")
+    note = next(n for n in report.notes if "measured slope" in n)
+    assert "exceeds the proved order 1" in note
+    assert "relative to the stated starting procedure" in note
+    assert "does not search for a better one" in note
+    assert "better starting procedure exists" in note and "V damps" in note
+    assert report.to_dict()["measured_order"] == report.measured_order
+    # the published start: proved 2, measured 2, nothing to explain
+    exact = analyse_general_linear(GeneralLinear(**DIMSIM, start=["y(x)", "y(x - h)"]))
+    assert exact.order == 2 and exact.measured_order == pytest.approx(2.0, abs=TOLERANCE)
+    assert not any("measured slope" in n for n in exact.notes)

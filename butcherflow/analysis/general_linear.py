@@ -16,7 +16,13 @@ For a GLM (A, U, B, V) with r inputs and s stages (`methods/general_linear.py`):
   c·y(x + θh) has the coefficients c·θ^|t|/γ(t) and c·h·f(y(x + θh)) has c·|t|θ^(|t|−1)/γ(t).
   Order p: every tree with |t| ≤ p. This is Butcher's order of a GLM relative to a starting
   method; the analysis does not search for the best starting method, and it stops at order 8
-  without a claim (GLMs have no barrier as simple as Runge-Kutta's).
+  without a claim (GLMs have no barrier as simple as Runge-Kutta's). Numeric entries get the
+  verdicts of every family (met, fails, undetermined), and the report names the conditions the
+  digits cannot decide, with their residuals against the rounding.
+- **Measured order** beside the proof (`convergence.glm_error`, y' = −y + cos t started by the
+  stated procedure). A slope above the proved order by more than `SLOPE_TOLERANCE` is said in a
+  note: the proof is relative to the stated start, and a better start, or a starting error that
+  V damps, can give more (a DIMSIM started by y(x) − h f(x) is order 1 and measures 2).
 
 Learned coefficients: the proof is of the declaration (the initialisation); a trained model's
 V is checked for power-boundedness separately (`power_bound`).
@@ -44,6 +50,7 @@ from ..methods.precision import (
     judge_enclosure,
     working_precision,
 )
+from .convergence import SLOPE_TOLERANCE, Convergence, convergence
 from .enclosure import BallDomain
 from .report import (
     Report,
@@ -320,6 +327,7 @@ class GeneralLinearReport(Report):
                 "zero-stability are read from the digits"
             )
         self.seconds = time.perf_counter() - start
+        self.measured = self._measure()
 
     def _order(self, max_order: int | None, time_budget: float) -> None:
         series = _Series(self.method)
@@ -383,6 +391,33 @@ class GeneralLinearReport(Report):
         if hint:
             self.notes.append(hint)
 
+    def _measure(self) -> Convergence | None:
+        """The empirical order beside the proof (`convergence.glm_error`), and a note when it
+        exceeds the proved order: the proof is relative to the stated start, which a better
+        start (or V damping this one's error) can beat."""
+        if self.method.symbols:
+            return None
+        curves = convergence(self.method, self)
+        if not curves:
+            return None
+        curve = curves[0]
+        if curve.slope > self.order + SLOPE_TOLERANCE:
+            self.notes.append(
+                f"the measured slope {curve.slope:.2f} exceeds the proved order {self.order} "
+                f"(by more than the measurement's tolerance, {SLOPE_TOLERANCE}): the proved "
+                "order is relative to the stated starting procedure "
+                f"{', '.join(self.method.start_text())}, and the analysis does not search for a "
+                "better one. The slope suggests that a better starting procedure exists, or "
+                "that V damps this one's starting error."
+            )
+        return curve
+
+    @property
+    def measured_order(self) -> float | None:
+        """The measured slope on y' = −y + cos t (None when not measured: a family, a method
+        that is not zero-stable, order 0)."""
+        return None if self.measured is None else self.measured.slope
+
     def rows(self) -> list[tuple[str, Any]]:
         m = self.method
         shown = [f"{label}: {res}" for label, res in self.failing[:4]]
@@ -402,7 +437,15 @@ class GeneralLinearReport(Report):
         rows.append((f"failing at order {self.order + 1}", shown))
         if self.undetermined:
             rows.append((f"undetermined at order {self.order + 1}", shown_open(self.undetermined)))
+        curve = self.measured
         rows += [
+            (
+                "measured order (y' = −y + cos t)",
+                None
+                if curve is None
+                else f"{curve.slope:.2f} (N = {curve.counts[-2]} → {curve.counts[-1]}, "
+                f"{curve.arithmetic})",
+            ),
             ("stability matrix M(z)", self.stability_matrix),
             ("real stability interval [-r, 0]: r", self.real_interval),
             ("proved in", f"{self.seconds:.3f} s"),
@@ -433,6 +476,7 @@ class GeneralLinearReport(Report):
             if self.stability_matrix is None
             else [[str(x) for x in row] for row in self.stability_matrix.tolist()],
             "real_interval": "inf" if self.real_interval == math.inf else self.real_interval,
+            "measured_order": self.measured_order,
             "seconds": self.seconds,
         }
 
