@@ -346,7 +346,8 @@ def test_a_tsrk_typed_to_four_digits_says_which_conditions_it_cannot_decide() ->
     assert 0 < abs(residual) <= bound < 1e-3
     rows = dict(report.rows())
     assert rows["undetermined at order 1"] == [f"output 0, τ: {residual:.3g} ± {bound:.3g}"]
-    assert "worst ±0.0005" in rows["tolerance"]
+    assert rows["consistent"] == "undetermined"
+    assert "worst ±0.0005" in rows["tolerance"]  # the 1s typed "1.000"
     assert any(
         "1 condition(s) of order 1 undetermined" in n and "more digits" in n for n in report.notes
     )

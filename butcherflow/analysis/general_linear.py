@@ -429,7 +429,7 @@ class GeneralLinearReport(Report):
             ("stages, values", f"s = {m.stages}, r = {m.values}"),
             ("starting procedure", ", ".join(m.start_text())),
             ("preconsistent", self.preconsistent),
-            ("consistent", self.consistent),
+            ("consistent", "undetermined" if self.consistent is None else self.consistent),
             ("zero-stable (V power-bounded)", self.zero_stable),
         ]
         if m.numeric:
