@@ -191,11 +191,12 @@ def test_adams_weights_agree_with_nodepy() -> None:
         assert [sympy.Rational(x) for x in am.beta[:-1][::-1]] == corr
 
 
-def as_decimals(method: GeneralLinear) -> GeneralLinear:
-    """The same method with every entry a 20-digit decimal string (a numeric declaration)."""
+def as_decimals(method: GeneralLinear, digits: int = 20) -> GeneralLinear:
+    """The same method with every entry a decimal string of `digits` significant digits (a
+    numeric declaration)."""
 
     def dec(rows: Any) -> list[list[str]]:
-        return [[f"{sympy.N(x, 20)}" if x != 0 else "0" for x in row] for row in rows]
+        return [[f"{sympy.N(x, digits)}" if x != 0 else "0" for x in row] for row in rows]
 
     return GeneralLinear(
         dec(method.A),
@@ -332,6 +333,30 @@ def test_zero_stable_jackiewicz_tracogna_methods_converge_at_order_3(c: Any, lam
     assert_measured(method, 3)
 
 
+def test_a_tsrk_typed_to_four_digits_says_which_conditions_it_cannot_decide() -> None:
+    """Order 3 exactly; typed to 4 digits its consistency condition misses by 1e-4 against a
+    rounding bound of 1.5e-4: undetermined. The report said "0+" with no failing row and "the
+    search stopped"; it must name the condition, its residual against the bound, and what would
+    decide it, as the Runge-Kutta report does."""
+    exact = tsrk(*jackiewicz_tracogna_3(sympy.Rational(3, 4), sympy.Rational(1, 3)))
+    report = analyse_general_linear(as_decimals(exact, 4))
+    assert report.order == 0 and report.order_is_lower_bound and report.consistent is None
+    assert [c for c, _, _ in report.undetermined] == ["output 0, τ"]
+    _, residual, bound = report.undetermined[0]
+    assert 0 < abs(residual) <= bound < 1e-3
+    rows = dict(report.rows())
+    assert rows["undetermined at order 1"] == [f"output 0, τ: {residual:.3g} ± {bound:.3g}"]
+    assert rows["consistent"] == "undetermined"
+    assert "worst ±0.0005" in rows["tolerance"]  # the 1s typed "1.000"
+    assert any(
+        "1 condition(s) of order 1 undetermined" in n and "more digits" in n for n in report.notes
+    )
+    assert not any("search stopped" in n for n in report.notes)
+    assert "undetermined at order 1" in str(report)
+    # more digits decide it: 20 give the published order
+    assert analyse_general_linear(as_decimals(exact, 20)).order == 3
+
+
 def test_jackiewicz_tracogna_order_4_method_as_nodepy_transcribes_it() -> None:
     R = sympy.Rational
     args = (
@@ -388,3 +413,25 @@ def test_dimsim_has_order_2(start: list[str]) -> None:
     # R(z) = 1 + z + z²/2 for an explicit method of order 2 with two stages
     assert stability_polynomial(report) == sympy.expand(W_ * (W_ - 1 - Z_ - Z_**2 / 2))
     assert_measured(method, 2)
+
+
+def test_a_coarse_start_proves_less_than_is_measured_and_the_report_says_why() -> None:
+    """With the start y(x) - h f(x) for y(x - h), the DIMSIM is order 1 relative to that start
+    (correct), but its starting error lies in a direction V damps and the measured slope is 2.
+    The report printed "order 1" beside nothing; it must show the measured slope and say that the
+    order is relative to the stated start and that no better start is searched for."""
+    method = GeneralLinear(**DIMSIM, start=["y(x)", "y(x) - h*f(x)"], name="dimsim-coarse")
+    report = analyse_general_linear(method)
+    assert report.order == 1 and not report.order_is_lower_bound
+    assert report.measured_order == pytest.approx(2.0, abs=TOLERANCE)
+    assert dict(report.rows())["measured order (y' = −y + cos t)"].startswith("2.00 (N = ")
+    note = next(n for n in report.notes if "measured slope" in n)
+    assert "exceeds the proved order 1" in note
+    assert "relative to the stated starting procedure" in note
+    assert "does not search for a better one" in note
+    assert "better starting procedure exists" in note and "V damps" in note
+    assert report.to_dict()["measured_order"] == report.measured_order
+    # the published start: proved 2, measured 2, nothing to explain
+    exact = analyse_general_linear(GeneralLinear(**DIMSIM, start=["y(x)", "y(x - h)"]))
+    assert exact.order == 2 and exact.measured_order == pytest.approx(2.0, abs=TOLERANCE)
+    assert not any("measured slope" in n for n in exact.notes)

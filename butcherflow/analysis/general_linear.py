@@ -16,7 +16,13 @@ For a GLM (A, U, B, V) with r inputs and s stages (`methods/general_linear.py`):
   c·y(x + θh) has the coefficients c·θ^|t|/γ(t) and c·h·f(y(x + θh)) has c·|t|θ^(|t|−1)/γ(t).
   Order p: every tree with |t| ≤ p. This is Butcher's order of a GLM relative to a starting
   method; the analysis does not search for the best starting method, and it stops at order 8
-  without a claim (GLMs have no barrier as simple as Runge-Kutta's).
+  without a claim (GLMs have no barrier as simple as Runge-Kutta's). Numeric entries get the
+  verdicts of every family (met, fails, undetermined), and the report names the conditions the
+  digits cannot decide, with their residuals against the rounding.
+- **Measured order** beside the proof (`convergence.glm_error`, y' = −y + cos t started by the
+  stated procedure). A slope above the proved order by more than `SLOPE_TOLERANCE` is said in a
+  note: the proof is relative to the stated start, and a better start, or a starting error that
+  V damps, can give more (a DIMSIM started by y(x) − h f(x) is order 1 and measures 2).
 
 Learned coefficients: the proof is of the declaration (the initialisation); a trained model's
 V is checked for power-boundedness separately (`power_bound`).
@@ -37,9 +43,23 @@ from sympy.polys.matrices import DomainMatrix
 
 from ..methods.balls import ball
 from ..methods.general_linear import GeneralLinear, StartTerm
-from ..methods.precision import Judgement, judge_enclosure, working_precision
+from ..methods.precision import (
+    RESOLUTION,
+    Judgement,
+    digits_hint,
+    judge_enclosure,
+    working_precision,
+)
+from .convergence import SLOPE_TOLERANCE, Convergence, convergence
 from .enclosure import BallDomain
-from .report import Report, raised_by
+from .report import (
+    Report,
+    precision_text,
+    raised_by,
+    shown_open,
+    tolerance_text,
+    undetermined_note,
+)
 from .rk_order import DEFAULT_TIME_BUDGET
 from .root_condition import ZETA, place_roots, root_condition
 from .search import search_order
@@ -252,9 +272,13 @@ def real_stability_interval(method: GeneralLinear) -> float:
 class GeneralLinearReport(Report):
     """What `bf.check` proves about a `GeneralLinear` method.
 
-    **Attributes:** `preconsistent` (with `u`), `consistent` (order ≥ 1), `zero_stable` (V
-    power-bounded; None for symbolic V), `order` (relative to the starting procedure; generic for
-    families), `failing` (the output residuals of order p+1), `stability_matrix` M(z),
+    **Attributes:** `preconsistent` (with `u`), `consistent` (order ≥ 1; None when numeric digits
+    cannot decide it), `zero_stable` (V power-bounded; None for symbolic V), `order` (relative to
+    the starting procedure; generic for families), `order_upper` (a certain upper bound, None if
+    no failing condition was found), `failing` (the output residuals of order p+1),
+    `undetermined` (conditions of order p+1 a numeric declaration's digits cannot decide:
+    `(condition, residual, bound)`), `tolerance` (the largest bound a numeric verdict used),
+    `stopped` (why the search ended without a failure, or None), `stability_matrix` M(z),
     `real_interval`, `notes`.
     """
 
@@ -273,13 +297,18 @@ class GeneralLinearReport(Report):
         self.zero_stable, how = zero_stability(method.V, float(method.rounding))
         self.notes.append(f"zero-stability: {how}")
         self.failing: list[tuple[str, Any]] = []
+        self.undetermined: list[tuple[str, Any, float]] = []
+        self.tolerance: float | None = None
         self.order = 0
+        self.order_upper: int | None = 0
         self.order_is_lower_bound = False
+        self.stopped: str | None = None
         if not self.preconsistent:
             self.notes.append(f"not preconsistent: {why}; no order (order 0)")
         else:
             self._order(max_order, time_budget)
-        self.consistent = self.order >= 1
+        # order 1 is consistency: undetermined (None) when the digits cannot decide it
+        self.consistent = True if self.order >= 1 else (None if self.undetermined else False)
         self.stability_matrix = stability_matrix(method) if not method.symbols else None
         self.real_interval = real_stability_interval(method) if not method.symbols else None
         self.notes.append(
@@ -290,11 +319,15 @@ class GeneralLinearReport(Report):
         )
         if method.numeric:
             self.notes.append(
-                "numeric entries: each order condition was judged in ball arithmetic holding "
-                "every method within their precision (met, fails or undetermined, as for every "
-                "family); preconsistency and zero-stability are read from the digits"
+                f"numeric entries ({precision_text(method.precision, method.rounding)}): each "
+                "order condition was judged in ball arithmetic holding every method within that "
+                "precision: met when its residual is exactly zero or its enclosure holds 0 and "
+                f"is below {float(RESOLUTION):.2g}·(1/γ(t)), fails when the enclosure excludes "
+                "0, undetermined otherwise (as for every family); preconsistency and "
+                "zero-stability are read from the digits"
             )
         self.seconds = time.perf_counter() - start
+        self.measured = self._measure()
 
     def _order(self, max_order: int | None, time_budget: float) -> None:
         series = _Series(self.method)
@@ -329,8 +362,13 @@ class GeneralLinearReport(Report):
             capped=max_order is not None or claimed is None,
         )
         self.order = found.order
+        self.order_upper = found.upper
         self.order_is_lower_bound = found.is_lower_bound
+        self.stopped = found.stopped
         self.failing = [(label, j.residual) for label, j in found.failing]
+        self.undetermined = [(label, j.residual, j.bound) for label, j in found.undetermined]
+        judged = found.failing + found.undetermined
+        self.tolerance = max((j.bound for _, j in judged), default=0.0) if balls else None
         if self.method.symbols:
             # order p for every value, but higher where the failing residuals vanish (a
             # theta-method is order 1 for every theta and 2 at theta = 1/2)
@@ -340,33 +378,89 @@ class GeneralLinearReport(Report):
                 f"parametrised family in {[str(x) for x in symbols]}: order {self.order} holds "
                 "for every parameter value" + (f"; {raised}" if self.failing else "")
             )
-        if found.is_lower_bound:
-            self.notes.append(f"every condition up to order {self.order} holds; the search stopped")
+        if self.undetermined:
+            self.notes.append(
+                undetermined_note(self.order, len(self.undetermined), self.order_upper)
+            )
+        elif found.stopped:
+            self.notes.append(
+                f"every condition up to order {self.order} holds; the search stopped there "
+                f"({found.stopped}: order ≥ {self.order})"
+            )
+        hint = digits_hint(j for _, j in found.failing) if balls else None
+        if hint:
+            self.notes.append(hint)
+
+    def _measure(self) -> Convergence | None:
+        """The empirical order beside the proof (`convergence.glm_error`), and a note when it
+        exceeds the proved order: the proof is relative to the stated start, which a better
+        start (or V damping this one's error) can beat."""
+        if self.method.symbols:
+            return None
+        curves = convergence(self.method, self)
+        if not curves:
+            return None
+        curve = curves[0]
+        if curve.slope > self.order + SLOPE_TOLERANCE:
+            self.notes.append(
+                f"the measured slope {curve.slope:.2f} exceeds the proved order {self.order} "
+                f"(by more than the measurement's tolerance, {SLOPE_TOLERANCE}): the proved "
+                "order is relative to the stated starting procedure "
+                f"{', '.join(self.method.start_text())}, and the analysis does not search for a "
+                "better one. The slope suggests that a better starting procedure exists, or "
+                "that V damps this one's starting error."
+            )
+        return curve
+
+    @property
+    def measured_order(self) -> float | None:
+        """The measured slope on y' = −y + cos t (None when not measured: a family, a method
+        that is not zero-stable, order 0)."""
+        return None if self.measured is None else self.measured.slope
 
     def rows(self) -> list[tuple[str, Any]]:
         m = self.method
         shown = [f"{label}: {res}" for label, res in self.failing[:4]]
         if len(self.failing) > 4:
             shown.append(f"... {len(self.failing) - 4} more")
-        return [
+        rows: list[tuple[str, Any]] = [
             ("order", f"{self.order}" + ("+" if self.order_is_lower_bound else "")),
             ("claimed order", m.order),
             ("stages, values", f"s = {m.stages}, r = {m.values}"),
             ("starting procedure", ", ".join(m.start_text())),
             ("preconsistent", self.preconsistent),
-            ("consistent", self.consistent),
+            ("consistent", "undetermined" if self.consistent is None else self.consistent),
             ("zero-stable (V power-bounded)", self.zero_stable),
-            (f"failing at order {self.order + 1}", shown),
+        ]
+        if m.numeric:
+            rows.append(("tolerance", tolerance_text(m.precision, m.rounding, self.tolerance)))
+        rows.append((f"failing at order {self.order + 1}", shown))
+        if self.undetermined:
+            rows.append((f"undetermined at order {self.order + 1}", shown_open(self.undetermined)))
+        curve = self.measured
+        rows += [
+            (
+                "measured order (y' = −y + cos t)",
+                None
+                if curve is None
+                else f"{curve.slope:.2f} (N = {curve.counts[-2]} → {curve.counts[-1]}, "
+                f"{curve.arithmetic})",
+            ),
             ("stability matrix M(z)", self.stability_matrix),
             ("real stability interval [-r, 0]: r", self.real_interval),
             ("proved in", f"{self.seconds:.3f} s"),
         ]
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         m = self.method
         return {
             "order": self.order,
+            "order_upper": self.order_upper,
             "order_is_lower_bound": self.order_is_lower_bound,
+            "stopped": self.stopped,
+            "tolerance": self.tolerance,
+            "precision": None if m.precision is None else float(m.precision),
             "stages": m.stages,
             "values": m.values,
             "start": m.start_text(),
@@ -375,10 +469,14 @@ class GeneralLinearReport(Report):
             "consistent": self.consistent,
             "zero_stable": self.zero_stable,
             "failing": [{"condition": c, "residual": r} for c, r in self.failing],
+            "undetermined": [
+                {"condition": c, "residual": r, "bound": b} for c, r, b in self.undetermined
+            ],
             "stability_matrix": None
             if self.stability_matrix is None
             else [[str(x) for x in row] for row in self.stability_matrix.tolist()],
             "real_interval": "inf" if self.real_interval == math.inf else self.real_interval,
+            "measured_order": self.measured_order,
             "seconds": self.seconds,
         }
 

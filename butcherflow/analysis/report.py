@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 import json
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import sympy
@@ -12,6 +13,7 @@ import sympy
 from ..errors import OrderClaimError
 from ..methods import Method
 from ..methods.base import Layer
+from ..methods.precision import RESOLUTION
 
 
 def show(value: Any) -> str:
@@ -52,6 +54,50 @@ def raised_by(residuals: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], 
         return f"no parameter value satisfies the order-{order + 1} conditions."
     shown = "; ".join(", ".join(f"{k} = {v}" for k, v in sol.items()) for sol in solutions)
     return f"the order-{order + 1} conditions hold at {shown}."
+
+
+def shown_open(undetermined: Sequence[tuple[str, Any, float]], shown: int = 4) -> list[str]:
+    """Undetermined conditions as report lines, `"name: residual ± bound"`: the digits' own
+    residual and how far the precision of the entries can move it (a few, then how many more)."""
+    more = [f"... {len(undetermined) - shown} more"] if len(undetermined) > shown else []
+    return [f"{name}: {res:.3g} ± {bound:.3g}" for name, res, bound in undetermined[:shown]] + more
+
+
+def precision_text(precision: Fraction | None, rounding: Fraction) -> str:
+    """What a numeric declaration's entries are judged at: its declared precision, or the
+    worst precision its digits carry."""
+    if precision:
+        return f"declared precision ±{float(precision):.3g}"
+    return f"entries' own precision (worst ±{float(rounding):.3g})"
+
+
+def tolerance_text(precision: Fraction | None, rounding: Fraction, largest: float | None) -> str:
+    """The tolerance row of a numeric declaration: its precision, the resolution below which
+    an enclosure of 0 counts as met, and the largest bound the verdicts used."""
+    used = f"; largest bound {largest:.3g}" if largest is not None else ""
+    return f"{precision_text(precision, rounding)}; met below {float(RESOLUTION):.2g}·(1/γ){used}"
+
+
+def undetermined_note(order: int, count: int, upper: int | None) -> str:
+    """Why a numeric declaration's order stops at `order`: `count` conditions of order
+    `order + 1` are undetermined at its precision, and what would decide them.
+
+    **Arguments:**
+
+    - `order`: the order established (every condition up to it met).
+    - `count`: how many conditions of order `order + 1` are undetermined.
+    - `upper`: a certain upper bound (a failing condition found further on), or None.
+    """
+    bound = (
+        f"at most {upper}"
+        if upper is not None
+        else "no failing condition found up to the order examined"
+    )
+    return (
+        f"order {order} established; {count} condition(s) of order {order + 1} undetermined at "
+        f"this precision ({bound}): give more digits, exact values or a declared precision to "
+        "decide them."
+    )
 
 
 def jsonable(value: Any) -> Any:

@@ -18,7 +18,15 @@ from ..errors import AnalysisError
 from ..methods import ButcherTableau
 from ..methods.parameters import initial_values, relations
 from ..methods.precision import RESOLUTION, digits_hint
-from .report import Report, raised_by, trained_order_text
+from .report import (
+    Report,
+    precision_text,
+    raised_by,
+    shown_open,
+    tolerance_text,
+    trained_order_text,
+    undetermined_note,
+)
 from .rk_order import (
     DEFAULT_TIME_BUDGET,
     Conditions,
@@ -194,11 +202,7 @@ class RungeKuttaReport(Report):
 
     def _explain_numeric(self, stage_decided: bool) -> None:
         m = self.method
-        precision = (
-            f"declared precision ±{float(m.precision):.3g}"
-            if m.precision
-            else (f"entries known to ±{float(m.rounding):.3g} at worst")
-        )
+        precision = precision_text(m.precision, m.rounding)
         self.notes.append(
             f"numeric tableau ({precision}): each condition was evaluated in ball arithmetic "
             "holding every method within that precision; a condition counts as met when its "
@@ -207,15 +211,8 @@ class RungeKuttaReport(Report):
             "undetermined otherwise."
         )
         if self.undetermined:
-            upper = (
-                f"at most {self.order_upper}"
-                if self.order_upper is not None
-                else "no failing condition found up to the order examined"
-            )
             self.notes.append(
-                f"order {self.order} established; {len(self.undetermined)} condition(s) of order "
-                f"{self.order + 1} undetermined at this precision ({upper}): give more digits, "
-                "exact values or a declared precision to decide them."
+                undetermined_note(self.order, len(self.undetermined), self.order_upper)
             )
             if self.order + 1 > self.order_bound:
                 self.notes.append(
@@ -294,11 +291,6 @@ class RungeKuttaReport(Report):
         shown_failing = [f"{tree}: {_show_residual(res)}" for tree, res in self.failing[:4]]
         if len(self.failing) > 4:
             shown_failing.append(f"... {len(self.failing) - 4} more")
-        shown_open = [
-            f"{tree}: {res:.3g} ± {bound:.3g}" for tree, res, bound in self.undetermined[:4]
-        ]
-        if len(self.undetermined) > 4:
-            shown_open.append(f"... {len(self.undetermined) - 4} more")
         rows: list[tuple[str, Any]] = [
             ("order", order),
             ("claimed order", m.order),
@@ -316,12 +308,12 @@ class RungeKuttaReport(Report):
             )
             rows.append(("order at initialisation", self.initial_order))
         if m.numeric:
-            rows.append(("tolerance", self._tolerance_text()))
+            rows.append(("tolerance", tolerance_text(m.precision, m.rounding, self.tolerance)))
         rows += [
             (f"failing at order {self.order + 1}", shown_failing),
         ]
         if self.undetermined:
-            rows.append((f"undetermined at order {self.order + 1}", shown_open))
+            rows.append((f"undetermined at order {self.order + 1}", shown_open(self.undetermined)))
         rows += [
             ("principal error norm", self.principal_error_norm),
             ("stage order", self.stage_order),
@@ -335,17 +327,6 @@ class RungeKuttaReport(Report):
             ("proved in", f"{self.seconds:.3f} s"),
         ]
         return rows
-
-    def _tolerance_text(self) -> str:
-        m = self.method
-        given = (
-            f"declared precision ±{float(m.precision):.3g}"
-            if m.precision
-            else f"entries' own precision (worst ±{float(m.rounding):.3g})"
-        )
-        return (
-            f"{given}; met below {float(RESOLUTION):.2g}·(1/γ); largest bound {self.tolerance:.3g}"
-        )
 
     def to_dict(self) -> dict[str, Any]:
         m = self.method

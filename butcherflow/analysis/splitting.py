@@ -35,7 +35,7 @@ from ..methods.precision import Judgement, digits_hint, judge_enclosure, working
 from .additive import additive_tableau, search_substep_order
 from .enclosure import BallDomain
 from .free_algebra import FreeProduct, Word
-from .report import Report, raised_by
+from .report import Report, raised_by, shown_open
 from .rk_order import DEFAULT_TIME_BUDGET
 from .search import search_order
 from .trees import TreeFamily
@@ -299,15 +299,14 @@ class SplittingReport(Report):
             (f"failing words at order {self.order + 1}", shorten(self.failing_words)),
         ]
         if self.undetermined_words:
-            rows.append(
-                (f"undetermined words at order {self.order + 1}", _open(self.undetermined_words))
-            )
+            label = f"undetermined words at order {self.order + 1}"
+            rows.append((label, shown_open(self.undetermined_words)))
         if m.substep is not None:
             label = f"failing trees at order {self.substep_order + 1}"
             rows.append((label, shorten(self.failing_trees)))
             if self.undetermined_trees:
                 label = f"undetermined trees at order {self.substep_order + 1}"
-                rows.append((label, _open(self.undetermined_trees)))
+                rows.append((label, shown_open(self.undetermined_trees)))
         rows.append(("proved in", f"{self.seconds:.3f} s"))
         return rows
 
@@ -335,11 +334,6 @@ class SplittingReport(Report):
             ],
             "seconds": self.seconds,
         }
-
-
-def _open(items: list[tuple[str, Any, float]], shown: int = 4) -> list[str]:
-    more = [f"... {len(items) - shown} more"] if len(items) > shown else []
-    return [f"{name}: {res:.3g} ± {bound:.3g}" for name, res, bound in items[:shown]] + more
 
 
 def analyse_splitting(
