@@ -35,6 +35,7 @@ from butcherflow.analysis.convergence import (
     slopes,
     splitting_error,
 )
+from butcherflow.methods.general_linear import GeneralLinear
 
 TOLERANCE = 0.3
 SLOW: set[str] = set()  # catalog entries whose check + integration take more than 5 s
@@ -123,6 +124,16 @@ def test_measurement_of_known_orders() -> None:
     )
     counts, errors = measure(4, lambda n, ar: rk_error(gauss, n, ar))
     assert abs(slopes(counts, errors)[-1] - 4) <= TOLERANCE
+
+
+def test_a_parametrised_general_linear_method_is_measured_on_its_generic_member() -> None:
+    family = GeneralLinear(
+        [[0, 0], ["a", 0]], [[1], [1]], [["1 - 1/(2*a)", "1/(2*a)"]], [[1]], name="rk2-family"
+    )
+    member = generic_member(family)  # a = 1/3: a second-order explicit Runge-Kutta method
+    assert isinstance(member, GeneralLinear) and ((0, 0), (sympy.Rational(1, 3), 0)) == member.A
+    [curve] = convergence(member, bf.check(member))
+    assert curve.order == 2 and abs(curve.slope - 2) <= TOLERANCE
 
 
 def test_measurement_of_splittings() -> None:

@@ -149,3 +149,36 @@ def test_an_unsolved_family_is_not_said_to_have_no_higher_order_member(
     assert raised_by([a - sympy.Rational(1, 2)], [a], 1) == (
         "sympy could not solve the order-2 conditions for the parameters."
     )
+
+
+THETA = GeneralLinear([["a"]], [[1]], [[1]], [[1]], name="theta", order=1)
+
+
+@pytest.mark.parametrize(("a", "order"), [("1/2", 2), ("1", 1), ("1/3", 1), (0, 1)])
+def test_members_of_the_theta_method_family(a: str, order: int) -> None:
+    member = THETA.subs({"a": a})
+    assert not member.symbols and member.name == "theta" and member.order is None
+    assert analyse_general_linear(member).order == order
+
+
+def test_subs_keeps_start_and_precision_of_a_general_linear_method() -> None:
+    family = GeneralLinear(
+        [[0, 0], ["a", 0]],
+        [[1, 0], [1, 0]],
+        [["1/2", "1/2"], [0, 1]],
+        [[1, 0], [0, 0]],
+        start=["y(x)", "h*f(x)"],
+        precision=1e-30,
+    )
+    member = family.subs({"a": 1})
+    assert member.start == family.start and member.precision == family.precision
+    assert member.to_table()["start"] == ["y(x)", "h*f(x)"]
+    assert member.A == ((0, 0), (1, 0)) and member.numbers["B[0][0]"] is family.numbers["B[0][0]"]
+
+
+def test_subs_refuses_a_name_that_is_no_symbol(declaration_error) -> None:
+    with declaration_error("key 'b'", "no such symbol in 'theta'", "(got '1/2')", "['a']"):
+        THETA.subs({"b": "1/2"})
+    rk = GeneralLinear([[0]], [[1]], [[1]], [[1]], name="euler")
+    with declaration_error("key 'a'", "no such symbol in 'euler'", "it has none"):
+        rk.subs({"a": 1})

@@ -10,10 +10,18 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import sympy
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import butcherflow as bf
 from butcherflow.methods.balls import enclose
-from butcherflow.methods.numbers import Number, is_zero, parse_number, parse_vector
+from butcherflow.methods.numbers import (
+    Number,
+    covering_text,
+    is_zero,
+    parse_number,
+    parse_vector,
+)
 
 KEY = "A[2][1]"
 
@@ -423,3 +431,22 @@ def test_roots_of_negative_numbers_are_refused_not_enclosed_as_real() -> None:
     # and the enclosure never passes a negative base off as a real root: it encloses nothing
     root = sympy.Pow(-1, sympy.Rational(1, 3), evaluate=False)
     assert enclose(root, {}).contains(0) and enclose(root, {}).contains(-1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    value=st.fractions(min_value=-(10**6), max_value=10**6, max_denominator=10**4),
+    root=st.booleans(),
+    rounding=st.fractions(min_value=Fraction(1, 10**20), max_value=100, max_denominator=10**20),
+)
+def test_covering_text_reads_back_covering_the_entry(
+    value: Fraction, root: bool, rounding: Fraction
+) -> None:
+    """What a family member writes for an entry a float went into: never finer than the entry,
+    at most ten times coarser. (A zero entry is exact, as in the parser: no text needed.)"""
+    assume(value != 0)
+    exact = sympy.Rational(value.numerator, value.denominator) * (sympy.sqrt(2) if root else 1)
+    written = parse_number(covering_text(exact, rounding), "x")
+    assert written.numeric and written.rounding <= 10 * rounding
+    gap = sympy.Abs(exact - written.value) + sympy.Rational(str(rounding))
+    assert bool(gap <= sympy.Rational(str(written.rounding)))

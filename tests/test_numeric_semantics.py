@@ -23,6 +23,10 @@ import butcherflow as bf
 from butcherflow.analysis.multistep import dahlquist_barrier
 from butcherflow.analysis.rk_order import Conditions, explicit_barrier, order_bound
 from butcherflow.analysis.search import Search
+from butcherflow.methods.base import CoefficientMethod
+from butcherflow.methods.files import from_dict
+from butcherflow.methods.general_linear import GeneralLinear
+from butcherflow.methods.numbers import float_rounding, parse_number
 
 SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 Matrix = list[list[Fraction]]
@@ -351,3 +355,115 @@ def test_an_order_search_stops_at_its_time_budget() -> None:
     assert report.stopped == "time budget" and report.order_is_lower_bound
     assert any("time budget" in note for note in report.notes)
     assert not report.claim_holds  # claimed 10, established less: the claim is not proved
+
+
+# -- members of parametrised families (subs) -----------------------------------------------------
+
+
+def verdict(method: bf.Method) -> tuple[Any, ...]:
+    """Everything `bf.check` says of a method (but its timing), and the rounding of its digits."""
+    lines = [line for line in str(bf.check(method)).splitlines() if "proved in" not in line]
+    assert isinstance(method, CoefficientMethod)
+    return (method.numeric, method.rounding, *lines)
+
+
+# Each family keeps a numeric entry beside a symbol: the member is the method declared directly.
+MEMBERS = {
+    "runge-kutta": (
+        bf.ButcherTableau([[0, 0], ["a", 0]], ["0.3333", "0.6667"]),
+        bf.ButcherTableau([[0, 0], ["3/4", 0]], ["0.3333", "0.6667"]),
+    ),
+    "multistep": (
+        bf.LinearMultistep([-1, 1], ["0.5000", "a"]),
+        bf.LinearMultistep([-1, 1], ["0.5000", "1/2"]),
+    ),
+    "splitting": (
+        bf.Splitting([("A", "a"), ("B", 1), ("A", "0.5000")], substep="exact"),
+        bf.Splitting([("A", "1/2"), ("B", 1), ("A", "0.5000")], substep="exact"),
+    ),
+    "general-linear": (
+        GeneralLinear([["a"]], [[1]], [["1.0000"]], [[1]]),
+        GeneralLinear([["1/2"]], [[1]], [["1.0000"]], [[1]]),
+    ),
+}
+
+
+@pytest.mark.parametrize("family", MEMBERS)
+def test_a_member_keeps_the_rounding_of_its_numeric_entries(family: str) -> None:
+    parametrised, direct = MEMBERS[family]
+    member = parametrised.subs({"a": "3/4" if family == "runge-kutta" else "1/2"})
+    assert member.numeric and member.rounding == parametrised.rounding > 0
+    assert verdict(member) == verdict(direct)
+
+
+@pytest.mark.parametrize(
+    ("value", "direct"),
+    [
+        ("0.6667", ["1 - 1/(2*(0.6667))", "1/(2*(0.6667))"]),
+        ("2/3", ["1 - 1/(2*(2/3))", "1/(2*(2/3))"]),
+        (Fraction(2, 3), ["1/4", "3/4"]),
+        ("sqrt(2)/2", ["1 - 1/sqrt(2)", "1/sqrt(2)"]),
+    ],
+)
+def test_a_substituted_entry_carries_the_rounding_of_its_value(value: Any, direct: Any) -> None:
+    family = bf.ButcherTableau([[0, 0], ["a", 0]], ["1 - 1/(2*a)", "1/(2*a)"], b_hat=[1, 0])
+    member = family.subs({"a": value})
+    assert verdict(member) == verdict(bf.ButcherTableau([[0, 0], [value, 0]], direct, b_hat=[1, 0]))
+    assert member.entries["b_hat[0]"] is family.entries["b_hat[0]"]  # no symbol: untouched
+    again = from_dict(member.to_table())  # the member's file reads back as the member
+    assert isinstance(again, bf.ButcherTableau)
+    assert again.entries == member.entries
+
+
+def test_a_float_value_keeps_its_binary_rounding() -> None:
+    family = bf.ButcherTableau([[0, 0], ["a", 0]], ["1 - 1/(2*a)", "1/(2*a)"])
+    member = family.subs({"a": 0.75})
+    alone = member.entries["A[1][0]"]
+    assert (alone.value, alone.rounding, alone.raw) == (
+        sympy.Rational(3, 4),
+        float_rounding(0.75),
+        0.75,
+    )
+    # 1/(2a) moves by |d(1/(2a))/da| * r = (8/9) r at a = 3/4, to first order.
+    weight = member.entries["b[1]"]
+    assert weight.value == sympy.Rational(2, 3)
+    assert float_rounding(0.75) * Fraction(8, 9) < weight.rounding < float_rounding(0.75)
+    # A float has no text inside an expression: the file states a decimal covering the entry.
+    written = parse_number(weight.raw, "b[1]")
+    assert written.rounding >= weight.rounding and written.numeric
+    assert abs(written.value - weight.value) + weight.rounding <= written.rounding
+    assert bf.check(member).order == 2 and not bf.check(member).exact
+
+
+def test_a_declared_precision_survives_subs() -> None:
+    family = bf.ButcherTableau([[0, 0], ["a", 0]], ["1/4", "3/4"], precision=1e-12)
+    member = family.subs({"a": "2/3"})
+    assert member.precision == family.precision
+    assert member.rounding == Fraction(1e-12)
+
+
+def test_a_decimal_next_to_a_symbol_left_is_refused(declaration_error) -> None:
+    family = bf.ButcherTableau([[0, 0], ["a*b", 0]], ["1/4", "3/4"])
+    with declaration_error("key 'A[1][0]'", "must be exact"):
+        family.subs({"a": "0.5"})
+    with declaration_error("key 'A[1][0]'", "must be exact"):
+        family.subs({"a": 0.5})
+    assert family.subs({"a": "1/2"}).symbols == family.symbols - {sympy.Symbol("a", real=True)}
+
+
+@SETTINGS
+@given(
+    a=st.fractions(min_value=Fraction(-3), max_value=Fraction(3), max_denominator=50),
+    digits=st.integers(min_value=2, max_value=12),
+)
+def test_subs_then_check_is_declare_then_check(a: Fraction, digits: int) -> None:
+    assume(a != 0)
+    family = bf.ButcherTableau([[0, 0], ["a", 0]], ["1 - 1/(2*a)", "1/(2*a)"])
+    exact = [1 - 1 / (2 * a), 1 / (2 * a)]
+    assert verdict(family.subs({"a": a})) == verdict(bf.ButcherTableau([[0, 0], [a, 0]], exact))
+    text = as_decimal(a, digits)
+    assume(Fraction(text) != 0)
+    direct = [f"1 - 1/(2*({text}))", f"1/(2*({text}))"]
+    assert verdict(family.subs({"a": text})) == verdict(
+        bf.ButcherTableau([[0, 0], [text, 0]], direct)
+    )

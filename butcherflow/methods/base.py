@@ -13,6 +13,7 @@ from typing import Any, ClassVar, final
 import sympy
 
 from ..errors import DeclarationError
+from .numbers import Number, parse_number
 from .parameters import Parameter
 
 NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -171,14 +172,32 @@ class Method(abc.ABC):
 
     def subs(self, values: Mapping[Any, Any]) -> Method:
         """A member of a parametrised family: substitute values for the symbols."""
-        if values:
-            raise DeclarationError(
-                "no such symbol in this declaration",
-                key=str(next(iter(values))),
-                valid="it has no symbols",
-                source=self.source,
-            )
+        self.member_values(values)
         return self
+
+    def member_values(self, values: Mapping[Any, Any]) -> dict[sympy.Symbol, Number]:
+        """The values of `subs`, parsed as entries (a decimal string or a float is numeric).
+
+        **Arguments:**
+
+        - `values`: symbol (or its name) -> value, any entry `parse_number` reads.
+
+        **Returns:** symbol -> `Number`; one `DeclarationError` for a name that is not a symbol
+        of the declaration (naming it and the symbols) or a value that is not a number.
+        """
+        symbols = {str(s): s for s in self.symbols}
+        found: dict[sympy.Symbol, Number] = {}
+        for key, value in values.items():
+            if str(key) not in symbols:
+                raise DeclarationError(
+                    f"no such symbol in '{self.name}'",
+                    key=str(key),
+                    value=value,
+                    valid=f"its symbols are {sorted(symbols)}" if symbols else "it has none",
+                    source=self.source,
+                )
+            found[symbols[str(key)]] = parse_number(value, str(key), self.source)
+        return found
 
     @property
     @abc.abstractmethod

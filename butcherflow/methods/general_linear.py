@@ -18,7 +18,7 @@ the initial state of a hyper-connection stack.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, final
@@ -28,7 +28,7 @@ import sympy
 from ..errors import DeclarationError
 from .base import CoefficientMethod, Layer, Method
 from .multistep import LinearMultistep
-from .numbers import Number, as_list, parse_number, parse_precision, raw_list
+from .numbers import Number, as_list, parse_number, parse_precision, raw_list, substitute
 from .tableau import ButcherTableau
 
 # One input of the starting procedure: (coefficient, kind, shift θ) with kind "y" (y(x + θh)) or
@@ -261,6 +261,32 @@ class GeneralLinear(CoefficientMethod):
     @property
     def coefficient_values(self) -> list[sympy.Expr]:
         return [x.value for x in self.numbers.values()]
+
+    def subs(self, values: Mapping[Any, Any]) -> GeneralLinear:
+        """A member of a parametrised family: substitute values for the symbols (entries as in
+        `ButcherTableau.subs`; the member keeps the name, the starting procedure and a declared
+        precision)."""
+        mapping = self.member_values(values)
+
+        def put(key: str, rows: int, cols: int) -> list[list[Number]]:
+            return [
+                [
+                    substitute(self.numbers[f"{key}[{i}][{j}]"], mapping, f"{key}[{i}][{j}]", src)
+                    for j in range(cols)
+                ]
+                for i in range(rows)
+            ]
+
+        s, r, src = self.stages, self.values, self.source
+        return GeneralLinear(
+            put("A", s, s),
+            put("U", s, r),
+            put("B", r, s),
+            put("V", r, r),
+            start=self._table["start"],
+            precision=self._table["precision"],
+            name=self.name,
+        )
 
     def start_text(self) -> list[str]:
         """The starting procedure, one string per input."""

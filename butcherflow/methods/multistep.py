@@ -8,9 +8,8 @@ from typing import Any, final
 
 import sympy
 
-from ..errors import DeclarationError
 from .base import CoefficientMethod, Layer
-from .numbers import Number, is_zero, parse_number, parse_vector, raw_list
+from .numbers import Number, is_zero, parse_vector, raw_list, substitute
 from .parameters import Parameter, parse_parameters, raw_parameters
 
 
@@ -124,22 +123,19 @@ class LinearMultistep(CoefficientMethod):
         return dict(self._parameters)
 
     def subs(self, values: Mapping[Any, Any]) -> LinearMultistep:
-        """A member of a parametrised family: substitute values for the symbols."""
-        symbols = {str(s): s for s in self.symbols}
-        mapping = {}
-        for key, value in values.items():
-            if str(key) not in symbols:
-                raise DeclarationError(
-                    "no such symbol in this method",
-                    key=str(key),
-                    value=value,
-                    valid=f"symbols are {sorted(symbols) or 'none'}",
-                    source=self.source,
-                )
-            mapping[symbols[str(key)]] = parse_number(value, str(key)).value
+        """A member of a parametrised family: substitute values for the symbols (entries as in
+        `ButcherTableau.subs`; the member keeps the name and the parameters of the symbols
+        left)."""
+        mapping = self.member_values(values)
+
+        def put(key: str, numbers: tuple[Number, ...]) -> list[Number]:
+            return [
+                substitute(x, mapping, f"{key}[{j}]", self.source) for j, x in enumerate(numbers)
+            ]
+
         return LinearMultistep(
-            [sympy.simplify(x.subs(mapping)) for x in self.alpha],
-            [sympy.simplify(x.subs(mapping)) for x in self.beta],
+            put("alpha", self.alpha_numbers),
+            put("beta", self.beta_numbers),
             name=self.name,
             parameters=raw_parameters(
                 {s: p for s, p in self._parameters.items() if s not in mapping}

@@ -24,7 +24,7 @@ from __future__ import annotations
 import keyword
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -209,16 +209,19 @@ def _parse_tree(
 
 
 def _expression_rounding(
-    tree: sympy.Expr, boxes: dict[sympy.Symbol, tuple[sympy.Rational, Fraction]], value: Any
+    tree: sympy.Expr, boxes: dict[sympy.Symbol, tuple[sympy.Expr, Fraction]], value: Any
 ) -> Fraction:
-    """How far the expression can move when each decimal literal moves within its rounding:
-    exact interval arithmetic when the expression is rational, balls (arb) otherwise."""
+    """How far the expression can move when each box (a decimal literal, or a family's symbol
+    given a numeric value) moves within its rounding: exact interval arithmetic when the
+    expression and the boxes are rational, balls (arb) otherwise."""
     if not boxes or all(r == 0 for _, r in boxes.values()) or value == 0:
         return Fraction(0)
     if tree in boxes:  # a lone decimal: its own rounding
         return boxes[tree][1]
-    intervals = {s: (_fraction(v) - r, _fraction(v) + r) for s, (v, r) in boxes.items()}
-    exact = _interval(tree, intervals)
+    exact = None
+    if all(v.is_Rational for v, _ in boxes.values()):  # a family member's values may be roots
+        intervals = {s: (_fraction(v) - r, _fraction(v) + r) for s, (v, r) in boxes.items()}
+        exact = _interval(tree, intervals)
     if exact is not None:
         centre = _fraction(value)
         return max(exact[1] - centre, centre - exact[0])
@@ -227,6 +230,85 @@ def _expression_rounding(
         enclosure = enclose(tree, {s: ball(v, r) for s, (v, r) in boxes.items()})
         spread = enclosure - ball(value)
     return upper_fraction(spread)
+
+
+def substitute(
+    number: Number, values: Mapping[sympy.Symbol, Number], key: str, source: str | Path | None
+) -> Number:
+    """The entry of a family's member: `number` with `values` put in for its symbols.
+
+    **Arguments:**
+
+    - `number`: an entry of the family (untouched, the same object, when it has none of the
+      symbols: it keeps its value, rounding and raw).
+    - `values`: symbol -> the parsed value given for it (`Method.member_values`).
+    - `key`, `source`: where the entry sits, for error messages.
+
+    **Returns:** the entry the member has. A lone symbol takes the given value as it is. Other
+    entries become their text with each value's text put in for its symbol (`"1 - 1/(2*a)"` with
+    a = `"0.75"` is `"1 - 1/(2*(0.75))"`), parsed as any entry: the member is the method declared
+    directly with that text (same value, rounding, raw). A float has no such text (a decimal
+    string means its digits, not a binary value); inside an expression its rounding goes through
+    the expression by interval arithmetic as a decimal's does, and the raw is a text whose own
+    rounding covers the entry's (`covering_text`): a file written from that member
+    reads back a little coarser, never finer. Decimals and floats are refused in an entry that
+    keeps other symbols (a family is exact in its symbols), as the parser refuses them.
+    """
+    used = number.value.free_symbols & set(values)
+    if not used:
+        return number
+    if number.value in values:
+        return values[number.value]
+    floats = any(isinstance(values[s].raw, float) and values[s].numeric for s in used)
+    if not floats:
+        names = {str(s): values[s] for s in used}
+        pattern = r"(?<![\w.])(" + "|".join(map(re.escape, names)) + r")(?!\w)"
+        text = re.sub(pattern, lambda m: f"({names[m.group(1)].raw})", str(number.raw))
+        return parse_number(text, key, source)
+    value = number.value.subs({s: values[s].value for s in used})
+    if value.free_symbols:
+        raise _refuse(
+            "a parametrised entry must be exact (a float has no meaning in a family)",
+            {str(s): values[s].raw for s in used},
+            key,
+            source,
+        )
+    check_finite_real(value, key, value, source)
+    check_degree(value, value, key, source)
+    boxes = {s: (values[s].value, values[s].rounding) for s in used}
+    rounding = _expression_rounding(number.value, boxes, value)
+    return Number(value, rounding, covering_text(value, rounding) if rounding else str(value))
+
+
+def covering_text(value: sympy.Expr, rounding: Fraction) -> str:
+    """An entry text that reads back (`parse_number`) as a numeric entry holding every number
+    within `rounding` (> 0) of `value` (not 0: a zero entry is exact), known to at most ten
+    times `rounding`: the decimal whose half-unit in the last digit covers it (`1/3` to 1e-6 is
+    `"0.333333"`) where there is one that fine, else the exact value plus and minus a decimal
+    (`"1/3 + 1.0e1 - 1.0e1"` for `1/3` to 5: their two roundings add up)."""
+    with flint.ctx.workprec(max(128, 64 + rounding.denominator.bit_length())):
+        enclosure = ball(value)
+        centre = _arf_fraction(enclosure.mid())
+        slack = _arf_fraction(enclosure.rad())
+    for k in range(math.floor(math.log10(rounding)), math.floor(math.log10(rounding)) + 3):
+        unit = Fraction(10) ** k
+        m = round(centre / unit)
+        covers = abs(m * unit - centre) + slack + rounding <= unit / 2 <= 10 * rounding
+        if m != 0 and covers:
+            sign, digits = ("-" if m < 0 else ""), str(abs(m))
+            if k >= 0:
+                return f"{sign}{abs(m) // 10}.{abs(m) % 10}e{k + 1}"
+            digits = digits.rjust(1 - k, "0")
+            return f"{sign}{digits[:k]}.{digits[k:]}"
+    e = math.floor(math.log10(rounding))
+    while Fraction(10) ** e < rounding:  # "1.0e{e+1}" is known to half of 10**e; two of them
+        e += 1
+    return f"{value} + 1.0e{e + 1} - 1.0e{e + 1}"
+
+
+def _arf_fraction(x: Any) -> Fraction:
+    man, exp = x.man_exp()
+    return Fraction(int(man)) * Fraction(2) ** int(exp)
 
 
 def _fraction(value: Any) -> Fraction:

@@ -13,7 +13,7 @@ import sympy
 
 from ..errors import DeclarationError
 from .base import CoefficientMethod, Layer, check_order
-from .numbers import Number, is_zero, parse_number
+from .numbers import Number, is_zero, parse_number, substitute
 from .tableau import ButcherTableau
 
 _OPERATOR = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -150,22 +150,16 @@ class Splitting(CoefficientMethod):
         return [c for _, c in self.steps]
 
     def subs(self, values: Mapping[Any, Any]) -> Splitting:
-        """A member of a parametrised family: substitute values for the symbols."""
-        symbols = {str(s): s for s in self.symbols}
-        mapping = {}
-        for key, value in values.items():
-            if str(key) not in symbols:
-                raise DeclarationError(
-                    "no such symbol in this splitting",
-                    key=str(key),
-                    value=value,
-                    valid=f"symbols are {sorted(symbols) or 'none'}",
-                    source=self.source,
-                )
-            mapping[symbols[str(key)]] = parse_number(value, str(key)).value
+        """A member of a parametrised family: substitute values for the symbols (coefficients as
+        in `ButcherTableau.subs`; the member keeps the name, sub-step and operators)."""
+        mapping = self.member_values(values)
         return Splitting(
-            [(op, sympy.simplify(c.subs(mapping))) for op, c in self.steps],
+            [
+                (op, substitute(x, mapping, f"steps[{k}][1]", self.source))
+                for k, ((op, _), x) in enumerate(zip(self.steps, self.step_numbers, strict=True))
+            ],
             substep=self.substep if self.substep is not None else "exact",
+            operators=self._table["operators"],
             name=self.name,
         )
 

@@ -18,10 +18,10 @@ from .numbers import (
     as_list,
     ball,
     is_zero,
-    parse_number,
     parse_precision,
     parse_vector,
     raw_list,
+    substitute,
 )
 from .parameters import KINDS, Parameter, parse_parameters, raw_parameters
 from .precision import Verdict, judge_enclosure, working_precision
@@ -448,30 +448,29 @@ class ButcherTableau(CoefficientMethod):
         )
 
     def subs(self, values: Mapping[Any, Any]) -> ButcherTableau:
-        """A member of a parametrised family: substitute values for the symbols."""
-        symbols = {str(s): s for s in self.symbols}
-        mapping = {}
-        for key, value in values.items():
-            sym = symbols.get(str(key))
-            if sym is None:
-                raise DeclarationError(
-                    "no such symbol in this tableau",
-                    key=str(key),
-                    value=value,
-                    valid=f"symbols are {sorted(symbols) or 'none'}",
-                )
-            mapping[sym] = parse_number(value, str(key)).value
+        """A member of a parametrised family: substitute values for the symbols.
 
-        def put(vector: Sequence[sympy.Expr]) -> list[sympy.Expr]:
-            return [sympy.simplify(x.subs(mapping)) for x in vector]
+        Entries without the symbols keep their `Number`; the others are the member declared
+        directly (`numbers.substitute`: a decimal or float value makes them numeric, with the
+        rounding it carries). The member keeps the name, a given `c`, `row_sum_c`, `iterations`,
+        a declared precision and the parameters of the symbols left; claimed orders are the
+        family's, not the member's, and are dropped."""
+        mapping = self.member_values(values)
+
+        def put(key: str) -> list[Number]:
+            return [
+                substitute(self.entries[f"{key}[{i}]"], mapping, f"{key}[{i}]", self.source)
+                for i in range(self.stages)
+            ]
 
         return ButcherTableau(
-            [put(row) for row in self.A],
-            put(self.b),
-            c=put(self.c),
-            b_hat=None if self.b_hat is None else put(self.b_hat),
+            [put(f"A[{i}]") for i in range(self.stages)],
+            put("b"),
+            c=None if self._table["c"] is None else put("c"),
+            b_hat=None if self.b_hat is None else put("b_hat"),
             row_sum_c=self.row_sum_c,
             iterations=self.iterations,
+            precision=self._table["precision"],
             name=self.name,
             parameters=raw_parameters(_kept(self._parameters, mapping)),
         )
