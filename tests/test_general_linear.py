@@ -53,6 +53,25 @@ def test_the_ode_transformer_codes_rk2_is_not_preconsistent() -> None:
     assert any("not preconsistent" in note for note in report.notes)
 
 
+def test_a_numeric_glm_far_from_preconsistent_is_still_refused() -> None:
+    """The rounding lets digits through, not a miss far beyond it: V u − u = 1.5 ± 0.05."""
+    code_rk2 = GeneralLinear([[0, 0], [1, 0]], [[1], [2]], [[1, "0.5"]], [["2.5"]])
+    report = analyse_general_linear(code_rk2)
+    assert report.preconsistent is False and report.order == 0 and report.consistent is False
+    assert report.preconsistency_undetermined == []
+    assert any("not preconsistent: V u ≠ u" in note for note in report.notes)
+
+
+def test_floats_whose_rows_sum_to_one_within_an_ulp_are_preconsistent() -> None:
+    """0.1 + 0.9 is 1 + 2.8e-17 in binary: numerically zero at double precision, as an order
+    condition would be judged (it was "not preconsistent; order 0")."""
+    glm = GeneralLinear(
+        [[0]], [[0.5, 0.5]], [[1], [1]], [[0.1, 0.9], [0.9, 0.1]], start=["y(x)", "y(x)"]
+    )
+    report = analyse_general_linear(glm)
+    assert report.preconsistent is True and report.order == 1 and report.consistent
+
+
 @pytest.mark.parametrize(
     ("V", "stable"),
     [

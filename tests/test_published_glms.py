@@ -357,20 +357,53 @@ def test_a_tsrk_typed_to_four_digits_says_which_conditions_it_cannot_decide() ->
     assert analyse_general_linear(as_decimals(exact, 20)).order == 3
 
 
+R = sympy.Rational
+JACKIEWICZ_TRACOGNA_4 = (
+    [R(-113, 88), R(-103, 88)],
+    R(-4483, 8011),
+    [[R(1435, 352), R(-479, 352)], [R(1917, 352), R(-217, 352)]],
+    [[1, 0], [0, 1]],  # NodePy's A (implicit stages; its printed tableau shows the same)
+    [R(180991, 96132), R(-17777, 32044)],
+    [R(-44709, 32044), R(48803, 96132)],
+)
+
+
 def test_jackiewicz_tracogna_order_4_method_as_nodepy_transcribes_it() -> None:
-    R = sympy.Rational
-    args = (
-        [R(-113, 88), R(-103, 88)],
-        R(-4483, 8011),
-        [[R(1435, 352), R(-479, 352)], [R(1917, 352), R(-217, 352)]],
-        [[1, 0], [0, 1]],  # NodePy's A (implicit stages; its printed tableau shows the same)
-        [R(180991, 96132), R(-17777, 32044)],
-        [R(-44709, 32044), R(48803, 96132)],
-    )
+    args = JACKIEWICZ_TRACOGNA_4
     report = analyse_general_linear(tsrk(*args))
     assert report.order == 4 == nodepy_order(args)
     assert report.zero_stable is True
     assert_measured(tsrk(*args), 4)
+
+
+def test_a_tsrk_typed_to_few_digits_is_preconsistent_within_them() -> None:
+    """θ and 1 − θ typed separately miss V u = u by about 1e-4 at 4 digits: the digits cannot
+    tell, so the method is not "not preconsistent; order 0" (it was, at 4, 10 and even 30
+    digits): preconsistency is undetermined, with its residual and bound, and the order
+    conditions are judged. 10 digits decide preconsistency, 20 the published order."""
+    exact = tsrk(*JACKIEWICZ_TRACOGNA_4)
+    four = analyse_general_linear(as_decimals(exact, 4))
+    assert four.preconsistent is None
+    assert four.order == 0 and four.order_is_lower_bound and four.undetermined
+    [(label, residual, bound)] = four.preconsistency_undetermined
+    assert label == "(V u − u)[0]" and 0 < abs(residual) <= bound < 1e-2
+    rows = dict(four.rows())
+    assert rows["preconsistent"] == "undetermined"
+    assert rows["preconsistency undetermined"] == [f"{label}: {residual:.3g} ± {bound:.3g}"]
+    assert not any("not preconsistent" in n for n in four.notes)
+    assert any(
+        "preconsistency holds only within the digits" in n
+        and "1 condition(s) of preconsistency (V u = u, U u = 1) undetermined" in n
+        and "more digits" in n
+        for n in four.notes
+    )
+    ten = analyse_general_linear(as_decimals(exact, 10))
+    assert ten.preconsistent is True and ten.preconsistency_undetermined == []
+    assert ten.order >= 1 and ten.order_is_lower_bound and ten.undetermined
+    for digits in (20, 30):
+        report = analyse_general_linear(as_decimals(exact, digits))
+        assert report.preconsistent is True
+        assert report.order == 4 and not report.order_is_lower_bound
 
 
 # -- a type-1 DIMSIM (Butcher 1993) ------------------------------------------------------------

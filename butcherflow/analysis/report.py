@@ -78,6 +78,17 @@ def tolerance_text(precision: Fraction | None, rounding: Fraction, largest: floa
     return f"{precision_text(precision, rounding)}; met below {float(RESOLUTION):.2g}·(1/γ){used}"
 
 
+# What would decide a condition the digits leave open.
+DECIDE = "give more digits, exact values or a declared precision to decide them"
+
+
+def open_text(count: int, what: str) -> str:
+    """`"N condition(s) of WHAT undetermined at this precision"`: how every report counts the
+    conditions a numeric declaration's digits cannot decide (`what`: "order 3",
+    "preconsistency (V u = u, U u = 1)")."""
+    return f"{count} condition(s) of {what} undetermined at this precision"
+
+
 def undetermined_note(order: int, count: int, upper: int | None) -> str:
     """Why a numeric declaration's order stops at `order`: `count` conditions of order
     `order + 1` are undetermined at its precision, and what would decide them.
@@ -94,9 +105,7 @@ def undetermined_note(order: int, count: int, upper: int | None) -> str:
         else "no failing condition found up to the order examined"
     )
     return (
-        f"order {order} established; {count} condition(s) of order {order + 1} undetermined at "
-        f"this precision ({bound}): give more digits, exact values or a declared precision to "
-        "decide them."
+        f"order {order} established; {open_text(count, f'order {order + 1}')} ({bound}): {DECIDE}."
     )
 
 
