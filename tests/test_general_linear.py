@@ -72,6 +72,20 @@ def test_floats_whose_rows_sum_to_one_within_an_ulp_are_preconsistent() -> None:
     assert report.preconsistent is True and report.order == 1 and report.consistent
 
 
+def test_a_claim_above_what_the_digits_establish_is_not_proved() -> None:
+    """Ralston's method as a GLM typed to 4 digits: order 1 established, b·c = 1/2 open. The
+    claim of 2 agreed with "1+" and `check` exited 0; it is unproved, as for the tableau."""
+    glm = GeneralLinear(
+        [[0, 0], ["0.6667", 0]], [[1], [1]], [["0.25", "0.75"]], [[1]], order=2, name="r4"
+    )
+    report = analyse_general_linear(glm)
+    assert report.order == 1 and report.undetermined and report.mismatches == {"order": (2, 1)}
+    tableau = bf.ButcherTableau([[0, 0], ["0.6667", 0]], ["0.25", "0.75"], order=2, name="r4")
+    assert report.mismatch_message() == bf.check(tableau).mismatch_message()
+    assert "CLAIM" in str(report)
+    assert analyse_general_linear(glm, max_order=1).claim_holds  # capped below the claim
+
+
 @pytest.mark.parametrize(
     ("V", "stable"),
     [

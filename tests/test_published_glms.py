@@ -191,9 +191,9 @@ def test_adams_weights_agree_with_nodepy() -> None:
         assert [sympy.Rational(x) for x in am.beta[:-1][::-1]] == corr
 
 
-def as_decimals(method: GeneralLinear, digits: int = 20) -> GeneralLinear:
+def as_decimals(method: GeneralLinear, digits: int = 20, order: int | None = None) -> GeneralLinear:
     """The same method with every entry a decimal string of `digits` significant digits (a
-    numeric declaration)."""
+    numeric declaration), claiming `order`."""
 
     def dec(rows: Any) -> list[list[str]]:
         return [[f"{sympy.N(x, digits)}" if x != 0 else "0" for x in row] for row in rows]
@@ -205,6 +205,7 @@ def as_decimals(method: GeneralLinear, digits: int = 20) -> GeneralLinear:
         dec(method.V),
         start=method.start_text(),
         name=f"{method.name}-decimal",
+        order=order,
     )
 
 
@@ -404,6 +405,19 @@ def test_a_tsrk_typed_to_few_digits_is_preconsistent_within_them() -> None:
         report = analyse_general_linear(as_decimals(exact, digits))
         assert report.preconsistent is True
         assert report.order == 4 and not report.order_is_lower_bound
+
+
+def test_a_claim_on_a_tsrk_typed_to_four_digits_is_not_proved() -> None:
+    """Claimed order 3 on the 4-digit order-4 TSRK, which establishes "0+": the claim was taken
+    to agree with the lower bound and `check` exited 0; it is unproved (as for a tableau)."""
+    report = analyse_general_linear(as_decimals(tsrk(*JACKIEWICZ_TRACOGNA_4), 4, order=3))
+    assert report.order == 0 and report.mismatches == {"order": (3, 0)}
+    assert "order is claimed 3 but proved 0 (established 0; 1 condition(s) of order 1 " in (
+        report.mismatch_message()
+    )
+    assert analyse_general_linear(
+        as_decimals(tsrk(*JACKIEWICZ_TRACOGNA_4), 30, order=4)
+    ).claim_holds
 
 
 # -- a type-1 DIMSIM (Butcher 1993) ------------------------------------------------------------
