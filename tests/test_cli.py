@@ -55,6 +55,41 @@ def test_wrong_claim_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "claimed 3 but proved 2" in captured.err
 
 
+# Four decimals leave a condition of order p + 1 open in every family: its claim of p + 1 is
+# not proved, and `check` says so and exits 1 as for any wrong claim (a GLM, splitting or
+# multistep method exited 0 with no claim line: a lower bound was taken to contradict nothing).
+FOUR_DIGIT_CLAIMS = {
+    "runge-kutta": 'A = [[0, 0], ["0.6667", 0]]\nb = ["0.25", "0.75"]\norder = 2\n',
+    "general-linear": 'A = [[0, 0], ["0.6667", 0]]\nU = [[1], [1]]\nB = [["0.25", "0.75"]]\n'
+    'V = [[1]]\nstart = ["y(x)"]\norder = 2\n',
+    "splitting": 'steps = [["A", "0.6756"], ["B", "1.3512"], ["A", "-0.1756"], '
+    '["B", "-1.7024"], ["A", "-0.1756"], ["B", "1.3512"], ["A", "0.6756"]]\n'
+    'substep = "exact"\norder = 4\n',
+    "multistep": 'alpha = [0, 0, -1, 1]\nbeta = ["0.4167", "-1.333", "1.917", 0]\norder = 3\n',
+}
+
+
+@pytest.mark.parametrize("family", FOUR_DIGIT_CLAIMS)
+def test_a_claim_the_digits_leave_open_exits_1_in_every_family(
+    family: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "open.toml"
+    path.write_text(f'name = "open"\nfamily = "{family}"\n' + FOUR_DIGIT_CLAIMS[family])
+    report = bf.check(str(path))
+    proved, claimed = report.order, report.method.order
+    count, _stopped = report.search_end("order")
+    assert claimed is not None and proved < claimed and count
+    assert main(["check", str(path)]) == 1
+    out, err = capsys.readouterr()
+    line = (
+        f"open: order is claimed {claimed} but proved {proved} (established {proved}; "
+        f"{count} condition(s) of order {proved + 1} undetermined at the "
+        "precision of the entries)"
+    )
+    assert err == f"error: {path}: {line}\n"
+    assert f"FAILS: {path}: {line}" in out
+
+
 def test_check_needs_a_method_or_all(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check"]) == 1
     assert "--all" in capsys.readouterr().err

@@ -53,6 +53,39 @@ def test_the_ode_transformer_codes_rk2_is_not_preconsistent() -> None:
     assert any("not preconsistent" in note for note in report.notes)
 
 
+def test_a_numeric_glm_far_from_preconsistent_is_still_refused() -> None:
+    """The rounding lets digits through, not a miss far beyond it: V u − u = 1.5 ± 0.05."""
+    code_rk2 = GeneralLinear([[0, 0], [1, 0]], [[1], [2]], [[1, "0.5"]], [["2.5"]])
+    report = analyse_general_linear(code_rk2)
+    assert report.preconsistent is False and report.order == 0 and report.consistent is False
+    assert report.preconsistency_undetermined == []
+    assert any("not preconsistent: V u ≠ u" in note for note in report.notes)
+
+
+def test_floats_whose_rows_sum_to_one_within_an_ulp_are_preconsistent() -> None:
+    """0.1 + 0.9 is 1 + 2.8e-17 in binary: numerically zero at double precision, as an order
+    condition would be judged (it was "not preconsistent; order 0")."""
+    glm = GeneralLinear(
+        [[0]], [[0.5, 0.5]], [[1], [1]], [[0.1, 0.9], [0.9, 0.1]], start=["y(x)", "y(x)"]
+    )
+    report = analyse_general_linear(glm)
+    assert report.preconsistent is True and report.order == 1 and report.consistent
+
+
+def test_a_claim_above_what_the_digits_establish_is_not_proved() -> None:
+    """Ralston's method as a GLM typed to 4 digits: order 1 established, b·c = 1/2 open. The
+    claim of 2 agreed with "1+" and `check` exited 0; it is unproved, as for the tableau."""
+    glm = GeneralLinear(
+        [[0, 0], ["0.6667", 0]], [[1], [1]], [["0.25", "0.75"]], [[1]], order=2, name="r4"
+    )
+    report = analyse_general_linear(glm)
+    assert report.order == 1 and report.undetermined and report.mismatches == {"order": (2, 1)}
+    tableau = bf.ButcherTableau([[0, 0], ["0.6667", 0]], ["0.25", "0.75"], order=2, name="r4")
+    assert report.mismatch_message() == bf.check(tableau).mismatch_message()
+    assert "CLAIM" in str(report)
+    assert analyse_general_linear(glm, max_order=1).claim_holds  # capped below the claim
+
+
 @pytest.mark.parametrize(
     ("V", "stable"),
     [

@@ -183,6 +183,18 @@ NOT_STOCHASTIC = GeneralLinear([[0]], [[1, 0]], [[1], [0]], [[1, 0], [1, 0]], na
             "V",
             "not preconsistent",
         ),
+        (  # 0.33333 + 0.6667 is 1 only within the digits: the stack would drift
+            GeneralLinear(
+                [[0]],
+                [["1/2", "1/2"]],
+                [[1], [1]],
+                [["0.33333", "0.6667"], ["0.6667", "0.33333"]],
+                start=["y(x)", "y(x)"],
+            ),
+            {},
+            "V",
+            "not known to be preconsistent",
+        ),
     ],
 )
 def test_bad_stacks_name_the_key(

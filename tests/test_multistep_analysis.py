@@ -94,6 +94,23 @@ def test_bdf7_is_not_zero_stable() -> None:
         claimed.raise_for_claims()
 
 
+def test_a_claim_above_what_the_digits_establish_is_not_proved() -> None:
+    """Adams-Bashforth 3 typed to 4 digits: C_1 misses by 7e-4 within a bound of 1e-3, so
+    order 0 is established and the claim of 3 is unproved (it held: a lower bound was taken to
+    contradict nothing), as for a Runge-Kutta tableau; capped by the caller, it still holds."""
+    ab3 = bf.LinearMultistep([0, 0, -1, 1], ["0.4167", "-1.333", "1.917", 0], order=3, name="ab3-4")
+    report = analyse_multistep(ab3)
+    assert report.order == 0 and report.undetermined and report.mismatches == {"order": (3, 0)}
+    assert report.mismatch_message() == (
+        "ab3-4: order is claimed 3 but proved 0 (established 0; 1 condition(s) of order 1 "
+        "undetermined at the precision of the entries)"
+    )
+    with pytest.raises(OrderClaimError, match="undetermined"):
+        report.raise_for_claims()
+    exact = bf.LinearMultistep([0, 0, -1, 1], ["5/12", "-4/3", "23/12", 0], order=4)
+    assert analyse_multistep(exact, max_order=2).claim_holds  # capped below the claim
+
+
 def test_consistency_is_part_of_the_order() -> None:
     shifted = check([0, 1], [1, 0])  # y_{n+1} = h f_n: C_0 = 1
     assert shifted.order == 0 and not shifted.consistent and shifted.error_constant is None

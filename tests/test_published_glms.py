@@ -191,9 +191,9 @@ def test_adams_weights_agree_with_nodepy() -> None:
         assert [sympy.Rational(x) for x in am.beta[:-1][::-1]] == corr
 
 
-def as_decimals(method: GeneralLinear, digits: int = 20) -> GeneralLinear:
+def as_decimals(method: GeneralLinear, digits: int = 20, order: int | None = None) -> GeneralLinear:
     """The same method with every entry a decimal string of `digits` significant digits (a
-    numeric declaration)."""
+    numeric declaration), claiming `order`."""
 
     def dec(rows: Any) -> list[list[str]]:
         return [[f"{sympy.N(x, digits)}" if x != 0 else "0" for x in row] for row in rows]
@@ -205,6 +205,7 @@ def as_decimals(method: GeneralLinear, digits: int = 20) -> GeneralLinear:
         dec(method.V),
         start=method.start_text(),
         name=f"{method.name}-decimal",
+        order=order,
     )
 
 
@@ -357,20 +358,66 @@ def test_a_tsrk_typed_to_four_digits_says_which_conditions_it_cannot_decide() ->
     assert analyse_general_linear(as_decimals(exact, 20)).order == 3
 
 
+R = sympy.Rational
+JACKIEWICZ_TRACOGNA_4 = (
+    [R(-113, 88), R(-103, 88)],
+    R(-4483, 8011),
+    [[R(1435, 352), R(-479, 352)], [R(1917, 352), R(-217, 352)]],
+    [[1, 0], [0, 1]],  # NodePy's A (implicit stages; its printed tableau shows the same)
+    [R(180991, 96132), R(-17777, 32044)],
+    [R(-44709, 32044), R(48803, 96132)],
+)
+
+
 def test_jackiewicz_tracogna_order_4_method_as_nodepy_transcribes_it() -> None:
-    R = sympy.Rational
-    args = (
-        [R(-113, 88), R(-103, 88)],
-        R(-4483, 8011),
-        [[R(1435, 352), R(-479, 352)], [R(1917, 352), R(-217, 352)]],
-        [[1, 0], [0, 1]],  # NodePy's A (implicit stages; its printed tableau shows the same)
-        [R(180991, 96132), R(-17777, 32044)],
-        [R(-44709, 32044), R(48803, 96132)],
-    )
+    args = JACKIEWICZ_TRACOGNA_4
     report = analyse_general_linear(tsrk(*args))
     assert report.order == 4 == nodepy_order(args)
     assert report.zero_stable is True
     assert_measured(tsrk(*args), 4)
+
+
+def test_a_tsrk_typed_to_few_digits_is_preconsistent_within_them() -> None:
+    """θ and 1 − θ typed separately miss V u = u by about 1e-4 at 4 digits: the digits cannot
+    tell, so the method is not "not preconsistent; order 0" (it was, at 4, 10 and even 30
+    digits): preconsistency is undetermined, with its residual and bound, and the order
+    conditions are judged. 10 digits decide preconsistency, 20 the published order."""
+    exact = tsrk(*JACKIEWICZ_TRACOGNA_4)
+    four = analyse_general_linear(as_decimals(exact, 4))
+    assert four.preconsistent is None
+    assert four.order == 0 and four.order_is_lower_bound and four.undetermined
+    [(label, residual, bound)] = four.preconsistency_undetermined
+    assert label == "(V u − u)[0]" and 0 < abs(residual) <= bound < 1e-2
+    rows = dict(four.rows())
+    assert rows["preconsistent"] == "undetermined"
+    assert rows["preconsistency undetermined"] == [f"{label}: {residual:.3g} ± {bound:.3g}"]
+    assert not any("not preconsistent" in n for n in four.notes)
+    assert any(
+        "preconsistency holds only within the digits" in n
+        and "1 condition(s) of preconsistency (V u = u, U u = 1) undetermined" in n
+        and "more digits" in n
+        for n in four.notes
+    )
+    ten = analyse_general_linear(as_decimals(exact, 10))
+    assert ten.preconsistent is True and ten.preconsistency_undetermined == []
+    assert ten.order >= 1 and ten.order_is_lower_bound and ten.undetermined
+    for digits in (20, 30):
+        report = analyse_general_linear(as_decimals(exact, digits))
+        assert report.preconsistent is True
+        assert report.order == 4 and not report.order_is_lower_bound
+
+
+def test_a_claim_on_a_tsrk_typed_to_four_digits_is_not_proved() -> None:
+    """Claimed order 3 on the 4-digit order-4 TSRK, which establishes "0+": the claim was taken
+    to agree with the lower bound and `check` exited 0; it is unproved (as for a tableau)."""
+    report = analyse_general_linear(as_decimals(tsrk(*JACKIEWICZ_TRACOGNA_4), 4, order=3))
+    assert report.order == 0 and report.mismatches == {"order": (3, 0)}
+    assert "order is claimed 3 but proved 0 (established 0; 1 condition(s) of order 1 " in (
+        report.mismatch_message()
+    )
+    assert analyse_general_linear(
+        as_decimals(tsrk(*JACKIEWICZ_TRACOGNA_4), 30, order=4)
+    ).claim_holds
 
 
 # -- a type-1 DIMSIM (Butcher 1993) ------------------------------------------------------------

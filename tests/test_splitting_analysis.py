@@ -130,6 +130,29 @@ def test_inconsistent_sums_are_order_zero() -> None:
     assert any("ΣA = 3/2" in note for note in report.notes)
 
 
+def test_claims_above_what_the_digits_establish_are_not_proved() -> None:
+    """A triple jump typed to 4 digits establishes order 2 and leaves order 3 open; Strang with
+    Ralston sub-steps typed to 4 digits establishes sub-step order 1 and leaves 2 open. Claims
+    of 4 and 2 were taken as agreeing with the lower bounds (claim_holds); they are unproved,
+    as for a Runge-Kutta tableau. A search the caller caps below the claim still refutes
+    nothing."""
+    jump = [
+        ("A", "0.6756"), ("B", "1.3512"), ("A", "-0.1756"), ("B", "-1.7024"),
+        ("A", "-0.1756"), ("B", "1.3512"), ("A", "0.6756"),
+    ]  # fmt: skip
+    report = analyse_splitting(bf.Splitting(jump, "exact", order=4))
+    assert report.order == 2 and report.undetermined_words
+    assert report.mismatches == {"order": (4, 2)}
+    assert "(established 2; " in report.mismatch_message()
+    assert analyse_splitting(bf.Splitting(jump, "exact", order=4), max_order=2).claim_holds
+    ralston = bf.ButcherTableau([[0, 0], ["0.6667", 0]], ["0.25", "0.75"], name="ralston-4")
+    strang = bf.Splitting(STRANG, ralston, order=2, substep_order=2)
+    report = analyse_splitting(strang)
+    assert report.substep_order == 1 and report.undetermined_trees
+    assert report.mismatches == {"substep_order": (2, 1)}
+    assert "substep_order is claimed 2 but proved 1 (established 1; " in report.mismatch_message()
+
+
 def test_long_operator_names_are_joined_in_words() -> None:
     report = analyse([("ffn", HALF), ("san", 1), ("ffn", HALF)])
     assert ("ffn·san·ffn", sympy.Rational(1, 12)) in report.failing_words

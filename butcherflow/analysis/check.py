@@ -84,7 +84,13 @@ def trained_order(
             )
         report = check(GeneralLinear.from_layer_stages(declared), **kwargs)
         assert isinstance(report, GeneralLinearReport)
-        why = "" if report.preconsistent else " (not preconsistent)"
+        why = (
+            ""
+            if report.preconsistent
+            else " (not preconsistent)"
+            if report.preconsistent is False
+            else " (preconsistent only within the digits)"
+        )
         return f"{report.block_order_text} in F{why}: each stage stores the whole layer y + F(y)"
     if declared is not None:
         return check(declared, **kwargs).block_order_text

@@ -22,6 +22,10 @@ class ContinuousReport(Report):
 
     method: ContinuousDynamics
 
+    def search_end(self, key: str) -> tuple[int, str | None]:
+        """The order claimed is the solver's: its search decides."""
+        return self.solver.search_end(key) if key == "order" else (0, None)
+
     def __init__(self, method: ContinuousDynamics) -> None:
         self.method = method
         tableau = method.solver_tableau()

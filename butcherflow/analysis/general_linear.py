@@ -3,7 +3,9 @@
 For a GLM (A, U, B, V) with r inputs and s stages (`methods/general_linear.py`):
 
 - **Preconsistency**: V u = u and U u = 1 for the vector u of the inputs' y(x)-coefficients
-  (the starting procedure's; Butcher's preconsistency vector).
+  (the starting procedure's; Butcher's preconsistency vector). Judged like an order condition
+  (scale 1): for numeric entries met, fails (the ball excludes 0) or undetermined (θ and 1 − θ
+  typed separately to 4 digits); undetermined lets the order analysis proceed, and says so.
 - **Zero-stability**: V is power-bounded: its eigenvalues lie in the closed unit disc and those on
   the circle are semisimple. Decided exactly for rational V (the factors of its characteristic
   polynomial, `root_condition`'s machinery, and ranks of f(V) for the factors f on the
@@ -33,6 +35,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, final
 
@@ -46,6 +49,7 @@ from ..methods.general_linear import GeneralLinear, StartTerm
 from ..methods.precision import (
     RESOLUTION,
     Judgement,
+    Verdict,
     digits_hint,
     judge_enclosure,
     working_precision,
@@ -53,7 +57,9 @@ from ..methods.precision import (
 from .convergence import SLOPE_TOLERANCE, Convergence, convergence
 from .enclosure import BallDomain
 from .report import (
+    DECIDE,
     Report,
+    open_text,
     precision_text,
     raised_by,
     shown_open,
@@ -161,20 +167,76 @@ def _matrix(rows: Sequence[Sequence[Any]]) -> sympy.Matrix:
     return sympy.Matrix([list(r) for r in rows]) if rows else sympy.zeros(0, 0)
 
 
-def preconsistency(method: GeneralLinear) -> tuple[bool, list[Any], str]:
-    """(preconsistent, u, why): u the inputs' y(x)-coefficients of the starting procedure."""
-    u = sympy.Matrix([_start_coefficient(t, None, 0) for t in method.start])
-    V, U = _matrix(method.V), _matrix(method.U)
-    fixed = sympy.simplify(V * u - u) == sympy.zeros(method.values, 1)
-    ones = sympy.simplify(U * u - sympy.ones(method.stages, 1)) == sympy.zeros(method.stages, 1)
-    if fixed and ones:
-        return True, list(u), "V u = u and U u = 1"
-    why = []
-    if not fixed:
-        why.append("V u ≠ u (u, the starting values' coefficients of y(x), is not kept)")
-    if not ones:
-        why.append("U u ≠ 1 (a stage does not start from y(x))")
-    return False, list(u), "; ".join(why)
+@final
+@dataclass(frozen=True)
+class Preconsistency:
+    """Butcher's preconsistency of a GLM, V u = u and U u = 1, judged entry by entry as the
+    order conditions are (`methods/precision.py`): exactly for exact entries; for numeric ones
+    in balls holding every method within their precision (met, fails, or undetermined when the
+    digits cannot tell).
+
+    - `holds`: True (every entry met), False (one fails), None (none fails, some undetermined).
+    - `u`: the inputs' y(x)-coefficients of the starting procedure (exact).
+    - `why`: the verdict in words.
+    - `undetermined`: `(condition, residual, bound)` for the entries the digits cannot decide.
+    - `tolerance`: the largest bound used (None for exact entries).
+    """
+
+    holds: bool | None
+    u: list[Any]
+    why: str
+    undetermined: list[tuple[str, Any, float]]
+    tolerance: float | None
+
+
+def preconsistency(method: GeneralLinear) -> Preconsistency:
+    """Judge V u = u and U u = 1 (see `Preconsistency`)."""
+    series = _Series(method)
+    prec = working_precision(method.numbers.values())
+    with flint.ctx.workprec(prec):
+        balls = _Series(method, balls=True) if method.numeric else None
+    return _preconsistency(series, balls, prec)
+
+
+def _preconsistency(series: _Series, balls: _Series | None, prec: int) -> Preconsistency:
+    def residuals(s: _Series) -> list[Any]:
+        """V u − u (one per input), then U u − 1 (one per stage)."""
+        u = s.xi(None)
+        fixed = [x - y for x, y in zip(_mul(s.V, u), u, strict=True)]
+        return fixed + [x - s.domain.one for x in _mul(s.U, u)]
+
+    r = series.method.values
+    labels = [f"(V u − u)[{i}]" for i in range(r)]
+    labels += [f"(U u − 1)[{j}]" for j in range(series.method.stages)]
+    exact = residuals(series)
+    if balls is None:
+        judged = [judge_element(series.domain, res) for res in exact]
+    else:
+        with flint.ctx.workprec(prec):
+            boxes = residuals(balls)
+            judged = [
+                judge_enclosure(box, Fraction(1), bool(res == series.domain.zero))
+                for res, box in zip(exact, boxes, strict=True)
+            ]
+    u = [_start_coefficient(t, None, 0) for t in series.method.start]
+    fails = [j.verdict is Verdict.FAILS for j in judged]
+    undetermined = [
+        (label, j.residual, j.bound)
+        for label, j in zip(labels, judged, strict=True)
+        if j.verdict is Verdict.UNDETERMINED
+    ]
+    tolerance = max((j.bound for j in judged), default=0.0) if balls is not None else None
+    if any(fails):
+        missed = []
+        if any(fails[:r]):
+            missed.append("V u ≠ u (u, the starting values' coefficients of y(x), is not kept)")
+        if any(fails[r:]):
+            missed.append("U u ≠ 1 (a stage does not start from y(x))")
+        return Preconsistency(False, u, "; ".join(missed), undetermined, tolerance)
+    if undetermined:
+        why = "V u = u and U u = 1 only within the rounding of the entries (undetermined)"
+        return Preconsistency(None, u, why, undetermined, tolerance)
+    return Preconsistency(True, u, "V u = u and U u = 1", [], tolerance)
 
 
 def doubly_stochastic(V: Sequence[Sequence[sympy.Expr]]) -> bool:
@@ -272,9 +334,11 @@ def real_stability_interval(method: GeneralLinear) -> float:
 class GeneralLinearReport(Report):
     """What `bf.check` proves about a `GeneralLinear` method.
 
-    **Attributes:** `preconsistent` (with `u`), `consistent` (order ≥ 1; None when numeric digits
-    cannot decide it), `zero_stable` (V power-bounded; None for symbolic V), `order` (relative to
-    the starting procedure; generic for families), `order_upper` (a certain upper bound, None if
+    **Attributes:** `preconsistent` (with `u`; None when numeric digits cannot decide it, the
+    entries they leave open in `preconsistency_undetermined` as `(condition, residual, bound)`),
+    `consistent` (preconsistent and order ≥ 1; None when numeric digits cannot decide it),
+    `zero_stable` (V power-bounded; None for symbolic V), `order` (relative to the starting
+    procedure; generic for families), `order_upper` (a certain upper bound, None if
     no failing condition was found), `failing` (the output residuals of order p+1),
     `undetermined` (conditions of order p+1 a numeric declaration's digits cannot decide:
     `(condition, residual, bound)`), `tolerance` (the largest bound a numeric verdict used),
@@ -293,7 +357,13 @@ class GeneralLinearReport(Report):
         start = time.perf_counter()
         self.method = method
         self.notes: list[str] = []
-        self.preconsistent, self.u, why = preconsistency(method)
+        series = _Series(method)
+        prec = working_precision(method.numbers.values())
+        with flint.ctx.workprec(prec):
+            balls = _Series(method, balls=True) if method.numeric else None
+        pre = _preconsistency(series, balls, prec)
+        self.preconsistent, self.u = pre.holds, pre.u
+        self.preconsistency_undetermined = pre.undetermined
         self.zero_stable, how = zero_stability(method.V, float(method.rounding))
         self.notes.append(f"zero-stability: {how}")
         self.failing: list[tuple[str, Any]] = []
@@ -303,12 +373,24 @@ class GeneralLinearReport(Report):
         self.order_upper: int | None = 0
         self.order_is_lower_bound = False
         self.stopped: str | None = None
-        if not self.preconsistent:
-            self.notes.append(f"not preconsistent: {why}; no order (order 0)")
+        if pre.holds is False:
+            self.notes.append(f"not preconsistent: {pre.why}; no order (order 0)")
         else:
-            self._order(max_order, time_budget)
-        # order 1 is consistency: undetermined (None) when the digits cannot decide it
-        self.consistent = True if self.order >= 1 else (None if self.undetermined else False)
+            if pre.holds is None:
+                self.notes.append(
+                    "preconsistency holds only within the digits: "
+                    f"{open_text(len(pre.undetermined), 'preconsistency (V u = u, U u = 1)')}: "
+                    f"{DECIDE}. The order conditions are judged as for a preconsistent method."
+                )
+            self._order(series, balls, prec, max_order, time_budget)
+        if pre.tolerance is not None:
+            self.tolerance = max(self.tolerance or 0.0, pre.tolerance)
+        # consistency is preconsistency and order 1: undetermined (None) when the digits cannot
+        # decide either
+        if self.order >= 1:
+            self.consistent: bool | None = True if self.preconsistent else None
+        else:
+            self.consistent = None if self.undetermined else False
         self.stability_matrix = stability_matrix(method) if not method.symbols else None
         self.real_interval = real_stability_interval(method) if not method.symbols else None
         self.notes.append(
@@ -323,18 +405,21 @@ class GeneralLinearReport(Report):
                 "order condition was judged in ball arithmetic holding every method within that "
                 "precision: met when its residual is exactly zero or its enclosure holds 0 and "
                 f"is below {float(RESOLUTION):.2g}·(1/γ(t)), fails when the enclosure excludes "
-                "0, undetermined otherwise (as for every family); preconsistency and "
-                "zero-stability are read from the digits"
+                "0, undetermined otherwise (as for every family); preconsistency is judged the "
+                "same way (its conditions at scale 1), zero-stability is read from the digits"
             )
         self.seconds = time.perf_counter() - start
         self.measured = self._measure()
 
-    def _order(self, max_order: int | None, time_budget: float) -> None:
-        series = _Series(self.method)
+    def _order(
+        self,
+        series: _Series,
+        balls: _Series | None,
+        prec: int,
+        max_order: int | None,
+        time_budget: float,
+    ) -> None:
         domain = series.domain
-        prec = working_precision(self.method.numbers.values())
-        with flint.ctx.workprec(prec):
-            balls = _Series(self.method, balls=True) if self.method.numeric else None
 
         def judged_at(n: int) -> list[tuple[str, Judgement]]:
             out = []
@@ -428,10 +513,14 @@ class GeneralLinearReport(Report):
             ("claimed order", m.order),
             ("stages, values", f"s = {m.stages}, r = {m.values}"),
             ("starting procedure", ", ".join(m.start_text())),
-            ("preconsistent", self.preconsistent),
+            ("preconsistent", "undetermined" if self.preconsistent is None else self.preconsistent),
             ("consistent", "undetermined" if self.consistent is None else self.consistent),
             ("zero-stable (V power-bounded)", self.zero_stable),
         ]
+        if self.preconsistency_undetermined:
+            rows.append(
+                ("preconsistency undetermined", shown_open(self.preconsistency_undetermined))
+            )
         if m.numeric:
             rows.append(("tolerance", tolerance_text(m.precision, m.rounding, self.tolerance)))
         rows.append((f"failing at order {self.order + 1}", shown))
@@ -466,6 +555,10 @@ class GeneralLinearReport(Report):
             "start": m.start_text(),
             "preconsistent": self.preconsistent,
             "preconsistency_vector": [str(x) for x in self.u],
+            "preconsistency_undetermined": [
+                {"condition": c, "residual": r, "bound": b}
+                for c, r, b in self.preconsistency_undetermined
+            ],
             "consistent": self.consistent,
             "zero_stable": self.zero_stable,
             "failing": [{"condition": c, "residual": r} for c, r in self.failing],

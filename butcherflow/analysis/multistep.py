@@ -52,7 +52,8 @@ class MultistepReport(Report):
     - `weakly_stable`: zero-stable with roots on the unit circle other than ζ = 1 (Milne-Simpson,
       leapfrog): their error components are never damped.
     - `order_upper`: a certain upper bound on the order (None when no condition was seen to
-      fail); `undetermined`: conditions a numeric declaration's digits cannot decide.
+      fail); `undetermined`: conditions a numeric declaration's digits cannot decide;
+      `stopped`: why the search ended without a failing condition ("max_order"), or None.
     - `rho`, `sigma`: ρ(ζ) = Σ αⱼ ζ^j and σ(ζ) = Σ βⱼ ζ^j as `sympy.Poly` in `ZETA`.
     - `roots`: the roots of ρ as (value, multiplicity, |value|), largest modulus first; rational
       roots exact (sympy), others `complex`; symbolic when ρ has symbols and sympy finds them all.
@@ -78,6 +79,7 @@ class MultistepReport(Report):
     real_interval: float | None
     undetermined: list[tuple[str, Any, float]]
     notes: list[str]
+    stopped: str | None = None
 
     @property
     def order_is_lower_bound(self) -> bool:
@@ -288,4 +290,5 @@ def analyse_multistep(
         real_interval=interval,
         undetermined=[(f"C_{q}", j.residual, j.bound) for q, j in found.undetermined],
         notes=notes,
+        stopped=found.stopped,
     )

@@ -78,6 +78,17 @@ def tolerance_text(precision: Fraction | None, rounding: Fraction, largest: floa
     return f"{precision_text(precision, rounding)}; met below {float(RESOLUTION):.2g}·(1/γ){used}"
 
 
+# What would decide a condition the digits leave open.
+DECIDE = "give more digits, exact values or a declared precision to decide them"
+
+
+def open_text(count: int, what: str) -> str:
+    """`"N condition(s) of WHAT undetermined at this precision"`: how every report counts the
+    conditions a numeric declaration's digits cannot decide (`what`: "order 3",
+    "preconsistency (V u = u, U u = 1)")."""
+    return f"{count} condition(s) of {what} undetermined at this precision"
+
+
 def undetermined_note(order: int, count: int, upper: int | None) -> str:
     """Why a numeric declaration's order stops at `order`: `count` conditions of order
     `order + 1` are undetermined at its precision, and what would decide them.
@@ -94,9 +105,7 @@ def undetermined_note(order: int, count: int, upper: int | None) -> str:
         else "no failing condition found up to the order examined"
     )
     return (
-        f"order {order} established; {count} condition(s) of order {order + 1} undetermined at "
-        f"this precision ({bound}): give more digits, exact values or a declared precision to "
-        "decide them."
+        f"order {order} established; {open_text(count, f'order {order + 1}')} ({bound}): {DECIDE}."
     )
 
 
@@ -129,13 +138,18 @@ def trained_order_text(order: int, symbols: Any, initial_order: int, start: dict
 class Report(abc.ABC):
     """Abstract base of the order reports.
 
-    Subclasses set `method`, `order` and `notes`, and implement `rows()` (the table's lines, in
-    order) and `to_dict()` (everything, for JSON).
+    Subclasses set `method`, `order`, `notes`, `stopped` (why the order search ended without a
+    failing condition: "max_order", "time budget", or None) and `undetermined` (the conditions
+    of order `order + 1` the digits leave open, as (condition, residual, bound)), or override
+    `search_end`; and implement `rows()` (the table's lines, in order) and `to_dict()`
+    (everything, for JSON).
     """
 
     method: Method
     order: int
     notes: list[str]
+    stopped: str | None
+    undetermined: Sequence[tuple[str, Any, float]]
 
     @property
     def claimed_order(self) -> int | None:
@@ -146,16 +160,24 @@ class Report(abc.ABC):
         """Every claim of the declaration: name -> (claimed, proved). Subclasses add theirs."""
         return {"order": (self.method.order, self.order)}
 
+    def search_end(self, key: str) -> tuple[int, str | None]:
+        """How the search behind the claim `key` ended short of a failing condition: how many
+        conditions it left undetermined, and why it stopped (`stopped`). Default: the order
+        search's, for "order"; none for other claims."""
+        return (len(self.undetermined), self.stopped) if key == "order" else (0, None)
+
     @property
     def mismatches(self) -> dict[str, tuple[Any, Any]]:
-        """Claims the proof contradicts. A search stopped at a cap proves only a lower bound,
-        which contradicts no higher claim."""
+        """Claims the proof contradicts: every family's one rule. An order claimed above the
+        order established is a mismatch (undetermined conditions or a time budget leave it
+        unproved), unless the search stopped at the caller's own `max_order` before reaching
+        it: then nothing contradicts it."""
         out = {}
         for key, (claimed, proved) in self.claims.items():
             if claimed is None or claimed == proved:
                 continue
-            capped = bool(getattr(self, f"{key}_is_lower_bound", False))
-            if capped and isinstance(claimed, int) and claimed > proved:
+            orders = all(isinstance(x, int) and not isinstance(x, bool) for x in (claimed, proved))
+            if orders and claimed > proved and self.search_end(key)[1] == "max_order":
                 continue
             out[key] = (claimed, proved)
         return out
@@ -172,7 +194,18 @@ class Report(abc.ABC):
 
     def mismatch_message(self) -> str:
         where = f"{self.method.source}: " if self.method.source else ""
-        parts = [f"{k} is claimed {c} but proved {p}" for k, (c, p) in self.mismatches.items()]
+        parts = []
+        for key, (claimed, proved) in self.mismatches.items():
+            part = f"{key} is claimed {claimed} but proved {proved}"
+            count, stopped = self.search_end(key)
+            if count:
+                part += (
+                    f" (established {proved}; {count} condition(s) of order {proved + 1} "
+                    "undetermined at the precision of the entries)"
+                )
+            elif stopped == "time budget":
+                part += f" (established {proved} before the time budget ran out)"
+            parts.append(part)
         return f"{where}{self.method.name}: " + "; ".join(parts)
 
     @abc.abstractmethod

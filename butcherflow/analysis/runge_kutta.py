@@ -258,32 +258,6 @@ class RungeKuttaReport(Report):
         claims["embedded_order"] = (self.method.embedded_order, self.embedded_order)
         return claims
 
-    @property
-    def mismatches(self) -> dict[str, tuple[Any, Any]]:
-        """A claim above the established order is a mismatch unless the search only stopped at
-        the caller's `max_order` (then nothing contradicts it)."""
-        out = super().mismatches
-        claimed = self.method.order
-        if (
-            "order" not in out
-            and claimed is not None
-            and claimed > self.order
-            and self.stopped != "max_order"
-        ):
-            out["order"] = (claimed, self.order)
-        return out
-
-    def mismatch_message(self) -> str:
-        message = super().mismatch_message()
-        if self.undetermined and "order" in self.mismatches:
-            message += (
-                f" (established {self.order}; {len(self.undetermined)} condition(s) of order "
-                f"{self.order + 1} undetermined at the precision of the entries)"
-            )
-        elif self.stopped == "time budget" and "order" in self.mismatches:
-            message += f" (established {self.order} before the time budget ran out)"
-        return message
-
     def rows(self) -> list[tuple[str, Any]]:
         m = self.method
         order = f"{self.order}" + ("+" if self.order_is_lower_bound else "")

@@ -122,6 +122,7 @@ class SplittingReport(Report):
 
         self.substep_order: int = self.order
         self.substep_order_is_lower_bound = self.order_is_lower_bound
+        self.substep_stopped = self.stopped
         self.failing_trees: list[tuple[str, Any]] = []
         self.undetermined_trees: list[tuple[str, Any, float]] = []
         if sub is not None:
@@ -193,6 +194,7 @@ class SplittingReport(Report):
         )
         self.substep_order = found.order
         self.substep_order_is_lower_bound = found.is_lower_bound
+        self.substep_stopped = found.stopped
         self.failing_trees = [(family.bracket(t), j.residual) for t, j in found.failing]
         self._failing_judgements += [j for _, j in found.failing]
         self.undetermined_trees = [
@@ -265,6 +267,14 @@ class SplittingReport(Report):
         if self.method.substep_order is not None:
             claims["substep_order"] = (self.method.substep_order, self.substep_order)
         return claims
+
+    def search_end(self, key: str) -> tuple[int, str | None]:
+        """The word search behind "order", the coloured-tree search behind "substep_order"."""
+        if key == "order":
+            return len(self.undetermined_words), self.stopped
+        if key == "substep_order":
+            return len(self.undetermined_trees), self.substep_stopped
+        return super().search_end(key)
 
     @property
     def block_order_text(self) -> str:

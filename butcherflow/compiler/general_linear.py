@@ -408,14 +408,17 @@ def check_compilable(method: GeneralLinear, policy: str) -> tuple[list[float], l
         valid="substitute values (method.subs({...}))",
     )
     method.layer.require(method)
-    ok, u, why = preconsistency(method)
+    pre = preconsistency(method)
+    # undetermined is refused too: digits that cannot tell V u from u drift a constant state
+    verdict = "not preconsistent" if pre.holds is False else "not known to be preconsistent"
     require(
-        ok,
-        f"'{method.name}' is not preconsistent ({why}): its stack would not keep a constant "
+        pre.holds is True,
+        f"'{method.name}' is {verdict} ({pre.why}): its stack would not keep a constant "
         "state even with zero fields",
         key="V",
         value=[[str(x) for x in row] for row in method.V],
-        valid="V u = u and U u = 1 for u, the starting values' coefficients of y(x)",
+        valid="V u = u and U u = 1 for u, the starting values' coefficients of y(x) (exactly, "
+        "or within entries precise enough to decide it)",
     )
     if policy == "sinkhorn":  # V is square by declaration (GeneralLinear refuses other shapes)
         require(
@@ -438,7 +441,7 @@ def check_compilable(method: GeneralLinear, policy: str) -> tuple[list[float], l
         valid="at least one input started at 'y(x)'",
     )
     w = [1.0 / sum(plain) if p else 0.0 for p in plain]
-    return [float(x) for x in u], w
+    return [float(x) for x in pre.u], w
 
 
 def compile_general_linear(

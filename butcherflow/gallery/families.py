@@ -325,7 +325,9 @@ class GeneralLinearPage(FamilyPage):
         stable = {True: "V power-bounded (zero-stable)", False: "**V not power-bounded**"}.get(
             r.zero_stable, "power-boundedness of V undecided"
         )
-        pre = "preconsistent" if r.preconsistent else "**not preconsistent**"
+        pre = {True: "preconsistent", False: "**not preconsistent**"}.get(
+            r.preconsistent, "preconsistent only within the rounding of its digits"
+        )
         text = f"**Order {r.order}** relative to its starting procedure, {pre}, {stable}"
         if r.real_interval is not None:
             ri = "(−∞, 0]" if r.real_interval == math.inf else f"[−{r.real_interval:.4g}, 0]"

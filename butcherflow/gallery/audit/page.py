@@ -28,7 +28,7 @@ def entries() -> tuple[AuditEntry, ...]:
 def verdict(report: Report) -> str:
     """The proved verdict in a few words: order, and what decides it for GLMs and splittings."""
     if isinstance(report, GeneralLinearReport):
-        if not report.preconsistent:
+        if report.preconsistent is False:
             return "not preconsistent: order 0"
         return f"order {report.order}"
     if isinstance(report, SplittingReport):
