@@ -8,11 +8,8 @@ import pytest
 import sympy
 
 import butcherflow as bf
-from butcherflow.analysis.general_linear import (
-    analyse_general_linear,
-    power_bound,
-    zero_stability,
-)
+from butcherflow.analysis.general_linear import analyse_general_linear
+from butcherflow.analysis.glm_stability import power_bound, zero_stability
 from butcherflow.analysis.report import raised_by
 from butcherflow.methods.general_linear import GeneralLinear
 

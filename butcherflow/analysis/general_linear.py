@@ -28,34 +28,36 @@ For a GLM (A, U, B, V) with r inputs and s stages (`methods/general_linear.py`):
 
 Learned coefficients: the proof is of the declaration (the initialisation); a trained model's
 V is checked for power-boundedness separately (`power_bound`).
+
+Homes: the B-series and preconsistency are `glm_series.py`; zero-stability, M(z), the real
+interval and `power_bound` are `glm_stability.py`; this module is the order search and the report.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, final
 
 import flint
-import numpy as np
-import sympy
-from sympy.polys.matrices import DomainMatrix
 
-from ..methods.balls import ball
-from ..methods.general_linear import GeneralLinear, StartTerm
+from ..methods.general_linear import GeneralLinear
 from ..methods.precision import (
     RESOLUTION,
     Judgement,
-    Verdict,
     digits_hint,
     judge_enclosure,
     working_precision,
 )
 from .convergence import SLOPE_TOLERANCE, Convergence, convergence
-from .enclosure import BallDomain
+from .glm_series import BSeries, judge_preconsistency
+from .glm_stability import (
+    power_bound,
+    real_stability_interval,
+    stability_matrix,
+    zero_stability,
+)
 from .report import (
     DECIDE,
     Report,
@@ -67,267 +69,10 @@ from .report import (
     undetermined_note,
 )
 from .rk_order import DEFAULT_TIME_BUDGET
-from .root_condition import ZETA, place_roots, root_condition
 from .search import search_order
-from .trees import PLAIN, Tree
-from .weights import judge_element, smallest_domain
+from .weights import judge_element
 
 DEFAULT_CAP = 8
-Z = sympy.Symbol("z")
-
-
-def _start_coefficient(terms: Sequence[StartTerm], tree: Tree | None, advance: int) -> Any:
-    """The B-series coefficient of one input at `tree` (None: the empty tree), its starting
-    values shifted by `advance` steps."""
-    total = sympy.Integer(0)
-    for c, kind, theta in terms:
-        shift = theta + advance
-        if tree is None:
-            total += c if kind == "y" else 0
-        elif kind == "y":
-            total += c * shift**tree.order / tree.density
-        else:
-            total += c * tree.order * shift ** (tree.order - 1) / tree.density
-    return total
-
-
-@final
-class _Series:
-    """The stage and output B-series of a GLM, tree by tree (memoised): exactly, or in balls
-    holding every method within the precision of numeric entries (`balls=True`)."""
-
-    def __init__(self, method: GeneralLinear, balls: bool = False) -> None:
-        self.method = method
-        s, r = method.stages, method.values
-        keys = [
-            f"{name}[{i}][{j}]"
-            for name, rows, cols in (("A", s, s), ("U", s, r), ("B", r, s), ("V", r, r))
-            for i in range(rows)
-            for j in range(cols)
-        ]
-        self.domain: Any
-        if balls:
-            self.domain = BallDomain()
-            numbers = [method.numbers[k] for k in keys]
-            conv = [ball(x.value, x.rounding) for x in numbers]
-        else:
-            flat = [method.numbers[k].value for k in keys]
-            self.domain, conv = smallest_domain([*flat, sympy.Rational(1, 2)])
-        pos = 0
-
-        def take(rows: int, cols: int) -> list[list[Any]]:
-            nonlocal pos
-            out = [conv[pos + i * cols : pos + (i + 1) * cols] for i in range(rows)]
-            pos += rows * cols
-            return out
-
-        self.A, self.U, self.B, self.V = take(s, s), take(s, r), take(r, s), take(r, r)
-        self.family = PLAIN
-        self._eta: dict[int, list[Any]] = {}
-        self._deta: dict[int, list[Any]] = {}
-
-    def convert(self, value: Any) -> Any:
-        return self.domain.from_sympy(sympy.nsimplify(value) if isinstance(value, float) else value)
-
-    def xi(self, tree: Tree | None, advance: int = 0) -> list[Any]:
-        return [self.convert(_start_coefficient(t, tree, advance)) for t in self.method.start]
-
-    def eta_prime(self, tree: Tree) -> list[Any]:
-        found = self._deta.get(tree.index)
-        if found is None:
-            found = [self.domain.one] * self.method.stages
-            for child in tree.children:
-                eta = self.eta(self.family.trees[child])
-                found = [x * y for x, y in zip(found, eta, strict=True)]
-            self._deta[tree.index] = found
-        return found
-
-    def eta(self, tree: Tree) -> list[Any]:
-        found = self._eta.get(tree.index)
-        if found is None:
-            found = _add(_mul(self.A, self.eta_prime(tree)), _mul(self.U, self.xi(tree)))
-            self._eta[tree.index] = found
-        return found
-
-    def residuals(self, tree: Tree) -> list[Any]:
-        """B η′(t) + V ξ(t) − E ξ(t), one entry per output."""
-        out = _add(_mul(self.B, self.eta_prime(tree)), _mul(self.V, self.xi(tree)))
-        return [x - y for x, y in zip(out, self.xi(tree, advance=1), strict=True)]
-
-
-def _mul(M: list[list[Any]], v: list[Any]) -> list[Any]:
-    return [sum((a * x for a, x in zip(row, v, strict=True)), v[0] * 0) for row in M]
-
-
-def _add(x: list[Any], y: list[Any]) -> list[Any]:
-    return [a + b for a, b in zip(x, y, strict=True)]
-
-
-def _matrix(rows: Sequence[Sequence[Any]]) -> sympy.Matrix:
-    return sympy.Matrix([list(r) for r in rows]) if rows else sympy.zeros(0, 0)
-
-
-@final
-@dataclass(frozen=True)
-class Preconsistency:
-    """Butcher's preconsistency of a GLM, V u = u and U u = 1, judged entry by entry as the
-    order conditions are (`methods/precision.py`): exactly for exact entries; for numeric ones
-    in balls holding every method within their precision (met, fails, or undetermined when the
-    digits cannot tell).
-
-    - `holds`: True (every entry met), False (one fails), None (none fails, some undetermined).
-    - `u`: the inputs' y(x)-coefficients of the starting procedure (exact).
-    - `why`: the verdict in words.
-    - `undetermined`: `(condition, residual, bound)` for the entries the digits cannot decide.
-    - `tolerance`: the largest bound used (None for exact entries).
-    """
-
-    holds: bool | None
-    u: list[Any]
-    why: str
-    undetermined: list[tuple[str, Any, float]]
-    tolerance: float | None
-
-
-def preconsistency(method: GeneralLinear) -> Preconsistency:
-    """Judge V u = u and U u = 1 (see `Preconsistency`)."""
-    series = _Series(method)
-    prec = working_precision(method.numbers.values())
-    with flint.ctx.workprec(prec):
-        balls = _Series(method, balls=True) if method.numeric else None
-    return _preconsistency(series, balls, prec)
-
-
-def _preconsistency(series: _Series, balls: _Series | None, prec: int) -> Preconsistency:
-    def residuals(s: _Series) -> list[Any]:
-        """V u − u (one per input), then U u − 1 (one per stage)."""
-        u = s.xi(None)
-        fixed = [x - y for x, y in zip(_mul(s.V, u), u, strict=True)]
-        return fixed + [x - s.domain.one for x in _mul(s.U, u)]
-
-    r = series.method.values
-    labels = [f"(V u − u)[{i}]" for i in range(r)]
-    labels += [f"(U u − 1)[{j}]" for j in range(series.method.stages)]
-    exact = residuals(series)
-    if balls is None:
-        judged = [judge_element(series.domain, res) for res in exact]
-    else:
-        with flint.ctx.workprec(prec):
-            boxes = residuals(balls)
-            judged = [
-                judge_enclosure(box, Fraction(1), bool(res == series.domain.zero))
-                for res, box in zip(exact, boxes, strict=True)
-            ]
-    u = [_start_coefficient(t, None, 0) for t in series.method.start]
-    fails = [j.verdict is Verdict.FAILS for j in judged]
-    undetermined = [
-        (label, j.residual, j.bound)
-        for label, j in zip(labels, judged, strict=True)
-        if j.verdict is Verdict.UNDETERMINED
-    ]
-    tolerance = max((j.bound for j in judged), default=0.0) if balls is not None else None
-    if any(fails):
-        missed = []
-        if any(fails[:r]):
-            missed.append("V u ≠ u (u, the starting values' coefficients of y(x), is not kept)")
-        if any(fails[r:]):
-            missed.append("U u ≠ 1 (a stage does not start from y(x))")
-        return Preconsistency(False, u, "; ".join(missed), undetermined, tolerance)
-    if undetermined:
-        why = "V u = u and U u = 1 only within the rounding of the entries (undetermined)"
-        return Preconsistency(None, u, why, undetermined, tolerance)
-    return Preconsistency(True, u, "V u = u and U u = 1", [], tolerance)
-
-
-def doubly_stochastic(V: Sequence[Sequence[sympy.Expr]]) -> bool:
-    """Non-negative entries, every row and every column summing to 1 (exactly)."""
-    M = _matrix(V)
-    if any(x.free_symbols for x in M):
-        return False
-    nonnegative = all(bool(x >= 0) for x in M)
-    rows = all(sympy.simplify(sum(M.row(i)) - 1) == 0 for i in range(M.rows))
-    cols = all(sympy.simplify(sum(M.col(j)) - 1) == 0 for j in range(M.cols))
-    return nonnegative and rows and cols
-
-
-def zero_stability(V: Sequence[Sequence[sympy.Expr]], rounding: float) -> tuple[bool | None, str]:
-    """Power-boundedness of V: eigenvalues in the closed unit disc, those on the circle
-    semisimple. Exact for rational V; `None` for symbolic V."""
-    M = _matrix(V)
-    if any(x.free_symbols for x in M):
-        return None, "V has symbols: power-boundedness depends on the parameters"
-    if doubly_stochastic(V):
-        return True, "V is doubly stochastic: ‖Vⁿ‖∞ = 1 for every n, so V is power-bounded"
-    char = sympy.Poly(M.charpoly(ZETA).as_expr(), ZETA)
-    inside, _roots, how, _weak = root_condition(char, rounding)
-    if inside is None:
-        return None, how
-    # root_condition asks for simple roots on the circle (right for ρ); for a matrix, a repeated
-    # eigenvalue on the circle is fine when it is semisimple: rank f(V) = n − m·deg f. The sides
-    # are root_condition's own (exact for rational V), never a float tolerance.
-    factors, _used = place_roots(char, rounding)
-    bad = []
-    for factor, placed in factors:
-        sides = {side for *_, side, _eps in placed}
-        if 1 in sides:
-            return False, "an eigenvalue of V lies outside the unit disc; " + how
-        mult = placed[0][1] if placed else 1
-        if 0 in sides and mult > 1:
-            fV = sympy.zeros(M.rows)
-            for power, coeff in enumerate(reversed(factor.all_coeffs())):
-                fV += coeff * M**power
-            if fV.rank() != M.rows - mult * factor.degree():
-                bad.append(str(factor.as_expr()))
-    if bad:
-        return False, f"eigenvalues on the unit circle are not semisimple ({', '.join(bad)})"
-    return True, "eigenvalues of V in the closed unit disc, those on the circle semisimple; " + how
-
-
-def stability_matrix(method: GeneralLinear) -> sympy.Matrix | None:
-    """M(z) = V + zB(I − zA)⁻¹U, exactly, for rational entries (None otherwise: radicals make the
-    symbolic inverse slow, and the interval is read numerically anyway)."""
-    A, U, B, V = (_matrix(m) for m in (method.A, method.U, method.B, method.V))
-    if not all(x.is_Rational for m in (A, U, B, V) for x in m):
-        return None
-    s = method.stages
-    if method.is_explicit:  # A is nilpotent: (I − zA)⁻¹ = I + zA + … + (zA)^(s−1), exactly
-        term, inverse = sympy.eye(s), sympy.eye(s)
-        for _ in range(s - 1):
-            term = term * A * Z
-            inverse += term
-        return (V + Z * B * inverse * U).applyfunc(sympy.expand)
-    field = sympy.QQ.frac_field(Z)
-    shifted = DomainMatrix.from_Matrix(sympy.eye(s) - Z * A).convert_to(field)
-    inverse = shifted.inv().to_Matrix()
-    return (V + Z * B * inverse * U).applyfunc(sympy.cancel)
-
-
-def power_bound(V: Any, depth: int) -> tuple[float, float]:
-    """(spectral radius, max_{n ≤ depth} ‖Vⁿ‖₂) of a numeric V (e.g. a trained layer's)."""
-    M = np.asarray(V, dtype=float)
-    radius = float(max(abs(np.linalg.eigvals(M)))) if M.size else 0.0
-    power, worst = np.eye(M.shape[0]), 0.0
-    for _ in range(depth):
-        power = power @ M
-        worst = max(worst, float(np.linalg.norm(power, 2)))
-    return radius, worst
-
-
-def real_stability_interval(method: GeneralLinear) -> float:
-    """r of the largest [−r, 0] (up to 50) where every eigenvalue of M(x) has modulus ≤ 1, read
-    in float64 on a grid of step 0.01."""
-    A, U, B, V = (
-        np.array([[float(x) for x in row] for row in m], dtype=float).reshape(len(m), -1)
-        for m in (method.A, method.U, method.B, method.V)
-    )
-    eye = np.eye(method.stages)
-    edge = 0.0
-    for x in np.linspace(0.0, -50.0, 5001)[1:]:
-        M = V + x * B @ np.linalg.solve(eye - x * A, U)
-        if max(abs(np.linalg.eigvals(M))) > 1 + 1e-9:
-            return edge
-        edge = -x
-    return math.inf
 
 
 @final
@@ -357,11 +102,11 @@ class GeneralLinearReport(Report):
         start = time.perf_counter()
         self.method = method
         self.notes: list[str] = []
-        series = _Series(method)
+        series = BSeries(method)
         prec = working_precision(method.numbers.values())
         with flint.ctx.workprec(prec):
-            balls = _Series(method, balls=True) if method.numeric else None
-        pre = _preconsistency(series, balls, prec)
+            balls = BSeries(method, balls=True) if method.numeric else None
+        pre = judge_preconsistency(series, balls, prec)
         self.preconsistent, self.u = pre.holds, pre.u
         self.preconsistency_undetermined = pre.undetermined
         self.zero_stable, how = zero_stability(method.V, float(method.rounding))
@@ -413,8 +158,8 @@ class GeneralLinearReport(Report):
 
     def _order(
         self,
-        series: _Series,
-        balls: _Series | None,
+        series: BSeries,
+        balls: BSeries | None,
         prec: int,
         max_order: int | None,
         time_budget: float,
