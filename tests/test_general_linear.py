@@ -4,6 +4,8 @@ procedure (issue: general linear methods across depth)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import sympy
 
@@ -102,6 +104,32 @@ def test_a_claim_above_what_the_digits_establish_is_not_proved() -> None:
 def test_zero_stability_is_power_boundedness_of_v(V: list, stable: bool) -> None:
     values = [[sympy.sympify(x) for x in row] for row in V]
     assert zero_stability(values, 0.0)[0] is stable
+
+
+def _block(x: Any) -> list[list[Any]]:
+    """A double eigenvalue 1 (semisimple) beside a Jordan block at 1/2 (inside): power-bounded."""
+    half = sympy.Rational(1, 2)
+    return [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, half, x], [0, 0, 0, half]]
+
+
+def test_zero_stability_of_a_numeric_v_tests_only_the_eigenvalues_on_the_circle() -> None:
+    """A numeric V's characteristic polynomial was split square-free only: (ζ − 1)(ζ − 1/2)
+    squared, whose rank test also asked the Jordan block at 1/2 (inside) to be semisimple, and a
+    V that the exact encoding proves zero-stable was 'not semisimple' at 6 digits. A defective
+    eigenvalue merely within the precision of the circle is undetermined, not a failure."""
+    assert zero_stability(_block(1), 0.0)[0] is True
+    assert zero_stability(_block(1), 5e-7)[0] is True  # the same V as typed to 6 digits
+    glm = GeneralLinear(
+        [[0]],
+        [[1, 0, 0, 0]],
+        [[1], [0], [0], [0]],
+        _block("1.000000"),
+        start=["y(x)", "y(x)", "h*f(x)", "h*f(x)"],
+    )
+    assert analyse_general_linear(glm).zero_stable is True
+    stable, how = zero_stability(_block(1), 0.05)  # 1/2 within the first-order reach of |ζ| = 1
+    assert stable is None and "undetermined" in how
+    assert zero_stability([[1, 1], [0, 1]], 5e-7)[0] is False  # a Jordan block at 1 itself
 
 
 def test_power_bound_of_a_trained_v() -> None:

@@ -56,15 +56,18 @@ def place_roots(
     """Every root of ρ placed against the unit circle, factor by factor: exactly for rational ρ
     (factored over QQ: linear, cyclotomic and palindromic factors by algebra, the others, which
     have no root on the circle, by 50-digit roots), and within the first-order effect of the
-    rounding for a numeric ρ (square-free factors).
+    rounding for a numeric ρ (irreducible factors of rational digits, else square-free ones).
 
     **Returns:** `(factors, used)`: each factor of the factorisation with its placed roots (the
     multiplicity is the factor's), and the reasons used, in words.
     """
-    exact = bool(rho.domain.is_QQ or rho.domain.is_ZZ) and rounding == 0
+    rational = bool(rho.domain.is_QQ or rho.domain.is_ZZ)
+    exact = rational and rounding == 0
     k, used = rho.degree(), set()
     factors: list[tuple[sympy.Poly, list[Placed]]] = []
-    for f, mult in rho.factor_list()[1] if exact else rho.sqf_list()[1]:
+    # irreducible factors whenever the digits are rational: a factor's roots then share their
+    # Jordan structure (zero_stability's rank test), also for a numeric declaration
+    for f, mult in rho.factor_list()[1] if rational else rho.sqf_list()[1]:
         with mpmath.workdps(DIGITS):
             values = (
                 [-f.nth(0) / f.nth(1)]
@@ -135,7 +138,9 @@ def root_condition(rho: sympy.Poly, rounding: float) -> tuple[bool | None, list[
     how = (
         "zero-stability decided exactly: ρ factored over QQ; " + "; ".join(sorted(used))
         if exact
-        else f"ρ is over {rho.domain}: multiplicities exact (square-free factorisation), sides "
+        else f"ρ is over {rho.domain}: multiplicities exact ("
+        + ("factored over QQ" if rho.domain.is_QQ or rho.domain.is_ZZ else "square-free factors")
+        + "), sides "
         f"from {DIGITS}-digit mpmath roots (within 1e-40 of |ζ| = 1 counts as on it)"
     )
     if rounding > 0:
