@@ -132,6 +132,23 @@ def test_zero_stability_of_a_numeric_v_tests_only_the_eigenvalues_on_the_circle(
     assert zero_stability([[1, 1], [0, 1]], 5e-7)[0] is False  # a Jordan block at 1 itself
 
 
+def test_an_undetermined_preconsistency_keeps_the_order_established_at_0() -> None:
+    """Runge-Kutta 4 carried in two copies whose V rows sum to 0.99995 (within the digits of 1):
+    with y(x) inputs V enters no order condition, so every one of them held and the report said
+    'order 4' (the claim of 4 passed) while preconsistency, which every order needs, was
+    undetermined and the digits' own method does not converge. The order established is 0."""
+    b = ["1/6", "1/3", "1/3", "1/6"]
+    A = [[0, 0, 0, 0], ["1/2", 0, 0, 0], [0, "1/2", 0, 0], [0, 0, 1, 0]]
+    V = [["0.3333", "0.66665"], ["0.3333", "0.66665"]]
+    report = analyse_general_linear(GeneralLinear(A, [[1, 0]] * 4, [b, b], V, order=4))
+    assert report.preconsistent is None
+    assert report.order == 0 and report.order_is_lower_bound
+    assert [c for c, _, _ in report.undetermined] == ["(V u − u)[0]", "(V u − u)[1]"]
+    assert report.mismatches == {"order": (4, 0)} and report.consistent is None
+    exact = [[sympy.Rational(1, 3), sympy.Rational(2, 3)]] * 2  # preconsistent: order 4
+    assert analyse_general_linear(GeneralLinear(A, [[1, 0]] * 4, [b, b], exact)).order == 4
+
+
 def test_power_bound_of_a_trained_v() -> None:
     radius, worst = power_bound([[1.0, 1.0], [0.0, 1.0]], depth=6)
     assert radius == pytest.approx(1.0) and worst > 6

