@@ -164,6 +164,19 @@ def test_compile_errors_name_the_recipe_file_and_key(
     assert str(caught.value).startswith(f"{path}: {message}")
 
 
+def test_a_compile_error_in_the_method_names_the_method_file(tmp_path: Path) -> None:
+    """The compiler's refusal of the method's own V named the recipe (key 'V' of recipe.toml)."""
+    method = tmp_path / "glm.toml"
+    method.write_text(
+        'name = "halving"\nfamily = "general-linear"\nA = [[0]]\nU = [[1]]\nB = [[1]]\n'
+        'V = [["1/2"]]\n'
+    )
+    path = _write(tmp_path, GOOD_SIDES.replace('method = "euler"', f'method = "{method}"', 1))
+    with pytest.raises(bf.DeclarationError) as caught:
+        bf.Seq2Seq(path, VOCAB)
+    assert str(caught.value).startswith(f"{method}: key 'V': 'halving' is not preconsistent")
+
+
 def test_unknown_recipe_name_suggests() -> None:
     with pytest.raises(bf.UnknownNameError, match="macaron"):
         load_recipe("macarom")

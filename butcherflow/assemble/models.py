@@ -42,7 +42,8 @@ def build_side(
     """The blocks of one side: `layers` compiled blocks, or one stack for multistep/DLCL.
 
     Compile options and sizes that do not fit the method are refused by the compiler; the error
-    names the recipe file `source` and the recipe's key (`encoder.share`, `sizes.n_heads`).
+    names the recipe file `source` and the recipe's key (`encoder.share`, `sizes.n_heads`), or,
+    for an entry of the method itself (a V that is not preconsistent), the method's file.
     """
     options = dict(side.options)
     share_gate = bool(options.pop("share_gate", False))
@@ -70,13 +71,17 @@ def build_side(
     except DeclarationError as error:
         if error.source is not None:  # a method file's own error names that file
             raise
-        key = error.key
-        if key in {*side.options, "field", "fields"}:
+        key, where_from = error.key, source
+        if key in {*side.options, "field", "fields", "method"}:
             key = f"{where}.{key}"
         elif key in sizes:
             key = f"sizes.{key}"
+        else:  # an entry of the method itself (its V, A, ...): its file, not the recipe's
+            where_from = getattr(method, "source", None)
+            if where_from is None:
+                raise
         raise DeclarationError(
-            error.problem, key=key, value=error.value, valid=error.valid, source=source
+            error.problem, key=key, value=error.value, valid=error.valid, source=where_from
         ) from None
 
 
