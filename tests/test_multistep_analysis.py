@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import butcherflow as bf
 from butcherflow.analysis.multistep import MultistepReport, analyse_multistep
+from butcherflow.analysis.root_condition import ZETA, root_condition
 from butcherflow.errors import AnalysisError, OrderClaimError
 
 t = sympy.Symbol("t")
@@ -185,6 +186,26 @@ def test_root_condition_exact(rho: sympy.Expr, stable: bool) -> None:
     alpha = sympy.Poly(rho, t).all_coeffs()[::-1]
     report = check(alpha, [0] * (len(alpha) - 1) + [1])
     assert report.zero_stable is stable
+
+
+HALF = sympy.Rational(1, 2)
+
+
+@pytest.mark.parametrize(
+    ("rho", "rounding", "stable"),
+    [
+        # a double root at 1/2, within reach of the circle only at one-digit precision
+        ((t - 1) * (t - HALF) ** 2, 0.0, True),
+        ((t - 1) * (t - HALF) ** 2, 0.05, None),
+        ((t - 1) * (t - HALF) ** 2, 1e-9, True),
+        ((t - 1) ** 2 * (t - HALF), 0.05, False),  # a double root the digits put on the circle
+        ((t - 1) * (t - 2), 0.05, False),  # a root outside
+    ],
+)
+def test_root_condition_of_digits_is_undetermined_only_where_they_cannot_tell(
+    rho: sympy.Expr, rounding: float, stable: bool | None
+) -> None:
+    assert root_condition(sympy.Poly(sympy.expand(rho.subs(t, ZETA)), ZETA), rounding)[0] is stable
 
 
 @pytest.mark.parametrize(("k", "angle"), [(3, 86.03), (4, 73.35), (5, 51.84), (6, 17.84)])

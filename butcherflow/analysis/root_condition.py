@@ -128,9 +128,17 @@ def root_condition(rho: sympy.Poly, rounding: float) -> tuple[bool | None, list[
     found = [root for _, placed in factors for root in placed]
     circle = [r for r in found if r[3] == 0]
     clustered = any(abs(_mp(a[0]) - _mp(b[0])) <= a[4] + b[4] for a, b in combinations(circle, 2))
-    stable: bool | None = (
-        all(r[3] < 1 for r in found) and all(r[1] == 1 for r in circle) and not clustered
+    # A definite failure: a root the digits put outside, or a repeated root they put exactly on
+    # the circle. A repeated root only within the precision of the circle, or two roots on it
+    # within each other's reach (a double one for all the digits can tell), is undetermined for a
+    # numeric declaration: the intended method may have it inside, or simple.
+    definite = any(r[3] == 1 for r in found) or any(
+        r[1] > 1 and abs(r[2] - 1) <= 1e-30 for r in circle
     )
+    stable: bool | None = not definite and all(r[1] == 1 for r in circle) and not clustered
+    near = not definite and not stable and rounding > 0
+    if near:
+        stable = None
     parasitic = [r for r in circle if abs(_mp(r[0]) - 1) > max(r[4], 1e-30)]
     weakly = bool(stable and parasitic)
     if stable and parasitic and rounding > 0:
@@ -145,11 +153,15 @@ def root_condition(rho: sympy.Poly, rounding: float) -> tuple[bool | None, list[
     )
     if rounding > 0:
         how += "; numeric declaration: a root within the first-order effect of the rounding of "
-        how += "|ζ| = 1 counts as on it (two such roots that close together as a double one)"
+        how += "|ζ| = 1 counts as on it"
     found.sort(key=lambda r: (-float(r[2]), float(mpmath.arg(_mp(r[0])))))
     roots = [
         (v if isinstance(v, sympy.Basic) else complex(v), m, float(a)) for v, m, a, *_ in found
     ]
-    if stable is None:
+    if near:
+        how += (
+            "; a repeated root, or two close roots, within the precision of |ζ| = 1: undetermined"
+        )
+    elif stable is None:
         how += "; a root other than 1 lies within the precision of |ζ| = 1: undetermined"
     return stable, roots, how, weakly
