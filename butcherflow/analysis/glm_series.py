@@ -81,12 +81,16 @@ class BSeries:
         self._deta: dict[int, list[Any]] = {}
 
     def convert(self, value: Any) -> Any:
+        """A sympy value (or float) as an element of this series' domain."""
         return self.domain.from_sympy(sympy.nsimplify(value) if isinstance(value, float) else value)
 
     def xi(self, tree: Tree | None, advance: int = 0) -> list[Any]:
+        """ξ(t): the inputs' B-series coefficients at `tree` (None: the empty tree), shifted by
+        `advance` steps (1: E ξ, the starting procedure one step on)."""
         return [self.convert(_start_coefficient(t, tree, advance)) for t in self.method.start]
 
     def eta_prime(self, tree: Tree) -> list[Any]:
+        """η′(t) = η(t₁)⋯η(t_m) for t = [t₁…t_m], one entry per stage (memoised)."""
         found = self._deta.get(tree.index)
         if found is None:
             found = [self.domain.one] * self.method.stages
@@ -97,6 +101,7 @@ class BSeries:
         return found
 
     def eta(self, tree: Tree) -> list[Any]:
+        """η(t) = A η′(t) + U ξ(t), one entry per stage (memoised)."""
         found = self._eta.get(tree.index)
         if found is None:
             found = _add(_mul(self.A, self.eta_prime(tree)), _mul(self.U, self.xi(tree)))
@@ -149,6 +154,9 @@ def preconsistency(method: GeneralLinear) -> Preconsistency:
 
 
 def judge_preconsistency(series: BSeries, balls: BSeries | None, prec: int) -> Preconsistency:
+    """V u = u and U u = 1 judged like order conditions: exactly from `series`, and for numeric
+    entries from `balls` at `prec` bits (met, fails: the ball excludes 0, or undetermined)."""
+
     def residuals(s: BSeries) -> list[Any]:
         """V u − u (one per input), then U u − 1 (one per stage)."""
         u = s.xi(None)

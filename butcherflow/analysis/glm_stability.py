@@ -20,6 +20,7 @@ Z = sympy.Symbol("z")
 
 
 def as_matrix(rows: Sequence[Sequence[Any]]) -> sympy.Matrix:
+    """A declaration's rows as a sympy Matrix (0×0 for no rows)."""
     return sympy.Matrix([list(r) for r in rows]) if rows else sympy.zeros(0, 0)
 
 

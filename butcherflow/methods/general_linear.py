@@ -286,6 +286,7 @@ class GeneralLinear(CoefficientMethod):
             start=self._table["start"],
             precision=self._table["precision"],
             name=self.name,
+            source=self.source,  # later errors on the member still name the family's file
         )
 
     def start_text(self) -> list[str]:

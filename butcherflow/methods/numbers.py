@@ -285,7 +285,7 @@ def covering_text(value: sympy.Expr, rounding: Fraction) -> str:
     within `rounding` (> 0) of `value` (not 0: a zero entry is exact), known to at most ten
     times `rounding`: the decimal whose half-unit in the last digit covers it (`1/3` to 1e-6 is
     `"0.333333"`) where there is one that fine, else the exact value plus and minus a decimal
-    (`"1/3 + 1.0e1 - 1.0e1"` for `1/3` to 5: their two roundings add up)."""
+    (`"1/3 + 1.0e2 - 1.0e2"` for `1/3` to 5: their two roundings add up)."""
     with flint.ctx.workprec(max(128, 64 + rounding.denominator.bit_length())):
         enclosure = ball(value)
         centre = _arf_fraction(enclosure.mid())
