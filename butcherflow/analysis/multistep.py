@@ -29,7 +29,7 @@ from .multistep_order import (
     search_multistep_order,
     vanishes,
 )
-from .report import Report, trained_order_text
+from .report import Report, shown_open, trained_order_text, undetermined_note
 from .root_condition import ZETA, Root, root_condition
 
 
@@ -128,7 +128,7 @@ class MultistepReport(Report):
             ("steps", self.method.steps),
             ("explicit", self.explicit),
             ("order", f"{self.order}" + ("+" if self.order_is_lower_bound else "")),
-            ("undetermined", [f"{c}: {r:.3g} ± {b:.3g}" for c, r, b in self.undetermined] or None),
+            ("undetermined", shown_open(self.undetermined) or None),
             ("consistent", self.consistent),
             ("error constant C_{p+1}/σ(1)", self.error_constant),
             ("zero-stable", self._zero_stability_text()),
@@ -227,8 +227,7 @@ def analyse_multistep(
         )
     if found.undetermined:
         notes.append(
-            f"order {found.order} established; C_{found.order + 1} is undetermined at the "
-            "precision of the entries"
+            undetermined_note(found.order, len(found.undetermined), found.upper).removesuffix(".")
             + (
                 f" (Dahlquist's first barrier: a zero-stable {k}-step method has order ≤ {barrier})"
                 if found.order + 1 > barrier
