@@ -50,10 +50,9 @@ from ..methods.precision import (
     Verdict,
     digits_hint,
     judge_enclosure,
-    working_precision,
 )
 from .convergence import SLOPE_TOLERANCE, Convergence, convergence
-from .glm_series import BSeries, judge_preconsistency
+from .glm_series import BSeries, judge_preconsistency, series_of
 from .glm_stability import (
     power_bound,
     real_stability_interval,
@@ -104,10 +103,7 @@ class GeneralLinearReport(Report):
         start = time.perf_counter()
         self.method = method
         self.notes: list[str] = []
-        series = BSeries(method)
-        prec = working_precision(method.numbers.values())
-        with flint.ctx.workprec(prec):
-            balls = BSeries(method, balls=True) if method.numeric else None
+        series, balls, prec = series_of(method)
         pre = judge_preconsistency(series, balls, prec)
         self.preconsistent, self.u = pre.holds, pre.u
         self.preconsistency_undetermined = pre.undetermined

@@ -144,13 +144,19 @@ class Preconsistency:
     tolerance: float | None
 
 
-def preconsistency(method: GeneralLinear) -> Preconsistency:
-    """Judge V u = u and U u = 1 (see `Preconsistency`)."""
+def series_of(method: GeneralLinear) -> tuple[BSeries, BSeries | None, int]:
+    """The exact B-series, the ball one for numeric entries (else None), and the working
+    precision in bits the balls were made at."""
     series = BSeries(method)
     prec = working_precision(method.numbers.values())
     with flint.ctx.workprec(prec):
         balls = BSeries(method, balls=True) if method.numeric else None
-    return judge_preconsistency(series, balls, prec)
+    return series, balls, prec
+
+
+def preconsistency(method: GeneralLinear) -> Preconsistency:
+    """Judge V u = u and U u = 1 (see `Preconsistency`)."""
+    return judge_preconsistency(*series_of(method))
 
 
 def judge_preconsistency(series: BSeries, balls: BSeries | None, prec: int) -> Preconsistency:
