@@ -307,3 +307,31 @@ def test_every_family_has_an_analysis_a_compiler_and_a_page() -> None:
         assert family in ANALYSES and family in COMPILERS and family in PAGES
         assert family in CURVES
         assert family.keys and set(family.required) <= set(family.keys)
+
+
+@pytest.mark.parametrize(
+    ("init", "text", "row"),
+    [
+        # a decimal init keeps its rounding: 0.6667 is 2/3 only to within 5e-5, so order 2 at
+        # initialisation is undetermined, not refuted (as if 6667/10000 were exact)
+        ("0.6667", "1 for every a (1+ at initialisation, a = 0.6667)", "1+"),
+        ("2/3", "1 for every a (2 at initialisation, a = 2/3)", "2"),
+        ("1/2", "1 for every a", "1"),
+    ],
+)
+def test_the_order_at_initialisation_judges_a_decimal_init_at_its_digits(
+    init: str, text: str, row: str
+) -> None:
+    ralston = bf.ButcherTableau(
+        [[0, 0], ["a", 0]], ["1/4", "3/4"], parameters={"a": {"kind": "learned", "init": init}}
+    )
+    report = bf.check(ralston)
+    assert report.block_order_text == text
+    assert dict(report.rows())["order at initialisation"] == row
+    multistep = bf.LinearMultistep(
+        [0, -1, 1], [0, "1 - 3*a/4", "3*a/4"], parameters={"a": {"kind": "learned", "init": init}}
+    )
+    expected = {"0.6667": "1 for every a (1+ at initialisation, a = 0.6667)"}
+    expected["2/3"] = "1 for every a (2 at initialisation, a = 2/3)"
+    # the same rule for multistep (order 2 at a = 2/3)
+    assert bf.check(multistep).block_order_text == expected.get(init, "1 for every a")

@@ -19,7 +19,7 @@ import sympy
 
 from ..errors import AnalysisError
 from ..methods import LinearMultistep
-from ..methods.parameters import initial_values
+from ..methods.parameters import initial_numbers
 from ..methods.precision import RESOLUTION
 from .boundary_locus import a_alpha_angle, float_coefficients, locus, real_interval
 from .multistep_order import (
@@ -117,10 +117,14 @@ class MultistepReport(Report):
         declared = self.method.parameters
         if not declared or self.method.symbols - set(declared):
             return str(self.order)
-        start = initial_values(declared)
-        member = analyse_multistep(self.method.subs({str(s): v for s, v in start.items()}))
+        numbers = initial_numbers(declared)  # a decimal init keeps its rounding in the member
+        member = analyse_multistep(self.method.subs({str(s): n for s, n in numbers.items()}))
         return trained_order_text(
-            self.order, self.method.symbols, member.order, {str(s): v for s, v in start.items()}
+            self.order,
+            self.method.symbols,
+            member.order,
+            {str(s): n.raw for s, n in numbers.items()},
+            bool(member.undetermined),
         )
 
     def rows(self) -> list[tuple[str, Any]]:

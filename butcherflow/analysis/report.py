@@ -124,14 +124,18 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def trained_order_text(order: int, symbols: Any, initial_order: int, start: dict[Any, Any]) -> str:
+def trained_order_text(
+    order: int, symbols: Any, initial_order: int, start: dict[Any, Any], initial_open: bool = False
+) -> str:
     """The order of a layer whose parameters train: for every value they take, and (when it
-    differs) at their initial values: `"1 for every g (2 at initialisation, g = 1/2)"`."""
+    differs) at their initial values: `"1 for every g (2 at initialisation, g = 1/2)"`;
+    `initial_open`: a decimal init leaves the order above `initial_order` undetermined
+    (`"1+ at initialisation, a = 0.6667"`)."""
     names = ", ".join(sorted(map(str, symbols))) or "value"
     text = f"{order} for every {names}"
-    if initial_order != order:
+    if initial_order != order or initial_open:
         values = ", ".join(f"{k} = {v}" for k, v in start.items())
-        text += f" ({initial_order} at initialisation, {values})"
+        text += f" ({initial_order}{'+' if initial_open else ''} at initialisation, {values})"
     return text
 
 

@@ -16,7 +16,7 @@ import sympy
 
 from ..errors import AnalysisError
 from ..methods import ButcherTableau
-from ..methods.parameters import initial_values, relations
+from ..methods.parameters import initial_numbers, initial_values, relations
 from ..methods.precision import RESOLUTION, digits_hint
 from .report import (
     Report,
@@ -63,7 +63,9 @@ class RungeKuttaReport(Report):
     - `stopped`: why the search ended without a failing condition (`"max_order"`,
       `"time budget"`), or None.
     - `initial_order`: for a declaration whose symbols are all declared parameters, the order
-      of the layer when training starts (its parameters at their initial values); else None.
+      of the layer when training starts (its parameters at their initial values, a decimal init
+      with its rounding); else None. `initial_is_lower_bound`: its digits leave the next
+      conditions undetermined.
     - `proved`: the tableau the conditions were judged on: the declaration, with the identities
       its parameters satisfy substituted (softmax weights sum to 1).
     """
@@ -115,6 +117,7 @@ class RungeKuttaReport(Report):
             self.embedded_undetermined = bool(embedded.undetermined)
         self.stability: StabilityFunction = stability_function(method, self.order)
         self.algebraically_stable = algebraically_stable(method)
+        self.initial_is_lower_bound = False
         self.initial_order, self.initial_values = self._initial(deadline, max_order)
         self._explain(stage_decided)
         for symbol, value in identities.items():
@@ -140,11 +143,11 @@ class RungeKuttaReport(Report):
         declared = self.method.parameters
         if not declared or self.method.symbols - set(declared):
             return None, {}
-        start = initial_values(declared)
-        values = {s: v for s, v in start.items() if s in self.proved.symbols}
-        member = self.proved.subs(values)
+        numbers = initial_numbers(declared)  # a decimal init keeps its rounding in the member
+        member = self.proved.subs({s: n for s, n in numbers.items() if s in self.proved.symbols})
         found = Conditions(member).search(order_bound(member), deadline, max_order)
-        return found.order, {str(s): v for s, v in start.items()}
+        self.initial_is_lower_bound = bool(found.undetermined)
+        return found.order, {str(s): n.raw for s, n in numbers.items()}
 
     @property
     def block_order_text(self) -> str:
@@ -153,7 +156,11 @@ class RungeKuttaReport(Report):
         if self.initial_order is None:
             return super().block_order_text
         return trained_order_text(
-            self.order, self.proved.symbols, self.initial_order, self.initial_values
+            self.order,
+            self.proved.symbols,
+            self.initial_order,
+            self.initial_values,
+            self.initial_is_lower_bound,
         )
 
     def _error_norm(self, found: Search[Tree]) -> float | None:
@@ -280,7 +287,8 @@ class RungeKuttaReport(Report):
                     [f"{s}: {p.describe(start[s])}" for s, p in m.parameters.items()],
                 )
             )
-            rows.append(("order at initialisation", self.initial_order))
+            initial = f"{self.initial_order}{'+' if self.initial_is_lower_bound else ''}"
+            rows.append(("order at initialisation", initial))
         if m.numeric:
             rows.append(("tolerance", tolerance_text(m.precision, m.rounding, self.tolerance)))
         rows += [
@@ -317,6 +325,7 @@ class RungeKuttaReport(Report):
             "stages": m.stages,
             "parameters": {str(s): p.kind for s, p in m.parameters.items()},
             "initial_order": self.initial_order,
+            "initial_order_is_lower_bound": self.initial_is_lower_bound,
             "domain": self.domain,
             "failing_trees": [{"tree": t, "residual": r} for t, r in self.failing],
             "undetermined_trees": [

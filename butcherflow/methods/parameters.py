@@ -214,8 +214,10 @@ def _check_softmax(softmax: list[Parameter], source: str | None) -> None:
             )
 
 
-def initial_values(parameters: Mapping[sympy.Symbol, Parameter]) -> dict[sympy.Symbol, Any]:
-    """The value of every declared symbol when training starts (a gate at its W = 0)."""
+def initial_numbers(parameters: Mapping[sympy.Symbol, Parameter]) -> dict[sympy.Symbol, Number]:
+    """The entry every declared symbol holds when training starts (a gate at its W = 0): the
+    declared `init` as parsed (a decimal keeps its rounding), else the kind's exact default.
+    This is what the order at initialisation substitutes."""
     softmax = [s for s, p in parameters.items() if p.kind == "softmax"]
     defaults = {
         "gate": sympy.Rational(1, 2),
@@ -223,8 +225,14 @@ def initial_values(parameters: Mapping[sympy.Symbol, Parameter]) -> dict[sympy.S
         "softmax": sympy.Rational(1, max(len(softmax), 1)),
     }
     return {
-        s: p.init.value if p.init is not None else defaults[p.kind] for s, p in parameters.items()
+        s: p.init if p.init is not None else Number(defaults[p.kind], raw=str(defaults[p.kind]))
+        for s, p in parameters.items()
     }
+
+
+def initial_values(parameters: Mapping[sympy.Symbol, Parameter]) -> dict[sympy.Symbol, Any]:
+    """The value of every declared symbol when training starts (`initial_numbers`' values)."""
+    return {s: number.value for s, number in initial_numbers(parameters).items()}
 
 
 def relations(parameters: Mapping[sympy.Symbol, Parameter]) -> dict[sympy.Symbol, sympy.Expr]:
