@@ -596,6 +596,9 @@ def test_a_result_in_the_committed_record_is_carried_over_not_retrained(tmp_path
     result = first.results[0]
     assert result["threads"] == 1 and result["wall_seconds"] > 0 and result["sessions"] == 1
     assert result["stopped"] == "max_update 2 reached" and result["updates"] == 2
+    assert result["code"].startswith("butcherflow ")  # the version, and a checkout's commit
+    code = f"- Code that trained the runs: {result['code']}, 1 of 1 results."
+    assert code in (out / "lm-one.md").read_text()
 
     lines: list[str] = []
     again = run_experiment(

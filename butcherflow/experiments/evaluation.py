@@ -18,7 +18,9 @@ from __future__ import annotations
 import itertools
 import os
 import platform
+import subprocess
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +162,31 @@ def throughput(log: Path) -> float | None:
                 seconds += delta / float(rate)
             previous = float(entry["train_tokens"])
     return tokens / seconds if seconds > 0 else None
+
+
+def code_version() -> str:
+    """The code that trains: butcherflow's version and, from a git checkout, its commit, with
+    "+ local changes" when the package's files differ from it (a frozen checkout, patched)."""
+    try:
+        text = f"butcherflow {metadata.version('butcherflow')}"
+    except metadata.PackageNotFoundError:
+        text = "butcherflow (not installed)"
+    package = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(package), *args], capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "--short", "HEAD")
+    if commit is None:
+        return text
+    changed = git("status", "--porcelain", "--", ".")
+    return f"{text} at git {commit}" + (" + local changes" if changed else "")
 
 
 def machine(device: str) -> str:

@@ -375,6 +375,13 @@ def _how(experiment: Experiment, aggregate: Mapping[str, Any]) -> str:
         else "- Which results were trained and which were reused: not recorded by the version "
         "that wrote this JSON."
     )
+    codes: dict[str, int] = {}
+    for r in results:
+        code = r.get("code") or "not recorded (a version before results recorded it)"
+        codes[code] = codes.get(code, 0) + 1
+    code_line = "- Code that trained the runs: " + "; ".join(
+        f"{code}, {count} of {len(results)} results" for code, count in sorted(codes.items())
+    )
     interval = next(
         (r.get("validate_interval_updates") for r in results if r.get("patience")), None
     )
@@ -396,6 +403,7 @@ def _how(experiment: Experiment, aggregate: Mapping[str, Any]) -> str:
             f"- Evaluation: {evaluation}; train tokens/s count target tokens of training steps, "
             "timed inside each run on a shared machine, not side by side (speed ratios: "
             "`butcherflow bench train`, [benchmarks](../benchmarks.md)).",
+            code_line + ".",
             f"- Machine: {aggregate['machine']}; "
             f"{aggregate.get('threads', 'torch threads not recorded')}; "
             f"finished {aggregate['date']}; wall time of the runs in this table (training and "

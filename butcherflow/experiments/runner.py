@@ -45,7 +45,14 @@ from ..savedir.layout import BEST, LOG
 from ..train import Interrupted, TrainConfig, train
 from ..train.loop import INTERRUPTED
 from .catalog import EXPERIMENTS, PRESETS
-from .evaluation import DECODING, evaluate_language_model, evaluate_translation, machine, throughput
+from .evaluation import (
+    DECODING,
+    code_version,
+    evaluate_language_model,
+    evaluate_translation,
+    machine,
+    throughput,
+)
 from .index import write_index
 from .report import DEFAULT_OUT, write_report
 from .spec import Experiment, Preset, Run, Variant, check_seeds, recipe_table
@@ -458,6 +465,7 @@ def run_one(invocation: Invocation, run: Run, seed: int) -> dict[str, Any]:
         "tokens_per_s": throughput(save_dir / LOG),
         **measured,
         "device": invocation.device,
+        "code": code_version(),
         "threads": summary["threads"],
         "save_dir": str(save_dir),
         # this command's training and evaluation; a run resumed from a checkpoint (sessions > 1)
