@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import sympy
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import butcherflow as bf
@@ -434,6 +434,9 @@ def test_roots_of_negative_numbers_are_refused_not_enclosed_as_real() -> None:
 
 
 @settings(max_examples=200, deadline=None)
+# found by this test in a fresh clone: a rounding just above 1e-20, where the single pair's
+# 1e-19 plus the enclosure's rounded-up radius came out 1.0000000027 times ten times it
+@example(value=Fraction(1, 372), root=True, rounding=Fraction(1, 99999999710427630745))
 @given(
     value=st.fractions(min_value=-(10**6), max_value=10**6, max_denominator=10**4),
     root=st.booleans(),

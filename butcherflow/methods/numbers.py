@@ -280,6 +280,9 @@ def substitute(
     return Number(value, rounding, covering_text(value, rounding) if rounding else str(value))
 
 
+_SLACK = Fraction(1, 10**6)
+
+
 def covering_text(value: sympy.Expr, rounding: Fraction) -> str:
     """An entry text that reads back (`parse_number`) as a numeric entry holding every number
     within `rounding` (> 0) of `value` (not 0: a zero entry is exact), known to at most ten
@@ -300,10 +303,16 @@ def covering_text(value: sympy.Expr, rounding: Fraction) -> str:
                 return f"{sign}{abs(m) // 10}.{abs(m) % 10}e{k + 1}"
             digits = digits.rjust(1 - k, "0")
             return f"{sign}{digits[:k]}.{digits[k:]}"
+    # "1.0e{k}" is known to half of 10**(k-1), so "+ 1.0e{k} - 1.0e{k}" adds 10**(k-1). The
+    # parser encloses an irrational expression's rounding in arb balls, whose radii it rounds up
+    # (by ~1e-9 relative): keep SLACK clear of both ends.
     e = math.floor(math.log10(rounding))
-    while Fraction(10) ** e < rounding:  # "1.0e{e+1}" is known to half of 10**e; two of them
+    while Fraction(10) ** e < rounding * (1 + _SLACK):
         e += 1
-    return f"{value} + 1.0e{e + 1} - 1.0e{e + 1}"
+    if Fraction(10) ** e * (1 + _SLACK) <= 10 * rounding:
+        return f"{value} + 1.0e{e + 1} - 1.0e{e + 1}"
+    # rounding lies within SLACK of 10**(e-1): 1.1 * 10**(e-1) covers it, well under ten times
+    return f"{value} + 1.0e{e} - 1.0e{e} + 1.0e{e - 1} - 1.0e{e - 1}"
 
 
 def _arf_fraction(x: Any) -> Fraction:
