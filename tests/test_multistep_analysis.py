@@ -170,6 +170,37 @@ def test_numeric_declarations_are_judged_at_their_precision() -> None:
     assert bdf2.order == 0 and bdf2.undetermined
 
 
+def test_exact_alpha_decide_zero_stability_whatever_digits_beta_carries() -> None:
+    # ρ is α's alone: Milne-Simpson's and Nyström's ρ = ζ² − 1 are exact with float β, so the
+    # root −1 is on the circle for certain (it was undetermined, β's rounding counted for ρ).
+    milne = check([-1, 0, 1], [1 / 3, 4 / 3, 1 / 3])
+    assert milne.order == 4 and milne.zero_stable is True and milne.weakly_stable
+    nystrom = check([-1, 0, 1], [0, "2.000000000000000", 0])
+    assert nystrom.zero_stable is True and nystrom.weakly_stable
+    # α given as digits still leaves the root on the circle undetermined.
+    assert check(["-1.0", 0, 1], [0, 2, 0]).zero_stable is None
+
+
+def test_real_interval_of_a_six_digit_method_is_read_past_the_rounding_noise() -> None:
+    # Adams-Bashforth 7 to six digits: its interval [-0.0465, 0] is far wider than the
+    # rounding moves a crossing (4e-4), but lay within the 1000x margin kept for the angle,
+    # so the first crossing read was -1.45 and the interval came out 0.
+    ab7 = adams_bashforth(7)
+    six = [f"{float(b):.6g}" if b else 0 for b in ab7.beta]
+    report = analyse_multistep(bf.LinearMultistep(ab7.alpha, six, name="ab-7"))
+    exact = analyse_multistep(ab7).real_interval
+    assert exact == pytest.approx(0.04651, abs=1e-5)
+    assert report.real_interval == pytest.approx(exact, rel=1e-2)
+
+
+def test_a_finite_real_interval_is_no_a_zero_stability() -> None:
+    # The trapezoid with β₀ = 1/2 + 1e-9: stable on [-2e9, 0] only, so not A(0)-stable (the
+    # probes stopped at -1e6 and read A(0)).
+    report = check([-1, 1], ["500000001/1000000000", "1/2"])
+    assert report.real_interval == pytest.approx(2e9, rel=1e-6)
+    assert report.a_alpha is None
+
+
 @pytest.mark.parametrize(
     ("rho", "stable"),
     [

@@ -218,7 +218,9 @@ def analyse_multistep(
         if sum(solved.values()) == rho.degree():
             roots = [(v, m, sympy.Abs(v)) for v, m in solved.items()]
     else:
-        zero_stable, roots, how, weakly = root_condition(rho, float(method.rounding))
+        # ρ is α's alone: exact α decide the root condition exactly, whatever digits β carries
+        alpha_rounding = max(x.rounding for x in method.alpha_numbers)
+        zero_stable, roots, how, weakly = root_condition(rho, float(alpha_rounding))
         notes.append(how)
     barrier = dahlquist_barrier(k, method.is_explicit) if zero_stable else 2 * k
     found = search_multistep_order(method, limit, barrier, max_order is not None)
@@ -263,19 +265,22 @@ def analyse_multistep(
         notes.append("A(α) and the stability interval need numeric coefficients")
     else:
         rho_c, sigma_c = float_coefficients(method)
-        # Near z = 0 the locus's angle is noise: float64 cancellation, or the rounding of a
-        # numeric declaration, which moves z(θ) by δ ≈ (k+1)·rounding/|σ(1)| there; beyond 1000δ
-        # that tilts the angle by under 0.06°.
+        # Near z = 0 the locus is noise: float64 cancellation, or the rounding of a numeric
+        # declaration, which moves z(θ) by δ ≈ (k+1)·rounding/|σ(1)| there. A crossing of the
+        # real axis moves by about δ, so the interval ignores crossings within 10δ; the angle
+        # ignores points within 1000δ, where that tilts it by under 0.06°.
         tiny, sigma_1 = 1e-6, abs(float(sum(method.beta, sympy.Integer(0))))
-        if method.numeric and sigma_1:
-            tiny = max(tiny, 1000 * (k + 1) * float(method.rounding) / sigma_1)
+        noise = (k + 1) * float(method.rounding) / sigma_1 if method.numeric and sigma_1 else 0.0
         # Dahlquist's second barrier: an A-stable multistep method has order ≤ 2, so above
         # order 2 a reading within float noise of 90° is not rounded up to A-stability.
-        a_alpha = a_alpha_angle(rho_c, sigma_c, tiny, snap=found.order <= 2)
-        interval = real_interval(rho_c, sigma_c, tiny)
+        a_alpha = a_alpha_angle(rho_c, sigma_c, max(tiny, 1000 * noise), snap=found.order <= 2)
+        interval = real_interval(rho_c, sigma_c, max(tiny, 10 * noise))
+        if interval != math.inf:
+            a_alpha = None  # A(α) for any α needs the whole negative real axis in the region
         notes.append(
             "A(α) and the real stability interval are float64 readings of the boundary locus "
-            f"(4097 angles on [0, π], refined; points within {tiny:.3g} of 0 ignored), checked by "
+            f"(4097 angles on [0, π], refined; points within {max(tiny, 1000 * noise):.3g} of 0 "
+            f"ignored for the angle, {max(tiny, 10 * noise):.3g} for the interval), checked by "
             "root tests in the region"
         )
     return MultistepReport(
