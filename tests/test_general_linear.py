@@ -132,6 +132,21 @@ def test_zero_stability_of_a_numeric_v_tests_only_the_eigenvalues_on_the_circle(
     assert zero_stability([[1, 1], [0, 1]], 5e-7)[0] is False  # a Jordan block at 1 itself
 
 
+def test_an_exact_v_decides_zero_stability_whatever_digits_the_other_matrices_carry() -> None:
+    """Power-boundedness is V's alone. It was judged at the rounding of the whole method, so an
+    exact V with a defective eigenvalue pair (3 ± 4i)/5 on the circle (not a root of unity)
+    read 'undetermined' as soon as B held a float; V's own digits decide it: not zero-stable."""
+    # the companion matrix of (ζ² − 6ζ/5 + 1)² = ζ⁴ − 12ζ³/5 + 86ζ²/25 − 12ζ/5 + 1
+    V = [[0, 0, 0, -1], [1, 0, 0, "12/5"], [0, 1, 0, "-86/25"], [0, 0, 1, "12/5"]]
+    for b in ("1/2", 0.5):
+        glm = GeneralLinear([[0]], [[1, 0, 0, 0]], [[b], [0], [0], [0]], V)
+        assert glm.rounding_of("V") == 0
+        assert analyse_general_linear(glm).zero_stable is False
+    typed = [[x if x in (0, 1) else float(sympy.Rational(x)) for x in row] for row in V]
+    glm = GeneralLinear([[0]], [[1, 0, 0, 0]], [[0.5], [0], [0], [0]], typed)
+    assert analyse_general_linear(glm).zero_stable is None  # V's own floats: within precision
+
+
 def test_an_undetermined_preconsistency_keeps_the_order_established_at_0() -> None:
     """Runge-Kutta 4 carried in two copies whose V rows sum to 0.99995 (within the digits of 1):
     with y(x) inputs V enters no order condition, so every one of them held and the report said

@@ -239,6 +239,20 @@ def test_root_condition_of_digits_is_undetermined_only_where_they_cannot_tell(
     assert root_condition(sympy.Poly(sympy.expand(rho.subs(t, ZETA)), ZETA), rounding)[0] is stable
 
 
+def test_a_double_root_on_the_circle_split_by_float_digits_is_placed_not_a_crash() -> None:
+    """(ζ² − 6ζ/5 + 1)² typed as floats: its roots (3 ± 4i)/5 split by about 5e-9, where
+    mpmath's Durand-Kerner never converged and the analysis raised NoConvergence."""
+    typed = [1, -2.4, 3.44, -2.4, 1]
+    rho = sympy.Poly([sympy.Rational(x) for x in typed], ZETA)
+    stable, roots, how, _ = root_condition(rho, 4 * 2.0**-52)
+    assert stable is None and "undetermined" in how
+    assert all(abs(abs(complex(r[0])) - 1) < 1e-8 for r in roots)
+    exact = sympy.Poly(
+        [1, sympy.Rational(-12, 5), sympy.Rational(86, 25), sympy.Rational(-12, 5), 1], ZETA
+    )
+    assert root_condition(exact, 0.0)[0] is False  # a double root on the circle
+
+
 @pytest.mark.parametrize(("k", "angle"), [(3, 86.03), (4, 73.35), (5, 51.84), (6, 17.84)])
 def test_bdf_a_alpha(k: int, angle: float) -> None:
     report = analyse_multistep(bdf(k))

@@ -107,7 +107,8 @@ class GeneralLinearReport(Report):
         pre = judge_preconsistency(series, balls, prec)
         self.preconsistent, self.u = pre.holds, pre.u
         self.preconsistency_undetermined = pre.undetermined
-        self.zero_stable, how = zero_stability(method.V, float(method.rounding))
+        # power-boundedness is V's alone: an exact V decides it exactly, whatever A, U, B carry
+        self.zero_stable, how = zero_stability(method.V, float(method.rounding_of("V")))
         self.notes.append(f"zero-stability: {how}")
         self.failing: list[tuple[str, Any]] = []
         self.undetermined: list[tuple[str, Any, float]] = []

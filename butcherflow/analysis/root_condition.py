@@ -45,6 +45,26 @@ def _place(modulus: Any, eps: float = 0.0) -> int:  # -1 inside, 0 on, 1 outside
     return 0 if abs(modulus - 1) <= eps else (-1 if modulus < 1 else 1)
 
 
+def _roots(coeffs: list[Any]) -> list[Any]:
+    """The roots of a polynomial (sympy coefficients, highest first) to DIGITS digits."""
+    try:
+        return list(mpmath.polyroots([_mp(c) for c in coeffs], 400, 4 * DIGITS))
+    except mpmath.libmp.NoConvergence:
+        # Durand-Kerner stalls on a cluster (a double root that the digits split by 1e-9, as in
+        # a float V's characteristic polynomial); the companion matrix's eigenvalues do not, and
+        # at twice the digits (coefficients included) a double root keeps DIGITS of them.
+        n = len(coeffs) - 1
+        with mpmath.workdps(2 * DIGITS):
+            lead = mpmath.mpmathify(str(sympy.N(coeffs[0], 2 * DIGITS + 10)))
+            companion = mpmath.zeros(n)
+            for i in range(1, n):
+                companion[i, i - 1] = 1
+            for i in range(n):
+                c = mpmath.mpmathify(str(sympy.N(coeffs[n - i], 2 * DIGITS + 10)))
+                companion[i, n - 1] = -c / lead
+            return list(mpmath.eig(companion, left=False, right=False))
+
+
 # One root as placed: (value, multiplicity, |value|, side: -1 inside / 0 on / 1 outside the
 # unit circle, eps: how far its modulus may be from the exact one's for a numeric declaration).
 Placed = tuple[Any, int, Any, int, float]
@@ -69,11 +89,7 @@ def place_roots(
     # Jordan structure (zero_stability's rank test), also for a numeric declaration
     for f, mult in rho.factor_list()[1] if rational else rho.sqf_list()[1]:
         with mpmath.workdps(DIGITS):
-            values = (
-                [-f.nth(0) / f.nth(1)]
-                if f.degree() == 1
-                else mpmath.polyroots([_mp(c) for c in f.all_coeffs()], 400, 4 * DIGITS)
-            )
+            values = [-f.nth(0) / f.nth(1)] if f.degree() == 1 else _roots(f.all_coeffs())
         place: int | None = None
         placed: list[Placed] = []
         if exact and f.degree() == 1:

@@ -228,6 +228,13 @@ class GeneralLinear(CoefficientMethod):
             }
         )
 
+    def rounding_of(self, key: str) -> Fraction:
+        """The most that the digits of matrix `key` ("A", "U", "B" or "V") leave open."""
+        return max(
+            (x.rounding for k, x in self.numbers.items() if k.startswith(f"{key}[")),
+            default=Fraction(0),
+        )
+
     @property
     def is_explicit(self) -> bool:
         """Strictly lower-triangular A: every stage is computed from earlier ones."""
