@@ -239,6 +239,19 @@ def test_root_condition_of_digits_is_undetermined_only_where_they_cannot_tell(
     assert root_condition(sympy.Poly(sympy.expand(rho.subs(t, ZETA)), ZETA), rounding)[0] is stable
 
 
+def test_no_real_interval_is_said_only_where_the_digits_can_tell() -> None:
+    """Milne-Simpson's real stability interval is empty. Typed to 6 digits, the rounding moves
+    the locus near z = 0 by ~1e-5, so a shorter interval is out of its reach: undetermined, not
+    a claimed 0; exact and double-precision digits keep 0."""
+    exact = analyse_multistep(bf.LinearMultistep([-1, 0, 1], ["1/3", "4/3", "1/3"]))
+    floats = analyse_multistep(bf.LinearMultistep([-1, 0, 1], [1 / 3, 4 / 3, 1 / 3]))
+    assert exact.real_interval == 0.0 and floats.real_interval == 0.0
+    six = analyse_multistep(bf.LinearMultistep([-1, 0, 1], ["0.333333", "1.33333", "0.333333"]))
+    assert six.real_interval is None
+    assert any("real stability interval undetermined" in n for n in six.notes)
+    assert dict(six.rows())["real stability interval [-r, 0]: r"] == "undetermined (see notes)"
+
+
 def test_a_double_root_on_the_circle_split_by_float_digits_is_placed_not_a_crash() -> None:
     """(ζ² − 6ζ/5 + 1)² typed as floats: its roots (3 ± 4i)/5 split by about 5e-9, where
     mpmath's Durand-Kerner never converged and the analysis raised NoConvergence."""

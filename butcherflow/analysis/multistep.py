@@ -60,7 +60,8 @@ class MultistepReport(Report):
     - `a_alpha`: the A(α) angle in degrees (90 for A-stable methods); `None` when the negative
       real axis is not in the stability region, or for families.
     - `real_interval`: the largest r with [−r, 0] in the stability region (`math.inf` when
-      unbounded, `None` for families).
+      unbounded, `None` for families, and when a numeric declaration finds none beyond the
+      reach of its rounding: the digits cannot tell a shorter one from none).
     - `explicit` (property): βₖ = 0.
     - `notes`: how each verdict was reached (tolerances, exactness), in words.
     """
@@ -140,8 +141,13 @@ class MultistepReport(Report):
             ("σ(ζ)", self.sigma.as_expr()),
             ("roots of ρ", [_show_root(*root) for root in self.roots]),
             ("A(α) angle (degrees)", self.a_alpha),
-            ("real stability interval [-r, 0]: r", self.real_interval),
+            ("real stability interval [-r, 0]: r", self._interval_text()),
         ]
+
+    def _interval_text(self) -> Any:
+        if self.real_interval is None and self.method.numeric and not self.method.symbols:
+            return "undetermined (see notes)"
+        return self.real_interval
 
     def _zero_stability_text(self) -> Any:
         if self.zero_stable and self.weakly_stable:
@@ -274,9 +280,17 @@ def analyse_multistep(
         # Dahlquist's second barrier: an A-stable multistep method has order ≤ 2, so above
         # order 2 a reading within float noise of 90° is not rounded up to A-stability.
         a_alpha = a_alpha_angle(rho_c, sigma_c, max(tiny, 1000 * noise), snap=found.order <= 2)
-        interval = real_interval(rho_c, sigma_c, max(tiny, 10 * noise))
+        reach = max(tiny, 10 * noise)
+        interval = real_interval(rho_c, sigma_c, reach)
         if interval != math.inf:
             a_alpha = None  # A(α) for any α needs the whole negative real axis in the region
+        if interval == 0.0 and 10 * noise > tiny:
+            interval = None  # "none" would claim what the digits cannot tell
+            notes.append(
+                f"real stability interval undetermined: none reaches beyond {reach:.3g}, the reach "
+                "of the digits' rounding near z = 0, and they cannot tell whether a shorter one "
+                "exists"
+            )
         notes.append(
             "A(α) and the real stability interval are float64 readings of the boundary locus "
             f"(4097 angles on [0, π], refined; points within {max(tiny, 1000 * noise):.3g} of 0 "
