@@ -31,6 +31,18 @@ def test_conversions_keep_the_order_of_every_convertible_catalog_entry(name: str
     report = analyse_general_linear(glm, max_order=bf.check(method).order + 1)
     assert report.preconsistent
     assert report.order == bf.check(method).order
+    own = bf.check(method)
+    interval = own.stability.real_interval if method.family == "runge-kutta" else own.real_interval
+    assert report.real_interval == pytest.approx(interval, rel=1e-9)
+
+
+def test_the_real_interval_of_a_glm_is_not_cut_off_where_a_grid_ended() -> None:
+    """30 Euler sub-steps of h/30 are stable on [-60, 0]. The interval was read on a grid up to
+    50 and a stable end reported as unbounded: 'inf'."""
+    n = 30
+    A = [[sympy.Rational(1, n) if j < i else 0 for j in range(n)] for i in range(n)]
+    glm = GeneralLinear(A, [[1]] * n, [[sympy.Rational(1, n)] * n], [[1]])
+    assert analyse_general_linear(glm, max_order=1).real_interval == pytest.approx(60.0, rel=1e-12)
 
 
 def test_a_hyper_connection_at_initialisation_is_euler_on_every_stream() -> None:

@@ -12,7 +12,8 @@ For a GLM (A, U, B, V) with r inputs and s stages (`methods/general_linear.py`):
   polynomial, `root_condition`'s machinery, and ranks of f(V) for the factors f on the
   circle). A doubly stochastic V (mHC) is power-bounded because ‖Vⁿ‖∞ = 1 for every n.
 - **Stability matrix** M(z) = V + zB(I − zA)⁻¹U; the method is stable at z when M(z) is
-  power-bounded. Its real stability interval is read in float64 (eigenvalues on a grid).
+  power-bounded. Its real stability interval ends at a real root of polynomials found exactly
+  (`glm_stability.real_stability_interval`), each piece between them tested in float64.
 - **Order** relative to the stated starting procedure ξ, by B-series over rooted trees: the stages
   have the B-series η(t) = A η′(t) + U ξ(t), with η′([t₁…t_m]) = η(t₁)⋯η(t_m), and the outputs
   B η′(t) + V ξ(t) must equal the starting procedure advanced by one step, E ξ(t), where an input
@@ -136,7 +137,10 @@ class GeneralLinearReport(Report):
         else:
             self.consistent = None if self.undetermined else False
         self.stability_matrix = stability_matrix(method) if not method.symbols else None
-        self.real_interval = real_stability_interval(method) if not method.symbols else None
+        self.real_interval: float | None = None
+        if not method.symbols:
+            self.real_interval, interval_how = real_stability_interval(method)
+            self.notes.append(interval_how)
         self.notes.append(
             "order relative to the starting procedure "
             + ", ".join(method.start_text())

@@ -1,6 +1,6 @@
 """Zero-stability and linear stability of a general linear method: V power-bounded (decided
-exactly for rational V), M(z) = V + zB(I − zA)⁻¹U, the real stability interval (float64), and
-the power bound of a trained (numeric) V.
+exactly for rational V), M(z) = V + zB(I − zA)⁻¹U, the real stability interval (its ends exact
+roots, the pieces between them tested in float64), and the power bound of a trained V.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ..methods.general_linear import GeneralLinear
 from .root_condition import ZETA, place_roots, root_condition
 
 Z = sympy.Symbol("z")
+W = sympy.Symbol("w")  # an eigenvalue of M(z)
 
 
 def as_matrix(rows: Sequence[Sequence[Any]]) -> sympy.Matrix:
@@ -108,18 +109,94 @@ def power_bound(V: Any, depth: int) -> tuple[float, float]:
     return radius, worst
 
 
-def real_stability_interval(method: GeneralLinear) -> float:
-    """r of the largest [−r, 0] (up to 50) where every eigenvalue of M(x) has modulus ≤ 1, read
-    in float64 on a grid of step 0.01."""
-    A, U, B, V = (
-        np.array([[float(x) for x in row] for row in m], dtype=float).reshape(len(m), -1)
+def real_stability_interval(method: GeneralLinear) -> tuple[float, str]:
+    """r of the largest [−r, 0] where every eigenvalue of M(x) has modulus ≤ 1.
+
+    The eigenvalues can meet |w| = 1 or escape to infinity only at the real roots of polynomials
+    in x found exactly: Φ(±1, x), the resultant in w of Φ and its reversal w^r Φ(1/w, x) (a pair
+    on the circle), and det(I − xA), where Φ(w, x) = det(I − xA)·det(wI − M(x)). Between
+    consecutive roots, and beyond the last, a float64 test at one point decides the whole piece.
+    Irrational entries enter as 60-digit rationals, which moves each root by far less than the
+    float64 tests can see.
+
+    **Returns:** `(r, how)`: r is `math.inf` when unbounded; `how` says how it was read, for the
+    report's notes.
+    """
+    floats = [
+        np.array([[float(v) for v in row] for row in m], dtype=float).reshape(len(m), -1)
         for m in (method.A, method.U, method.B, method.V)
+    ]
+    breaks, approximated = _breakpoints(method)
+    how = (
+        "the real stability interval is exact up to float64 rounding of its end: the "
+        "eigenvalues of M(x) meet |w| = 1 only at real roots of polynomials found exactly"
+        + (" (irrational entries as 60-digit rationals)" if approximated else "")
+        + ", and a float64 test at one point between consecutive roots decides each piece"
     )
-    eye = np.eye(method.stages)
     edge = 0.0
-    for x in np.linspace(0.0, -50.0, 5001)[1:]:
-        M = V + x * B @ np.linalg.solve(eye - x * A, U)
-        if max(abs(np.linalg.eigvals(M))) > 1 + 1e-9:
-            return edge
+    for x in breaks:
+        if not _stable_at(floats, (x - edge) / 2):
+            return edge, how
         edge = -x
-    return math.inf
+    return (math.inf if _stable_at(floats, -2 * edge - 1) else edge), how
+
+
+def _stable_at(matrices: list[np.ndarray], x: float) -> bool:
+    """Every eigenvalue of M(x) within 1e-9 of the closed unit disc (float64; A, U, B, V)."""
+    A, U, B, V = matrices
+    shifted = np.eye(len(A)) - x * A
+    if abs(np.linalg.det(shifted)) < 1e-300:
+        return False
+    M = V + x * B @ np.linalg.solve(shifted, U)
+    return bool(max(abs(np.linalg.eigvals(M))) <= 1 + 1e-9)
+
+
+def _breakpoints(method: GeneralLinear) -> tuple[list[float], bool]:
+    """The real x < 0 where an eigenvalue of M(x) may meet |w| = 1 or escape to infinity,
+    nearest 0 first, and whether irrational entries were approximated to find them."""
+
+    def rational(v: Any) -> sympy.Rational:
+        v = sympy.sympify(v)
+        return v if v.is_Rational else sympy.Rational(str(sympy.N(v, 60)))
+
+    s, r = method.stages, len(method.V)
+    A, U, B, V = (
+        as_matrix(m).applyfunc(rational) for m in (method.A, method.U, method.B, method.V)
+    )
+    approximated = any(
+        not sympy.sympify(v).is_Rational
+        for m in (method.A, method.U, method.B, method.V)
+        for row in m
+        for v in row
+    )
+    block = sympy.zeros(s + r, s + r)
+    block[:s, :s] = sympy.eye(s) - Z * A
+    block[:s, s:] = U
+    block[s:, :s] = Z * B
+    block[s:, s:] = W * sympy.eye(r) - V
+    det = DomainMatrix.from_Matrix(block).convert_to(sympy.QQ[W, Z]).det()
+    phi = sympy.Poly(det.as_expr(), W, Z)
+    candidates = [sympy.Poly(phi.as_expr().coeff(W, r), Z)]  # det(I − xA): escapes to infinity
+    whole = _pairs_on_the_circle(phi)
+    # a factor of Φ paired with its reversal (an eigenvalue fixed on the circle, or w ↔ 1/w for
+    # every x) makes the whole resultant vanish: then each irreducible factor on its own
+    factors = [phi] if not whole.is_zero else [f for f, _ in phi.factor_list()[1]]
+    for factor in factors:
+        if Z not in factor.free_symbols or W not in factor.free_symbols:
+            continue  # eigenvalues constant in x (every test point sees them), or a pole
+        pair = whole if factor is phi else _pairs_on_the_circle(factor)
+        candidates += [pair, sympy.Poly(factor.as_expr().subs(W, 1), Z)]
+        candidates.append(sympy.Poly(factor.as_expr().subs(W, -1), Z))
+    product = sympy.Poly(1, Z)
+    for c in candidates:
+        if not c.is_zero:
+            product = product * c
+    roots = {float(x) for x in product.sqf_part().real_roots() if x.is_negative}
+    return sorted(roots, reverse=True), approximated
+
+
+def _pairs_on_the_circle(factor: sympy.Poly) -> sympy.Poly:
+    """The resultant in w of f(w, x) and its reversal w^deg f(1/w, x): zero exactly where two
+    roots w, 1/w meet (on the circle, a root there and its conjugate), as a polynomial in x."""
+    reversal = sympy.expand(W ** factor.degree(W) * factor.as_expr().subs(W, 1 / W))
+    return sympy.Poly(sympy.resultant(factor.as_expr(), reversal, W), Z)
