@@ -115,7 +115,9 @@ class RungeKuttaReport(Report):
             )
             self.embedded_order = embedded.order
             self.embedded_undetermined = bool(embedded.undetermined)
-        self.stability: StabilityFunction = stability_function(method, self.order)
+        self.stability: StabilityFunction = stability_function(
+            method, self.order, self._open_up_to() if self.undetermined else None
+        )
         self.algebraically_stable = algebraically_stable(method)
         self.initial_is_lower_bound = False
         self.initial_order, self.initial_values = self._initial(deadline, max_order)
@@ -125,6 +127,11 @@ class RungeKuttaReport(Report):
                 f"softmax weights sum to 1 for every token: proved with {symbol} = {value}."
             )
         self.seconds = time.perf_counter() - start
+
+    def _open_up_to(self) -> int:
+        """The highest order the digits leave open: below the first failing condition, or
+        what the stage count allows."""
+        return self.order_bound if self.order_upper is None else self.order_upper
 
     def _set_order(self, found: Search[Tree]) -> None:
         family = self._conditions.family
@@ -235,9 +242,7 @@ class RungeKuttaReport(Report):
                 f"stage order {self.stage_order} established; the next is undetermined at "
                 "this precision."
             )
-        snapped = getattr(self.stability, "snapped_note", None)
-        if snapped:
-            self.notes.append(snapped)
+        self.notes.extend(self.stability.notes)  # what the stability rows assumed or left open
         for key in m.undetermined_nodes:
             self.notes.append(
                 f"{key} equals the row sum of A only to within the precision of the entries "
@@ -303,8 +308,8 @@ class RungeKuttaReport(Report):
             ("stability function R(z)", stab.expression),
             ("real stability interval", stab.real_interval_text),
             ("imaginary stability interval", stab.imaginary_interval_text),
-            ("A-stable", stab.a_stable),
-            ("L-stable", stab.l_stable),
+            ("A-stable", stab.shown(stab.a_stable)),
+            ("L-stable", stab.shown(stab.l_stable)),
             ("algebraically stable", self.algebraically_stable),
             ("proved in", f"{self.seconds:.3f} s"),
         ]
