@@ -39,6 +39,10 @@ from .stability import StabilityFunction, algebraically_stable, stability_functi
 from .stage_order import stage_order
 from .trees import Tree
 
+# Failing conditions that all miss by less than this look like the rounding of a published
+# method (fractions or floats that approximate its printed digits), not like a wrong method.
+NEAR_MISS = float(RESOLUTION)
+
 
 @final
 class RungeKuttaReport(Report):
@@ -198,6 +202,8 @@ class RungeKuttaReport(Report):
             )
         if m.numeric:
             self._explain_numeric(stage_decided)
+        if not m.symbols:
+            self._explain_near_misses()
         if m.symbols:
             self.notes.append(
                 f"parametrised family in {sorted(map(str, m.symbols))}: order {self.order} holds "
@@ -248,6 +254,30 @@ class RungeKuttaReport(Report):
                 f"{key} equals the row sum of A only to within the precision of the entries "
                 "(undetermined): the analysis uses the row sums."
             )
+
+    def _explain_near_misses(self) -> None:
+        """Entries that miss order p + 1 only by less than `NEAR_MISS` are usually rounded values
+        of a published method (Kennedy and Carpenter's additive pairs are printed as fractions
+        that approximate their digits, NodePy keeps 8-digit SSP tables as floats): say so, and
+        how to judge them at their rounding."""
+        if self.stopped or self.order >= self.order_bound:
+            return
+        if self.method.numeric and digits_hint(j for _, j in self._search.failing):
+            return  # said already, at the level of the entries' own digits
+        worst = 0.0
+        for _, residual in self.failing:  # converted one by one: the first is usually large
+            worst = max(worst, abs(float(residual)))
+            if worst >= NEAR_MISS:
+                return
+        if not worst:
+            return
+        exponent = math.floor(math.log10(worst))
+        self.notes.append(
+            f"the {len(self.failing)} failing condition(s) of order {self.order + 1} miss by "
+            f"at most {worst:.2g}: if the entries are rounded values of a published method, "
+            f"declare the precision of that rounding (precision = 1e{exponent} or coarser) to "
+            "judge the order at it."
+        )
 
     def _raised_by(self) -> str:
         residuals = [r for _, r in self.failing]

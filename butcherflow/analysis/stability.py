@@ -293,9 +293,14 @@ class StabilityFunction:
         elif judged.verdict is Verdict.UNDETERMINED:
             self.l_stable = None
             self.undetermined = True
+            spread = (
+                f"R(∞) = {judged.residual:.3g} ± {judged.bound:.3g}"
+                if math.isfinite(judged.bound)
+                else "R(∞) is not bounded"
+            )
             self.notes.append(
-                f"L-stability is undetermined: R(∞) = {judged.residual:.3g} ± {judged.bound:.3g} "
-                "over the methods within the precision of the entries."
+                f"L-stability is undetermined: {spread} over the methods within the precision of "
+                "the entries."
             )
         else:
             self.l_stable = self.a_stable
