@@ -499,12 +499,12 @@ def test_coarse_digits_leave_a_and_l_stability_undetermined(method: bf.ButcherTa
     assert report.order_is_lower_bound and report.order <= 1
     s = report.stability
     assert s.undetermined and s.a_stable is None and s.l_stable is None
-    assert s.real_interval is None and s.imaginary_interval is None
+    assert s.imaginary_interval is None and s.real_interval in (None, math.inf)
     rows = dict(report.rows())
     assert rows["A-stable"] == rows["L-stable"] == "undetermined"
     assert rows["imaginary stability interval"] == "undetermined"
     assert report.to_dict()["a_stable"] is None
-    assert any("A-stability are undetermined" in note for note in report.notes)
+    assert any("interval, A-stability undetermined" in note for note in report.notes)
     decided = bf.check(rounded(method, 16)).stability  # 16 digits decide the order: as exact
     assert decided.a_stable is True and decided.l_stable is True and not decided.undetermined
 

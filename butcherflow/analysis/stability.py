@@ -172,11 +172,9 @@ def _value_at_infinity(tableau: ButcherTableau, K: Any, N: Dense, D: Dense) -> J
         return judge_enclosure(top_n / top_d, Fraction(1), len(N) < len(D))
 
 
-def _same(one: tuple[float, float, bool], other: tuple[float, float, bool]) -> bool:
-    """Two (real interval, imaginary interval, A-stable) outcomes agree (ends to 1e-9)."""
-    return one[2] == other[2] and all(
-        math.isclose(x, y, rel_tol=1e-9) for x, y in zip(one[:2], other[:2], strict=True)
-    )
+def _same(ends: list[float]) -> bool:
+    """Interval ends that agree to the six digits the report prints (inf and 0 exactly)."""
+    return all(math.isclose(x, ends[0], rel_tol=1e-6) for x in ends)
 
 
 def _to_expr(p: Dense, K: Any, numeric: bool) -> sympy.Expr:
@@ -228,7 +226,7 @@ class StabilityFunction:
         self.a_stable: bool | None = None
         self.l_stable: bool | None = None
         self.undetermined = False
-        self._open_intervals = False
+        self._open: set[str] = set()  # the intervals left undetermined
         self.assumed_order = 0
         self.notes: list[str] = []
         if self.symbolic:
@@ -261,13 +259,25 @@ class StabilityFunction:
                 f"axes are taken as order {order} makes them (those of |e^z|² − 1): rounding "
                 "would otherwise decide the sign of |R(iy)|² − 1 near 0."
             )
-        if any(not _same(outcomes[order], other) for other in outcomes.values()):
-            self.real_interval = self.imaginary_interval = self.a_stable = None
-            self.undetermined = self._open_intervals = True
+        real_ends, imaginary_ends, verdicts = zip(*outcomes.values(), strict=True)
+        open_rows = []
+        if not _same(list(real_ends)):
+            self.real_interval = None
+            self._open.add("real")
+            open_rows.append("the real stability interval")
+        if not _same(list(imaginary_ends)):
+            self.imaginary_interval = None
+            self._open.add("imaginary")
+            open_rows.append("the imaginary stability interval")
+        if len(set(verdicts)) > 1:
+            self.a_stable = None
+            open_rows.append("A-stability")
+        if open_rows:
+            self.undetermined = True
             self.notes.append(
-                f"the stability intervals and A-stability are undetermined: they differ "
-                f"between orders {order} and {top}, which the undetermined conditions leave "
-                "open (computed with the terms that each order fixes)."
+                f"{', '.join(open_rows)} undetermined: they differ between orders {order} "
+                f"and {top}, which the undetermined conditions leave open (computed with the "
+                "terms that each order fixes)."
             )
         self._judge_infinity(tableau, K, N, D)
 
@@ -319,7 +329,7 @@ class StabilityFunction:
     def real_interval_text(self) -> str | None:
         r = self.real_interval
         if r is None:
-            return "undetermined" if self._open_intervals else None
+            return "undetermined" if "real" in self._open else None
         if r == math.inf:
             return "(-∞, 0]"
         return "none (only z = 0)" if r == 0 else f"[{-r:.6g}, 0]"
@@ -328,7 +338,7 @@ class StabilityFunction:
     def imaginary_interval_text(self) -> str | None:
         y = self.imaginary_interval
         if y is None:
-            return "undetermined" if self._open_intervals else None
+            return "undetermined" if "imaginary" in self._open else None
         if y == math.inf:
             return "the whole imaginary axis"
         return "none (only z = 0)" if y == 0 else f"[-{y:.6g}i, {y:.6g}i]"
