@@ -471,3 +471,83 @@ def test_explicit_numerator_in_a_number_field_is_the_definition(
     )
     as_expr = sum((K.to_sympy(c) * z**k for k, c in enumerate(got[::-1])), sympy.S.Zero)
     assert sympy.expand(as_expr - expected) == 0
+
+
+# -- numeric tableaux: verdicts the digits cannot decide are undetermined, never "no" -------------
+
+
+def rounded(method: bf.ButcherTableau, digits: int) -> bf.ButcherTableau:
+    """`method` with every nonzero entry as a decimal string of `digits` significant digits."""
+
+    def text(x: sympy.Expr) -> str:
+        return "0.0" if x == 0 else format(float(sympy.N(x, 40)), f".{digits}g")
+
+    return bf.ButcherTableau(
+        [[text(x) for x in row] for row in method.A],
+        [text(x) for x in method.b],
+        name=f"{method.name}-{digits}",
+    )
+
+
+@pytest.mark.parametrize("method", [RADAU_IIA3, LOBATTO_IIIC3], ids=lambda m: m.name)
+def test_coarse_digits_leave_a_and_l_stability_undetermined(method: bf.ButcherTableau) -> None:
+    """At eight digits only order ≤ 1 is decided. With the terms of degree ≤ 1 of |R(iy)|² − 1
+    from the order, the y² term is rounding and made the report say 'A-stable no, imaginary
+    interval none' for these A- and L-stable methods; with the terms of order 4 or 5 they are
+    A-stable. The digits cannot tell: undetermined, in the rows, the JSON and a note."""
+    report = bf.check(rounded(method, 8))
+    assert report.order_is_lower_bound and report.order <= 1
+    s = report.stability
+    assert s.undetermined and s.a_stable is None and s.l_stable is None
+    assert s.imaginary_interval is None and s.real_interval in (None, math.inf)
+    rows = dict(report.rows())
+    assert rows["A-stable"] == rows["L-stable"] == "undetermined"
+    assert rows["imaginary stability interval"] == "undetermined"
+    assert report.to_dict()["a_stable"] is None
+    assert any("interval, A-stability undetermined" in note for note in report.notes)
+    decided = bf.check(rounded(method, 16)).stability  # 16 digits decide the order: as exact
+    assert decided.a_stable is True and decided.l_stable is True and not decided.undetermined
+
+
+def kvaerno_3(gamma: Any) -> tuple[list[list[Any]], list[Any]]:
+    """Kværnø (2004)'s ESDIRK 3(2), stiffly accurate, every entry a formula in γ (as diffrax's
+    `kvaerno3.py` writes it); L-stable for γ the root 0.4358665215... of 6γ³ − 18γ² + 9γ − 1."""
+    g = gamma
+    a41, a42 = (6 * g - 1) / (12 * g), -1 / ((24 * g - 12) * g)
+    a43 = (-6 * g**2 + 6 * g - 1) / (6 * g - 3)
+    A = [
+        [0, 0, 0, 0],
+        [g, g, 0, 0],
+        [(-4 * g**2 + 6 * g - 1) / (4 * g), (-2 * g + 1) / (4 * g), g, 0],
+        [a41, a42, a43, g],
+    ]
+    return A, [a41, a42, a43, g]
+
+
+def test_l_stability_judges_r_at_infinity_at_the_precision_of_the_entries() -> None:
+    """Kværnø's γ is published as 0.43586652150: R(∞) = 5.6e-11 for that rational, so the
+    report said 'L-stable no' even with the declared precision of the digits (1e-11), where
+    R(∞) = 0 is met. The rule of every other condition: met, fails or undetermined."""
+    published = Fraction("0.43586652150")
+    at_digits = bf.check(bf.ButcherTableau(*kvaerno_3(published), precision=1e-11))
+    assert at_digits.order == 3 and at_digits.stability.a_stable is True
+    assert at_digits.stability.l_stable is True
+    assert any(
+        "R(∞) = 5.57e-11" in note and "counted as L-stable" in note for note in at_digits.notes
+    )
+    floats = bf.check(bf.ButcherTableau(*kvaerno_3(0.43586652150)))  # diffrax's float64 values
+    assert floats.stability.l_stable is True
+    exact = stability_function(bf.ButcherTableau(*kvaerno_3(published)))  # that rational itself
+    assert exact.a_stable is True and exact.l_stable is False
+    coarse = bf.check(bf.ButcherTableau(*kvaerno_3(Fraction("0.4359")), precision=1e-4))
+    assert coarse.stability.a_stable is True and coarse.stability.l_stable is None
+    assert dict(coarse.rows())["L-stable"] == "undetermined"
+    assert any(note.startswith("L-stability is undetermined: R(∞) =") for note in coarse.notes)
+
+
+def test_an_implicit_tableau_without_iterations_says_how_it_compiles() -> None:
+    """The layer row read 'stages solved by iterations= fixed-point sweeps'."""
+    how = GAUSS2.layer.how
+    assert "iterations= asks for (none declared)" in how and "by iterations=" not in how
+    declared = bf.ButcherTableau(GAUSS2_A, ["1/2", "1/2"], iterations=3)
+    assert "stages solved by 3 fixed-point sweeps" in declared.layer.how

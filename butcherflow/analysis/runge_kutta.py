@@ -39,6 +39,10 @@ from .stability import StabilityFunction, algebraically_stable, stability_functi
 from .stage_order import stage_order
 from .trees import Tree
 
+# Failing conditions that all miss by less than this look like the rounding of a published
+# method (fractions or floats that approximate its printed digits), not like a wrong method.
+NEAR_MISS = float(RESOLUTION)
+
 
 @final
 class RungeKuttaReport(Report):
@@ -115,7 +119,9 @@ class RungeKuttaReport(Report):
             )
             self.embedded_order = embedded.order
             self.embedded_undetermined = bool(embedded.undetermined)
-        self.stability: StabilityFunction = stability_function(method, self.order)
+        self.stability: StabilityFunction = stability_function(
+            method, self.order, self._open_up_to() if self.undetermined else None
+        )
         self.algebraically_stable = algebraically_stable(method)
         self.initial_is_lower_bound = False
         self.initial_order, self.initial_values = self._initial(deadline, max_order)
@@ -125,6 +131,11 @@ class RungeKuttaReport(Report):
                 f"softmax weights sum to 1 for every token: proved with {symbol} = {value}."
             )
         self.seconds = time.perf_counter() - start
+
+    def _open_up_to(self) -> int:
+        """The highest order the digits leave open: below the first failing condition, or
+        what the stage count allows."""
+        return self.order_bound if self.order_upper is None else self.order_upper
 
     def _set_order(self, found: Search[Tree]) -> None:
         family = self._conditions.family
@@ -191,6 +202,8 @@ class RungeKuttaReport(Report):
             )
         if m.numeric:
             self._explain_numeric(stage_decided)
+        if not m.symbols:
+            self._explain_near_misses()
         if m.symbols:
             self.notes.append(
                 f"parametrised family in {sorted(map(str, m.symbols))}: order {self.order} holds "
@@ -235,14 +248,36 @@ class RungeKuttaReport(Report):
                 f"stage order {self.stage_order} established; the next is undetermined at "
                 "this precision."
             )
-        snapped = getattr(self.stability, "snapped_note", None)
-        if snapped:
-            self.notes.append(snapped)
+        self.notes.extend(self.stability.notes)  # what the stability rows assumed or left open
         for key in m.undetermined_nodes:
             self.notes.append(
                 f"{key} equals the row sum of A only to within the precision of the entries "
                 "(undetermined): the analysis uses the row sums."
             )
+
+    def _explain_near_misses(self) -> None:
+        """Entries that miss order p + 1 only by less than `NEAR_MISS` are usually rounded values
+        of a published method (Kennedy and Carpenter's additive pairs are printed as fractions
+        that approximate their digits, NodePy keeps 8-digit SSP tables as floats): say so, and
+        how to judge them at their rounding."""
+        if self.stopped or self.order >= self.order_bound:
+            return
+        if self.method.numeric and digits_hint(j for _, j in self._search.failing):
+            return  # said already, at the level of the entries' own digits
+        worst = 0.0
+        for _, residual in self.failing:  # converted one by one: the first is usually large
+            worst = max(worst, abs(float(residual)))
+            if worst >= NEAR_MISS:
+                return
+        if not worst:
+            return
+        exponent = math.floor(math.log10(worst))
+        self.notes.append(
+            f"the {len(self.failing)} failing condition(s) of order {self.order + 1} miss by "
+            f"at most {worst:.2g}: if the entries are rounded values of a published method, "
+            f"declare the precision of that rounding (precision = 1e{exponent} or coarser) to "
+            "judge the order at it."
+        )
 
     def _raised_by(self) -> str:
         residuals = [r for _, r in self.failing]
@@ -303,8 +338,8 @@ class RungeKuttaReport(Report):
             ("stability function R(z)", stab.expression),
             ("real stability interval", stab.real_interval_text),
             ("imaginary stability interval", stab.imaginary_interval_text),
-            ("A-stable", stab.a_stable),
-            ("L-stable", stab.l_stable),
+            ("A-stable", stab.shown(stab.a_stable)),
+            ("L-stable", stab.shown(stab.l_stable)),
             ("algebraically stable", self.algebraically_stable),
             ("proved in", f"{self.seconds:.3f} s"),
         ]

@@ -14,14 +14,20 @@ decided with rational interval arithmetic on an isolating interval of the field'
 A-stability adds a Routh-Hurwitz test of the poles in the same field, and algebraic stability is
 an LDLᵀ elimination with exact signs. Nothing is approximated except the printed interval ends.
 
-A numeric tableau (floats, decimals) is analysed from its digits, exactly, with one exception
-stated in the report: for the intervals, the terms of degree ≤ p of P and F are those order p
-forces, since rounding would otherwise decide the sign of |R(iy)|² − 1 near 0.
+A numeric tableau (floats, decimals) is analysed from its digits, exactly, with two exceptions
+stated in the report. For the intervals, the terms of degree ≤ p of P and F are those order p
+forces, since rounding would otherwise decide the sign of |R(iy)|² − 1 near 0; where the digits
+leave the order between p and q (undetermined conditions), the intervals and A-stability are
+worked out for every order in that range and are undetermined (None) unless all agree. And
+L-stability's R(∞) = 0 is a condition like any order condition: its value is enclosed in ball
+arithmetic over every method within the entries' precision and judged by the same rule
+(`methods/precision.py`), so the rounding of a published γ neither makes nor unmakes it.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any, final
 
 import flint
@@ -34,6 +40,8 @@ from sympy.polys.euclidtools import dup_gcd
 from sympy.polys.matrices import DomainMatrix
 
 from ..methods import ButcherTableau
+from ..methods.balls import ball
+from ..methods.precision import Judgement, Verdict, judge_enclosure, working_precision
 from .algebraic_stability import algebraically_stable as algebraically_stable
 from .number_field import NumberField
 from .real_roots import Dense, RealField, first_exit, hurwitz, is_rational, rational_part
@@ -144,6 +152,31 @@ def _as_order_requires(
     return dup_strip(low[::-1]), dup_strip(lowi[::-1])
 
 
+def _value_at_infinity(tableau: ButcherTableau, K: Any, N: Dense, D: Dense) -> Judgement:
+    """R(∞) = 0 judged over every method within the precision of a numeric tableau's entries.
+
+    R(∞) is the ratio of the z^k coefficients of det(I − z(A − 1bᵀ)) and det(I − zA), k the
+    degree of the latter for the digits (exact zeros, such as an explicit first stage, are exact,
+    so they keep it), both enclosed in arb balls from the entries' roundings.
+    """
+    s = tableau.stages
+    numbers = [tableau.entries[f"A[{i}][{j}]"] for i in range(s) for j in range(s)]
+    numbers += [tableau.entries[f"b[{i}]"] for i in range(s)]
+    k = len(_reversed_charpoly(entries_in_field(tableau)[1], K)) - 1
+    with flint.ctx.workprec(working_precision(numbers)):
+        a = [[ball(x.value, x.rounding) for x in numbers[i * s : (i + 1) * s]] for i in range(s)]
+        w = [ball(x.value, x.rounding) for x in numbers[s * s :]]
+        shifted = [[a[i][j] - w[j] for j in range(s)] for i in range(s)]
+        top_n = flint.arb_mat(shifted).charpoly().coeffs()[s - k]  # det(xI − M) read backwards
+        top_d = flint.arb_mat(a).charpoly().coeffs()[s - k]
+        return judge_enclosure(top_n / top_d, Fraction(1), len(N) < len(D))
+
+
+def _same(ends: list[float]) -> bool:
+    """Interval ends that agree to the six digits the report prints (inf and 0 exactly)."""
+    return all(math.isclose(x, ends[0], rel_tol=1e-6) for x in ends)
+
+
 def _to_expr(p: Dense, K: Any, numeric: bool) -> sympy.Expr:
     terms = []
     for k, c in enumerate(p[::-1]):
@@ -169,13 +202,18 @@ class StabilityFunction:
     - `numerator`, `denominator`: N and D (sympy Polys in `z`, D(0) = 1, no common factor).
     - `real_interval`: r ≥ 0 such that [−r, 0] is the real stability interval (inf: unbounded).
     - `imaginary_interval`: y ≥ 0 such that [−iy, iy] is the imaginary stability interval.
-    - `a_stable`, `l_stable`: `None` for parametrised families.
+    - `a_stable`, `l_stable`: `None` for parametrised families, and for a numeric tableau whose
+      digits cannot decide them (`undetermined`).
+    - `undetermined`: a numeric tableau's intervals, A- or L-stability are undetermined (None)
+      at the precision of its entries; `notes` says which and why.
     - `assumed_order`: 0, or p when the intervals of a numeric tableau took the terms of degree
       ≤ p of |R|² − 1 from its order p rather than from its digits (see `notes`).
     - `notes`: sentences the report prints about how the rows were obtained.
     """
 
-    def __init__(self, tableau: ButcherTableau, order: int | None = None) -> None:
+    def __init__(
+        self, tableau: ButcherTableau, order: int | None = None, upper: int | None = None
+    ) -> None:
         K, N, D = _rational_function(tableau)
         self.expression: sympy.Expr = _to_expr(N, K, tableau.numeric) / _to_expr(
             D, K, tableau.numeric
@@ -187,6 +225,8 @@ class StabilityFunction:
         self.imaginary_interval: float | None = None
         self.a_stable: bool | None = None
         self.l_stable: bool | None = None
+        self.undetermined = False
+        self._open: set[str] = set()  # the intervals left undetermined
         self.assumed_order = 0
         self.notes: list[str] = []
         if self.symbolic:
@@ -197,29 +237,99 @@ class StabilityFunction:
         if field is None:
             self.notes.append(f"stability intervals not decided: {K} is not a real number field")
             return
-        real, imaginary = _axis_polynomials(N, D, K)
-        if tableau.numeric and order:
-            real, imaginary = _as_order_requires(real, imaginary, D, order, K)
-            self.assumed_order = order
+        axes = _axis_polynomials(N, D, K)
+        poles_right = len(D) == 1 or hurwitz(_at_minus(D), field)  # D(−z) is Hurwitz
+        if not tableau.numeric or order is None:
+            self._decide(*axes, field, poles_right)
+            self.l_stable = self.a_stable and len(N) < len(D)
+            if tableau.numeric:
+                self._judge_infinity(tableau, K, N, D)
+            return
+        self.assumed_order = order
+        top = order if upper is None else max(order, upper)
+        outcomes = {
+            q: self._decide(*_as_order_requires(*axes, D, q, K), field, poles_right)
+            for q in range(order, top + 1)
+        }
+        self.real_interval, self.imaginary_interval, self.a_stable = outcomes[order]
+        if order:
             self.notes.append(
                 f"numeric tableau: R(z) is computed from the digits given, but for the stability "
                 f"intervals and A-stability the terms of degree ≤ {order} of |R|² − 1 on both "
                 f"axes are taken as order {order} makes them (those of |e^z|² − 1): rounding "
                 "would otherwise decide the sign of |R(iy)|² − 1 near 0."
             )
+        real_ends, imaginary_ends, verdicts = zip(*outcomes.values(), strict=True)
+        open_rows = []
+        if not _same(list(real_ends)):
+            self.real_interval = None
+            self._open.add("real")
+            open_rows.append("the real stability interval")
+        if not _same(list(imaginary_ends)):
+            self.imaginary_interval = None
+            self._open.add("imaginary")
+            open_rows.append("the imaginary stability interval")
+        if len(set(verdicts)) > 1:
+            self.a_stable = None
+            open_rows.append("A-stability")
+        if open_rows:
+            self.undetermined = True
+            self.notes.append(
+                f"{', '.join(open_rows)} undetermined: they differ between orders {order} "
+                f"and {top}, which the undetermined conditions leave open (computed with the "
+                "terms that each order fixes)."
+            )
+        self._judge_infinity(tableau, K, N, D)
+
+    def _decide(
+        self, real: Dense, imaginary: Dense, field: RealField, poles_right: bool
+    ) -> tuple[float, float, bool]:
+        """The intervals and A-stability from P and F, set on self and returned."""
         self.real_interval = first_exit(real, field)
         self.imaginary_interval = math.sqrt(first_exit(imaginary, field))
-        poles_right = len(D) == 1 or hurwitz(_at_minus(D), field)  # D(−z) is Hurwitz
         self.a_stable = self.imaginary_interval == math.inf and poles_right
-        self.l_stable = self.a_stable and len(N) < len(D)
         if self.a_stable:  # exact already; for a numeric tableau, its consequence
             self.real_interval = math.inf
+        return self.real_interval, self.imaginary_interval, self.a_stable
+
+    def _judge_infinity(self, tableau: ButcherTableau, K: Any, N: Dense, D: Dense) -> None:
+        """L-stability of a numeric tableau: A-stable and R(∞) = 0 within the precision."""
+        if self.a_stable is False:
+            self.l_stable = False
+            return
+        judged = _value_at_infinity(tableau, K, N, D)
+        if judged.verdict is Verdict.FAILS:
+            self.l_stable = False
+        elif judged.verdict is Verdict.UNDETERMINED:
+            self.l_stable = None
+            self.undetermined = True
+            spread = (
+                f"R(∞) = {judged.residual:.3g} ± {judged.bound:.3g}"
+                if math.isfinite(judged.bound)
+                else "R(∞) is not bounded"
+            )
+            self.notes.append(
+                f"L-stability is undetermined: {spread} over the methods within the precision of "
+                "the entries."
+            )
+        else:
+            self.l_stable = self.a_stable
+            if len(N) >= len(D) and self.a_stable:
+                self.notes.append(
+                    f"R(∞) = {float(K.to_sympy(N[0]) / K.to_sympy(D[0])):.3g} for the digits "
+                    f"as given, zero within the precision of the entries (±{judged.bound:.3g}): "
+                    "counted as L-stable."
+                )
+
+    def shown(self, verdict: bool | None) -> bool | str | None:
+        """A verdict as the report prints it: None is 'undetermined' where the digits left it."""
+        return "undetermined" if verdict is None and self.undetermined else verdict
 
     @property
     def real_interval_text(self) -> str | None:
         r = self.real_interval
         if r is None:
-            return None
+            return "undetermined" if "real" in self._open else None
         if r == math.inf:
             return "(-∞, 0]"
         return "none (only z = 0)" if r == 0 else f"[{-r:.6g}, 0]"
@@ -228,7 +338,7 @@ class StabilityFunction:
     def imaginary_interval_text(self) -> str | None:
         y = self.imaginary_interval
         if y is None:
-            return None
+            return "undetermined" if "imaginary" in self._open else None
         if y == math.inf:
             return "the whole imaginary axis"
         return "none (only z = 0)" if y == 0 else f"[-{y:.6g}i, {y:.6g}i]"
@@ -239,8 +349,8 @@ class StabilityFunction:
             ("stability function R(z)", self.expression),
             ("real stability interval", self.real_interval_text),
             ("imaginary stability interval", self.imaginary_interval_text),
-            ("A-stable", self.a_stable),
-            ("L-stable", self.l_stable),
+            ("A-stable", self.shown(self.a_stable)),
+            ("L-stable", self.shown(self.l_stable)),
         ]
 
     def evaluate(self, values: np.ndarray) -> np.ndarray:
@@ -251,7 +361,9 @@ class StabilityFunction:
         return np.asarray(function(values), dtype=complex) * np.ones_like(values)
 
 
-def stability_function(tableau: ButcherTableau, order: int | None = None) -> StabilityFunction:
+def stability_function(
+    tableau: ButcherTableau, order: int | None = None, upper: int | None = None
+) -> StabilityFunction:
     """R(z) and the linear stability properties of `tableau`.
 
     **Arguments:**
@@ -259,7 +371,10 @@ def stability_function(tableau: ButcherTableau, order: int | None = None) -> Sta
     - `tableau`: the method.
     - `order`: the order whose conditions the tableau meets; used only for a numeric tableau,
       whose intervals then take the low-degree terms of |R|² − 1 from that order.
+    - `upper`: for a numeric tableau whose digits leave the order between `order` and `upper`
+      (undetermined conditions): the intervals and A-stability are undetermined unless every
+      order in that range gives the same.
 
     **Returns:** a `StabilityFunction`.
     """
-    return StabilityFunction(tableau, order)
+    return StabilityFunction(tableau, order, upper)

@@ -357,11 +357,13 @@ class ButcherTableau(CoefficientMethod):
                 valid="declare how they train ([parameters] g = 'gate', or { kind = 'learned', "
                 "init = 1 }), or compile a member (tableau.subs({...}))",
             )
-        how = "bf.compile: one shared field, " + (
-            f"stages solved by {self.iterations or 'iterations='} fixed-point sweeps"
-            if self.is_implicit
-            else "one call per used stage"
-        )
+        if not self.is_implicit:
+            stages = "one call per used stage"
+        elif self.iterations:
+            stages = f"stages solved by {self.iterations} fixed-point sweeps"
+        else:
+            stages = "stages solved by the fixed-point sweeps iterations= asks for (none declared)"
+        how = "bf.compile: one shared field, " + stages
         trained = [f"{s}: {KINDS[p.kind]}" for s, p in self._parameters.items()]
         return Layer(True, how + ("; " + ", ".join(trained) if trained else ""))
 
