@@ -252,6 +252,19 @@ def test_no_real_interval_is_said_only_where_the_digits_can_tell() -> None:
     assert dict(six.rows())["real stability interval [-r, 0]: r"] == "undetermined (see notes)"
 
 
+def test_a_real_interval_end_within_the_reach_of_the_rounding_is_undetermined() -> None:
+    """Adams-Bashforth 2 typed as "-0.5", "1.5" (one digit: each β known to ±0.05) is stable on
+    [-1, 0] for these digits, but its locus crosses the real axis at -1, inside the reach of the
+    rounding near 0 (1.5): the crossing was ignored and the interval read (-inf, 0]."""
+    one_digit = analyse_multistep(bf.LinearMultistep([0, -1, 1], ["-0.5", "1.5", "0"]))
+    assert one_digit.real_interval is None and one_digit.a_alpha is None
+    assert any("crosses the real axis within 1.5 of z = 0" in n for n in one_digit.notes)
+    for beta in (["-1/2", "3/2", 0], [-0.5, 1.5, 0], ["-0.500000", "1.50000", "0"]):
+        assert analyse_multistep(bf.LinearMultistep([0, -1, 1], beta)).real_interval == (
+            pytest.approx(1.0)
+        )
+
+
 def test_a_double_root_on_the_circle_split_by_float_digits_is_placed_not_a_crash() -> None:
     """(ζ² − 6ζ/5 + 1)² typed as floats: its roots (3 ± 4i)/5 split by about 5e-9, where
     mpmath's Durand-Kerner never converged and the analysis raised NoConvergence."""

@@ -93,7 +93,7 @@ def a_alpha_angle(
     return best if best > 1e-6 else 0.0
 
 
-def real_interval(rho_c: np.ndarray, sigma_c: np.ndarray, tiny: float) -> float:
+def real_interval(rho_c: np.ndarray, sigma_c: np.ndarray, tiny: float) -> tuple[float, bool]:
     """The real stability interval of a linear multistep method, from its boundary locus.
 
     **Arguments:**
@@ -101,8 +101,11 @@ def real_interval(rho_c: np.ndarray, sigma_c: np.ndarray, tiny: float) -> float:
     - `rho_c`, `sigma_c`: the coefficients of ρ and σ, highest power first, `(k + 1,)`.
     - `tiny`: crossings of the real axis this close to 0 are noise.
 
-    **Returns:** the largest r with [−r, 0] in the stability region (`math.inf` when
-    unbounded, 0.0 when none).
+    **Returns:** `(r, skipped)`: the largest r with [−r, 0] in the stability region
+    (`math.inf` when unbounded, 0.0 when none), and whether the locus crossed the real axis
+    within `tiny` of 0 (other than at θ = 0, where every consistent method's locus passes
+    through 0) beyond float64 noise (1e-6): where `tiny` is a numeric declaration's reach, r
+    may end there instead.
     """
 
     def height(ts: np.ndarray) -> np.ndarray:
@@ -116,7 +119,8 @@ def real_interval(rho_c: np.ndarray, sigma_c: np.ndarray, tiny: float) -> float:
         if np.isfinite(point) and abs(point.imag) <= 1e-9 * (1 + abs(point.real)):
             crossings.append(point.real)  # a sign change through infinity is no crossing
     first = min((-x for x in crossings if np.isfinite(x) and x < -tiny), default=math.inf)
-    return first if _stable(rho_c, sigma_c, -min(first / 2, 1.0)) else 0.0
+    skipped = any(-tiny <= x < -1e-6 for x in crossings[1:])
+    return (first if _stable(rho_c, sigma_c, -min(first / 2, 1.0)) else 0.0), skipped
 
 
 def float_coefficients(method: LinearMultistep) -> tuple[np.ndarray, np.ndarray]:

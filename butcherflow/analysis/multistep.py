@@ -281,15 +281,18 @@ def analyse_multistep(
         # order 2 a reading within float noise of 90° is not rounded up to A-stability.
         a_alpha = a_alpha_angle(rho_c, sigma_c, max(tiny, 1000 * noise), snap=found.order <= 2)
         reach = max(tiny, 10 * noise)
-        interval = real_interval(rho_c, sigma_c, reach)
+        interval, skipped = real_interval(rho_c, sigma_c, reach)
         if interval != math.inf:
             a_alpha = None  # A(α) for any α needs the whole negative real axis in the region
-        if interval == 0.0 and 10 * noise > tiny:
-            interval = None  # "none" would claim what the digits cannot tell
+        if skipped or (interval == 0.0 and 10 * noise > tiny):
+            # "none", or an end beyond a crossing the rounding may move, claims what the digits
+            # cannot tell
+            interval, a_alpha = None, None
             notes.append(
-                f"real stability interval undetermined: none reaches beyond {reach:.3g}, the reach "
-                "of the digits' rounding near z = 0, and they cannot tell whether a shorter one "
-                "exists"
+                "real stability interval undetermined: the boundary locus "
+                + ("crosses the real axis" if skipped else "finds no interval beyond")
+                + f" within {reach:.3g} of z = 0, the reach of the digits' rounding there, so "
+                "they cannot tell where the interval ends"
             )
         notes.append(
             "A(α) and the real stability interval are float64 readings of the boundary locus "
