@@ -132,6 +132,12 @@ def real_stability_interval(method: GeneralLinear) -> tuple[float, str]:
         "eigenvalues of M(x) meet |w| = 1 only at real roots of polynomials found exactly"
         + (" (irrational entries as 60-digit rationals)" if approximated else "")
         + ", and a float64 test at one point between consecutive roots decides each piece"
+        + (
+            f"; it is the interval of the method the digits spell: how far their rounding "
+            f"(±{float(method.rounding):.2g}) moves its end is not bounded"
+            if method.numeric
+            else ""
+        )
     )
     edge = 0.0
     for x in breaks:
