@@ -467,3 +467,54 @@ def test_subs_then_check_is_declare_then_check(a: Fraction, digits: int) -> None
     assert verdict(family.subs({"a": text})) == verdict(
         bf.ButcherTableau([[0, 0], [text, 0]], direct)
     )
+
+
+# -- a declared precision in every family that has coefficients -------------------------------
+
+# Adams-Bashforth 4 (beta = -9/24, 37/24, -59/24, 55/24) as 30-digit decimals whose last
+# digits are off by a few 1e-28 (a computation to ~27 digits printed to 30).
+AB4_BETA = [
+    "-0.374999999999999999999999999700",
+    "1.541666666666666666666666666467",
+    "-2.458333333333333333333333333233",
+    "2.291666666666666666666666667067",
+    0,
+]
+
+
+def test_the_digits_of_a_multistep_method_prove_its_order_at_their_precision() -> None:
+    alpha = [0, 0, 0, -1, 1]
+    report = bf.check(bf.LinearMultistep(alpha, AB4_BETA))
+    assert (report.order, report.order_upper) == (0, 0)
+    report = bf.check(bf.LinearMultistep(alpha, AB4_BETA, precision=1e-25))
+    assert (report.order, report.order_upper) == (4, 4) and not report.undetermined
+    assert report.zero_stable is True
+    assert dict(report.rows())["tolerance"].startswith("declared precision ±1e-25")
+    assert report.to_dict()["precision"] == 1e-25
+    coarse = bf.check(bf.LinearMultistep(alpha, AB4_BETA, precision="1e-6"))
+    assert coarse.order < 4 and coarse.undetermined and coarse.order_upper is None
+
+
+def test_precision_is_a_toml_key_of_multistep_methods(tmp_path) -> None:
+    import tomli_w
+
+    table = {"name": "digits", "family": "multistep", "order": 4, "alpha": [0, 0, 0, -1, 1]}
+    table |= {"beta": AB4_BETA, "precision": 1e-25}
+    path = tmp_path / "digits.toml"
+    path.write_text(tomli_w.dumps(table), encoding="utf-8")
+    method = bf.load(path)
+    assert bf.check(method).claim_holds
+    assert method.to_table()["precision"] == 1e-25
+    assert from_dict(method.to_table()).to_table() == method.to_table()
+
+
+@pytest.mark.parametrize("bad", [0, -1e-10, 2, "tiny", True])
+def test_bad_precisions_are_refused_in_multistep_methods(bad: Any, declaration_error) -> None:
+    with declaration_error("key 'precision'", "positive number below 1"):
+        bf.LinearMultistep([-1, 1], [1, 0], precision=bad)
+
+
+def test_a_declared_precision_survives_subs_of_a_multistep_family() -> None:
+    lmm = bf.LinearMultistep([0, "-k", "k"], ["-1/2", "3/2", 0], precision=1e-12)
+    member = lmm.subs({"k": 1})
+    assert member.precision == lmm.precision and member.rounding == Fraction(1e-12)
