@@ -425,7 +425,7 @@ def test_zero_coefficient(zero, declaration_error) -> None:
         bf.Splitting([("A", 1), ("B", zero)])
 
 
-@pytest.mark.parametrize("steps", [[], (), None, "AB", {"A": 1}, 3])
+@pytest.mark.parametrize("steps", [[], (), "AB", {"A": 1}, 3])
 def test_empty_or_non_list_steps(steps, declaration_error) -> None:
     with declaration_error("key 'steps'", repr(steps), "at least one step"):
         bf.Splitting(steps)

@@ -286,11 +286,14 @@ SPLITTINGS: dict[str, tuple[Steps, int]] = {
     "mcate-8": (strang_composition(MCATE_8), 8),
     "yoshida-6a": (strang_composition(YOSHIDA_6A), 6),
     "yoshida-6-sciml": (strang_composition(YOSHIDA_6_SCIML), 6),
+}
+# The generic symplectic steps, as the lists (a, b) the library stores (`kick_drift`).
+KICK_DRIFT: dict[str, tuple[tuple[list[Any], list[Any]], int]] = {
     # Ruth (1983), OrdinaryDiffEq's Ruth3.
-    "ruth-3": (kick_drift(["2/3", "-2/3", 1], ["7/24", "3/4", "-1/24"]), 3),
+    "ruth-3": ((["2/3", "-2/3", 1], ["7/24", "3/4", "-1/24"]), 3),
     # Forest and Ruth (1990) / Candy and Rozmus (1991), OrdinaryDiffEq's CandyRoz4.
     "forest-ruth-4": (
-        kick_drift(
+        (
             [
                 f"(2 + {THIRD} + 2**(-1/3))/6",
                 f"(1 - {THIRD} - 2**(-1/3))/6",
@@ -306,7 +309,7 @@ SPLITTINGS: dict[str, tuple[Steps, int]] = {
     # kinetic energy, where brackets vanish), which OrdinaryDiffEq tests on the harmonic
     # oscillator; for general operators they are order 3 (the matrix check below agrees).
     "mcate-4": (
-        kick_drift(
+        (
             [
                 "0.515352837431122936",
                 "-0.085782019412973646",
@@ -323,7 +326,7 @@ SPLITTINGS: dict[str, tuple[Steps, int]] = {
         3,
     ),
     "mcate-5": (
-        kick_drift(
+        (
             [
                 "0.339839625839110000",
                 "-0.088601336903027329",
@@ -344,7 +347,7 @@ SPLITTINGS: dict[str, tuple[Steps, int]] = {
         3,
     ),
     "calvo-sanz-4": (
-        kick_drift(
+        (
             ["0.205177661542290", "0.403021281604210", "-0.12092087633891", "0.512721933192410"],
             [
                 "0.061758858135626",
@@ -358,7 +361,7 @@ SPLITTINGS: dict[str, tuple[Steps, int]] = {
     ),
     # OrdinaryDiffEq's McAte42, marked broken there (@test_broken order 4): order 1 as coded.
     "mcate-42-sciml": (
-        kick_drift(
+        (
             [
                 "0.40518861839525227722",
                 "-0.28714404081652408900",
@@ -371,6 +374,7 @@ SPLITTINGS: dict[str, tuple[Steps, int]] = {
         1,
     ),
 }
+SPLITTINGS |= {name: (kick_drift(*lists), order) for name, (lists, order) in KICK_DRIFT.items()}
 
 
 def splitting(steps: Steps, **kwargs: Any) -> SplittingReport:
@@ -407,6 +411,18 @@ def test_published_splittings_as_published(name: str) -> None:
     report = splitting(steps, max_order=order + 1)
     assert report.order == order and report.order_upper == order
     assert round(_local_error_order(steps)) == order
+
+
+@pytest.mark.parametrize("name", KICK_DRIFT)
+def test_the_librarys_lists_declared_alternating_are_the_splitting_interleaved_by_hand(
+    name: str,
+) -> None:
+    (a, b), _ = KICK_DRIFT[name]
+    # Drift by b_i, then kick by a_i: the drift list first; its zeros (b_1 = 0) are left out.
+    mine = bf.Splitting(alternating={"B": b, "A": a}, substep="exact")
+    hand = bf.Splitting(SPLITTINGS[name][0], substep="exact")
+    assert (mine.steps, mine.step_numbers) == (hand.steps, hand.step_numbers)
+    assert mine.operators == hand.operators
 
 
 @pytest.mark.parametrize("name", SPLITTINGS)

@@ -467,3 +467,132 @@ def test_subs_then_check_is_declare_then_check(a: Fraction, digits: int) -> None
     assert verdict(family.subs({"a": text})) == verdict(
         bf.ButcherTableau([[0, 0], [text, 0]], direct)
     )
+
+
+# -- a declared precision in every family that has coefficients -------------------------------
+
+# Adams-Bashforth 4 (beta = -9/24, 37/24, -59/24, 55/24) as 30-digit decimals whose last
+# digits are off by a few 1e-28 (a computation to ~27 digits printed to 30).
+AB4_BETA = [
+    "-0.374999999999999999999999999700",
+    "1.541666666666666666666666666467",
+    "-2.458333333333333333333333333233",
+    "2.291666666666666666666666667067",
+    0,
+]
+
+
+def test_the_digits_of_a_multistep_method_prove_its_order_at_their_precision() -> None:
+    alpha = [0, 0, 0, -1, 1]
+    report = bf.check(bf.LinearMultistep(alpha, AB4_BETA))
+    assert (report.order, report.order_upper) == (0, 0)
+    report = bf.check(bf.LinearMultistep(alpha, AB4_BETA, precision=1e-25))
+    assert (report.order, report.order_upper) == (4, 4) and not report.undetermined
+    assert report.zero_stable is True
+    assert dict(report.rows())["tolerance"].startswith("declared precision ±1e-25")
+    assert report.to_dict()["precision"] == 1e-25
+    coarse = bf.check(bf.LinearMultistep(alpha, AB4_BETA, precision="1e-6"))
+    assert coarse.order < 4 and coarse.undetermined and coarse.order_upper is None
+
+
+def test_precision_is_a_toml_key_of_multistep_methods(tmp_path) -> None:
+    import tomli_w
+
+    table = {"name": "digits", "family": "multistep", "order": 4, "alpha": [0, 0, 0, -1, 1]}
+    table |= {"beta": AB4_BETA, "precision": 1e-25}
+    path = tmp_path / "digits.toml"
+    path.write_text(tomli_w.dumps(table), encoding="utf-8")
+    method = bf.load(path)
+    assert bf.check(method).claim_holds
+    assert method.to_table()["precision"] == 1e-25
+    assert from_dict(method.to_table()).to_table() == method.to_table()
+
+
+@pytest.mark.parametrize("bad", [0, -1e-10, 2, "tiny", True])
+def test_bad_precisions_are_refused_in_multistep_methods(bad: Any, declaration_error) -> None:
+    with declaration_error("key 'precision'", "positive number below 1"):
+        bf.LinearMultistep([-1, 1], [1, 0], precision=bad)
+
+
+def test_a_declared_precision_survives_subs_of_a_multistep_family() -> None:
+    lmm = bf.LinearMultistep([0, "-k", "k"], ["-1/2", "3/2", 0], precision=1e-12)
+    member = lmm.subs({"k": 1})
+    assert member.precision == lmm.precision and member.rounding == Fraction(1e-12)
+
+
+# Yoshida's triple jump (order 4) as 30-digit decimals of its irrational weights
+# w1 = 1/(2 - 2^(1/3)), w0 = -2^(1/3)/(2 - 2^(1/3)), as a library that computed them to ~26
+# digits would print them: the second A weight is off by 3.6e-28, far beyond its own printed
+# precision (5e-31), so the digits alone are inconsistent (order 0, failing).
+YOSHIDA_4_A = [
+    "0.675603595979828817023843904486",
+    "-0.175603595979828817023843904123",
+    "-0.175603595979828817023843904486",
+    "0.675603595979828817023843904486",
+]
+YOSHIDA_4_B = ["1.35120719195965763404768780897", "-1.70241438391931526809537561794"]
+YOSHIDA_4_B.append(YOSHIDA_4_B[0])
+
+
+def yoshida_4_digits(precision: Any) -> bf.Splitting:
+    steps = [("A", YOSHIDA_4_A[0])]
+    for a, b in zip(YOSHIDA_4_A[1:], YOSHIDA_4_B, strict=True):
+        steps += [("B", b), ("A", a)]
+    return bf.Splitting(steps, substep="exact", precision=precision)
+
+
+def test_the_digits_of_an_irrational_splitting_prove_its_order_at_their_precision() -> None:
+    report = bf.check(yoshida_4_digits(None), max_order=5)
+    assert (report.order, report.order_upper) == (0, 0)  # the digits as written: inconsistent
+    report = bf.check(yoshida_4_digits(1e-25), max_order=5)
+    assert (report.order, report.order_upper) == (4, 4) and not report.undetermined_words
+    rows = dict(report.rows())
+    assert rows["tolerance"].startswith("declared precision ±1e-25")
+    assert report.to_dict()["precision"] == 1e-25
+    assert any("declared precision ±1e-25" in note for note in report.notes)
+
+
+def test_a_coarse_precision_leaves_the_splittings_order_undetermined_never_met() -> None:
+    report = bf.check(yoshida_4_digits("1e-6"), max_order=5)
+    assert report.order < 4 and report.undetermined_words
+    assert report.order_upper is None  # nothing fails: within 1e-6 a method of order 4 exists
+    # An undetermined consistency condition is not an inconsistent splitting.
+    assert not any("inconsistent" in note for note in report.notes)
+    assert not any("the search stopped there" in note for note in report.notes)
+
+
+def test_precision_is_a_toml_key_of_splittings(tmp_path) -> None:
+    import tomli_w
+
+    steps = [list(step) for step in yoshida_4_digits(None).to_table()["steps"]]
+    table = {"name": "digits", "family": "splitting", "order": 4, "substep": "exact"}
+    table |= {"steps": steps, "precision": 1e-25}
+    path = tmp_path / "digits.toml"
+    path.write_text(tomli_w.dumps(table), encoding="utf-8")
+    method = bf.load(path)
+    assert bf.check(method).claim_holds
+    assert method.to_table()["precision"] == 1e-25
+    assert from_dict(method.to_table()).to_table() == method.to_table()
+
+
+@pytest.mark.parametrize("bad", [0, -1e-10, 2, "tiny", True])
+def test_bad_precisions_are_refused_in_splittings(bad: Any, declaration_error) -> None:
+    with declaration_error("key 'precision'", "positive number below 1"):
+        bf.Splitting([("A", 1), ("B", 1)], precision=bad)
+
+
+def test_a_declared_precision_survives_subs_of_a_splitting_family() -> None:
+    split = bf.Splitting([("A", "g"), ("B", 1), ("A", "1 - g")], precision=1e-12)
+    member = split.subs({"g": "1/2"})
+    assert member.precision == split.precision and member.rounding == Fraction(1e-12)
+    assert bf.check(member).order == 2
+
+
+def test_a_splitting_whose_digits_leave_consistency_open_is_not_called_inconsistent() -> None:
+    # Σ A = 0.9999 with each third known to ±5e-5: consistency is undetermined, not failed.
+    steps = [("A", "0.3333"), ("B", "1/2"), ("A", "0.3333"), ("B", "1/2"), ("A", "0.3333")]
+    report = bf.check(bf.Splitting(steps, substep="exact"))
+    assert report.order == 0 and report.undetermined_words
+    assert not any("inconsistent" in note for note in report.notes)
+    assert not any("the search stopped there" in note for note in report.notes)
+    assert bf.check(bf.Splitting([("A", "0.3333"), ("B", 1)], substep="exact")).order_upper == 0

@@ -29,8 +29,17 @@ from .multistep_order import (
     search_multistep_order,
     vanishes,
 )
-from .report import Report, shown_open, trained_order_text, undetermined_note
+from .report import (
+    Report,
+    precision_text,
+    shown_open,
+    tolerance_text,
+    trained_order_text,
+    undetermined_note,
+)
 from .root_condition import ZETA, Root, root_condition
+
+SCALE = "(size of C_q's terms)"  # what a condition's resolution is relative to
 
 
 @final
@@ -129,10 +138,15 @@ class MultistepReport(Report):
         )
 
     def rows(self) -> list[tuple[str, Any]]:
+        m = self.method
         return [
-            ("steps", self.method.steps),
+            ("steps", m.steps),
             ("explicit", self.explicit),
             ("order", f"{self.order}" + ("+" if self.order_is_lower_bound else "")),
+            (
+                "tolerance",
+                tolerance_text(m.precision, m.rounding, None, SCALE) if m.numeric else None,
+            ),
             ("undetermined", shown_open(self.undetermined) or None),
             ("consistent", self.consistent),
             ("error constant C_{p+1}/σ(1)", self.error_constant),
@@ -160,6 +174,7 @@ class MultistepReport(Report):
             "steps": self.method.steps,
             "explicit": self.explicit,
             "numeric": self.method.numeric,
+            "precision": None if self.method.precision is None else float(self.method.precision),
             "order": self.order,
             "consistent": self.consistent,
             "error_constant": self.error_constant,
@@ -232,8 +247,9 @@ def analyse_multistep(
     found = search_multistep_order(method, limit, barrier, max_order is not None)
     if method.numeric:
         notes.append(
-            "numeric declaration: C_q is computed exactly from the digits and judged against "
-            "the most the entries' precision can move it (C_q is linear in them): met when "
+            f"numeric declaration ({precision_text(method.precision, method.rounding)}): C_q "
+            "is computed exactly from the digits and judged against the most the entries' "
+            "precision can move it (C_q is linear in them): met when "
             f"that is below {float(RESOLUTION):.2g} of the size of C_q's terms, fails when "
             "|C_q| exceeds it, undetermined otherwise"
         )

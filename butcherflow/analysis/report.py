@@ -71,11 +71,18 @@ def precision_text(precision: Fraction | None, rounding: Fraction) -> str:
     return f"entries' own precision (worst ±{float(rounding):.3g})"
 
 
-def tolerance_text(precision: Fraction | None, rounding: Fraction, largest: float | None) -> str:
-    """The tolerance row of a numeric declaration: its precision, the resolution below which
-    an enclosure of 0 counts as met, and the largest bound the verdicts used."""
+def tolerance_text(
+    precision: Fraction | None, rounding: Fraction, largest: float | None, scale: str = "(1/γ)"
+) -> str:
+    """The tolerance row of a numeric declaration: its precision, then `resolution_text`."""
+    return f"{precision_text(precision, rounding)}; {resolution_text(largest, scale)}"
+
+
+def resolution_text(largest: float | None, scale: str) -> str:
+    """The resolution below which an enclosure of 0 counts as met (relative to `scale`, the
+    condition's scale), and the largest bound the verdicts used."""
     used = f"; largest bound {largest:.3g}" if largest is not None else ""
-    return f"{precision_text(precision, rounding)}; met below {float(RESOLUTION):.2g}·(1/γ){used}"
+    return f"met below {float(RESOLUTION):.2g}·{scale}{used}"
 
 
 # What would decide a condition the digits leave open.

@@ -35,7 +35,7 @@ from ..methods.precision import Judgement, digits_hint, judge_enclosure, working
 from .additive import additive_tableau, search_substep_order
 from .enclosure import BallDomain
 from .free_algebra import FreeProduct, Word
-from .report import Report, raised_by, shown_open
+from .report import Report, precision_text, raised_by, resolution_text, shown_open
 from .rk_order import DEFAULT_TIME_BUDGET
 from .search import search_order
 from .trees import TreeFamily
@@ -208,7 +208,7 @@ class SplittingReport(Report):
     def _explain(self) -> None:
         m = self.method
         off = {op: s for op, s in self.coefficient_sums.items() if sympy.simplify(s - 1) != 0}
-        if off and self.order == 0 and not self.symbolic:
+        if off and self.order == 0 and not self.symbolic and self.failing_words:
             shown = ", ".join(f"Σ{op} = {s}" for op, s in off.items())
             self.notes.append(
                 f"coefficient sums are not 1 ({shown}): the splitting is inconsistent (order 0)."
@@ -218,12 +218,17 @@ class SplittingReport(Report):
                 f"parametrised splitting: order {self.order} holds for every parameter value; "
                 + self._raised_by()
             )
-        if self.order_is_lower_bound:
+        # Undetermined conditions end a search too: their note below says why, not this one.
+        if self.order_is_lower_bound and not self.undetermined_words:
             self.notes.append(
                 f"every word condition up to order {self.order} holds; the search stopped there "
                 f"(order ≥ {self.order})."
             )
-        if m.substep is not None and self.substep_order_is_lower_bound:
+        if (
+            m.substep is not None
+            and self.substep_order_is_lower_bound
+            and not self.undetermined_trees
+        ):
             self.notes.append(
                 f"with {m.substep_name} sub-steps every coloured-tree condition up to order "
                 f"{self.substep_order} holds; the search stopped there."
@@ -237,7 +242,7 @@ class SplittingReport(Report):
             self.notes.append(
                 "numeric declaration: every word coefficient and elementary weight was enclosed "
                 "in ball arithmetic holding every splitting within the precision of the "
-                f"coefficients (worst ±{float(max(x.rounding for x in self._numbers)):.3g}); a "
+                f"coefficients ({self._precision_text()}); a "
                 "condition is met when its enclosure holds 0 and is narrow, fails when it "
                 "excludes 0, and is undetermined otherwise "
                 f"(largest bound used {self.tolerance or 0:.3g})."
@@ -251,6 +256,14 @@ class SplittingReport(Report):
                 "are undetermined at the precision of the coefficients: the orders shown are "
                 "what was established; give more digits or exact values to decide the rest."
             )
+
+    def _precision_text(self) -> str:
+        """The splitting's precision, and its sub-step's where that tableau is numeric too."""
+        m, sub = self.method, self.method.substep
+        text = precision_text(m.precision, m.rounding) if m.numeric else "exact"
+        if sub is not None and sub.numeric:
+            text += f"; the {sub.name} sub-step's {precision_text(sub.precision, sub.rounding)}"
+        return text
 
     def _raised_by(self) -> str:
         symbols = set().union(*(c.free_symbols for _, c in self.method.steps))
@@ -306,8 +319,11 @@ class SplittingReport(Report):
             ("steps", steps),
             ("coefficient sums", sums),
             ("domain", self.domain),
-            (f"failing words at order {self.order + 1}", shorten(self.failing_words)),
         ]
+        if not self.exact and not self.symbolic:
+            tolerance = resolution_text(self.tolerance, "(1/|w|!)")
+            rows.append(("tolerance", f"{self._precision_text()}; {tolerance}"))
+        rows.append((f"failing words at order {self.order + 1}", shorten(self.failing_words)))
         if self.undetermined_words:
             label = f"undetermined words at order {self.order + 1}"
             rows.append((label, shown_open(self.undetermined_words)))
@@ -330,6 +346,7 @@ class SplittingReport(Report):
             "substep": m.substep_name,
             "exact": self.exact,
             "tolerance": self.tolerance,
+            "precision": None if m.precision is None else float(m.precision),
             "operators": list(m.operators),
             "steps": [[op, c] for op, c in m.steps],
             "coefficient_sums": self.coefficient_sums,

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, final
 
 import sympy
 
 from .base import CoefficientMethod, Layer
-from .numbers import Number, is_zero, parse_vector, raw_list, substitute
+from .numbers import (
+    Number,
+    is_zero,
+    judged,
+    parse_precision,
+    parse_vector,
+    raw_list,
+    substitute,
+)
 from .parameters import Parameter, parse_parameters, raw_parameters
 
 
@@ -24,17 +33,21 @@ class LinearMultistep(CoefficientMethod):
     - `zero_stable`: optional claim, checked by `bf.check` like `order`.
     - `parameters`: how a family's symbols train: `{"k": {"kind": "learned", "init": 1}}`
       makes each symbol a learned scalar of every layer of the stack.
+    - `precision`: judge every non-zero αⱼ, βⱼ as known to ±precision at least (a positive
+      number below 1, e.g. `1e-25`), as `ButcherTableau` does: the way in for coefficients
+      printed to more digits than were computed.
 
     Entries follow the tableau rules (exact by default, symbols for families such as the
     ODE Transformer paper's learnable-k "Multistep" block).
     """
 
     family = "multistep"
-    keys = ("alpha", "beta", "zero_stable", "parameters")
+    keys = ("alpha", "beta", "zero_stable", "parameters", "precision")
     required = ("alpha", "beta")
     alpha: tuple[sympy.Expr, ...]
     beta: tuple[sympy.Expr, ...]
     zero_stable: bool | None
+    precision: Fraction | None  # the declared precision, if any
     alpha_numbers: tuple[Number, ...]  # the entries as parsed, with their precision
     beta_numbers: tuple[Number, ...]
 
@@ -47,13 +60,15 @@ class LinearMultistep(CoefficientMethod):
         order: int | None = None,
         zero_stable: bool | None = None,
         parameters: Any = None,
+        precision: Any = None,
         title: str | None = None,
         reference: str | None = None,
         source: str | Path | None = None,
     ) -> None:
         self._set_common(name, order, title, reference, source)
-        a = parse_vector(alpha, "alpha", self.source)
-        b = parse_vector(beta, "beta", self.source)
+        declared = parse_precision(precision, self.source)
+        a = judged(parse_vector(alpha, "alpha", self.source), declared)
+        b = judged(parse_vector(beta, "beta", self.source), declared)
         if len(a) < 2:
             raise self.error(
                 "alpha needs at least two entries (k >= 1)",
@@ -84,11 +99,12 @@ class LinearMultistep(CoefficientMethod):
             alpha=tuple(x.value for x in a),
             beta=tuple(x.value for x in b),
             zero_stable=zero_stable,
+            precision=declared,
             rounding=max(x.rounding for x in (*a, *b)),
             alpha_numbers=a,
             beta_numbers=b,
         )
-        declared = parse_parameters(
+        declared_parameters = parse_parameters(
             parameters, self.symbols, kinds=("learned",), source=self.source
         )
         self._set(
@@ -96,9 +112,10 @@ class LinearMultistep(CoefficientMethod):
                 "alpha": raw_list(a),
                 "beta": raw_list(b),
                 "zero_stable": zero_stable,
-                "parameters": raw_parameters(declared),
+                "parameters": raw_parameters(declared_parameters),
+                "precision": precision if declared is not None else None,
             },
-            _parameters=declared,
+            _parameters=declared_parameters,
             _beta_k_zero=is_zero(b[-1]),
         )
 
@@ -125,7 +142,7 @@ class LinearMultistep(CoefficientMethod):
     def subs(self, values: Mapping[Any, Any]) -> LinearMultistep:
         """A member of a parametrised family: substitute values for the symbols (entries as in
         `ButcherTableau.subs`; the member keeps the name and the parameters of the symbols
-        left)."""
+        left, and a declared precision)."""
         mapping = self.member_values(values)
 
         def put(key: str, numbers: tuple[Number, ...]) -> list[Number]:
@@ -140,6 +157,7 @@ class LinearMultistep(CoefficientMethod):
             parameters=raw_parameters(
                 {s: p for s, p in self._parameters.items() if s not in mapping}
             ),
+            precision=self._table["precision"],
         )
 
     @property

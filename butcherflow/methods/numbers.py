@@ -452,6 +452,14 @@ def parse_precision(raw: Any, source: str | Path | None = None) -> Fraction | No
     return Fraction(int(value.p), int(value.q))
 
 
+def judged(numbers: Sequence[Number], precision: Fraction | None) -> tuple[Number, ...]:
+    """The entries judged at a declared precision (at least), when there is one
+    (`Number.at_precision`: zeros stay exact)."""
+    if precision is None:
+        return tuple(numbers)
+    return tuple(x.at_precision(precision) for x in numbers)
+
+
 def is_zero(number: Number) -> bool:
     """Exactly zero (a numeric entry is zero only when its digits are)."""
     value = number.value

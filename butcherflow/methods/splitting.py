@@ -13,10 +13,26 @@ import sympy
 
 from ..errors import DeclarationError
 from .base import CoefficientMethod, Layer, check_order
-from .numbers import Number, is_zero, parse_number, substitute
+from .numbers import (
+    Number,
+    as_list,
+    is_zero,
+    judged,
+    parse_number,
+    parse_precision,
+    raw_list,
+    substitute,
+)
 from .tableau import ButcherTableau
 
 _OPERATOR = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+VALID_STEP = 'each step is a pair [operator, coefficient], e.g. ["A", "1/2"]'
+VALID_ALTERNATING = (
+    "one coefficient list per operator, applied alternately in the order given, e.g. "
+    'alternating = { A = ["1/2", "1/2"], B = [1, 0] } for Strang (zeros are left out)'
+)
+# A placed sub-step: (operator, coefficient, the key that names its operator in the declaration).
+Placed = tuple[str, Number, str]
 EULER = ButcherTableau([[0]], [1], name="euler", order=1, title="Forward Euler")
 
 
@@ -29,119 +45,98 @@ class Splitting(CoefficientMethod):
     **Arguments:**
 
     - `steps`: ordered `(operator, coefficient)` pairs, e.g.
-      `[("A", "1/2"), ("B", 1), ("A", "1/2")]` for Strang. Any number of operators.
+      `[("A", "1/2"), ("B", 1), ("A", "1/2")]` for Strang. Any number of operators. A zero
+      coefficient is refused here (it moves nothing: a mistake in an explicit list).
+    - `alternating`: instead of `steps`, one coefficient list per operator, applied alternately
+      in the mapping's order, as other libraries and papers store splitting and symplectic
+      methods: `{"A": [a₁, a₂, ...], "B": [b₁, b₂, ...]}` is A a₁, B b₁, A a₂, B b₂, ... Every
+      list has as many entries as the first or one fewer (shorter ones last). Exact zeros
+      (`0`, `0.0`, `"0.00"`: exact zeros, `numbers.py`) are the padding of that form and are left
+      out, which is exact: a zero sub-step is the identity for exact and Runge-Kutta sub-flows
+      alike. Any non-zero value, however small (`"1e-30"`), is a sub-step and is kept.
     - `substep`: how each sub-flow is advanced: `"exact"` (the exact flow of that operator),
       `"euler"`, the name of a catalog Runge-Kutta method, or a `ButcherTableau`.
     - `operators`: optional list of the operator names; when given, every step must use one of
       them and each must be used (catches a misspelt operator).
     - `substep_order`: the claimed order with the declared sub-step (`order` is the claim with
       exact sub-flows).
+    - `precision`: judge every non-zero coefficient as known to ±precision at least (a positive
+      number below 1, e.g. `1e-25`), as `ButcherTableau` does. It covers the splitting's own
+      coefficients; a sub-step tableau states its own.
     """
 
     family = "splitting"
-    keys = ("steps", "substep", "operators", "substep_order")
-    required = ("steps",)
+    keys = ("steps", "alternating", "substep", "operators", "substep_order", "precision")
+    required = ()  # `steps` or `alternating`: exactly one (checked by the constructor)
     steps: tuple[tuple[str, sympy.Expr], ...]
     substep: ButcherTableau | None  # None: exact sub-flows
     operators: tuple[str, ...]
     substep_order: int | None
+    precision: Fraction | None  # the declared precision, if any
     step_numbers: tuple[Number, ...]  # the steps' coefficients as parsed (with their precision)
+    _alternating: dict[str, tuple[Number, ...]] | None  # the lists as declared, zeros kept
 
     def __init__(
         self,
-        steps: Sequence[Sequence[Any]],
+        steps: Sequence[Sequence[Any]] | None = None,
         substep: str | ButcherTableau = "euler",
         *,
+        alternating: Mapping[str, Sequence[Any]] | None = None,
         name: str | None = None,
         order: int | None = None,
         substep_order: int | None = None,
         operators: Sequence[str] | None = None,
+        precision: Any = None,
         title: str | None = None,
         reference: str | None = None,
         source: str | Path | None = None,
     ) -> None:
         self._set_common(name, order, title, reference, source)
         src = self.source
-        valid_step = 'each step is a pair [operator, coefficient], e.g. ["A", "1/2"]'
-        if isinstance(steps, (str, bytes)) or not isinstance(steps, Sequence) or not steps:
+        declared = parse_precision(precision, src)
+        if steps is not None and alternating is not None:
             raise self.error(
-                "a splitting needs at least one step", key="steps", value=steps, valid=valid_step
+                "give the steps once: steps or alternating, not both",
+                key="alternating",
+                valid="drop steps (explicit [operator, coefficient] pairs) or alternating "
+                "(one coefficient list per operator)",
             )
-        parsed: list[tuple[str, sympy.Expr]] = []
-        raw_steps: list[list[Any]] = []
-        numbers: list[Number] = []
-        rounding = Fraction(0)
-        for k, step in enumerate(steps):
-            if isinstance(step, (str, bytes)) or not isinstance(step, Sequence) or len(step) != 2:
-                raise self.error("malformed step", key=f"steps[{k}]", value=step, valid=valid_step)
-            op, coeff = step
-            if not isinstance(op, str) or not _OPERATOR.match(op):
-                raise self.error(
-                    "operator names are identifiers",
-                    key=f"steps[{k}][0]",
-                    value=op,
-                    valid='e.g. "A", "B", "ffn"',
-                )
-            number = parse_number(coeff, f"steps[{k}][1]", src)
-            if is_zero(number):
-                raise self.error(
-                    "a step with coefficient 0 does nothing",
-                    key=f"steps[{k}][1]",
-                    value=coeff,
-                    valid="remove the step or give a non-zero coefficient",
-                )
-            rounding = max(rounding, number.rounding)
-            parsed.append((op, number.value))
-            raw_steps.append([op, number.raw])
-            numbers.append(number)
+        lists: dict[str, tuple[Number, ...]] | None = None
+        if alternating is not None:
+            lists = _alternating_lists(alternating, src)
+            placed = _interleaved(lists)
+        else:
+            placed = _explicit_steps(steps, src)
+        numbers = judged([x for _, x, _ in placed], declared)
+        parsed = [(op, x.value) for (op, _, _), x in zip(placed, numbers, strict=True)]
         used = tuple(dict.fromkeys(op for op, _ in parsed))
         if operators is not None:
-            if (
-                isinstance(operators, (str, bytes))
-                or not isinstance(operators, Sequence)
-                or not all(isinstance(op, str) for op in operators)
-            ):
-                raise self.error(
-                    "operators must be a list of operator names",
-                    key="operators",
-                    value=operators,
-                    valid='e.g. operators = ["A", "B"]',
-                )
-            declared = tuple(operators)
-            for k, (op, _) in enumerate(parsed):
-                if op not in declared:
-                    raise self.error(
-                        f"unknown operator '{op}'",
-                        key=f"steps[{k}][0]",
-                        value=op,
-                        valid=f"declared operators are {list(declared)}",
-                    )
-            for op in declared:
-                if op not in used:
-                    raise self.error(
-                        f"operator '{op}' is declared but no step uses it",
-                        key="operators",
-                        value=list(declared),
-                        valid="use every declared operator",
-                    )
-            used = declared
+            used = _declared_operators(operators, placed, used, src)
         resolved = _resolve_substep(substep, src)
         self._set(
             steps=tuple(parsed),
             substep=resolved,
             operators=used,
             substep_order=check_order(substep_order, "substep_order", src),
-            rounding=rounding,
-            step_numbers=tuple(numbers),
+            precision=declared,
+            rounding=max((x.rounding for x in numbers), default=Fraction(0)),
+            step_numbers=numbers,
+            _alternating=None
+            if lists is None
+            else {op: judged(xs, declared) for op, xs in lists.items()},
         )
         self._set(
             _table={
-                "steps": raw_steps,
+                "steps": None if lists is not None else [[op, x.raw] for op, x, _ in placed],
+                "alternating": None
+                if lists is None
+                else {op: raw_list(xs) for op, xs in lists.items()},
                 "substep": "exact"
                 if resolved is None
                 else ("euler" if resolved is EULER else resolved.to_table()),
                 "operators": None if operators is None else list(operators),
                 "substep_order": substep_order,
+                "precision": precision if declared is not None else None,
             }
         )
 
@@ -151,16 +146,33 @@ class Splitting(CoefficientMethod):
 
     def subs(self, values: Mapping[Any, Any]) -> Splitting:
         """A member of a parametrised family: substitute values for the symbols (coefficients as
-        in `ButcherTableau.subs`; the member keeps the name, sub-step and operators)."""
+        in `ButcherTableau.subs`; the member keeps the name, sub-step, operators, a declared
+        precision and the form of its steps: in the alternating form a coefficient that becomes
+        0 is left out)."""
         mapping = self.member_values(values)
+        common: dict[str, Any] = {
+            "substep": self.substep if self.substep is not None else "exact",
+            "operators": self._table["operators"],
+            "precision": self._table["precision"],
+            "name": self.name,
+        }
+        if self._alternating is not None:
+            return Splitting(
+                alternating={
+                    op: [
+                        substitute(x, mapping, f"alternating.{op}[{i}]", self.source)
+                        for i, x in enumerate(xs)
+                    ]
+                    for op, xs in self._alternating.items()
+                },
+                **common,
+            )
         return Splitting(
             [
                 (op, substitute(x, mapping, f"steps[{k}][1]", self.source))
                 for k, ((op, _), x) in enumerate(zip(self.steps, self.step_numbers, strict=True))
             ],
-            substep=self.substep if self.substep is not None else "exact",
-            operators=self._table["operators"],
-            name=self.name,
+            **common,
         )
 
     @property
@@ -178,7 +190,7 @@ class Splitting(CoefficientMethod):
                 False,
                 f"not compiled as declared: a family with free symbols "
                 f"{sorted(map(str, self.symbols))}",
-                key="steps",
+                key="steps" if self._alternating is None else "alternating",
                 valid="compile a member (splitting.subs({...}))",
             )
         return Layer(
@@ -195,6 +207,156 @@ class Splitting(CoefficientMethod):
         for op, coeff in self.steps:
             sums[op] = sympy.nsimplify(sums[op] + coeff)
         return sums
+
+
+def _operator_name(op: Any, key: str, source: str | None) -> str:
+    if not isinstance(op, str) or not _OPERATOR.match(op):
+        raise DeclarationError(
+            "operator names are identifiers",
+            key=key,
+            value=op,
+            valid='e.g. "A", "B", "ffn"',
+            source=source,
+        )
+    return op
+
+
+def _explicit_steps(steps: Any, source: str | None) -> list[Placed]:
+    """The `steps` form: [operator, coefficient] pairs, none of them zero."""
+    if steps is None:
+        raise DeclarationError(
+            "a splitting needs at least one step: neither steps nor alternating is given",
+            key="steps",
+            valid="give steps = [[operator, coefficient], ...] or alternating = "
+            "{ A = [...], B = [...] } (one coefficient list per operator)",
+            source=source,
+        )
+    steps = as_list(steps)
+    if isinstance(steps, (str, bytes)) or not isinstance(steps, Sequence) or not steps:
+        raise DeclarationError(
+            "a splitting needs at least one step",
+            key="steps",
+            value=steps,
+            valid=VALID_STEP,
+            source=source,
+        )
+    placed: list[Placed] = []
+    for k, step in enumerate(steps):
+        if isinstance(step, (str, bytes)) or not isinstance(step, Sequence) or len(step) != 2:
+            raise DeclarationError(
+                "malformed step", key=f"steps[{k}]", value=step, valid=VALID_STEP, source=source
+            )
+        op = _operator_name(step[0], f"steps[{k}][0]", source)
+        number = parse_number(step[1], f"steps[{k}][1]", source)
+        if is_zero(number):
+            raise DeclarationError(
+                "a step with coefficient 0 does nothing",
+                key=f"steps[{k}][1]",
+                value=step[1],
+                valid="remove the step or give a non-zero coefficient",
+                source=source,
+            )
+        placed.append((op, number, f"steps[{k}][0]"))
+    return placed
+
+
+def _alternating_lists(alternating: Any, source: str | None) -> dict[str, tuple[Number, ...]]:
+    """The `alternating` form's lists, parsed (zeros kept), with their lengths checked: every
+    list as long as the first or one shorter, shorter ones last (A a₁ B b₁ ... A aₙ)."""
+    if not isinstance(alternating, Mapping) or len(alternating) < 2:
+        raise DeclarationError(
+            "alternating needs a coefficient list for each of at least two operators",
+            key="alternating",
+            value=alternating,
+            valid=VALID_ALTERNATING,
+            source=source,
+        )
+    lists: dict[str, tuple[Number, ...]] = {}
+    for op, raw in alternating.items():
+        key = f"alternating.{op}"
+        _operator_name(op, key, source)
+        raw = as_list(raw)
+        if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
+            raise DeclarationError(
+                "expected a list of coefficients",
+                key=key,
+                value=raw,
+                valid=VALID_ALTERNATING,
+                source=source,
+            )
+        lists[op] = tuple(parse_number(x, f"{key}[{i}]", source) for i, x in enumerate(raw))
+        if all(is_zero(x) for x in lists[op]):
+            raise DeclarationError(
+                f"operator '{op}' never moves: every coefficient of its list is 0",
+                key=key,
+                value=list(raw),
+                valid="give it a non-zero coefficient, or leave the operator out",
+                source=source,
+            )
+    lengths = [len(xs) for xs in lists.values()]
+    first = lengths[0]
+    for (op, xs), before in zip(lists.items(), [first, *lengths[:-1]], strict=True):
+        if not first - 1 <= len(xs) <= before:
+            raise DeclarationError(
+                f"the list of '{op}' has {len(xs)} entries, but the lists are applied "
+                f"alternately: each has as many as the first ({first}) or one fewer, shorter "
+                "ones last",
+                key=f"alternating.{op}",
+                value=[x.raw for x in xs],
+                valid="list first the operator that moves first, and pad a short list with "
+                "zeros (zero sub-steps are left out)",
+                source=source,
+            )
+    return lists
+
+
+def _interleaved(lists: Mapping[str, Sequence[Number]]) -> list[Placed]:
+    """The alternating lists read column by column, exact zeros left out (the identity)."""
+    width = max(len(xs) for xs in lists.values())
+    return [
+        (op, xs[i], f"alternating.{op}")
+        for i in range(width)
+        for op, xs in lists.items()
+        if i < len(xs) and not is_zero(xs[i])
+    ]
+
+
+def _declared_operators(
+    operators: Any, placed: list[Placed], used: tuple[str, ...], source: str | None
+) -> tuple[str, ...]:
+    """The declared operator list, checked against the steps that use them."""
+    if (
+        isinstance(operators, (str, bytes))
+        or not isinstance(operators, Sequence)
+        or not all(isinstance(op, str) for op in operators)
+    ):
+        raise DeclarationError(
+            "operators must be a list of operator names",
+            key="operators",
+            value=operators,
+            valid='e.g. operators = ["A", "B"]',
+            source=source,
+        )
+    declared = tuple(operators)
+    for op, _, key in placed:
+        if op not in declared:
+            raise DeclarationError(
+                f"unknown operator '{op}'",
+                key=key,
+                value=op,
+                valid=f"declared operators are {list(declared)}",
+                source=source,
+            )
+    for op in declared:
+        if op not in used:
+            raise DeclarationError(
+                f"operator '{op}' is declared but no step uses it",
+                key="operators",
+                value=list(declared),
+                valid="use every declared operator",
+                source=source,
+            )
+    return declared
 
 
 def _resolve_substep(substep: Any, source: str | None) -> ButcherTableau | None:

@@ -18,6 +18,7 @@ from .numbers import (
     as_list,
     ball,
     is_zero,
+    judged,
     parse_precision,
     parse_vector,
     raw_list,
@@ -47,13 +48,6 @@ def _node_verdict(c: Number, row: Sequence[Number]) -> Verdict:
 def _row_sum(row: Sequence[Number]) -> Number:
     value = sympy.Add(*(x.value for x in row))
     return Number(value, sum((x.rounding for x in row), Fraction(0)), str(value))
-
-
-def _judged(numbers: tuple[Number, ...], precision: Fraction | None) -> tuple[Number, ...]:
-    """The entries at a declared precision (at least), when there is one."""
-    if precision is None:
-        return numbers
-    return tuple(x.at_precision(precision) for x in numbers)
 
 
 def _short(value: sympy.Expr) -> str:
@@ -160,7 +154,7 @@ class ButcherTableau(CoefficientMethod):
         for i, row in enumerate(A):
             if isinstance(row, (str, bytes)) or not isinstance(row, Sequence):
                 raise self.error("each row of A must be a list", key=f"A[{i}]", value=row)
-            rows.append(_judged(parse_vector(row, f"A[{i}]", src), declared))
+            rows.append(judged(parse_vector(row, f"A[{i}]", src), declared))
         s = len(rows)
         for i, row in enumerate(rows):
             if len(row) != s:
@@ -170,7 +164,7 @@ class ButcherTableau(CoefficientMethod):
                     value=list(A[i]),
                     valid=f"every row needs exactly {s} entries",
                 )
-        b_parsed = _judged(parse_vector(b, "b", src), declared)
+        b_parsed = judged(parse_vector(b, "b", src), declared)
         if len(b_parsed) != s:
             raise self.error(
                 f"b has {len(b_parsed)} entries but A has {s} stages",
@@ -184,7 +178,7 @@ class ButcherTableau(CoefficientMethod):
         if c is None:
             c_parsed = tuple(_row_sum(row) for row in rows)
         else:
-            c_parsed = _judged(parse_vector(c, "c", src), declared)
+            c_parsed = judged(parse_vector(c, "c", src), declared)
             if len(c_parsed) != s:
                 raise self.error(
                     f"c has {len(c_parsed)} entries but A has {s} stages",
@@ -208,7 +202,7 @@ class ButcherTableau(CoefficientMethod):
                     )
         b_hat_parsed = None
         if b_hat is not None:
-            b_hat_parsed = _judged(parse_vector(b_hat, "b_hat", src), declared)
+            b_hat_parsed = judged(parse_vector(b_hat, "b_hat", src), declared)
             if len(b_hat_parsed) != s:
                 raise self.error(
                     f"b_hat has {len(b_hat_parsed)} entries but A has {s} stages",
