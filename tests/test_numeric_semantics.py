@@ -495,19 +495,6 @@ def test_the_digits_of_a_multistep_method_prove_its_order_at_their_precision() -
     assert coarse.order < 4 and coarse.undetermined and coarse.order_upper is None
 
 
-def test_precision_is_a_toml_key_of_multistep_methods(tmp_path) -> None:
-    import tomli_w
-
-    table = {"name": "digits", "family": "multistep", "order": 4, "alpha": [0, 0, 0, -1, 1]}
-    table |= {"beta": AB4_BETA, "precision": 1e-25}
-    path = tmp_path / "digits.toml"
-    path.write_text(tomli_w.dumps(table), encoding="utf-8")
-    method = bf.load(path)
-    assert bf.check(method).claim_holds
-    assert method.to_table()["precision"] == 1e-25
-    assert from_dict(method.to_table()).to_table() == method.to_table()
-
-
 @pytest.mark.parametrize("bad", [0, -1e-10, 2, "tiny", True])
 def test_bad_precisions_are_refused_in_multistep_methods(bad: Any, declaration_error) -> None:
     with declaration_error("key 'precision'", "positive number below 1"):
@@ -561,14 +548,18 @@ def test_a_coarse_precision_leaves_the_splittings_order_undetermined_never_met()
     assert not any("the search stopped there" in note for note in report.notes)
 
 
-def test_precision_is_a_toml_key_of_splittings(tmp_path) -> None:
+@pytest.mark.parametrize("family", ["multistep", "splitting"])
+def test_precision_is_a_toml_key_of_multistep_methods_and_splittings(tmp_path, family) -> None:
     import tomli_w
 
-    steps = [list(step) for step in yoshida_4_digits(None).to_table()["steps"]]
-    table = {"name": "digits", "family": "splitting", "order": 4, "substep": "exact"}
-    table |= {"steps": steps, "precision": 1e-25}
+    table: dict[str, Any] = {"name": "digits", "family": family, "order": 4}
+    if family == "multistep":
+        table |= {"alpha": [0, 0, 0, -1, 1], "beta": AB4_BETA}
+    else:
+        steps = [list(step) for step in yoshida_4_digits(None).to_table()["steps"]]
+        table |= {"substep": "exact", "steps": steps}
     path = tmp_path / "digits.toml"
-    path.write_text(tomli_w.dumps(table), encoding="utf-8")
+    path.write_text(tomli_w.dumps(table | {"precision": 1e-25}), encoding="utf-8")
     method = bf.load(path)
     assert bf.check(method).claim_holds
     assert method.to_table()["precision"] == 1e-25
