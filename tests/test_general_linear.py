@@ -284,3 +284,22 @@ def test_subs_refuses_a_name_that_is_no_symbol(declaration_error) -> None:
     rk = GeneralLinear([[0]], [[1]], [[1]], [[1]], name="euler")
     with declaration_error("key 'a'", "no such symbol in 'euler'", "it has none"):
         rk.subs({"a": 1})
+
+
+@pytest.mark.parametrize("excess", [sympy.Rational(1, 10**12), sympy.Rational(1, 10**40)])
+def test_a_glm_interval_ends_where_an_eigenvalue_first_leaves_the_disc_however_little(
+    excess: sympy.Rational,
+) -> None:
+    """R(x) = 1 + x + x²/2 + c·x³ with c = 1/16 − ε exceeds 1 by about 64ε near x = −4 (at
+    c = 1/16 it only touches 1 there). Each piece between the exact breakpoints was tested in
+    float64 with a tolerance of 1e-9, which read past the excursion: [-6.26, 0] for the
+    [-3.99998, 0] the Runge-Kutta analysis finds; at ε = 1e-40 the two breakpoints around it
+    were one float and the piece between them was never tested."""
+    c = sympy.Rational(1, 16) - excess
+    tableau = bf.ButcherTableau(
+        A=[[0, 0, 0], [1, 0, 0], [0, 1, 0]], b=[sympy.Rational(1, 2), sympy.Rational(1, 2) - c, c]
+    )
+    rk = bf.check(tableau).stability.real_interval
+    assert rk <= 4.0
+    report = analyse_general_linear(GeneralLinear.from_method(tableau), max_order=1)
+    assert report.real_interval == pytest.approx(rk, rel=1e-12)
