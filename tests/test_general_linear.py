@@ -303,3 +303,19 @@ def test_a_glm_interval_ends_where_an_eigenvalue_first_leaves_the_disc_however_l
     assert rk <= 4.0
     report = analyse_general_linear(GeneralLinear.from_method(tableau), max_order=1)
     assert report.real_interval == pytest.approx(rk, rel=1e-12)
+
+
+def test_a_glm_interval_ends_where_eigenvalues_collide_on_the_circle_and_leave_it() -> None:
+    """M(x) = V + x·b·uᵀ with det(wI − M(x)) = (w² + 1)(w² − w + 1) − x·w²/6 (and an Euler
+    stream, 1 + x): its roots pair as w, 1/w for every x (a self-reciprocal factor, so its
+    resultant with its reversal vanishes identically), with t = w + 1/w solving
+    t² − t − x/6 = 0. They stay on the circle until the two values of t meet at x = −3/2 and
+    turn complex, never passing ±1; only Euler's x = −2 was a breakpoint, so [-2, 0] was read."""
+    companion = [[0, 1, 0, 0, 0], [0, 0, 1, 0, 0], [0, 0, 0, 1, 0], [-1, 1, -2, 1, 0]]
+    glm = GeneralLinear(
+        A=[[0, 0], [0, 0]],
+        U=[[0, 0, "1/6", 0, 0], [0, 0, 0, 0, 1]],
+        B=[[0, 0], [0, 0], [0, 0], [1, 0], [0, 1]],
+        V=[*companion, [0, 0, 0, 0, 1]],
+    )
+    assert analyse_general_linear(glm, max_order=1).real_interval == pytest.approx(1.5, rel=1e-12)

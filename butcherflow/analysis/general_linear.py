@@ -13,7 +13,7 @@ For a GLM (A, U, B, V) with r inputs and s stages (`methods/general_linear.py`):
   circle). A doubly stochastic V (mHC) is power-bounded because ‖Vⁿ‖∞ = 1 for every n.
 - **Stability matrix** M(z) = V + zB(I − zA)⁻¹U; the method is stable at z when M(z) is
   power-bounded. Its real stability interval ends at a real root of polynomials found exactly
-  (`glm_stability.real_stability_interval`), each piece between them tested in float64.
+  (`glm_stability.real_stability_interval`), each piece between them decided exactly.
 - **Order** relative to the stated starting procedure ξ, by B-series over rooted trees: the stages
   have the B-series η(t) = A η′(t) + U ξ(t), with η′([t₁…t_m]) = η(t₁)⋯η(t_m), and the outputs
   B η′(t) + V ξ(t) must equal the starting procedure advanced by one step, E ξ(t), where an input

@@ -175,7 +175,8 @@ def _rational_matrices(
 def _breakpoints(A: sympy.Matrix, U: sympy.Matrix, B: sympy.Matrix, V: sympy.Matrix) -> sympy.Poly:
     """A polynomial in x whose real roots include every x where an eigenvalue of M(x) may meet
     |w| = 1 or escape to infinity: Φ(±1, x), the resultant in w of Φ and its reversal (a pair
-    w, 1/w: on the circle, a root and its conjugate), det(I − xA), where
+    w, 1/w: on the circle, a root and its conjugate; for a factor whose roots pair so for every
+    x, its discriminant: they leave the circle only where two meet), det(I − xA), where
     Φ(w, x) = det[[I − xA, U], [xB, wI − V]] = det(I − xA)·det(wI − M(x))."""
     s, r = A.rows, V.rows
     block = sympy.zeros(s + r, s + r)
@@ -194,6 +195,9 @@ def _breakpoints(A: sympy.Matrix, U: sympy.Matrix, B: sympy.Matrix, V: sympy.Mat
         if Z not in factor.free_symbols or W not in factor.free_symbols:
             continue  # eigenvalues constant in x (every test point sees them), or a pole
         pair = whole if factor is phi else _pairs_on_the_circle(factor)
+        if pair.is_zero:
+            # its roots pair as w, 1/w for every x: they leave the circle only where two meet
+            pair = sympy.Poly(sympy.discriminant(factor.as_expr(), W), Z)
         candidates += [pair, sympy.Poly(factor.as_expr().subs(W, 1), Z)]
         candidates.append(sympy.Poly(factor.as_expr().subs(W, -1), Z))
     product = sympy.Poly(1, Z, domain=QQ)
