@@ -319,3 +319,17 @@ def test_a_glm_interval_ends_where_eigenvalues_collide_on_the_circle_and_leave_i
         V=[*companion, [0, 0, 0, 0, 1]],
     )
     assert analyse_general_linear(glm, max_order=1).real_interval == pytest.approx(1.5, rel=1e-12)
+
+
+@pytest.mark.parametrize("beta", [[1 / 3, 4 / 3, 1 / 3], ["0.3333333", "1.333333", "0.3333333"]])
+def test_a_multistep_method_with_numeric_beta_keeps_its_zero_stability_as_a_glm(
+    beta: list[Any],
+) -> None:
+    """Milne-Simpson with exact alpha is zero-stable (weakly) whatever digits beta carries: rho
+    is alpha's alone. Its GLM said undetermined: the conversion declared beta's rounding as a
+    precision for every entry, the exact alpha and the shift's ones in V included."""
+    method = bf.LinearMultistep([-1, 0, 1], beta)
+    assert bf.check(method).zero_stable is True
+    glm = GeneralLinear.from_method(method)
+    assert glm.rounding_of("V") > 0  # V carries beta's digits (they multiply h·f inputs)
+    assert analyse_general_linear(glm, max_order=1).zero_stable is True

@@ -57,6 +57,7 @@ from .glm_series import BSeries, judge_preconsistency, series_of
 from .glm_stability import (
     power_bound,
     real_stability_interval,
+    spectral_rounding,
     stability_matrix,
     zero_stability,
 )
@@ -108,8 +109,9 @@ class GeneralLinearReport(Report):
         pre = judge_preconsistency(series, balls, prec)
         self.preconsistent, self.u = pre.holds, pre.u
         self.preconsistency_undetermined = pre.undetermined
-        # power-boundedness is V's alone: an exact V decides it exactly, whatever A, U, B carry
-        self.zero_stable, how = zero_stability(method.V, float(method.rounding_of("V")))
+        # power-boundedness is V's alone, and only entries within its diagonal blocks move it:
+        # they decide it exactly when exact, whatever A, U, B and the other entries carry
+        self.zero_stable, how = zero_stability(method.V, float(spectral_rounding(method)))
         self.notes.append(f"zero-stability: {how}")
         self.failing: list[tuple[str, Any]] = []
         self.undetermined: list[tuple[str, Any, float]] = []

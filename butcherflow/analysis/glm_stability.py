@@ -6,6 +6,7 @@ roots, the pieces between them decided exactly), and the power bound of a traine
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -78,6 +79,32 @@ def zero_stability(V: Sequence[Sequence[sympy.Expr]], rounding: float) -> tuple[
             f"({', '.join(near)}): undetermined; " + how
         )
     return True, "eigenvalues of V in the closed unit disc, those on the circle semisimple; " + how
+
+
+def spectral_rounding(method: GeneralLinear) -> Fraction:
+    """The most that the digits of V's entries can move its characteristic polynomial's own
+    entries: V's rounding, less the entries that move no eigenvalue.
+
+    Permuted to block-triangular form, V's eigenvalues are those of its diagonal blocks, the
+    strongly connected components of the graph i → j for V[i][j] ≠ 0; an entry joining two
+    components lies off those blocks (a multistep method's β in V multiply the h·f inputs, which
+    never feed the y values back). Exact zeros are exact, so the pattern is the digits' own.
+    """
+    r = len(method.V)
+    reach = [[i == j or method.V[i][j] != 0 for j in range(r)] for i in range(r)]
+    for m in range(r):  # Warshall: reach[i][j] when j can be reached from i
+        for i in range(r):
+            if reach[i][m]:
+                reach[i] = [a or b for a, b in zip(reach[i], reach[m], strict=True)]
+    return max(
+        (
+            method.numbers[f"V[{i}][{j}]"].rounding
+            for i in range(r)
+            for j in range(r)
+            if reach[i][j] and reach[j][i]
+        ),
+        default=Fraction(0),
+    )
 
 
 def stability_matrix(method: GeneralLinear) -> sympy.Matrix | None:
