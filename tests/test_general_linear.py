@@ -284,3 +284,52 @@ def test_subs_refuses_a_name_that_is_no_symbol(declaration_error) -> None:
     rk = GeneralLinear([[0]], [[1]], [[1]], [[1]], name="euler")
     with declaration_error("key 'a'", "no such symbol in 'euler'", "it has none"):
         rk.subs({"a": 1})
+
+
+@pytest.mark.parametrize("excess", [sympy.Rational(1, 10**12), sympy.Rational(1, 10**40)])
+def test_a_glm_interval_ends_where_an_eigenvalue_first_leaves_the_disc_however_little(
+    excess: sympy.Rational,
+) -> None:
+    """R(x) = 1 + x + x²/2 + c·x³ with c = 1/16 − ε exceeds 1 by about 64ε near x = −4 (at
+    c = 1/16 it only touches 1 there). Each piece between the exact breakpoints was tested in
+    float64 with a tolerance of 1e-9, which read past the excursion: [-6.26, 0] for the
+    [-3.99998, 0] the Runge-Kutta analysis finds; at ε = 1e-40 the two breakpoints around it
+    were one float and the piece between them was never tested."""
+    c = sympy.Rational(1, 16) - excess
+    tableau = bf.ButcherTableau(
+        A=[[0, 0, 0], [1, 0, 0], [0, 1, 0]], b=[sympy.Rational(1, 2), sympy.Rational(1, 2) - c, c]
+    )
+    rk = bf.check(tableau).stability.real_interval
+    assert rk <= 4.0
+    report = analyse_general_linear(GeneralLinear.from_method(tableau), max_order=1)
+    assert report.real_interval == pytest.approx(rk, rel=1e-12)
+
+
+def test_a_glm_interval_ends_where_eigenvalues_collide_on_the_circle_and_leave_it() -> None:
+    """M(x) = V + x·b·uᵀ with det(wI − M(x)) = (w² + 1)(w² − w + 1) − x·w²/6 (and an Euler
+    stream, 1 + x): its roots pair as w, 1/w for every x (a self-reciprocal factor, so its
+    resultant with its reversal vanishes identically), with t = w + 1/w solving
+    t² − t − x/6 = 0. They stay on the circle until the two values of t meet at x = −3/2 and
+    turn complex, never passing ±1; only Euler's x = −2 was a breakpoint, so [-2, 0] was read."""
+    companion = [[0, 1, 0, 0, 0], [0, 0, 1, 0, 0], [0, 0, 0, 1, 0], [-1, 1, -2, 1, 0]]
+    glm = GeneralLinear(
+        A=[[0, 0], [0, 0]],
+        U=[[0, 0, "1/6", 0, 0], [0, 0, 0, 0, 1]],
+        B=[[0, 0], [0, 0], [0, 0], [1, 0], [0, 1]],
+        V=[*companion, [0, 0, 0, 0, 1]],
+    )
+    assert analyse_general_linear(glm, max_order=1).real_interval == pytest.approx(1.5, rel=1e-12)
+
+
+@pytest.mark.parametrize("beta", [[1 / 3, 4 / 3, 1 / 3], ["0.3333333", "1.333333", "0.3333333"]])
+def test_a_multistep_method_with_numeric_beta_keeps_its_zero_stability_as_a_glm(
+    beta: list[Any],
+) -> None:
+    """Milne-Simpson with exact alpha is zero-stable (weakly) whatever digits beta carries: rho
+    is alpha's alone. Its GLM said undetermined: the conversion declared beta's rounding as a
+    precision for every entry, the exact alpha and the shift's ones in V included."""
+    method = bf.LinearMultistep([-1, 0, 1], beta)
+    assert bf.check(method).zero_stable is True
+    glm = GeneralLinear.from_method(method)
+    assert glm.rounding_of("V") > 0  # V carries beta's digits (they multiply h·f inputs)
+    assert analyse_general_linear(glm, max_order=1).zero_stable is True

@@ -13,7 +13,7 @@ For a GLM (A, U, B, V) with r inputs and s stages (`methods/general_linear.py`):
   circle). A doubly stochastic V (mHC) is power-bounded because ‖Vⁿ‖∞ = 1 for every n.
 - **Stability matrix** M(z) = V + zB(I − zA)⁻¹U; the method is stable at z when M(z) is
   power-bounded. Its real stability interval ends at a real root of polynomials found exactly
-  (`glm_stability.real_stability_interval`), each piece between them tested in float64.
+  (`glm_stability.real_stability_interval`), each piece between them decided exactly.
 - **Order** relative to the stated starting procedure ξ, by B-series over rooted trees: the stages
   have the B-series η(t) = A η′(t) + U ξ(t), with η′([t₁…t_m]) = η(t₁)⋯η(t_m), and the outputs
   B η′(t) + V ξ(t) must equal the starting procedure advanced by one step, E ξ(t), where an input
@@ -57,6 +57,7 @@ from .glm_series import BSeries, judge_preconsistency, series_of
 from .glm_stability import (
     power_bound,
     real_stability_interval,
+    spectral_rounding,
     stability_matrix,
     zero_stability,
 )
@@ -108,8 +109,9 @@ class GeneralLinearReport(Report):
         pre = judge_preconsistency(series, balls, prec)
         self.preconsistent, self.u = pre.holds, pre.u
         self.preconsistency_undetermined = pre.undetermined
-        # power-boundedness is V's alone: an exact V decides it exactly, whatever A, U, B carry
-        self.zero_stable, how = zero_stability(method.V, float(method.rounding_of("V")))
+        # power-boundedness is V's alone, and only entries within its diagonal blocks move it:
+        # they decide it exactly when exact, whatever A, U, B and the other entries carry
+        self.zero_stable, how = zero_stability(method.V, float(spectral_rounding(method)))
         self.notes.append(f"zero-stability: {how}")
         self.failing: list[tuple[str, Any]] = []
         self.undetermined: list[tuple[str, Any, float]] = []

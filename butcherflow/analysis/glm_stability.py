@@ -1,20 +1,22 @@
 """Zero-stability and linear stability of a general linear method: V power-bounded (decided
 exactly for rational V), M(z) = V + zB(I − zA)⁻¹U, the real stability interval (its ends exact
-roots, the pieces between them tested in float64), and the power bound of a trained V.
+roots, the pieces between them decided exactly), and the power bound of a trained V.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import sympy
+from sympy.polys.domains import QQ
 from sympy.polys.matrices import DomainMatrix
 
 from ..methods.general_linear import GeneralLinear
-from .root_condition import ZETA, place_roots, root_condition
+from .real_roots import first_failure
+from .root_condition import DIGITS, ZETA, place_roots, root_condition
 
 Z = sympy.Symbol("z")
 W = sympy.Symbol("w")  # an eigenvalue of M(z)
@@ -79,6 +81,32 @@ def zero_stability(V: Sequence[Sequence[sympy.Expr]], rounding: float) -> tuple[
     return True, "eigenvalues of V in the closed unit disc, those on the circle semisimple; " + how
 
 
+def spectral_rounding(method: GeneralLinear) -> Fraction:
+    """The most that the digits of V's entries can move its characteristic polynomial's own
+    entries: V's rounding, less the entries that move no eigenvalue.
+
+    Permuted to block-triangular form, V's eigenvalues are those of its diagonal blocks, the
+    strongly connected components of the graph i → j for V[i][j] ≠ 0; an entry joining two
+    components lies off those blocks (a multistep method's β in V multiply the h·f inputs, which
+    never feed the y values back). Exact zeros are exact, so the pattern is the digits' own.
+    """
+    r = len(method.V)
+    reach = [[i == j or method.V[i][j] != 0 for j in range(r)] for i in range(r)]
+    for m in range(r):  # Warshall: reach[i][j] when j can be reached from i
+        for i in range(r):
+            if reach[i][m]:
+                reach[i] = [a or b for a, b in zip(reach[i], reach[m], strict=True)]
+    return max(
+        (
+            method.numbers[f"V[{i}][{j}]"].rounding
+            for i in range(r)
+            for j in range(r)
+            if reach[i][j] and reach[j][i]
+        ),
+        default=Fraction(0),
+    )
+
+
 def stability_matrix(method: GeneralLinear) -> sympy.Matrix | None:
     """M(z) = V + zB(I − zA)⁻¹U, exactly, for rational entries (None otherwise: radicals make the
     symbolic inverse slow, and the interval is read numerically anyway)."""
@@ -110,28 +138,36 @@ def power_bound(V: Any, depth: int) -> tuple[float, float]:
 
 
 def real_stability_interval(method: GeneralLinear) -> tuple[float, str]:
-    """r of the largest [−r, 0] where every eigenvalue of M(x) has modulus ≤ 1.
+    """r of the largest [−r, 0] where M(x) is power-bounded, decided exactly.
 
     The eigenvalues can meet |w| = 1 or escape to infinity only at the real roots of polynomials
-    in x found exactly: Φ(±1, x), the resultant in w of Φ and its reversal w^r Φ(1/w, x) (a pair
-    on the circle), and det(I − xA), where Φ(w, x) = det(I − xA)·det(wI − M(x)). Between
-    consecutive roots, and beyond the last, a float64 test at one point decides the whole piece.
-    Irrational entries enter as 60-digit rationals, which moves each root by far less than the
-    float64 tests can see.
+    in x (`_breakpoints`). M(0) = V, and each piece between consecutive roots, and beyond the
+    last, is decided at one rational point of it by `zero_stability` of M(x) there (exact
+    eigenvalue sides and Jordan structure); `real_roots.first_failure` isolates the roots up to
+    the first unstable piece only. Irrational entries enter as `DIGITS`-digit rationals, and a
+    test point's eigenvalue within their reach of the circle counts as on it.
 
     **Returns:** `(r, how)`: r is `math.inf` when unbounded; `how` says how it was read, for the
     report's notes.
     """
-    floats = [
-        np.array([[float(v) for v in row] for row in m], dtype=float).reshape(len(m), -1)
-        for m in (method.A, method.U, method.B, method.V)
-    ]
-    breaks, approximated = _breakpoints(method)
+    A, U, B, V, approximated = _rational_matrices(method)
+    rounding = 10.0 ** (10 - DIGITS) if approximated else 0.0
+
+    def unstable(u: Any) -> bool:  # at x = −u, u ≥ 0 rational
+        x = -sympy.Rational(int(QQ.numer(u)), int(QQ.denom(u)))
+        shifted = DomainMatrix.from_Matrix(sympy.eye(A.rows) - x * A).convert_to(QQ)
+        solved = shifted.lu_solve(DomainMatrix.from_Matrix(U).convert_to(QQ)).to_Matrix()
+        return zero_stability((V + x * B * solved).tolist(), rounding)[0] is False
+
+    breaks = _breakpoints(A, U, B, V).all_coeffs()[::-1]  # lowest degree first
+    at_minus = [QQ.convert(c) * (-1) ** k for k, c in enumerate(breaks)][::-1]  # u = −x
+    r = 0.0 if unstable(QQ.zero) else first_failure(at_minus, unstable)
     how = (
         "the real stability interval is exact up to float64 rounding of its end: the "
         "eigenvalues of M(x) meet |w| = 1 only at real roots of polynomials found exactly"
-        + (" (irrational entries as 60-digit rationals)" if approximated else "")
-        + ", and a float64 test at one point between consecutive roots decides each piece"
+        + (f" (irrational entries as {DIGITS}-digit rationals)" if approximated else "")
+        + ", and power-boundedness at one rational point between consecutive roots, decided "
+        "exactly, decides each piece"
         + (
             f"; it is the interval of the method the digits spell: how far their rounding "
             f"(±{float(method.rounding):.2g}) moves its end is not bounded"
@@ -139,42 +175,37 @@ def real_stability_interval(method: GeneralLinear) -> tuple[float, str]:
             else ""
         )
     )
-    edge = 0.0
-    for x in breaks:
-        if not _stable_at(floats, (x - edge) / 2):
-            return edge, how
-        edge = -x
-    return (math.inf if _stable_at(floats, -2 * edge - 1) else edge), how
+    return r, how
 
 
-def _stable_at(matrices: list[np.ndarray], x: float) -> bool:
-    """Every eigenvalue of M(x) within 1e-9 of the closed unit disc (float64; A, U, B, V)."""
-    A, U, B, V = matrices
-    shifted = np.eye(len(A)) - x * A
-    if abs(np.linalg.det(shifted)) < 1e-300:
-        return False
-    M = V + x * B @ np.linalg.solve(shifted, U)
-    return bool(max(abs(np.linalg.eigvals(M))) <= 1 + 1e-9)
-
-
-def _breakpoints(method: GeneralLinear) -> tuple[list[float], bool]:
-    """The real x < 0 where an eigenvalue of M(x) may meet |w| = 1 or escape to infinity,
-    nearest 0 first, and whether irrational entries were approximated to find them."""
+def _rational_matrices(
+    method: GeneralLinear,
+) -> tuple[sympy.Matrix, sympy.Matrix, sympy.Matrix, sympy.Matrix, bool]:
+    """A, U, B, V with irrational entries replaced by `DIGITS`-digit rationals, and whether any
+    was."""
+    approximated = False
 
     def rational(v: Any) -> sympy.Rational:
+        nonlocal approximated
         v = sympy.sympify(v)
-        return v if v.is_Rational else sympy.Rational(str(sympy.N(v, 60)))
+        if v.is_Rational:
+            return v
+        approximated = True
+        return sympy.Rational(str(sympy.N(v, DIGITS)))
 
-    s, r = method.stages, len(method.V)
     A, U, B, V = (
         as_matrix(m).applyfunc(rational) for m in (method.A, method.U, method.B, method.V)
     )
-    approximated = any(
-        not sympy.sympify(v).is_Rational
-        for m in (method.A, method.U, method.B, method.V)
-        for row in m
-        for v in row
-    )
+    return A, U, B, V, approximated
+
+
+def _breakpoints(A: sympy.Matrix, U: sympy.Matrix, B: sympy.Matrix, V: sympy.Matrix) -> sympy.Poly:
+    """A polynomial in x whose real roots include every x where an eigenvalue of M(x) may meet
+    |w| = 1 or escape to infinity: Φ(±1, x), the resultant in w of Φ and its reversal (a pair
+    w, 1/w: on the circle, a root and its conjugate; for a factor whose roots pair so for every
+    x, its discriminant: they leave the circle only where two meet), det(I − xA), where
+    Φ(w, x) = det[[I − xA, U], [xB, wI − V]] = det(I − xA)·det(wI − M(x))."""
+    s, r = A.rows, V.rows
     block = sympy.zeros(s + r, s + r)
     block[:s, :s] = sympy.eye(s) - Z * A
     block[:s, s:] = U
@@ -191,14 +222,16 @@ def _breakpoints(method: GeneralLinear) -> tuple[list[float], bool]:
         if Z not in factor.free_symbols or W not in factor.free_symbols:
             continue  # eigenvalues constant in x (every test point sees them), or a pole
         pair = whole if factor is phi else _pairs_on_the_circle(factor)
+        if pair.is_zero:
+            # its roots pair as w, 1/w for every x: they leave the circle only where two meet
+            pair = sympy.Poly(sympy.discriminant(factor.as_expr(), W), Z)
         candidates += [pair, sympy.Poly(factor.as_expr().subs(W, 1), Z)]
         candidates.append(sympy.Poly(factor.as_expr().subs(W, -1), Z))
-    product = sympy.Poly(1, Z)
+    product = sympy.Poly(1, Z, domain=QQ)
     for c in candidates:
         if not c.is_zero:
             product = product * c
-    roots = {float(x) for x in product.sqf_part().real_roots() if x.is_negative}
-    return sorted(roots, reverse=True), approximated
+    return product
 
 
 def _pairs_on_the_circle(factor: sympy.Poly) -> sympy.Poly:

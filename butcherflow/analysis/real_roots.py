@@ -10,6 +10,7 @@ algebraic number, decided with rational interval arithmetic on an isolating inte
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, final
 
 import flint
@@ -144,9 +145,7 @@ def first_exit(f: Dense, field: RealField) -> float:
     """Largest r ≥ 0 with f(u) ≤ 0 for u in [0, r] (math.inf when unbounded), exactly.
 
     Between consecutive positive real roots of f's rational norm g, f keeps one sign (its roots
-    are among g's); that sign is read at a rational point in the gap. The answer is the first
-    root after which f is positive; roots where f touches 0 without turning positive are passed.
-    Roots are isolated window by window ((0, 1], (1, 2], (2, 4], ...) up to the first exit.
+    are among g's); that sign is read at a rational point in the gap (`first_failure`).
     """
     K = field.domain
     f = dup_strip(f)
@@ -154,9 +153,6 @@ def first_exit(f: Dense, field: RealField) -> float:
         return math.inf
     while not f[-1]:
         f = f[:-1]  # u^k > 0 for u > 0: the factor does not change the sign there
-    g = dup_sqf_part(field.rational_polynomial(f), QQ)
-    gz = dup_clear_denoms(g, QQ, convert=True)[1]
-    gp = _integer_poly(gz)
     if field.algebraic:
 
         def positive_at(u: Any) -> bool:
@@ -170,12 +166,39 @@ def first_exit(f: Dense, field: RealField) -> float:
 
     if positive_at(QQ.zero):
         return 0.0
+    return first_failure(field.rational_polynomial(f), positive_at)
+
+
+def first_failure(breaks: Dense, fails: Callable[[Any], bool]) -> float:
+    """The first root r > 0 of `breaks` after which `fails` holds (math.inf when none), exactly.
+
+    **Arguments:**
+
+    - `breaks`: a non-zero polynomial over QQ, highest degree first, whose positive real roots
+      include every u > 0 where `fails` may change.
+    - `fails`: a property of a rational u > 0, constant between consecutive roots of `breaks`.
+
+    **Returns:** r as a float (its isolating interval bisected exactly), 0.0 when `fails` holds
+    just right of 0; roots where `fails` stays false on both sides (a touch) are passed. Roots
+    are isolated window by window ((0, 1], (1, 2], (2, 4], ...) up to the first failure, each
+    gap tested once at a rational point strictly inside it.
+    """
+    g = dup_sqf_part(dup_strip(breaks), QQ)
+    while not g[-1]:
+        g = g[:-1]  # a root at 0 bounds no gap of (0, ∞)
+    gz = dup_clear_denoms(g, QQ, convert=True)[1]
+    gp = _integer_poly(gz)
     bound = dup_root_upper_bound(gz, ZZ)  # every positive root lies below it; None: none
     lo, hi = QQ.zero, QQ.one
+    first_gap = True  # (0, first root) is not after a root: tested on its own
     while bound is not None and lo < bound:
         while not _integer_sign(gp, hi):
             hi += hi / 2**30  # a window must not end on a root
         roots = _roots_between(gz, lo, hi)
+        if first_gap and roots:
+            if fails(roots[0][0] / 2):
+                return 0.0
+            first_gap = False
         for i in range(len(roots)):
             while True:  # a rational point strictly between root i and root i + 1 (or hi)
                 a, b = roots[i]
@@ -184,9 +207,11 @@ def first_exit(f: Dense, field: RealField) -> float:
                     break
                 roots[i] = dup_refine_real_root(g, a, b, QQ, steps=1)
                 roots[i + 1] = dup_refine_real_root(g, *roots[i + 1], QQ, steps=1)
-            if positive_at(point):
+            if fails(point):
                 return _bisect(gp, a, b)
         lo, hi = hi, 2 * hi
+    if first_gap and fails(QQ.one):  # no positive root: one piece
+        return 0.0
     return math.inf
 
 

@@ -386,11 +386,18 @@ def layer_stage_inverse(tableau: ButcherTableau) -> sympy.Matrix:
 
 def _from_multistep(cls: type[GeneralLinear], m: LinearMultistep) -> GeneralLinear:
     k = m.steps
-    alpha_k = m.alpha[-1]
+    top, entry = sympy.symbols("top entry")
+
+    def scaled(x: Number, sign: int) -> Number:
+        """±x/α_k, carrying the rounding of both: each entry keeps its own digits (exact α
+        stay exact beside numeric β, so V's eigenvalues are judged at α's rounding)."""
+        ratio = Number(sign * entry / top, raw=f"{sign}*entry/top")
+        return substitute(ratio, {entry: x, top: m.alpha_numbers[-1]}, "alpha", m.source)
+
     # Inputs, newest first: y_{n+k-1} .. y_n, then h f_{n+k-1} .. h f_n; one stage, y_{n+k}.
-    stage_row = [-m.alpha[j] / alpha_k for j in reversed(range(k))]
-    stage_row += [m.beta[j] / alpha_k for j in reversed(range(k))]
-    implicit = m.beta[-1] / alpha_k
+    stage_row = [scaled(m.alpha_numbers[j], -1) for j in reversed(range(k))]
+    stage_row += [scaled(m.beta_numbers[j], 1) for j in reversed(range(k))]
+    implicit = scaled(m.beta_numbers[-1], 1)
     r = 2 * k
     V: list[list[Any]] = [stage_row]
     V += [[1 if j == i else 0 for j in range(r)] for i in range(k - 1)]  # y values shift down
@@ -399,14 +406,12 @@ def _from_multistep(cls: type[GeneralLinear], m: LinearMultistep) -> GeneralLine
     B: list[list[Any]] = [[0] for _ in range(r)]
     B[0], B[k] = [implicit], [1]
     start = [f"y(x - {j}*h)" for j in range(k)] + [f"h*f(x - {j}*h)" for j in range(k)]
-    precision = None if not m.numeric else float(m.rounding / abs(Fraction(str(alpha_k))))
     return cls(
         [[implicit]],
         [stage_row],
         B,
         V,
         start=start,
-        precision=precision,
         name=f"{m.name}-glm",
         order=m.order,
         title=f"{m.title} as a general linear method",
