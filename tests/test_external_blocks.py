@@ -427,3 +427,28 @@ def test_general_linear_stacks_compute_the_recursion(name: str, digits: int | No
     stack = bf.compile_stack(encoded, fields=[module for module, _ in pairs])
     x = state(7)
     assert_same(run(stack, x), glm_stack(method, [f for _, f in pairs], x))
+
+
+# -- the other outside tables of the proof tests: long fractions, floats as printed -------------
+
+
+def test_kencarp4_explicit_fractions_compile_to_their_values() -> None:
+    """diffrax's ARK4(3)6L explicit half: 13-digit numerators and denominators."""
+    module, f = field("tanh", matrix(60))
+    block = bf.compile(bf.ButcherTableau(rk.KENCARP4_EXPLICIT, rk.KENCARP4_B), field=module)
+    A = np.array([[value(x) for x in row] for row in rk.KENCARP4_EXPLICIT])
+    y = state(8)
+    assert_same(run(block, y), rk_step(A, np.array([value(x) for x in rk.KENCARP4_B]), f, y))
+
+
+@pytest.mark.parametrize("entry", [float, repr], ids=["float64", "printed"])
+def test_kvaerno_5_esdirk_compiles_to_its_sweeps(entry: Callable[[float], Any]) -> None:
+    """diffrax's Kværnø 5(4) as its float64 literals and as the decimals they print as."""
+    tableau = rk.kvaerno_5(entry)
+    A = np.zeros((7, 7))  # from the published rows (a printed float reads back as itself)
+    for i, row in enumerate(rk.KVAERNO_5_ROWS, start=1):
+        A[i, : len(row)] = row
+    module, f = field("tanh", matrix(61, 0.3))
+    block = bf.compile(tableau, field=module, iterations=2)
+    y = state(9)
+    assert_same(run(block, y), implicit_step(A, A[6], f, y, 2))
