@@ -63,6 +63,7 @@ from .glm_stability import (
 )
 from .report import (
     DECIDE,
+    OPEN_ROW,
     Report,
     open_text,
     precision_text,
@@ -305,7 +306,7 @@ class GeneralLinearReport(Report):
             ("stability matrix M(z)", self.stability_matrix),
             (
                 "real stability interval [-r, 0]: r",
-                "undetermined (see notes)"
+                OPEN_ROW
                 if self.real_interval is None and not self.method.symbols
                 else self.real_interval,
             ),

@@ -30,6 +30,7 @@ from .multistep_order import (
     vanishes,
 )
 from .report import (
+    OPEN_ROW,
     Report,
     precision_text,
     shown_open,
@@ -160,7 +161,7 @@ class MultistepReport(Report):
 
     def _interval_text(self) -> Any:
         if self.real_interval is None and self.method.numeric and not self.method.symbols:
-            return "undetermined (see notes)"
+            return OPEN_ROW
         return self.real_interval
 
     def _zero_stability_text(self) -> Any:

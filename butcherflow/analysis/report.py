@@ -87,6 +87,8 @@ def resolution_text(largest: float | None, scale: str) -> str:
 
 # What would decide a condition the digits leave open.
 DECIDE = "give more digits, exact values or a declared precision to decide them"
+# A stability row that a numeric declaration's digits leave open (the notes say why)
+OPEN_ROW = "undetermined (see notes)"
 
 
 def open_text(count: int, what: str) -> str:
