@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -152,6 +153,77 @@ def test_numpy_arrays_are_vectors_and_matrices() -> None:
     b = np.array([float(x) for x in rk4.b])
     tableau = bf.ButcherTableau(A, b)
     assert bf.check(tableau).order == 4 and tableau.numeric
+
+
+@pytest.mark.parametrize(
+    ("dtype", "mantissa"),
+    [
+        (np.float32, 23),
+        (np.float16, 10),
+        ("torch.float32", 23),
+        ("torch.float16", 10),
+        ("torch.bfloat16", 7),
+    ],
+)
+def test_narrow_float_arrays_are_known_to_their_own_last_place(
+    dtype: object, mantissa: int
+) -> None:
+    # A float32 array's 1/6 is 0.1666666716...: read as a double known to 2⁻⁴⁴ it "failed" Σb = 1,
+    # so RK4 pasted as float32 (torch's default dtype) was reported order 0 as if decided.
+    if isinstance(dtype, str):
+        torch = pytest.importorskip("torch")
+        make = lambda x: torch.tensor(x, dtype=getattr(torch, dtype.split(".")[1]))  # noqa: E731
+    else:
+        make = lambda x: np.array(x, dtype=dtype)  # noqa: E731
+    rk4 = bf.catalog["rk4"]
+    A = make([[float(x) for x in row] for row in rk4.A])
+    b = make([float(x) for x in rk4.b])
+    tableau = bf.ButcherTableau(A, b)
+    sixth = tableau.entries["b[0]"]
+    assert sixth.value == sympy.Rational(Fraction(float(b[0])))  # the stored binary value
+    assert sixth.rounding == abs(Fraction(float(b[0]))) * Fraction(256, 2**mantissa)
+    assert tableau.entries["A[0][0]"].rounding == 0  # zeros stay exact
+    report = bf.check(tableau)
+    assert report.order == 0 and not report.failing  # undetermined, not refuted
+    assert report.undetermined
+    # written back to a file, the entry reads back no finer than the format it came from
+    assert parse(sixth.raw).rounding >= sixth.rounding
+
+
+def test_narrow_float_scalars_and_precision_declared_finer_keep_their_own_rounding() -> None:
+    number = parse(np.float32(1 / 3))
+    assert number.rounding == abs(Fraction(float(np.float32(1 / 3)))) / 2**15
+    assert parse(np.float32(0.0)).rounding == 0
+    assert number.at_precision(Fraction(1, 10**30)).rounding == number.rounding
+
+
+def test_non_finite_narrow_floats_are_refused_with_their_key(declaration_error) -> None:
+    with declaration_error("b[1]", "not finite"):
+        bf.ButcherTableau([[0, 0], [1, 0]], np.array([0.5, np.inf], dtype=np.float32))
+
+
+@pytest.mark.parametrize(
+    ("raw", "value", "rounding"),
+    [
+        (Decimal("0.1666"), sympy.Rational(1666, 10000), Fraction(5, 10**5)),
+        (Decimal("1.5E-3"), sympy.Rational(3, 2000), Fraction(5, 10**5)),
+        (
+            Decimal(1) / Decimal(3),
+            sympy.Rational(3333333333333333333333333333, 10**28),
+            Fraction(5, 10**29),
+        ),
+        (Decimal("2"), sympy.Integer(2), Fraction(0)),  # "2" is an integer, as in a file
+    ],
+)
+def test_decimals_are_their_digits(raw: Decimal, value: sympy.Expr, rounding: Fraction) -> None:
+    number = parse(raw)
+    assert number.value == value and number.rounding == rounding
+
+
+@pytest.mark.parametrize("raw", [Decimal("NaN"), Decimal("Infinity"), Decimal("-Infinity")])
+def test_non_finite_decimals_are_refused(raw: Decimal, declaration_error) -> None:
+    with declaration_error(KEY, "not finite"):
+        parse(raw)
 
 
 @pytest.mark.parametrize(

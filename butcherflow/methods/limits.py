@@ -23,8 +23,8 @@ MAX_DEGREE = 256  # algebraic degree of an exact entry
 VALID_ENTRY = (
     "valid entries are ints, 'p/q' strings, Fractions, sympy expressions such as 'sqrt(6)/36' or "
     "'cos(pi/18)' (functions: sqrt, cbrt, root, sin, cos, tan of rational multiples of pi), "
-    "symbol names for parametrised families, or floats and decimal strings (numeric: known to "
-    "their last digit)"
+    "symbol names for parametrised families, or floats, Decimals and decimal strings (numeric: "
+    "known to their last digit)"
 )
 
 

@@ -8,8 +8,11 @@ One semantics for every family (README and docs/concepts.md say the same):
   expressions. They are exact.
 - A **float** (Python's or numpy's) means its exact binary value, known to within 2⁻⁴⁴ of its
   size (256 units in its last binary place: double precision, allowing for the rounding of a
-  short computation): `0.5` is 1/2 ± 2.8·10⁻¹⁴. It is never read as a shorter decimal.
-- A **decimal string** (`"0.1666"`, `"1.5e-3"`) means the rational number its digits spell, known
+  short computation): `0.5` is 1/2 ± 2.8·10⁻¹⁴. It is never read as a shorter decimal. An
+  element of a float32, float16 or bfloat16 array or tensor is known to 256 units in the last
+  place of its own format (a float32 to 2⁻¹⁵ of its size), not a double's.
+- A **decimal string** (`"0.1666"`, `"1.5e-3"`) or `decimal.Decimal` means the rational number
+  its digits spell, known
   to half a unit in its last digit (`"0.1666"` ± 5·10⁻⁵). A decimal inside an expression
   (`"0.1/1000"`) carries its rounding through the expression (interval arithmetic).
 - A numeric entry whose value is exactly zero (`0.0`, `"0.00"`) is an exact zero: zeros are the
@@ -26,6 +29,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -109,16 +113,27 @@ def _literal_rounding(literal: str) -> Fraction:
     return Fraction(1, 2) * Fraction(10) ** (int(exponent or 0) - decimals)
 
 
-# How closely a float is taken to hold the number it stands for, relative to its size: 2⁻⁴⁴ is
-# 256 units in the last place of a double, the rounding of a short computation in double
-# precision (coefficients computed from formulas, numpy's quadrature nodes), not only of one
-# conversion. Double precision still: residuals of met conditions sit eight orders below it.
-FLOAT_RELATIVE = Fraction(1, 2**44)
+# How closely a float is taken to hold the number it stands for, relative to its size: 256
+# units in its last binary place, the rounding of a short computation in its format
+# (coefficients computed from formulas, numpy's quadrature nodes), not only of one conversion.
+# For a double that is 2⁻⁴⁴: residuals of met conditions sit eight orders below it.
+ULPS_SLACK = 256
+DOUBLE_MANTISSA = 52
+FLOAT_RELATIVE = Fraction(ULPS_SLACK, 2**DOUBLE_MANTISSA)
+# The formats narrower than a double that arrays and tensors hold (numpy, torch, jax dtypes by
+# name), with their stored mantissa bits: their elements are known to their own last place.
+NARROW_FLOATS = {"float32": 23, "float16": 10, "bfloat16": 7}
 
 
-def float_rounding(value: float) -> Fraction:
-    """How far the real number a float stands for may lie from its binary value (0 for 0.0)."""
-    return abs(Fraction(value)) * FLOAT_RELATIVE
+def float_rounding(value: float, mantissa: int = DOUBLE_MANTISSA) -> Fraction:
+    """How far the real number a float stands for may lie from its binary value (0 for 0.0).
+
+    **Arguments:**
+
+    - `value`: the float's binary value.
+    - `mantissa`: the stored mantissa bits of the format it was held in (52 for a double).
+    """
+    return abs(Fraction(value)) * Fraction(ULPS_SLACK, 2**mantissa)
 
 
 def _refuse(problem: str, raw: Any, key: str, source: str | Path | None) -> DeclarationError:
@@ -395,6 +410,8 @@ def parse_number(raw: Any, key: str, source: str | Path | None = None) -> Number
         return (
             _parse_string(str(raw), key, source) if raw.free_symbols else _exact(raw, key, source)
         )
+    if isinstance(raw, Decimal):  # its digits, as the decimal string it prints as
+        return _parse_string(str(raw), key, source)
     numpy_scalar = _from_numpy(raw)
     if numpy_scalar is not None:
         return parse_number(numpy_scalar, key, source)
@@ -406,20 +423,54 @@ def _exact(raw: sympy.Expr, key: str, source: str | Path | None) -> Number:
     return Number(raw, Fraction(0), str(raw))
 
 
-def _from_numpy(raw: Any) -> int | float | None:
-    """A numpy integer or float scalar as the Python number it holds (None for anything else)."""
+def _from_numpy(raw: Any) -> int | float | Number | None:
+    """A numpy integer or float scalar as the number it holds (None for anything else): a
+    float32 or float16 scalar is known to its own last place (`narrow_float`)."""
     kind = getattr(getattr(raw, "dtype", None), "kind", None)
     if getattr(raw, "shape", None) != () or kind not in ("i", "u", "f"):
         return None
-    return int(raw) if kind in ("i", "u") else float(raw)
+    if kind in ("i", "u"):
+        return int(raw)
+    value, mantissa = float(raw), _narrow_mantissa(raw)
+    finite = math.isfinite(value)  # nan and inf go on to parse_number's refusal
+    return narrow_float(value, mantissa) if mantissa is not None and finite else value
+
+
+def _narrow_mantissa(raw: Any) -> int | None:
+    """The stored mantissa bits of an array's or scalar's float format narrower than a double
+    (`"float32"` in numpy and jax, `"torch.float32"` in torch), else None."""
+    return NARROW_FLOATS.get(str(getattr(raw, "dtype", "")).rpartition(".")[2])
+
+
+def narrow_float(value: float, mantissa: int) -> Number:
+    """An element of a float32, float16 or bfloat16 array: its binary value, known to 256 units
+    in that format's last place (a float32 to 2⁻¹⁵ of its size). Its raw is a decimal that
+    covers that rounding (`covering_text`): written back to a file it reads back as coarse."""
+    if value == 0:
+        return Number(sympy.Integer(0), Fraction(0), 0)
+    exact = sympy.Rational(Fraction(value))
+    rounding = float_rounding(value, mantissa)
+    return Number(exact, rounding, covering_text(exact, rounding))
 
 
 def as_list(raw: Any) -> Any:
-    """Numpy arrays (and anything else with `tolist`) as nested lists; other values unchanged."""
+    """Numpy arrays and tensors (anything with `tolist`) as nested lists; other values
+    unchanged. The elements of a float format narrower than a double become `Number`s known to
+    that format's last place (`narrow_float`), not doubles known to 2⁻⁴⁴."""
     tolist = getattr(raw, "tolist", None)
-    if callable(tolist) and getattr(raw, "shape", ()) != ():
+    if not callable(tolist) or getattr(raw, "shape", ()) == ():
+        return raw
+    mantissa = _narrow_mantissa(raw)
+    if mantissa is None:
         return tolist()
-    return raw
+
+    def narrow(entry: Any) -> Any:
+        if isinstance(entry, list):
+            return [narrow(e) for e in entry]
+        finite = isinstance(entry, float) and math.isfinite(entry)
+        return narrow_float(entry, mantissa) if finite else entry
+
+    return narrow(tolist())
 
 
 def parse_vector(raw: Any, key: str, source: str | Path | None = None) -> tuple[Number, ...]:

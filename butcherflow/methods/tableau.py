@@ -89,7 +89,7 @@ class ButcherTableau(CoefficientMethod):
       `b = ["g", "1 - g"]` the ODE Transformer's gated RK2 block.
 
     Entries are exact (ints, `"p/q"`, Fractions, sympy expressions, symbols of a parametrised
-    family); floats and decimal strings make the tableau numeric.
+    family); floats, Decimals and decimal strings make the tableau numeric.
 
     Attributes `A`, `b`, `c`, `b_hat` hold exact sympy values (tuples); `stages`, `is_explicit`,
     `is_diagonally_implicit`, `numeric`, `symbols` describe the tableau.
