@@ -45,6 +45,7 @@ from ..methods.precision import Judgement, Verdict, judge_enclosure, working_pre
 from .algebraic_stability import algebraically_stable as algebraically_stable
 from .number_field import NumberField
 from .real_roots import Dense, RealField, first_exit, hurwitz, is_rational, rational_part
+from .stability_enclosure import Enclosure, enclose_stability
 from .weights import entries_in_field, smallest_domain
 
 z = sympy.Symbol("z")
@@ -172,6 +173,22 @@ def _value_at_infinity(tableau: ButcherTableau, K: Any, N: Dense, D: Dense) -> J
         return judge_enclosure(top_n / top_d, Fraction(1), len(N) < len(D))
 
 
+def _centre(enclosure: Enclosure) -> float:
+    return enclosure[0] if enclosure[0] == enclosure[1] else (enclosure[0] + enclosure[1]) / 2
+
+
+def _end_text(end: float) -> str:
+    return "none" if end == 0 else "unbounded" if end == math.inf else f"{end:.6g}"
+
+
+def _spread(enclosure: Enclosure | None) -> str:
+    """Where the end lies for every method within a numeric tableau's precision, when that is
+    wider than the six digits printed."""
+    if enclosure is None or enclosure[0] == enclosure[1] or _same(list(enclosure)):
+        return ""
+    return f" (end between {enclosure[0]:.6g} and {enclosure[1]:.6g} within the precision)"
+
+
 def _same(ends: list[float]) -> bool:
     """Interval ends that agree to the six digits the report prints (inf and 0 exactly)."""
     return all(math.isclose(x, ends[0], rel_tol=1e-6) for x in ends)
@@ -226,6 +243,8 @@ class StabilityFunction:
         self.a_stable: bool | None = None
         self.l_stable: bool | None = None
         self.undetermined = False
+        self.real_enclosure: Enclosure | None = None
+        self.imaginary_enclosure: Enclosure | None = None
         self._open: set[str] = set()  # the intervals left undetermined
         self.assumed_order = 0
         self.notes: list[str] = []
@@ -279,7 +298,54 @@ class StabilityFunction:
                 f"and {top}, which the undetermined conditions leave open (computed with the "
                 "terms that each order fixes)."
             )
+        self._enclose(tableau, order)
         self._judge_infinity(tableau, K, N, D)
+
+    def _enclose(self, tableau: ButcherTableau, order: int) -> None:
+        """Keep a numeric tableau's decided rows only where every method within the precision
+        of its entries shares them (`stability_enclosure.py`); the others are undetermined, and
+        an end that the digits' own method misses is replaced by the one they all share."""
+        found = enclose_stability(tableau, order, self.real_interval, self.imaginary_interval)
+        real = (math.inf, math.inf) if found.a_stable else found.real  # the half-plane's axis
+        lost, moved = [], []
+        for row, digits, enclosure in (
+            ("real", self.real_interval, real),
+            ("imaginary", self.imaginary_interval, found.imaginary),
+        ):
+            shared = None if enclosure is None else _centre(enclosure)
+            if digits is not None and shared is None:
+                lost.append(f"the {row} stability interval")
+                self._open.add(row)
+            elif digits is not None and shared is not None and not _same([digits, shared]):
+                moved.append(f"the {row} stability interval ({_end_text(digits)} for the digits)")
+            if digits is not None:
+                setattr(self, f"{row}_interval", shared)
+                setattr(self, f"{row}_enclosure", enclosure)
+        if self.a_stable is not None and found.a_stable != self.a_stable:
+            if found.a_stable is None:
+                lost.append("A-stability")
+            else:
+                moved.append(f"A-stability ({'yes' if self.a_stable else 'no'} for the digits)")
+            self.a_stable = found.a_stable
+        if lost:
+            self.undetermined = True
+            self.notes.append(
+                f"{', '.join(lost)} undetermined: decided for the method the digits spell, but "
+                "not for every method within the precision of the entries (|R|² − 1, enclosed "
+                "in balls, may turn positive before the end or just right of 0, or its end "
+                "moves by more than 10%)."
+            )
+        if moved:
+            self.notes.append(
+                f"{', '.join(moved)}: every method within the precision of the entries that "
+                "meets the conditions the digits meet shares the value shown; the digits' own "
+                "method differs only by terms within that precision."
+            )
+        if found.resolution_used:
+            self.notes.append(
+                "a stability interval counts |R|² − 1 ≤ 1.5e-8 as stable: |R| touches 1 inside "
+                "it, which rounding within the precision of the entries could lift."
+            )
 
     def _decide(
         self, real: Dense, imaginary: Dense, field: RealField, poles_right: bool
@@ -332,7 +398,7 @@ class StabilityFunction:
             return "undetermined" if "real" in self._open else None
         if r == math.inf:
             return "(-∞, 0]"
-        return "none (only z = 0)" if r == 0 else f"[{-r:.6g}, 0]"
+        return "none (only z = 0)" if r == 0 else f"[{-r:.6g}, 0]{_spread(self.real_enclosure)}"
 
     @property
     def imaginary_interval_text(self) -> str | None:
@@ -341,7 +407,9 @@ class StabilityFunction:
             return "undetermined" if "imaginary" in self._open else None
         if y == math.inf:
             return "the whole imaginary axis"
-        return "none (only z = 0)" if y == 0 else f"[-{y:.6g}i, {y:.6g}i]"
+        if y == 0:
+            return "none (only z = 0)"
+        return f"[-{y:.6g}i, {y:.6g}i]{_spread(self.imaginary_enclosure)}"
 
     def rows(self) -> list[tuple[str, Any]]:
         """The report rows: R(z), the intervals, A- and L-stability."""

@@ -1,0 +1,335 @@
+"""The stability intervals and A-stability of a numeric tableau, enclosed over every method within
+the precision of its entries.
+
+`stability.py` decides the rows for the method the digits spell. Neighbouring methods, as close
+to the digits as their rounding allows, may differ: RK4 typed to three digits spells a method
+whose imaginary interval is [−2.83i, 2.83i], but moving b₃ by 4·10⁻⁴ (inside the rounding of
+`"0.333"`) leaves it none. Here P(u) = N(−u)² − D(−u)² and F(w) = |N(iy)|² − |D(iy)|² (w = y²)
+are built in arb balls from the entries' balls, with the terms of degree ≤ p taken as order p
+makes them (as in `stability.py`), and with the coefficients that are zero within the
+resolution at which conditions are met taken as zero (`judge_enclosure`). A point counts as
+stable when |R|² − 1 ≤ 1.5·10⁻⁸ (P ≤ 2⁻²⁶·D², the same resolution), and just right of 0 by
+the exact sign of the lowest term. An end r of the digits' interval is then *enclosed*: every
+method within the precision has its end in [r(1 − δ), r(1 + δ)] when it is stable on
+(0, r(1 − δ)] (certified by bisection with mean-value enclosures) and not at r(1 + δ). δ is
+tried from 10⁻¹² up to 10⁻¹ in steps of √10; beyond that the row is undetermined. An unbounded
+interval is certified on [0, 1] and, for t = 1/s, on s in (0, 1]; "none" needs the lowest term
+certainly positive.
+
+N and D are det(I − z(A − 1bᵀ)) and det(I − zA) without the common factor the exact analysis
+cancels: it multiplies P and F by a square, which leaves their signs.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import final
+
+import flint
+import numpy as np
+
+from ..methods import ButcherTableau
+from ..methods.balls import ball
+from ..methods.precision import RESOLUTION, Verdict, judge_enclosure, working_precision
+
+_DELTAS = tuple(10.0 ** (-k / 2) for k in range(24, 1, -1))  # relative half-widths, finest first
+_PIECES = 4000  # bisection budget for one certificate
+Enclosure = tuple[float, float]  # (lo, hi) of an interval end r; (inf, inf): unbounded
+
+
+@final
+@dataclass(frozen=True)
+class StabilityEnclosure:
+    """What every method within a numeric tableau's precision shares.
+
+    **Arguments:**
+
+    - `real`, `imaginary`: enclosures (lo, hi) of r and y, the ends of [−r, 0] and
+      [−iy, iy]; (0, 0) is "none", (inf, inf) unbounded, None undetermined.
+    - `poles_right`: every pole of R(z) certainly has a positive real part (None: not decided).
+    - `polynomial`: R is certainly a polynomial of degree ≥ 1 (an explicit method), unbounded
+      on the imaginary axis: never A-stable.
+    - `resolution_used`: an end needed |R|² − 1 ≤ 1.5e-8 to count as stable (a touch of
+      |R| = 1 inside the interval, as in SSP methods, that rounding could lift).
+    """
+
+    real: Enclosure | None
+    imaginary: Enclosure | None
+    resolution_used: bool
+    poles_right: bool | None
+    polynomial: bool
+
+    @property
+    def a_stable(self) -> bool | None:
+        """A-stability, decided for every method within the precision (None: not decided)."""
+        if self.polynomial or (self.imaginary is not None and self.imaginary[1] < math.inf):
+            return False  # |R(iy)| > 1 somewhere for every one of them
+        if self.imaginary is None or self.poles_right is None:
+            return None
+        return self.poles_right
+
+
+def enclose_stability(
+    tableau: ButcherTableau, order: int, real_end: float | None, imaginary_end: float | None
+) -> StabilityEnclosure:
+    """Enclose the digits' interval ends over the methods within the entries' precision.
+
+    **Arguments:**
+
+    - `tableau`: a numeric tableau.
+    - `order`: the order its conditions establish (terms of degree ≤ order are fixed by it).
+    - `real_end`, `imaginary_end`: the digits' r and y (inf when unbounded, None: not decided).
+
+    **Returns:** a `StabilityEnclosure`.
+    """
+    numbers = list(tableau.entries.values())
+    with flint.ctx.workprec(working_precision(numbers)):
+        s = tableau.stages
+        a = [[_ball(tableau, f"A[{i}][{j}]") for j in range(s)] for i in range(s)]
+        w = [_ball(tableau, f"b[{j}]") for j in range(s)]
+        N, D = _numerator_denominator(a, w, tableau.is_explicit)
+        N, D = _met_zeros(N), _met_zeros(D)
+        real, imaginary = _axis_polynomials(N, D, order)
+        dminus = flint.arb_poly([(-c if k % 2 else c) for k, c in enumerate(D)])
+        real_scale = _coefficients(dminus * dminus)
+        imaginary_scale = _coefficients(_square_on_axis(D))
+        y2 = None if imaginary_end is None else imaginary_end**2
+        found, tolerant = _enclose_end(imaginary, imaginary_scale, y2)
+        real_found, real_tolerant = _enclose_end(real, real_scale, real_end)
+        return StabilityEnclosure(
+            real=real_found,
+            imaginary=None if found is None else (math.sqrt(found[0]), math.sqrt(found[1])),
+            resolution_used=tolerant or real_tolerant,
+            polynomial=all(c.is_zero() for c in D[1:]) and any(not c.contains(0) for c in N[1:]),
+            poles_right=True
+            if len(D) == 1
+            else _hurwitz([(-c if k % 2 else c) for k, c in enumerate(D)]),
+        )
+
+
+def _ball(tableau: ButcherTableau, key: str) -> flint.arb:
+    number = tableau.entries[key]
+    return ball(number.value, number.rounding)
+
+
+def _numerator_denominator(
+    a: list[list[flint.arb]], w: list[flint.arb], explicit: bool
+) -> tuple[list[flint.arb], list[flint.arb]]:
+    """N and D, ascending, in balls: 1 + Σ zᵏ bᵀAᵏ⁻¹1 over 1 for an explicit tableau (its A is
+    nilpotent), else the reversed characteristic polynomials of A − 1bᵀ and A."""
+    s = len(w)
+    if explicit:
+        N, column = [flint.arb(1)], [flint.arb(1)] * s
+        for _ in range(s):
+            N.append(sum((x * y for x, y in zip(w, column, strict=True)), flint.arb(0)))
+            column = [
+                sum((x * y for x, y in zip(row, column, strict=True)), flint.arb(0)) for row in a
+            ]
+        return N, [flint.arb(1)]
+    shifted = [[a[i][j] - w[j] for j in range(s)] for i in range(s)]
+    return _reversed_charpoly(shifted), _reversed_charpoly(a)
+
+
+def _reversed_charpoly(m: list[list[flint.arb]]) -> list[flint.arb]:
+    """det(I − zM), ascending, in balls; a coefficient that vanishes for every matrix with M's
+    exact zeros (a zero row makes det M = 0) is an exact zero, which arb's elimination loses:
+    the degree of D decides the poles and the sign of F far out. Such coefficients are found as
+    those of two matrices with the same zeros and random integers elsewhere (a coefficient that
+    is not identically zero vanishes at both with probability below s/2⁶⁰: Schwartz–Zippel)."""
+    coefficients = flint.arb_mat(m).charpoly().coeffs()[::-1]  # det(xI − M) read backwards
+    coefficients[0] = flint.arb(1)  # det(I) = 1 exactly
+    generic = [_generic_reversed_charpoly(m, seed) for seed in (1, 2)]
+    return [
+        flint.arb(0) if all(g[k] == 0 for g in generic) else c for k, c in enumerate(coefficients)
+    ]
+
+
+def _generic_reversed_charpoly(m: list[list[flint.arb]], seed: int) -> list[flint.fmpq]:
+    draw = random.Random(seed)
+    entries = [0 if x.is_zero() else draw.randrange(1, 2**60) for row in m for x in row]
+    s = len(m)
+    return flint.fmpq_mat(s, s, entries).charpoly().coeffs()[::-1]
+
+
+def _axis_polynomials(
+    N: list[flint.arb], D: list[flint.arb], order: int
+) -> tuple[list[flint.arb], list[flint.arb]]:
+    """P(u) and F(w), ascending, with the terms order p fixes (R = e^z + O(z^(p+1)))."""
+    minus = flint.arb_poly([(-c if k % 2 else c) for k, c in enumerate(N)])
+    dminus = flint.arb_poly([(-c if k % 2 else c) for k, c in enumerate(D)])
+    real = _coefficients(minus * minus - dminus * dminus)
+    d2 = _coefficients(flint.arb_poly(D) * flint.arb_poly(D))
+    for k in range(1, min(order, len(real) - 1) + 1):  # D(x)²(e^(2x) − 1) at x = −u
+        term = sum(
+            (
+                d2[j] * flint.arb(flint.fmpq(2 ** (k - j), math.factorial(k - j)))
+                for j in range(min(k, len(d2) - 1) + 1)
+                if k - j >= 1
+            ),
+            flint.arb(0),
+        )
+        real[k] = -term if k % 2 else term
+    imaginary = _coefficients(_square_on_axis(N) - _square_on_axis(D))
+    for j in range(1, min(order // 2, len(imaginary) - 1) + 1):
+        imaginary[j] = flint.arb(0)
+    for axis in (real, imaginary):  # R(0) = 1 (an empty list: |R| = 1 all along)
+        axis[:1] = [flint.arb(0)] * min(1, len(axis))
+    return real, imaginary
+
+
+def _square_on_axis(p: Sequence[flint.arb]) -> flint.arb_poly:
+    """|p(iy)|² as a polynomial in w = y²: e(w)² + w·o(w)², e and o p's even and odd parts."""
+    even = flint.arb_poly([(-c if j % 2 else c) for j, c in enumerate(p[0::2])])
+    odd = flint.arb_poly([(-c if j % 2 else c) for j, c in enumerate(p[1::2])])
+    return even * even + flint.arb_poly([0, 1]) * odd * odd
+
+
+def _coefficients(p: flint.arb_poly) -> list[flint.arb]:
+    return [p[k] for k in range(p.length())]
+
+
+def _met_zeros(coefficients: list[flint.arb]) -> list[flint.arb]:
+    """Coefficients whose ball holds 0 within the resolution at which conditions are met
+    (`judge_enclosure`, scale 1) as exact zeros: the structure the digits stand for (a
+    stiffly accurate method's R(∞) = 0, a vanishing term of |R(iy)|² − 1), as a met order
+    condition is."""
+    return [
+        flint.arb(0) if judge_enclosure(c, Fraction(1)).verdict is Verdict.MET else c
+        for c in coefficients
+    ]
+
+
+def _enclose_end(
+    coefficients: list[flint.arb], scale: list[flint.arb], end: float | None
+) -> tuple[Enclosure | None, bool]:
+    """Where every member's polynomial G first turns positive on t > 0 (or, where that cannot
+    be certified, first exceeds the resolution times `scale`, |D|² on the axis: |R|² − 1 above
+    1.5e-8), near the digits' `end` (inf: never; 0: at once) or near a root of the balls'
+    midpoints; None when the balls cannot certify it. Just right of 0 the sign is exact: the
+    lowest term of G must be certainly negative (certainly positive for "none").
+
+    **Returns:** the enclosure and whether the resolution was needed."""
+    if end is None:
+        return None, False
+    zeroed = _met_zeros(coefficients)
+    low = list(zeroed)
+    while low and low[0].is_zero():  # an exact factor t^k keeps the sign for t > 0
+        low.pop(0)
+    if not low:
+        return (math.inf, math.inf), False
+    if low[0] > 0:
+        return (0.0, 0.0), False
+    if not low[0] < 0:
+        return None, False
+    resolution = flint.arb(flint.fmpq(RESOLUTION.numerator, RESOLUTION.denominator))
+    tries = (  # strictly: G/t^k, negative at 0; then within the resolution: G itself
+        (flint.arb_poly(low), flint.arb_poly([0]), False),
+        (flint.arb_poly(zeroed), flint.arb_poly(scale) * resolution, True),
+    )
+    for G, S, tolerant in tries:
+        for candidate in _candidates(end, zeroed):
+            found = _around(G, S, candidate)
+            if found is not None:
+                return found, tolerant
+    return None, False
+
+
+def _candidates(end: float, coefficients: list[flint.arb]) -> list[float]:
+    """The digits' end, then the positive real roots of the midpoints' polynomial and inf: the
+    digits may spell a method whose end differs from those within the precision (Merson 4 in
+    floats spells "none" where the exact method's y⁶ term is 0 and the y⁸ term negative)."""
+    mids = [float(c.mid()) for c in coefficients]
+    while mids and mids[-1] == 0:
+        mids.pop()
+    roots = np.roots(mids[::-1]) if len(mids) > 1 else np.array([])
+    real = sorted(r.real for r in roots if r.real > 0 and abs(r.imag) <= 1e-9 * abs(r))
+    return list(dict.fromkeys([end, *real[:4], math.inf]))
+
+
+def _around(G: flint.arb_poly, S: flint.arb_poly, end: float) -> Enclosure | None:
+    """[end(1 − δ), end(1 + δ)] for the smallest δ tried that certifies G ≤ S before it and
+    G > S at its right end; (inf, inf) when G ≤ S on all of t > 0; None otherwise."""
+    if end == 0:
+        return None
+    if end == math.inf:
+        n = max(G.length(), S.length()) - 1  # G and S on [1, ∞) as s^n G(1/s) on (0, 1]
+        turned_g = flint.arb_poly(_padded(_coefficients(G), n + 1)[::-1])
+        turned_s = flint.arb_poly(_padded(_coefficients(S), n + 1)[::-1])
+        certified = _below(G, S, 0.0, 1.0) and _below(turned_g, turned_s, 0.0, 1.0)
+        return (math.inf, math.inf) if certified else None
+    for delta in _DELTAS:
+        lo, hi = end * (1 - delta), end * (1 + delta)
+        if G(flint.arb(hi)) - S(flint.arb(hi)) > 0 and _below(
+            G, S, 0.0, lo, finest=end * delta / 64
+        ):
+            return lo, hi
+    return None
+
+
+def _padded(coefficients: list[flint.arb], length: int) -> list[flint.arb]:
+    return list(coefficients) + [flint.arb(0)] * (length - len(coefficients))
+
+
+def _below(G: flint.arb_poly, S: flint.arb_poly, lo: float, hi: float, finest: float = 0.0) -> bool:
+    """G ≤ S on [lo, hi] for every polynomial in the balls: bisection until each piece's ball
+    of G − S lies below 0 (False when one certainly does not, when a piece narrower than
+    `finest` still holds 0, or when the budget runs out)."""
+    taylor = [G - S]  # g^(j)/j!: g(m + x) = Σ taylor[j](m) xʲ
+    for j in range(1, taylor[0].length()):
+        taylor.append(taylor[-1].derivative() * flint.arb(flint.fmpq(1, j)))
+    pieces, spent = [(lo, hi)], 0
+    while pieces:
+        a, b = pieces.pop()
+        spent += 1
+        value = _range(taylor, a, b)
+        if value <= 0:
+            continue
+        middle = (a + b) / 2
+        if value > 0 or spent > _PIECES or b - a < finest or not a < middle < b:
+            return False
+        pieces += [(a, middle), (middle, b)]
+    return True
+
+
+def _range(taylor: list[flint.arb_poly], a: float, b: float) -> flint.arb:
+    """A ball holding g on [a, b] from its Taylor expansion at the midpoint m: g(m) + Σ
+    g^(j)(m)/j!·[−r, r]ʲ. Evaluating g on the interval itself (Horner) overestimates by the
+    size of its terms, ~e^(2t) far out, which no bisection overcomes; the expansion's excess
+    comes from the balls' radii alone."""
+    middle, half = flint.arb((a + b) / 2), flint.arb(0, flint.arb((b - a) / 2).upper())
+    value, power = taylor[0](middle), flint.arb(1)
+    for term in taylor[1:]:
+        power = power * half
+        value += term(middle) * power
+    return value
+
+
+def _hurwitz(q: list[flint.arb]) -> bool | None:
+    """Every root of q (ascending) certainly has a negative real part (Routh's array), certainly
+    not, or None when a ball holds 0."""
+    q = list(q)
+    while len(q) > 1 and q[-1].is_zero():  # the degree the exact zeros leave
+        q.pop()
+    q = q[::-1]  # highest degree first, as Routh's array reads it
+    first = _sign(q[0])
+    upper, lower = q[0::2], q[1::2]
+    while lower:
+        sign = _sign(lower[0])
+        if sign is None or first is None:
+            return None
+        if sign != first:
+            return False
+        ratio = upper[0] / lower[0]
+        padded = [*lower[1:], flint.arb(0)]
+        upper, lower = lower, [upper[j + 1] - ratio * padded[j] for j in range(len(upper) - 1)]
+    return True
+
+
+def _sign(x: flint.arb) -> int | None:
+    if x.is_zero():
+        return 0
+    return 1 if x > 0 else -1 if x < 0 else None
