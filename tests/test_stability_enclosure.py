@@ -4,12 +4,17 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
+import flint
 import numpy as np
 import pytest
 import sympy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import butcherflow as bf
+from butcherflow.analysis.stability_enclosure import _centred
 from butcherflow.methods import ButcherTableau
 
 RK4_A = [[0, 0, 0, 0], ["1/2", 0, 0, 0], [0, "1/2", 0, 0], [0, 0, 1, 0]]
@@ -76,3 +81,38 @@ def test_floats_of_a_catalog_tableau_never_contradict_its_exact_rows(name: str) 
             ), (row, found, truth)
     if floats.a_stable is not None and exact.a_stable is not None:
         assert floats.a_stable == exact.a_stable
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    s=st.integers(1, 4),
+    data=st.data(),
+    digits=st.integers(1, 6),
+    numerator=st.booleans(),
+)
+def test_centred_coefficients_hold_every_matrix_in_the_box(
+    s: int, data: st.DataObject, digits: int, numerator: bool
+) -> None:
+    """det(I − z(A − 1bᵀ)) and det(I − zA) of any point of the entries' box lie in the centred
+    enclosure (the mean-value form: centre plus gradient over the box times the radii)."""
+    entry = st.fractions(-3, 3, max_denominator=12)
+    A = [[data.draw(entry) for _ in range(s)] for _ in range(s)]
+    b = [data.draw(entry) for _ in range(s)]
+    radius = Fraction(1, 10**digits)
+    offset = st.fractions(-1, 1, max_denominator=50)
+    moved = [[x + radius * data.draw(offset) for x in row] for row in A]
+    weights = [x + radius * data.draw(offset) for x in b]
+
+    def as_ball(x: Fraction) -> flint.arb:
+        return flint.arb(flint.fmpq(x.numerator, x.denominator)) + flint.arb(
+            0, flint.arb(flint.fmpq(radius.numerator, radius.denominator))
+        )
+
+    with flint.ctx.workprec(120):
+        enclosure = _centred(
+            [[as_ball(x) for x in row] for row in A], [as_ball(x) for x in b] if numerator else None
+        )
+    point = [[moved[i][j] - (weights[j] if numerator else 0) for j in range(s)] for i in range(s)]
+    flat = [flint.fmpq(x.numerator, x.denominator) for row in point for x in row]
+    exact = flint.fmpq_mat(s, s, flat).charpoly().coeffs()[::-1]
+    assert all(c.contains(flint.arb(e)) for c, e in zip(enclosure, exact, strict=True))

@@ -122,6 +122,7 @@ def _numerator_denominator(
     """N and D, ascending, in balls: 1 + Σ zᵏ bᵀAᵏ⁻¹1 over 1 for an explicit tableau (its A is
     nilpotent), else the reversed characteristic polynomials of A − 1bᵀ and A."""
     s = len(w)
+    shifted = [[a[i][j] - w[j] for j in range(s)] for i in range(s)]
     if explicit:
         N, column = [flint.arb(1)], [flint.arb(1)] * s
         for _ in range(s):
@@ -129,9 +130,55 @@ def _numerator_denominator(
             column = [
                 sum((x * y for x, y in zip(row, column, strict=True)), flint.arb(0)) for row in a
             ]
-        return N, [flint.arb(1)]
-    shifted = [[a[i][j] - w[j] for j in range(s)] for i in range(s)]
-    return _reversed_charpoly(shifted), _reversed_charpoly(a)
+        return _tighter(N, _centred(a, w)), [flint.arb(1)]
+    N = _tighter(_reversed_charpoly(shifted), _centred(a, w))
+    return N, _tighter(_reversed_charpoly(a), _centred(a, None))
+
+
+def _tighter(plain: list[flint.arb], centred: list[flint.arb]) -> list[flint.arb]:
+    """Both enclose the same coefficients: keep their intersection (exact zeros stay)."""
+    return [p if p.is_zero() else p.intersection(c) for p, c in zip(plain, centred, strict=True)]
+
+
+def _centred(a: list[list[flint.arb]], w: list[flint.arb] | None) -> list[flint.arb]:
+    """det(I − zM), ascending, for M = A − 1bᵀ (A when `w` is None), by the mean-value form over
+    the entries' box: its value at the midpoints plus Σ |∂/∂x| · radius, the gradient enclosed
+    over the box. Evaluating the coefficients on the box itself lets every entry's rounding
+    meet itself again in each product (arb cannot know it is the same entry), which spreads
+    them about tenfold at coarse precisions; here the box enters only through the radii.
+
+    ∂det(I − zM)/∂M_ij = −z·adj(I − zM)_ji, and adj(I − zM) = Σₖ z^(s−1−k) Qₖ with
+    Q_(s−1) = I, Q_(k−1) = M Qₖ + cₖ I (cₖ the coefficients of det(xI − M)): so the z^m
+    coefficient moves by at most Σ_ij |(Q_(s−m))_ji| r(a_ij) + Σ_j |Σ_i (Q_(s−m))_ji| r(b_j).
+    """
+    s = len(a)
+    shift = [flint.arb(0)] * s if w is None else w
+    box = flint.arb_mat([[a[i][j] - shift[j] for j in range(s)] for i in range(s)])
+    middle = [
+        [flint.arb(a[i][j].mid()) - flint.arb(shift[j].mid()) for j in range(s)] for i in range(s)
+    ]
+    centre = flint.arb_mat(middle).charpoly().coeffs()[::-1]
+    c = box.charpoly().coeffs()
+    eye = flint.arb_mat([[1 if i == j else 0 for j in range(s)] for i in range(s)])
+    Q = [eye] * s
+    for k in range(s - 1, 0, -1):
+        Q[k - 1] = box * Q[k] + eye * c[k]
+    out = [flint.arb(1)]
+    for m in range(1, s + 1):
+        q = Q[s - m]
+        spread = sum(
+            (abs(q[j, i]) * a[i][j].rad() for i in range(s) for j in range(s)), flint.arb(0)
+        )
+        if w is not None:
+            spread += sum(
+                (
+                    abs(sum((q[j, i] for i in range(s)), flint.arb(0))) * w[j].rad()
+                    for j in range(s)
+                ),
+                flint.arb(0),
+            )
+        out.append(centre[m] + flint.arb(0, spread.upper()))
+    return out
 
 
 def _reversed_charpoly(m: list[list[flint.arb]]) -> list[flint.arb]:
