@@ -415,3 +415,17 @@ def test_root_condition_matches_the_construction(roots: list[tuple[Fraction, Fra
     stable = all(a * a + b2 < 1 or (a * a + b2 == 1 and m == 1) for (a, b2), m in counts.items())
     alpha = sympy.Poly(rho, t).all_coeffs()[::-1]
     assert check(alpha, [0] * (len(alpha) - 1) + [1]).zero_stable is stable
+
+
+def test_a_numeric_interval_says_its_end_is_the_digits_methods_own() -> None:
+    # AB3 typed to three digits reads r = 0.545405; moving β₂ by 4e-3 (inside the rounding of
+    # "-1.33") gives 0.544811, so the report must not present the six digits as the methods'.
+    typed = bf.check(bf.LinearMultistep(alpha=[0, 0, -1, 1], beta=["0.417", "-1.33", "1.92", 0]))
+    neighbour = bf.check(
+        bf.LinearMultistep(alpha=[0, 0, -1, 1], beta=["417/1000", "-1334/1000", "192/100", 0])
+    )
+    assert typed.real_interval == pytest.approx(0.545405, abs=1e-6)
+    assert neighbour.real_interval == pytest.approx(0.544811, abs=1e-6)
+    assert any("digits spell" in n and "(±0.005)" in n for n in typed.notes)
+    exact = bf.check(bf.catalog["adams-bashforth-3"])
+    assert not any("digits spell" in n for n in exact.notes)

@@ -16,6 +16,7 @@ from sympy.polys.matrices import DomainMatrix
 
 from ..methods.general_linear import GeneralLinear
 from .real_roots import first_failure
+from .report import digits_reading
 from .root_condition import DIGITS, ZETA, place_roots, root_condition
 
 Z = sympy.Symbol("z")
@@ -168,12 +169,7 @@ def real_stability_interval(method: GeneralLinear) -> tuple[float, str]:
         + (f" (irrational entries as {DIGITS}-digit rationals)" if approximated else "")
         + ", and power-boundedness at one rational point between consecutive roots, decided "
         "exactly, decides each piece"
-        + (
-            f"; it is the interval of the method the digits spell: how far their rounding "
-            f"(±{float(method.rounding):.2g}) moves its end is not bounded"
-            if method.numeric
-            else ""
-        )
+        + (f"; {digits_reading(float(method.rounding))}" if method.numeric else "")
     )
     return r, how
 

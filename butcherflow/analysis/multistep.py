@@ -32,6 +32,7 @@ from .multistep_order import (
 from .report import (
     OPEN_ROW,
     Report,
+    digits_reading,
     precision_text,
     shown_open,
     tolerance_text,
@@ -316,6 +317,7 @@ def analyse_multistep(
             f"(4097 angles on [0, π], refined; points within {max(tiny, 1000 * noise):.3g} of 0 "
             f"ignored for the angle, {max(tiny, 10 * noise):.3g} for the interval), checked by "
             "root tests in the region"
+            + (f"; {digits_reading(float(method.rounding))}" if method.numeric else "")
         )
     return MultistepReport(
         method=method,

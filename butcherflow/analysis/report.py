@@ -91,6 +91,15 @@ DECIDE = "give more digits, exact values or a declared precision to decide them"
 OPEN_ROW = "undetermined (see notes)"
 
 
+def digits_reading(rounding: float) -> str:
+    """What a numeric declaration's interval is where its end is not enclosed (multistep and
+    general linear methods; Runge-Kutta ends are enclosed, `stability_enclosure.py`)."""
+    return (
+        "it is the interval of the method the digits spell: how far their rounding "
+        f"(±{rounding:.2g}) moves its end is not bounded"
+    )
+
+
 def open_text(count: int, what: str) -> str:
     """`"N condition(s) of WHAT undetermined at this precision"`: how every report counts the
     conditions a numeric declaration's digits cannot decide (`what`: "order 3",
