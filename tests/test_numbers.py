@@ -338,9 +338,9 @@ BAD = [
     "1 = 2",
     "1; 2",
     "1 @ 2",
-    "$1",
+    "$1",  # an unpaired $ (a pair is LaTeX's math delimiters, dropped)
     "1\n+ 2",
-    "½",
+    "1½",  # a mixed number: refused rather than read as 1·½
     # code injection attempts
     "__import__('os')",
     "__import__",
@@ -525,3 +525,71 @@ def test_covering_text_reads_back_covering_the_entry(
     assert written.numeric and written.rounding <= 10 * rounding
     gap = sympy.Abs(exact - written.value) + sympy.Rational(str(rounding))
     assert bool(gap <= sympy.Rational(str(written.rounding)))
+
+
+# -- typeset entries (LaTeX source, text copied from a PDF) -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        (r"\frac{1}{2} - \frac{\sqrt{3}}{6}", sympy.Rational(1, 2) - sympy.sqrt(3) / 6),
+        ("½ − √3/6", sympy.Rational(1, 2) - sympy.sqrt(3) / 6),  # U+2212, as PDFs copy it
+        (r"\dfrac{1}{4}+\tfrac{\sqrt{15}}{24}", sympy.Rational(1, 4) + sympy.sqrt(15) / 24),
+        (r"\frac12", sympy.Rational(1, 2)),
+        (r"2\sqrt{6}", 2 * sympy.sqrt(6)),
+        ("2√6", 2 * sympy.sqrt(6)),
+        ("√(1/3)", sympy.sqrt(3) / 3),
+        (r"$\frac{1}{2-\sqrt[3]{2}}$", 1 / (2 - sympy.cbrt(2))),
+        (r"\frac{1}{2}\cos\left(\frac{\pi}{18}\right)", sympy.cos(sympy.pi / 18) / 2),
+        ("3 × 10^(-2)", sympy.Rational(3, 100)),
+        ("⅔ ‐ ⅙", sympy.Rational(1, 2)),  # U+2010, another minus PDFs produce
+    ],
+)
+def test_typeset_entries_are_the_numbers_on_the_page(raw: str, value: sympy.Expr) -> None:
+    number = parse(raw)
+    assert sympy.simplify(number.value - value) == 0
+    assert not number.numeric and number.raw == raw  # exact, and written back as given
+
+
+def test_a_typeset_decimal_keeps_its_digits() -> None:
+    number = parse("−0.1667")
+    assert number.value == sympy.Rational(-1667, 10000)
+    assert number.rounding == Fraction(1, 20000)
+
+
+@pytest.mark.parametrize("raw", ["1½", r"\alpha", r"\frac{1}{2", r"\unknown{3}"])
+def test_typeset_entries_that_mean_nothing_certain_are_refused(raw: str, declaration_error) -> None:
+    # 1½ is a mixed number, not 1·½: refused rather than guessed
+    with declaration_error(KEY, "cannot appear"):
+        parse(raw)
+
+
+def test_gauss_2_pasted_from_latex_and_from_a_pdf_is_the_catalog_method() -> None:
+    latex = bf.ButcherTableau(
+        [
+            [r"\frac14", r"\frac14 - \frac{\sqrt{3}}{6}"],
+            [r"\frac14 + \frac{\sqrt{3}}{6}", r"\frac14"],
+        ],
+        [r"\frac12", r"\frac12"],
+    )
+    pdf = bf.ButcherTableau([["¼", "¼ − √3/6"], ["¼ + √3/6", "¼"]], ["½", "½"])
+    catalog = bf.catalog["gauss-legendre-2"]
+    for pasted in (latex, pdf):
+        for row, expected in zip(pasted.A, catalog.A, strict=True):
+            assert all(sympy.simplify(x - y) == 0 for x, y in zip(row, expected, strict=True))
+        assert bf.check(pasted).order == 4 and not pasted.numeric
+
+
+def test_a_declaration_file_takes_latex_in_literal_strings(write_toml) -> None:
+    path = write_toml(
+        r"""
+        name = "gauss-2-latex"
+        family = "runge-kutta"
+        A = [['\frac14', '\frac14 - \frac{\sqrt{3}}{6}'], ['\frac14 + \frac{\sqrt{3}}{6}', '\frac14']]
+        b = ['\frac12', '\frac12']
+        order = 4
+        """
+    )
+    method = bf.load(path)
+    assert bf.check(method).claim_holds and method.to_table()["b"] == [r"\frac12", r"\frac12"]

@@ -48,6 +48,7 @@ from .limits import (
     check_literal,
     check_powers,
 )
+from .typeset import untypeset
 
 _DECIMAL = re.compile(r"(?<![\w.])([0-9]*\.[0-9]+|[0-9]+\.[0-9]*)([eE][+-]?[0-9]+)?(?![\w.])")
 _SCIENTIFIC_INT = re.compile(r"(?<![\w.])([0-9]+)([eE][+-]?[0-9]+)(?![\w.])")
@@ -155,7 +156,7 @@ def _names_in(text: str, raw: str, key: str, source: str | Path | None) -> dict[
 
 
 def _parse_string(raw: str, key: str, source: str | Path | None) -> Number:
-    text = raw.strip()
+    text = untypeset(raw.strip())  # LaTeX or a PDF's typeset characters, as entry syntax
     if not text:
         raise _refuse("entry is empty", raw, key, source)
     if not _ALLOWED_CHARS.match(text):
