@@ -586,7 +586,8 @@ def test_a_declaration_file_takes_latex_in_literal_strings(write_toml) -> None:
         r"""
         name = "gauss-2-latex"
         family = "runge-kutta"
-        A = [['\frac14', '\frac14 - \frac{\sqrt{3}}{6}'], ['\frac14 + \frac{\sqrt{3}}{6}', '\frac14']]
+        A = [['\frac14', '\frac14 - \frac{\sqrt{3}}{6}'],
+             ['\frac14 + \frac{\sqrt{3}}{6}', '\frac14']]
         b = ['\frac12', '\frac12']
         order = 4
         """
