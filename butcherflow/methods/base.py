@@ -137,6 +137,12 @@ class Method(abc.ABC):
         object.__setattr__(self, "title", check_text(title, "title", src) or self.name)
         object.__setattr__(self, "reference", check_text(reference, "reference", src))
 
+    @classmethod
+    def expand(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        """A declaration file's keys as the constructor's arguments; a family may accept a
+        shorthand (a Runge-Kutta file's LaTeX `tableau`). Raises `DeclarationError`."""
+        return dict(data)
+
     _table: dict[str, Any]
 
     def to_table(self) -> dict[str, Any]:

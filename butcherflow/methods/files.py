@@ -99,6 +99,10 @@ def from_dict(data: Mapping[str, Any], source: str | Path | None = None) -> Meth
         )
     cls = BY_FAMILY[family]
     check_keys(data, COMMON_KEYS + cls.keys, source)
+    try:
+        data = cls.expand(data)
+    except DeclarationError as error:
+        raise error.with_source(source) if source is not None else error from None
     for key in cls.required:
         if key not in data:
             raise DeclarationError(

@@ -26,6 +26,7 @@ from .numbers import (
 )
 from .parameters import KINDS, Parameter, parse_parameters, raw_parameters
 from .precision import Verdict, judge_enclosure, working_precision
+from .typeset import butcher_array
 
 # Coefficient policies (ODE Transformer Table 10), each stated as the declaration it compiles to
 # (`ButcherTableau.with_coefficients`): the compiler knows only declarations and parameters.
@@ -106,6 +107,7 @@ class ButcherTableau(CoefficientMethod):
         "iterations",
         "precision",
         "parameters",
+        "tableau",
     )
     required = ("A", "b")
     A: tuple[tuple[sympy.Expr, ...], ...]
@@ -271,6 +273,32 @@ class ButcherTableau(CoefficientMethod):
         self._set(_zero=tuple(tuple(is_zero(x) for x in row) for row in rows))
 
     # -- structure -----------------------------------------------------------------------------
+    @classmethod
+    def from_latex(cls, tableau: str, **kwargs: Any) -> ButcherTableau:
+        """A tableau pasted as the paper's LaTeX array (`\\begin{array}{c|ccc} ... \\end{array}`:
+        rows c | A, a rule, then b and optionally b̂; blank cells are 0; see
+        `typeset.butcher_array`). `kwargs` are the constructor's others (`name`, `order`, ...)."""
+        rows = butcher_array(tableau)
+        return cls(rows["A"], rows["b"], rows["c"], rows.get("b_hat"), **kwargs)
+
+    @classmethod
+    def expand(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        """A file's `tableau = '''...'''` (the LaTeX array) as its A, b, c and b_hat."""
+        expanded = dict(data)
+        if "tableau" not in expanded:
+            return expanded
+        tableau = expanded.pop("tableau")
+        given = [key for key in ("A", "b", "c", "b_hat") if key in expanded]
+        if given or not isinstance(tableau, str):
+            raise DeclarationError(
+                "a tableau is given once" if given else "tableau is the text of a LaTeX array",
+                key="tableau",
+                value=given or tableau,
+                valid="either tableau = '''\\begin{array}...\\end{array}''' or A and b "
+                "(with c, b_hat), not both",
+            )
+        return {**expanded, **butcher_array(tableau)}
+
     @property
     def stages(self) -> int:
         return len(self.b)

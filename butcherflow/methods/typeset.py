@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Any
+
+from ..errors import DeclarationError
 
 _MINUS = {ch: "-" for ch in "\u2212\u2010\u2011\u2012\u2013\ufe63\uff0d"}
 _TIMES = {"\u00d7": "*", "\u00b7": "*", "\u22c5": "*", "\u2219": "*"}
@@ -128,3 +131,83 @@ def _roots(text: str) -> str:
         lambda m: "sqrt" + ("(" if m.group(1) == "(" else f"({m.group(1)})"),
         text,
     )
+
+
+_ENVIRONMENT = re.compile(r"\\begin\{(array|tabular)\}\s*(\{[^{}]*\})?(.*?)\\end\{\1\}", re.S)
+_RULE = re.compile(r"\\(?:hline|midrule|toprule|bottomrule)|\\cline\{[^{}]*\}")
+
+
+def butcher_array(text: str) -> dict[str, list[Any]]:
+    """The c, A, b (and b̂) of a Butcher tableau typeset as a LaTeX array, as papers print it:
+
+    ```latex
+    \\begin{array}{c|ccc}
+    0       &                &               & \\\\
+    \\frac12 & \\frac12        &               & \\\\
+    1       & -1             & 2             & \\\\ \\hline
+            & \\frac16        & \\frac23       & \\frac16
+    \\end{array}
+    ```
+
+    **Arguments:**
+
+    - `text`: the array (an `array` or `tabular` environment, or only its rows). Rows end with
+      `\\\\`, cells are separated by `&`; a blank cell is 0. The rows above the first rule
+      (`\\hline`, `\\midrule`) are cᵢ and the i-th row of A; the one or two below it are b and b̂,
+      their first cell (where papers write a label such as `y_1`) ignored.
+
+    **Returns:** `{"c": [...], "A": [[...]], "b": [...]}` and `"b_hat"` when given, each entry the
+    cell's text (parsed as any entry, LaTeX included); raises `DeclarationError` naming the row.
+    """
+    text = re.sub(r"(?<!\\)%.*", "", text)  # LaTeX comments
+    found = _ENVIRONMENT.search(text)
+    body = found.group(3) if found else text
+    if "\\begin" in body or "\\end" in body:
+        raise DeclarationError(
+            "a tableau holds one array",
+            key="tableau",
+            value=text.strip()[:80],
+            valid="one \\begin{array}...\\end{array} whose rows end with \\\\",
+        )
+    above: list[list[str]] = []
+    below: list[list[str]] = []
+    ruled = False
+    for row in re.split(r"\\\\(?:\s*\[[^\]]*\])?", body):  # \\ or \\[2pt] ends a row
+        if _RULE.search(row):  # LaTeX puts a rule first in a row: it separates A from b
+            ruled = ruled or bool(above)
+            row = _RULE.sub("", row)
+        cells = [cell.strip() for cell in row.split("&")]
+        if any(cells):
+            (below if ruled else above).append(cells)
+    return _arrange(above, below, text)
+
+
+def _arrange(above: list[list[str]], below: list[list[str]], text: str) -> dict[str, list[Any]]:
+    """c, A, b, b̂ from the rows above and below the rule, blank cells as 0."""
+    s = len(above)
+    problem = None
+    if not above or not below:
+        problem = "a tableau needs rows c | A, a rule (\\hline), then the weights b"
+    elif len(below) > 2:
+        problem = f"{len(below)} rows below the rule; there are one (b) or two (b and b̂)"
+    elif any(len(row) > s + 1 for row in [*above, *below]):
+        problem = f"a row has more than {s + 1} cells for {s} stages (c and {s} columns of A)"
+    if problem is not None:
+        raise DeclarationError(
+            problem,
+            key="tableau",
+            value=" ".join(text.split())[:80],
+            valid="rows 'c_i & a_i1 & ... & a_is \\\\', then \\hline, then ' & b_1 & ... & b_s'",
+        )
+
+    def padded(cells: list[str]) -> list[Any]:
+        return [cell or 0 for cell in cells[1:]] + [0] * (s + 1 - len(cells))
+
+    arranged: dict[str, list[Any]] = {
+        "c": [row[0] or 0 for row in above],
+        "A": [padded(row) for row in above],
+        "b": padded(below[0]),
+    }
+    if len(below) == 2:
+        arranged["b_hat"] = padded(below[1])
+    return arranged
