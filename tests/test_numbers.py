@@ -544,6 +544,11 @@ def test_covering_text_reads_back_covering_the_entry(
         (r"\frac{1}{2}\cos\left(\frac{\pi}{18}\right)", sympy.cos(sympy.pi / 18) / 2),
         ("3 × 10^(-2)", sympy.Rational(3, 100)),
         ("⅔ ‐ ⅙", sympy.Rational(1, 2)),  # U+2010, another minus PDFs produce
+        (r"\phantom{-}\frac16", sympy.Rational(1, 6)),  # aligns a column; prints nothing
+        (r"\;\tfrac{1}{2}\quad", sympy.Rational(1, 2)),
+        ("1\u00a0\u2212\u2009√3/6", 1 - sympy.sqrt(3) / 6),  # no-break and thin spaces
+        (r"2\,\sqrt{3}", 2 * sympy.sqrt(3)),
+        (r"\frac{1}{2}(1+\sqrt{5})", (1 + sympy.sqrt(5)) / 2),
     ],
 )
 def test_typeset_entries_are_the_numbers_on_the_page(raw: str, value: sympy.Expr) -> None:
@@ -558,10 +563,38 @@ def test_a_typeset_decimal_keeps_its_digits() -> None:
     assert number.rounding == Fraction(1, 20000)
 
 
-@pytest.mark.parametrize("raw", ["1½", r"\alpha", r"\frac{1}{2", r"\unknown{3}"])
+@pytest.mark.parametrize("raw", [r"\alpha", r"\frac{1}{2", r"\unknown{3}"])
 def test_typeset_entries_that_mean_nothing_certain_are_refused(raw: str, declaration_error) -> None:
-    # 1½ is a mixed number, not 1·½: refused rather than guessed
     with declaration_error(KEY, "cannot appear"):
+        parse(raw)
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("1½", "mixed number"),  # 3/2, not 1·½
+        (r"2\frac{1}{2}", "mixed number"),  # was read as 2·½ = 1
+        (r"1\,\tfrac12", "mixed number"),
+        ("5×10−3", "superscript"),  # 5×10⁻³ copied from a PDF: was read as 47
+        ("1.5·10−2", "superscript"),  # was 13
+        (r"\sqrt[3]{0,5}", "comma"),  # a decimal comma: was root(0, 5, 3) = 0
+        (r"\sqrt[2]{4,1}", "comma"),  # was 4
+        (r"2\,3", "split by a space"),  # was 23
+        (r"0.123\,456", "split by a space"),
+        ("1\u202f000", "split by a space"),
+    ],
+)
+def test_typeset_entries_read_two_ways_are_refused_with_the_reason(
+    raw: str, reason: str, declaration_error
+) -> None:
+    with declaration_error(KEY, reason):
+        parse(raw)
+
+
+@pytest.mark.parametrize("raw", [r"\cos\pi/18", "π2"])
+def test_a_typeset_name_is_not_glued_to_its_neighbour(raw: str, declaration_error) -> None:
+    # \cos\pi/18 was the family symbol 'cospi' over 18, π2 the symbol 'pi2'
+    with declaration_error(KEY, "not a valid expression"):
         parse(raw)
 
 

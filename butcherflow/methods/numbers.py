@@ -156,7 +156,12 @@ def _names_in(text: str, raw: str, key: str, source: str | Path | None) -> dict[
 
 
 def _parse_string(raw: str, key: str, source: str | Path | None) -> Number:
-    text = untypeset(raw.strip())  # LaTeX or a PDF's typeset characters, as entry syntax
+    try:
+        text = untypeset(raw.strip())  # LaTeX or a PDF's typeset characters, as entry syntax
+    except DeclarationError as error:  # a form read two ways: named here, where the key is known
+        raise DeclarationError(
+            error.problem, key=key, value=raw, valid=error.valid, source=source
+        ) from None
     if not text:
         raise _refuse("entry is empty", raw, key, source)
     if not _ALLOWED_CHARS.match(text):

@@ -10,11 +10,15 @@ typeset character is left exactly as it is.
   `\\pi`, `\\sin`/`\\cos`/`\\tan`, `\\left(`/`\\right)`, braces as parentheses, `$` dropped.
 - Unicode: − (minus) and the dashes PDFs use for it, × · ⋅ (times), √ (`√6`, `√(6)`, `2√6`),
   vulgar fractions (½, ⅓, ⅔, ...), π.
+- Spacing (`\\,`, `\\;`, `\\quad`, `~`, `\\phantom{-}`, no-break and thin spaces) is space.
 - A factor written next to a root, a function or a parenthesis (`2\\sqrt{6}`, `2√6`, `3(…)`)
   is a product, as on the page.
 
-Anything else with a backslash (`\\alpha`, an unknown command) is refused by the parser with the
-entry's key; nothing is guessed.
+Forms a reader could take two ways are refused with the reason, never guessed: a mixed number
+(`1½`, `2\\frac{1}{2}`: 5/2 or 1?), digits split by a space (`0.123\\,456`: grouping or a
+product?), a comma (`0{,}5`, `\\sqrt[3]{0,5}`: a decimal comma?), a power of ten whose exponent
+lost its superscript in the copy (`5×10−3`), an unpaired `$`. Anything else with a backslash
+(`\\alpha`, an unknown command) is refused by the parser with the entry's key.
 """
 
 from __future__ import annotations
@@ -27,23 +31,37 @@ from ..errors import DeclarationError
 
 _MINUS = {ch: "-" for ch in "\u2212\u2010\u2011\u2012\u2013\ufe63\uff0d"}
 _TIMES = {"\u00d7": "*", "\u00b7": "*", "\u22c5": "*", "\u2219": "*"}
-_SYMBOLS = {"\u03c0": "pi", "\u221a": "√"}  # √ is rewritten below, with its argument
+_SYMBOLS = {"\u03c0": " pi ", "\u221a": "√"}  # √ is rewritten below, with its argument
+# Names are padded with spaces so that none is glued to its neighbour (`\\cos\\pi` is no `cospi`).
 _COMMANDS = {
     r"\cdot": "*",
     r"\times": "*",
-    r"\pi": "pi",
-    r"\sin": "sin",
-    r"\cos": "cos",
-    r"\tan": "tan",
+    r"\pi": " pi ",
+    r"\sin": " sin ",
+    r"\cos": " cos ",
+    r"\tan": " tan ",
     r"\left": "",
     r"\right": "",
-    r"\,": "",
-    r"\!": "",
-    r"\ ": "",
+    **{space: " " for space in (r"\,", r"\!", r"\ ", r"\;", r"\:", r"\>", r"\quad", r"\qquad")},
 }
+_SPACES = {ch: " " for ch in "~\u00a0\u202f\u205f" + "".join(map(chr, range(0x2000, 0x200B)))}
+_PHANTOM = re.compile(r"\\[hv]?phantom\s*")
 _FRACTION = re.compile(r"\\[dt]?frac\s*")
 _SQRT = re.compile(r"\\sqrt\s*")
-_MIXED = re.compile(r"[0-9]\s*[\u00bc-\u00be\u2150-\u215e\u2189]")
+_VALID = "write the number in the entry syntax (0.5, 5/2, 3*10^(-3), 1.5e-3, sqrt(3)/6)"
+# What a reader could take two ways (see the module docstring), each with the reason it is refused.
+_AMBIGUOUS = [
+    (
+        re.compile(r"[0-9.]\s*(?:\\[,;:! ]\s*)*(?:[\u00bc-\u00be\u2150-\u215e\u2189]|\\[dt]?frac)"),
+        "a whole number next to a fraction is a mixed number (2½ = 5/2) or a product (2·½ = 1)",
+    ),
+    (re.compile(r"(?<!\\),"), "a comma is a decimal comma (0,5) or a separator"),
+    (
+        re.compile(r"[\u00d7\u00b7\u22c5\u2219]\s*10(?=[\u2212\u2010-\u2013\ufe63\uff0d+-]?[0-9])"),
+        "a power of ten copied from a PDF loses its superscript (5×10⁻³ reads 5×10−3)",
+    ),
+]
+_SPLIT_DIGITS = re.compile(r"[0-9.]\s+[0-9.]")
 _PRODUCT = re.compile(r"(?<=[0-9)])\s*(?=(?:sqrt|root|sin|cos|tan|pi)\b|\()")
 
 
@@ -54,17 +72,27 @@ def is_typeset(text: str) -> bool:
 
 def untypeset(text: str) -> str:
     """`text` rewritten into the entry syntax (see the module docstring); a text that is not
-    typeset comes back unchanged."""
-    if not is_typeset(text) or _MIXED.search(text):
-        return text  # a mixed number such as 1½ is not a product: left for the parser to refuse
+    typeset comes back unchanged. Raises `DeclarationError` (with no key: the caller names the
+    entry) for a form a reader could take two ways."""
+    if not is_typeset(text):
+        return text
     if text.count("$") % 2:
         return text  # an unpaired $ is no math delimiter: left for the parser to refuse
+    for pattern, reason in _AMBIGUOUS:
+        if pattern.search(text):
+            raise DeclarationError(f"typeset entry is ambiguous: {reason}", valid=_VALID)
     text = text.replace("$", "")
-    for table in (_MINUS, _TIMES, _SYMBOLS):
+    for table in (_MINUS, _TIMES, _SYMBOLS, _SPACES):
         for old, new in table.items():
             text = text.replace(old, new)
     text = "".join(_vulgar(ch) for ch in text)
     text = _latex(text)
+    if _SPLIT_DIGITS.search(text):
+        raise DeclarationError(
+            "typeset entry is ambiguous: digits split by a space are grouped (0.123 456) or a "
+            "product (2 3)",
+            valid=_VALID,
+        )
     text = _roots(text)
     return _PRODUCT.sub("*", text)
 
@@ -79,6 +107,9 @@ def _vulgar(ch: str) -> str:
 
 
 def _latex(text: str) -> str:
+    while phantom := _PHANTOM.search(text):  # invisible: it only aligns the columns
+        _, after = _group(text, phantom.end())
+        text = text[: phantom.start()] + " " + text[after:]
     for command, replacement in sorted(_COMMANDS.items(), key=lambda item: -len(item[0])):
         text = re.sub(re.escape(command) + r"(?![A-Za-z])", replacement, text)
     while True:
