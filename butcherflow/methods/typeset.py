@@ -164,8 +164,9 @@ def _roots(text: str) -> str:
     )
 
 
-_ENVIRONMENT = re.compile(r"\\begin\{(array|tabular)\}\s*(\{[^{}]*\})?(.*?)\\end\{\1\}", re.S)
-_RULE = re.compile(r"\\(?:hline|midrule|toprule|bottomrule)|\\cline\{[^{}]*\}")
+_BEGIN = re.compile(r"\\begin\{(array|tabular)\}\s*(?:\[[^\]]*\]\s*)?")  # and its [t]
+_RULE = re.compile(r"\\(?:hline|hdashline|midrule|toprule|bottomrule)|\\c(?:mid)?rule\{[^{}]*\}")
+_ONE_ARRAY = "one \\begin{array}...\\end{array} whose rows end with \\\\"
 
 
 def butcher_array(text: str) -> dict[str, list[Any]]:
@@ -191,15 +192,7 @@ def butcher_array(text: str) -> dict[str, list[Any]]:
     cell's text (parsed as any entry, LaTeX included); raises `DeclarationError` naming the row.
     """
     text = re.sub(r"(?<!\\)%.*", "", text)  # LaTeX comments
-    found = _ENVIRONMENT.search(text)
-    body = found.group(3) if found else text
-    if "\\begin" in body or "\\end" in body:
-        raise DeclarationError(
-            "a tableau holds one array",
-            key="tableau",
-            value=text.strip()[:80],
-            valid="one \\begin{array}...\\end{array} whose rows end with \\\\",
-        )
+    body = _body(text)
     above: list[list[str]] = []
     below: list[list[str]] = []
     ruled = False
@@ -213,21 +206,53 @@ def butcher_array(text: str) -> dict[str, list[Any]]:
     return _arrange(above, below, text)
 
 
+def _body(text: str) -> str:
+    """The rows of the one array in `text` (its position and column spec, braces nested,
+    skipped), or `text` itself when it is only the rows."""
+    begins = list(_BEGIN.finditer(text))
+    body = text
+    if len(begins) == 1:
+        start = begins[0].end()
+        if text[start : start + 1] == "{":
+            _, start = _group(text, start)  # the column spec: c|cccc, @{}c|*{4}{c}@{}, ...
+        end = text.find(f"\\end{{{begins[0].group(1)}}}", start)
+        body = text[start:end] if end >= 0 else text
+    if len(begins) > 1 or "\\begin" in body or "\\end" in body:
+        problem = f"{len(begins)} arrays" if len(begins) > 1 else "an array nested or unclosed"
+        raise DeclarationError(
+            f"a tableau holds one array ({problem})",
+            key="tableau",
+            value=text.strip()[:80],
+            valid=_ONE_ARRAY,
+        )
+    return body
+
+
 def _arrange(above: list[list[str]], below: list[list[str]], text: str) -> dict[str, list[Any]]:
     """c, A, b, b̂ from the rows above and below the rule, blank cells as 0."""
     s = len(above)
-    problem = None
+    problem, shown = None, " ".join(text.split())
+    wide = [row for row in [*above, *below] if len(row) > s + 1]
+    # a short weight row whose first cell is filled: a label, or b_1 typed without its leading &?
+    unlabelled = [row for row in below if len(row) < s + 1 and row[0]]
     if not above or not below:
         problem = "a tableau needs rows c | A, a rule (\\hline), then the weights b"
     elif len(below) > 2:
         problem = f"{len(below)} rows below the rule; there are one (b) or two (b and b̂)"
-    elif any(len(row) > s + 1 for row in [*above, *below]):
+    elif wide:
         problem = f"a row has more than {s + 1} cells for {s} stages (c and {s} columns of A)"
+        shown = " & ".join(wide[0])
+    elif unlabelled:
+        problem = (
+            f"a weight row has {len(unlabelled[0])} cells, not {s + 1}, and its first cell (the "
+            "label column) is filled: a label, or b_1 without its leading &?"
+        )
+        shown = " & ".join(unlabelled[0])
     if problem is not None:
         raise DeclarationError(
             problem,
             key="tableau",
-            value=" ".join(text.split())[:80],
+            value=shown[:80],
             valid="rows 'c_i & a_i1 & ... & a_is \\\\', then \\hline, then ' & b_1 & ... & b_s'",
         )
 
