@@ -37,13 +37,58 @@ def test_three_digit_rk4_leaves_the_imaginary_interval_open() -> None:
     assert neighbour.stability.imaginary_interval == 0
 
 
-def test_merson_in_floats_has_the_exact_methods_imaginary_interval() -> None:
-    # The exact y⁶ term of |R(iy)|² − 1 is 0; float digits make it +1e-17, which read "none".
-    exact = bf.check(bf.catalog["merson-4"]).stability
-    floats = bf.check(_floats(bf.catalog["merson-4"])).stability
-    assert exact.imaginary_interval == pytest.approx(math.sqrt(12))
-    assert floats.imaginary_interval == pytest.approx(math.sqrt(12), rel=1e-9)
-    assert any("for the digits" in note for note in floats.notes)
+def _inside(numeric: ButcherTableau, neighbour: ButcherTableau) -> bool:
+    """Every entry of the exact `neighbour` lies within the rounding of `numeric`'s entry."""
+    return all(
+        abs(Fraction(str(neighbour.entries[key].value)) - Fraction(str(number.value)))
+        <= number.rounding
+        for key, number in numeric.entries.items()
+        if key in neighbour.entries
+    )
+
+
+MERSON_A = [
+    [0, 0, 0, 0, 0],
+    ["1/3", 0, 0, 0, 0],
+    ["1/6", "1/6", 0, 0, 0],
+    ["1/8", 0, "3/8", 0, 0],
+    ["1/2", 0, "-3/2", 2, 0],
+]
+MERSON_B = ["1/6", 0, 0, "2/3", "1/6"]
+
+
+def test_merson_in_floats_leaves_the_imaginary_interval_open() -> None:
+    # The exact y⁶ term of |R(iy)|² − 1 is 0 without being fixed by order 4 or by the zeros of
+    # the tableau: a31 = 1/6 − e, a32 = 1/6 + e keeps order 4 exactly and makes it e/12, so
+    # e = 1e-15 (inside the floats' rounding) has no imaginary interval and e = 0 has √12.
+    # Taking that coefficient as zero printed [-3.4641i, 3.4641i] for every such method.
+    floats = _floats(ButcherTableau(MERSON_A, MERSON_B))
+    found = bf.check(floats)
+    assert found.order == 4 and found.stability.imaginary_interval_text == "undetermined"
+    e = Fraction(1, 10**15)
+    A = [[Fraction(x) for x in row] for row in MERSON_A]
+    A[2][0], A[2][1] = A[2][0] - e, A[2][1] + e
+    neighbour = ButcherTableau(A, MERSON_B)
+    assert _inside(floats, neighbour)
+    moved = bf.check(neighbour)
+    assert moved.order == 4 and moved.stability.imaginary_interval == 0
+
+
+def test_a_singular_matrix_in_floats_is_not_called_a_stable() -> None:
+    # A has proportional rows: det A = 0 for these digits but not by their zeros. Its neighbour
+    # with a11 = 1/8 − e, a12 = 1/8 + e (order 2 exactly, inside the floats' rounding) has
+    # det A = −3e/4: a pole near −1/e in the left half-plane. Taking det A as zero printed
+    # "A-stable: yes" and the real interval (-∞, 0] for every such method.
+    floats = ButcherTableau([[0.125, 0.125], [0.375, 0.375]], [0.5, 0.5])
+    found = bf.check(floats).stability
+    assert found.a_stable is None and found.real_interval is None
+    e = Fraction(1, 10**15)
+    A = [[Fraction(1, 8) - e, Fraction(1, 8) + e], [Fraction(3, 8), Fraction(3, 8)]]
+    neighbour = ButcherTableau(A, ["1/2", "1/2"])
+    assert _inside(floats, neighbour)
+    moved = bf.check(neighbour)
+    assert moved.order == 2 and moved.stability.a_stable is False
+    assert 0 < moved.stability.real_interval < math.inf
 
 
 def test_float32_rk4_prints_where_its_real_end_lies() -> None:

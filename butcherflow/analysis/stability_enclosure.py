@@ -6,15 +6,18 @@ to the digits as their rounding allows, may differ: RK4 typed to three digits sp
 whose imaginary interval is [−2.83i, 2.83i], but moving b₃ by 4·10⁻⁴ (inside the rounding of
 `"0.333"`) leaves it none. Here P(u) = N(−u)² − D(−u)² and F(w) = |N(iy)|² − |D(iy)|² (w = y²)
 are built in arb balls from the entries' balls, with the terms of degree ≤ p taken as order p
-makes them (as in `stability.py`), and with the coefficients that are zero within the
-resolution at which conditions are met taken as zero (`judge_enclosure`). A point counts as
-stable when |R|² − 1 ≤ 1.5·10⁻⁸ (P ≤ 2⁻²⁶·D², the same resolution), and just right of 0 by
-the exact sign of the lowest term. An end r of the digits' interval is then *enclosed*: every
-method within the precision has its end in [r(1 − δ), r(1 + δ)] when it is stable on
-(0, r(1 − δ)] (certified by bisection with mean-value enclosures) and not at r(1 + δ). δ is
-tried from 10⁻¹² up to 10⁻¹ in steps of √10; beyond that the row is undetermined. An unbounded
-interval is certified on [0, 1] and, for t = 1/s, on s in (0, 1]; "none" needs the lowest term
-certainly positive.
+makes them (as in `stability.py`). A coefficient is an exact zero only where every such method
+has it zero: by the order, or by the exact zeros of the tableau. One that is zero for the
+digits alone, or within the resolution at which conditions are met, stays a ball holding 0:
+methods within the precision that meet the same conditions can give it either sign (Merson 4's
+y⁶ term; det A of a matrix with proportional rows, whose neighbours have a pole near −1/e in
+the left half-plane). A point counts as stable when |R|² − 1 ≤ 1.5·10⁻⁸ (P ≤ 2⁻²⁶·D², the
+resolution of met conditions), and just right of 0 by the exact sign of the lowest term. An
+end r of the digits' interval is then *enclosed*: every method within the precision has its end
+in [r(1 − δ), r(1 + δ)] when it is stable on (0, r(1 − δ)] (certified by bisection with
+mean-value enclosures) and not at r(1 + δ). δ is tried from 10⁻¹² up to 10⁻¹ in steps of √10;
+beyond that the row is undetermined. An unbounded interval is certified on [0, 1] and, for
+t = 1/s, on s in (0, 1]; "none" needs the lowest term certainly positive.
 
 N and D are det(I − z(A − 1bᵀ)) and det(I − zA) without the common factor the exact analysis
 cancels: it multiplies P and F by a square, which leaves their signs.
@@ -26,7 +29,6 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import final
 
 import flint
@@ -34,7 +36,7 @@ import numpy as np
 
 from ..methods import ButcherTableau
 from ..methods.balls import ball
-from ..methods.precision import RESOLUTION, Verdict, judge_enclosure, working_precision
+from ..methods.precision import RESOLUTION, working_precision
 
 _DELTAS = tuple(10.0 ** (-k / 2) for k in range(24, 1, -1))  # relative half-widths, finest first
 _PIECES = 4000  # bisection budget for one certificate
@@ -92,7 +94,6 @@ def enclose_stability(
         a = [[_ball(tableau, f"A[{i}][{j}]") for j in range(s)] for i in range(s)]
         w = [_ball(tableau, f"b[{j}]") for j in range(s)]
         N, D = _numerator_denominator(a, w, tableau.is_explicit)
-        N, D = _met_zeros(N), _met_zeros(D)
         real, imaginary = _axis_polynomials(N, D, order)
         dminus = flint.arb_poly([(-c if k % 2 else c) for k, c in enumerate(D)])
         real_scale = _coefficients(dminus * dminus)
@@ -239,17 +240,6 @@ def _coefficients(p: flint.arb_poly) -> list[flint.arb]:
     return [p[k] for k in range(p.length())]
 
 
-def _met_zeros(coefficients: list[flint.arb]) -> list[flint.arb]:
-    """Coefficients whose ball holds 0 within the resolution at which conditions are met
-    (`judge_enclosure`, scale 1) as exact zeros: the structure the digits stand for (a
-    stiffly accurate method's R(∞) = 0, a vanishing term of |R(iy)|² − 1), as a met order
-    condition is."""
-    return [
-        flint.arb(0) if judge_enclosure(c, Fraction(1)).verdict is Verdict.MET else c
-        for c in coefficients
-    ]
-
-
 def _enclose_end(
     coefficients: list[flint.arb], scale: list[flint.arb], end: float | None
 ) -> tuple[Enclosure | None, bool]:
@@ -262,8 +252,7 @@ def _enclose_end(
     **Returns:** the enclosure and whether the resolution was needed."""
     if end is None:
         return None, False
-    zeroed = _met_zeros(coefficients)
-    low = list(zeroed)
+    low = list(coefficients)
     while low and low[0].is_zero():  # an exact factor t^k keeps the sign for t > 0
         low.pop(0)
     if not low:
@@ -275,10 +264,10 @@ def _enclose_end(
     resolution = flint.arb(flint.fmpq(RESOLUTION.numerator, RESOLUTION.denominator))
     tries = (  # strictly: G/t^k, negative at 0; then within the resolution: G itself
         (flint.arb_poly(low), flint.arb_poly([0]), False),
-        (flint.arb_poly(zeroed), flint.arb_poly(scale) * resolution, True),
+        (flint.arb_poly(coefficients), flint.arb_poly(scale) * resolution, True),
     )
     for G, S, tolerant in tries:
-        for candidate in _candidates(end, zeroed):
+        for candidate in _candidates(end, coefficients):
             found = _around(G, S, candidate)
             if found is not None:
                 return found, tolerant
@@ -286,9 +275,9 @@ def _enclose_end(
 
 
 def _candidates(end: float, coefficients: list[flint.arb]) -> list[float]:
-    """The digits' end, then the positive real roots of the midpoints' polynomial and inf: the
-    digits may spell a method whose end differs from those within the precision (Merson 4 in
-    floats spells "none" where the exact method's y⁶ term is 0 and the y⁸ term negative)."""
+    """The digits' end, then the positive real roots of the midpoints' polynomial and inf: counted
+    within the resolution, the end that every method shares may lie past a touch of |R| = 1
+    that the digits' own method crosses by less than 1.5e-8."""
     mids = [float(c.mid()) for c in coefficients]
     while mids and mids[-1] == 0:
         mids.pop()
