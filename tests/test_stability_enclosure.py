@@ -161,3 +161,37 @@ def test_centred_coefficients_hold_every_matrix_in_the_box(
     flat = [flint.fmpq(x.numerator, x.denominator) for row in point for x in row]
     exact = flint.fmpq_mat(s, s, flat).charpoly().coeffs()[::-1]
     assert all(c.contains(flint.arb(e)) for c, e in zip(enclosure, exact, strict=True))
+
+
+SDIRK_2 = 1 - math.sqrt(2) / 2  # γ of the L-stable two-stage SDIRK
+
+
+def test_a_stage_no_weight_uses_leaves_a_stability_to_the_stages_that_count() -> None:
+    # Stage 3 has b3 = 0 and no later stage: R is SDIRK-2's for every method within the
+    # precision, but its diagonal -1 put a pole at z = -1 into D, which Routh's test called
+    # "certainly not A-stable": the report said "A-stable: False (yes for the digits)".
+    g = SDIRK_2
+    with_unused = ButcherTableau([[g, 0, 0], [1 - g, g, 0], [0.3, 0.2, -1.0]], [1 - g, g, 0])
+    alone = ButcherTableau([[g, 0], [1 - g, g]], [1 - g, g])
+    found, shared = bf.check(with_unused).stability, bf.check(alone).stability
+    assert shared.a_stable is True and shared.real_interval == math.inf
+    assert dict(found.rows()) == dict(shared.rows())
+
+
+def test_a_pole_the_digits_cancel_leaves_a_stability_open() -> None:
+    # SDIRK (γ = 1/3) with a third stage of diagonal −1 that no weight sees, mixed in by a
+    # similarity that keeps A·1: the digits' R is the SDIRK's (A-stable), but D has the root
+    # z = −1, which a neighbour no longer cancels (not A-stable). Routh's test on D alone said
+    # "A-stable: False" for every method, which the digits' own method contradicts.
+    A = [
+        ["-43/220", "-41/110", "367/220"],
+        ["-49/990", "-16/165", "547/330"],
+        ["61/220", "7/110", "-9/220"],
+    ]
+    b = ["1/4", 0, "3/4"]
+    assert bf.check(ButcherTableau(A, b)).stability.a_stable is True
+    found = bf.check(ButcherTableau(A, b, precision=1e-12)).stability
+    assert found.a_stable is None and found.imaginary_interval == math.inf
+    moved = [[Fraction(x) for x in row] for row in A]
+    moved[0][0], moved[0][1] = moved[0][0] + Fraction(1, 10**13), moved[0][1] - Fraction(1, 10**13)
+    assert bf.check(ButcherTableau(moved, b)).stability.a_stable is False

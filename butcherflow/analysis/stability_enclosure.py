@@ -19,8 +19,11 @@ mean-value enclosures) and not at r(1 + δ). δ is tried from 10⁻¹² up to 10
 beyond that the row is undetermined. An unbounded interval is certified on [0, 1] and, for
 t = 1/s, on s in (0, 1]; "none" needs the lowest term certainly positive.
 
-N and D are det(I − z(A − 1bᵀ)) and det(I − zA) without the common factor the exact analysis
-cancels: it multiplies P and F by a square, which leaves their signs.
+N and D are det(I − z(A − 1bᵀ)) and det(I − zA) over the stages R depends on (a stage with an
+exactly zero weight that no used stage reads is dropped), without the common factor the exact
+analysis cancels: it multiplies P and F by a square, which leaves their signs, but its roots are
+roots of D, so a pole that Routh's test finds left of the axis counts against A-stability only
+where the resultant of N and D is certainly nonzero (no method within the precision cancels it).
 """
 
 from __future__ import annotations
@@ -52,7 +55,8 @@ class StabilityEnclosure:
 
     - `real`, `imaginary`: enclosures (lo, hi) of r and y, the ends of [−r, 0] and
       [−iy, iy]; (0, 0) is "none", (inf, inf) unbounded, None undetermined.
-    - `poles_right`: every pole of R(z) certainly has a positive real part (None: not decided).
+    - `poles_right`: every pole of R(z) certainly has a positive real part; False: one certainly
+      has not, and no method within the precision cancels it (None: not decided).
     - `polynomial`: R is certainly a polynomial of degree ≥ 1 (an explicit method), unbounded
       on the imaginary axis: never A-stable.
     - `resolution_used`: an end needed |R|² − 1 ≤ 1.5e-8 to count as stable (a touch of
@@ -93,6 +97,8 @@ def enclose_stability(
         s = tableau.stages
         a = [[_ball(tableau, f"A[{i}][{j}]") for j in range(s)] for i in range(s)]
         w = [_ball(tableau, f"b[{j}]") for j in range(s)]
+        used = _used_stages(a, w)
+        a, w = [[a[i][j] for j in used] for i in used], [w[j] for j in used]
         N, D = _numerator_denominator(a, w, tableau.is_explicit)
         real, imaginary = _axis_polynomials(N, D, order)
         dminus = flint.arb_poly([(-c if k % 2 else c) for k, c in enumerate(D)])
@@ -106,10 +112,54 @@ def enclose_stability(
             imaginary=None if found is None else (math.sqrt(found[0]), math.sqrt(found[1])),
             resolution_used=tolerant or real_tolerant,
             polynomial=all(c.is_zero() for c in D[1:]) and any(not c.contains(0) for c in N[1:]),
-            poles_right=True
-            if len(D) == 1
-            else _hurwitz([(-c if k % 2 else c) for k, c in enumerate(D)]),
+            poles_right=_poles_right(N, D),
         )
+
+
+def _used_stages(a: list[list[flint.arb]], w: list[flint.arb]) -> list[int]:
+    """The stages R depends on: those with a weight that is not an exact zero, and those a used
+    stage reads through an entry of A that is not. The others add a factor to N and D alike
+    (the poles of their diagonal block), which Routh's test would read as R's own poles."""
+    used = {j for j, x in enumerate(w) if not x.is_zero()}
+    grown = True
+    while grown:
+        reads = {j for i in used for j, x in enumerate(a[i]) if not x.is_zero()}
+        grown = not reads <= used
+        used |= reads
+    return sorted(used)
+
+
+def _poles_right(N: list[flint.arb], D: list[flint.arb]) -> bool | None:
+    """Every pole of R = N/D certainly in the right half-plane (True), certainly one that is not
+    (False: a root of D there that no method within the precision can cancel against N, their
+    resultant being certainly nonzero), or not decided (None)."""
+    if len(D) == 1:
+        return True
+    right = _hurwitz([(-c if k % 2 else c) for k, c in enumerate(D)])
+    if right is False and _resultant(N, D).contains(0):
+        return None  # the digits' own method (or a neighbour) may cancel that pole
+    return right
+
+
+def _resultant(N: list[flint.arb], D: list[flint.arb]) -> flint.arb:
+    """Res(N, D) as a ball: the determinant of their Sylvester matrix, after the exact zeros
+    at the top (a ball holding 0 there leaves the degree, and the resultant, open: 0 is in it)."""
+    p, q = _top_trimmed(N), _top_trimmed(D)
+    m, n = len(p) - 1, len(q) - 1
+    if m == 0 or n == 0:
+        return flint.arb(1)
+    if p[-1].contains(0) or q[-1].contains(0):
+        return flint.arb(0, 1)
+    rows = [[flint.arb(0)] * k + p[::-1] + [flint.arb(0)] * (n - 1 - k) for k in range(n)]
+    rows += [[flint.arb(0)] * k + q[::-1] + [flint.arb(0)] * (m - 1 - k) for k in range(m)]
+    return flint.arb_mat(rows).det()
+
+
+def _top_trimmed(p: list[flint.arb]) -> list[flint.arb]:
+    p = list(p)
+    while len(p) > 1 and p[-1].is_zero():
+        p.pop()
+    return p
 
 
 def _ball(tableau: ButcherTableau, key: str) -> flint.arb:
