@@ -155,7 +155,9 @@ def test_centred_coefficients_hold_every_matrix_in_the_box(
 
     with flint.ctx.workprec(120):
         enclosure = _centred(
-            [[as_ball(x) for x in row] for row in A], [as_ball(x) for x in b] if numerator else None
+            [[as_ball(x) for x in row] for row in A],
+            [as_ball(x) for x in b] if numerator else None,
+            frozenset(),
         )
     point = [[moved[i][j] - (weights[j] if numerator else 0) for j in range(s)] for i in range(s)]
     flat = [flint.fmpq(x.numerator, x.denominator) for row in point for x in row]
