@@ -220,7 +220,9 @@ def test_decimals_are_their_digits(raw: Decimal, value: sympy.Expr, rounding: Fr
     assert number.value == value and number.rounding == rounding
 
 
-@pytest.mark.parametrize("raw", [Decimal("NaN"), Decimal("Infinity"), Decimal("-Infinity")])
+@pytest.mark.parametrize(
+    "raw", [Decimal("NaN"), Decimal("sNaN"), Decimal("Infinity"), Decimal("-Infinity")]
+)
 def test_non_finite_decimals_are_refused(raw: Decimal, declaration_error) -> None:
     with declaration_error(KEY, "not finite"):
         parse(raw)

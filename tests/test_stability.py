@@ -529,22 +529,40 @@ def test_l_stability_judges_r_at_infinity_at_the_precision_of_the_entries() -> N
     report said 'L-stable no' even with the declared precision of the digits (1e-11), where
     R(∞) = 0 is met. The rule of every other condition: met, fails or undetermined."""
     published = Fraction("0.43586652150")
-    at_digits = bf.check(bf.ButcherTableau(*kvaerno_3(published), precision=1e-11))
-    assert at_digits.order == 3 and at_digits.stability.a_stable is True
-    assert at_digits.stability.l_stable is True
-    assert any(
-        "R(∞) = 5.57e-11" in note and "counted as L-stable" in note for note in at_digits.notes
-    )
-    floats = bf.check(bf.ButcherTableau(*kvaerno_3(0.43586652150)))  # diffrax's float64 values
-    assert floats.stability.l_stable is True
     exact = stability_function(bf.ButcherTableau(*kvaerno_3(published)))  # that rational itself
     assert exact.a_stable is True and exact.l_stable is False
     coarse = bf.check(bf.ButcherTableau(*kvaerno_3(Fraction("0.4359")), precision=1e-4))
-    # A-stable for every method within ±1e-4 of each entry (the centred enclosure of R's
-    # coefficients; evaluated on the box itself they spread tenfold and left it undetermined)
+    # A-stable for every method within ±1e-4 of each entry whose last row of A stays b (the
+    # stiffly accurate structure, `stability_enclosure._row_is_b`)
     assert coarse.stability.a_stable is True and coarse.stability.l_stable is None
     assert dict(coarse.rows())["L-stable"] == "undetermined"
     assert any(note.startswith("L-stability is undetermined: R(∞) =") for note in coarse.notes)
+
+
+def test_an_esdirk_is_a_stable_within_its_precision_only_with_its_last_row_typed_as_b() -> None:
+    # Typed digit for digit as b, A's last row is the stiffly accurate structure: every method
+    # within the precision keeps it, and N has no z⁴ term over D's degree 3. Typed otherwise,
+    # the rows are free to differ: the neighbour below (last row moved by 1.2e-12 along A·1 and
+    # A·c unchanged, so order 3 exactly) has |R| -> ∞, not A-stable, intervals of 3e12, while
+    # the digits' own method is A-stable: undetermined. (With the two free, "A-stable: yes" was
+    # printed, a coefficient of N within 1.5e-8 of 0 having been taken as 0.)
+    published = Fraction("0.43586652150")
+    A, b = kvaerno_3(published)
+    tied = bf.check(bf.ButcherTableau(A, b, precision=1e-11))
+    assert tied.order == 3 and tied.stability.a_stable is True
+    assert tied.stability.l_stable is True
+    assert bf.check(bf.ButcherTableau(*kvaerno_3(0.43586652150))).stability.l_stable is True
+    d = Fraction(1, 10**12)
+    moved = [list(row) for row in A]
+    moved[3][0] -= d - d / (2 * published)
+    moved[3][1] -= d / (2 * published)
+    moved[3][2] += d
+    neighbour = bf.check(bf.ButcherTableau(moved, b))
+    assert neighbour.order == 3 and neighbour.stability.a_stable is False
+    assert 1e12 < neighbour.stability.real_interval < math.inf
+    untied = bf.check(bf.ButcherTableau(moved, b, precision=1e-11))  # A itself within it
+    assert untied.order == 3 and untied.stability.a_stable is None
+    assert untied.stability.real_interval is None
 
 
 def test_an_implicit_tableau_without_iterations_says_how_it_compiles() -> None:

@@ -37,13 +37,58 @@ def test_three_digit_rk4_leaves_the_imaginary_interval_open() -> None:
     assert neighbour.stability.imaginary_interval == 0
 
 
-def test_merson_in_floats_has_the_exact_methods_imaginary_interval() -> None:
-    # The exact y⁶ term of |R(iy)|² − 1 is 0; float digits make it +1e-17, which read "none".
-    exact = bf.check(bf.catalog["merson-4"]).stability
-    floats = bf.check(_floats(bf.catalog["merson-4"])).stability
-    assert exact.imaginary_interval == pytest.approx(math.sqrt(12))
-    assert floats.imaginary_interval == pytest.approx(math.sqrt(12), rel=1e-9)
-    assert any("for the digits" in note for note in floats.notes)
+def _inside(numeric: ButcherTableau, neighbour: ButcherTableau) -> bool:
+    """Every entry of the exact `neighbour` lies within the rounding of `numeric`'s entry."""
+    return all(
+        abs(Fraction(str(neighbour.entries[key].value)) - Fraction(str(number.value)))
+        <= number.rounding
+        for key, number in numeric.entries.items()
+        if key in neighbour.entries
+    )
+
+
+MERSON_A = [
+    [0, 0, 0, 0, 0],
+    ["1/3", 0, 0, 0, 0],
+    ["1/6", "1/6", 0, 0, 0],
+    ["1/8", 0, "3/8", 0, 0],
+    ["1/2", 0, "-3/2", 2, 0],
+]
+MERSON_B = ["1/6", 0, 0, "2/3", "1/6"]
+
+
+def test_merson_in_floats_leaves_the_imaginary_interval_open() -> None:
+    # The exact y⁶ term of |R(iy)|² − 1 is 0 without being fixed by order 4 or by the zeros of
+    # the tableau: a31 = 1/6 − e, a32 = 1/6 + e keeps order 4 exactly and makes it e/12, so
+    # e = 1e-15 (inside the floats' rounding) has no imaginary interval and e = 0 has √12.
+    # Taking that coefficient as zero printed [-3.4641i, 3.4641i] for every such method.
+    floats = _floats(ButcherTableau(MERSON_A, MERSON_B))
+    found = bf.check(floats)
+    assert found.order == 4 and found.stability.imaginary_interval_text == "undetermined"
+    e = Fraction(1, 10**15)
+    A = [[Fraction(x) for x in row] for row in MERSON_A]
+    A[2][0], A[2][1] = A[2][0] - e, A[2][1] + e
+    neighbour = ButcherTableau(A, MERSON_B)
+    assert _inside(floats, neighbour)
+    moved = bf.check(neighbour)
+    assert moved.order == 4 and moved.stability.imaginary_interval == 0
+
+
+def test_a_singular_matrix_in_floats_is_not_called_a_stable() -> None:
+    # A has proportional rows: det A = 0 for these digits but not by their zeros. Its neighbour
+    # with a11 = 1/8 − e, a12 = 1/8 + e (order 2 exactly, inside the floats' rounding) has
+    # det A = −3e/4: a pole near −1/e in the left half-plane. Taking det A as zero printed
+    # "A-stable: yes" and the real interval (-∞, 0] for every such method.
+    floats = ButcherTableau([[0.125, 0.125], [0.375, 0.375]], [0.5, 0.5])
+    found = bf.check(floats).stability
+    assert found.a_stable is None and found.real_interval is None
+    e = Fraction(1, 10**15)
+    A = [[Fraction(1, 8) - e, Fraction(1, 8) + e], [Fraction(3, 8), Fraction(3, 8)]]
+    neighbour = ButcherTableau(A, ["1/2", "1/2"])
+    assert _inside(floats, neighbour)
+    moved = bf.check(neighbour)
+    assert moved.order == 2 and moved.stability.a_stable is False
+    assert 0 < moved.stability.real_interval < math.inf
 
 
 def test_float32_rk4_prints_where_its_real_end_lies() -> None:
@@ -110,9 +155,45 @@ def test_centred_coefficients_hold_every_matrix_in_the_box(
 
     with flint.ctx.workprec(120):
         enclosure = _centred(
-            [[as_ball(x) for x in row] for row in A], [as_ball(x) for x in b] if numerator else None
+            [[as_ball(x) for x in row] for row in A],
+            [as_ball(x) for x in b] if numerator else None,
+            frozenset(),
         )
     point = [[moved[i][j] - (weights[j] if numerator else 0) for j in range(s)] for i in range(s)]
     flat = [flint.fmpq(x.numerator, x.denominator) for row in point for x in row]
     exact = flint.fmpq_mat(s, s, flat).charpoly().coeffs()[::-1]
     assert all(c.contains(flint.arb(e)) for c, e in zip(enclosure, exact, strict=True))
+
+
+SDIRK_2 = 1 - math.sqrt(2) / 2  # γ of the L-stable two-stage SDIRK
+
+
+def test_a_stage_no_weight_uses_leaves_a_stability_to_the_stages_that_count() -> None:
+    # Stage 3 has b3 = 0 and no later stage: R is SDIRK-2's for every method within the
+    # precision, but its diagonal -1 put a pole at z = -1 into D, which Routh's test called
+    # "certainly not A-stable": the report said "A-stable: False (yes for the digits)".
+    g = SDIRK_2
+    with_unused = ButcherTableau([[g, 0, 0], [1 - g, g, 0], [0.3, 0.2, -1.0]], [1 - g, g, 0])
+    alone = ButcherTableau([[g, 0], [1 - g, g]], [1 - g, g])
+    found, shared = bf.check(with_unused).stability, bf.check(alone).stability
+    assert shared.a_stable is True and shared.real_interval == math.inf
+    assert dict(found.rows()) == dict(shared.rows())
+
+
+def test_a_pole_the_digits_cancel_leaves_a_stability_open() -> None:
+    # SDIRK (γ = 1/3) with a third stage of diagonal −1 that no weight sees, mixed in by a
+    # similarity that keeps A·1: the digits' R is the SDIRK's (A-stable), but D has the root
+    # z = −1, which a neighbour no longer cancels (not A-stable). Routh's test on D alone said
+    # "A-stable: False" for every method, which the digits' own method contradicts.
+    A = [
+        ["-43/220", "-41/110", "367/220"],
+        ["-49/990", "-16/165", "547/330"],
+        ["61/220", "7/110", "-9/220"],
+    ]
+    b = ["1/4", 0, "3/4"]
+    assert bf.check(ButcherTableau(A, b)).stability.a_stable is True
+    found = bf.check(ButcherTableau(A, b, precision=1e-12)).stability
+    assert found.a_stable is None and found.imaginary_interval == math.inf
+    moved = [[Fraction(x) for x in row] for row in A]
+    moved[0][0], moved[0][1] = moved[0][0] + Fraction(1, 10**13), moved[0][1] - Fraction(1, 10**13)
+    assert bf.check(ButcherTableau(moved, b)).stability.a_stable is False

@@ -6,18 +6,25 @@ to the digits as their rounding allows, may differ: RK4 typed to three digits sp
 whose imaginary interval is [−2.83i, 2.83i], but moving b₃ by 4·10⁻⁴ (inside the rounding of
 `"0.333"`) leaves it none. Here P(u) = N(−u)² − D(−u)² and F(w) = |N(iy)|² − |D(iy)|² (w = y²)
 are built in arb balls from the entries' balls, with the terms of degree ≤ p taken as order p
-makes them (as in `stability.py`), and with the coefficients that are zero within the
-resolution at which conditions are met taken as zero (`judge_enclosure`). A point counts as
-stable when |R|² − 1 ≤ 1.5·10⁻⁸ (P ≤ 2⁻²⁶·D², the same resolution), and just right of 0 by
-the exact sign of the lowest term. An end r of the digits' interval is then *enclosed*: every
-method within the precision has its end in [r(1 − δ), r(1 + δ)] when it is stable on
-(0, r(1 − δ)] (certified by bisection with mean-value enclosures) and not at r(1 + δ). δ is
-tried from 10⁻¹² up to 10⁻¹ in steps of √10; beyond that the row is undetermined. An unbounded
-interval is certified on [0, 1] and, for t = 1/s, on s in (0, 1]; "none" needs the lowest term
-certainly positive.
+makes them (as in `stability.py`). A coefficient is an exact zero only where every such method
+has it zero: by the order, or by the structure of the tableau (its exact zeros, and a row of A
+typed as b digit for digit, which rounding moves with b: `_row_is_b`). One that is zero for the
+digits alone, or within the resolution at which conditions are met, stays a ball holding 0:
+methods within the precision that meet the same conditions can give it either sign (Merson 4's
+y⁶ term; det A of a matrix with proportional rows, whose neighbours have a pole near −1/e in
+the left half-plane). A point counts as stable when |R|² − 1 ≤ 1.5·10⁻⁸ (P ≤ 2⁻²⁶·D², the
+resolution of met conditions), and just right of 0 by the exact sign of the lowest term. An
+end r of the digits' interval is then *enclosed*: every method within the precision has its end
+in [r(1 − δ), r(1 + δ)] when it is stable on (0, r(1 − δ)] (certified by bisection with
+mean-value enclosures) and not at r(1 + δ). δ is tried from 10⁻¹² up to 10⁻¹ in steps of √10;
+beyond that the row is undetermined. An unbounded interval is certified on [0, 1] and, for
+t = 1/s, on s in (0, 1]; "none" needs the lowest term certainly positive.
 
-N and D are det(I − z(A − 1bᵀ)) and det(I − zA) without the common factor the exact analysis
-cancels: it multiplies P and F by a square, which leaves their signs.
+N and D are det(I − z(A − 1bᵀ)) and det(I − zA) over the stages R depends on (a stage with an
+exactly zero weight that no used stage reads is dropped), without the common factor the exact
+analysis cancels: it multiplies P and F by a square, which leaves their signs, but its roots are
+roots of D, so a pole that Routh's test finds left of the axis counts against A-stability only
+where the resultant of N and D is certainly nonzero (no method within the precision cancels it).
 """
 
 from __future__ import annotations
@@ -26,7 +33,6 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import final
 
 import flint
@@ -34,7 +40,7 @@ import numpy as np
 
 from ..methods import ButcherTableau
 from ..methods.balls import ball
-from ..methods.precision import RESOLUTION, Verdict, judge_enclosure, working_precision
+from ..methods.precision import RESOLUTION, working_precision
 
 _DELTAS = tuple(10.0 ** (-k / 2) for k in range(24, 1, -1))  # relative half-widths, finest first
 _PIECES = 4000  # bisection budget for one certificate
@@ -50,7 +56,8 @@ class StabilityEnclosure:
 
     - `real`, `imaginary`: enclosures (lo, hi) of r and y, the ends of [−r, 0] and
       [−iy, iy]; (0, 0) is "none", (inf, inf) unbounded, None undetermined.
-    - `poles_right`: every pole of R(z) certainly has a positive real part (None: not decided).
+    - `poles_right`: every pole of R(z) certainly has a positive real part; False: one certainly
+      has not, and no method within the precision cancels it (None: not decided).
     - `polynomial`: R is certainly a polynomial of degree ≥ 1 (an explicit method), unbounded
       on the imaginary axis: never A-stable.
     - `resolution_used`: an end needed |R|² − 1 ≤ 1.5e-8 to count as stable (a touch of
@@ -91,8 +98,10 @@ def enclose_stability(
         s = tableau.stages
         a = [[_ball(tableau, f"A[{i}][{j}]") for j in range(s)] for i in range(s)]
         w = [_ball(tableau, f"b[{j}]") for j in range(s)]
-        N, D = _numerator_denominator(a, w, tableau.is_explicit)
-        N, D = _met_zeros(N), _met_zeros(D)
+        used = _used_stages(a, w)
+        tied = frozenset(k for k, i in enumerate(used) if _row_is_b(tableau, i))
+        a, w = [[a[i][j] for j in used] for i in used], [w[j] for j in used]
+        N, D = _numerator_denominator(a, w, tableau.is_explicit, tied)
         real, imaginary = _axis_polynomials(N, D, order)
         dminus = flint.arb_poly([(-c if k % 2 else c) for k, c in enumerate(D)])
         real_scale = _coefficients(dminus * dminus)
@@ -105,10 +114,54 @@ def enclose_stability(
             imaginary=None if found is None else (math.sqrt(found[0]), math.sqrt(found[1])),
             resolution_used=tolerant or real_tolerant,
             polynomial=all(c.is_zero() for c in D[1:]) and any(not c.contains(0) for c in N[1:]),
-            poles_right=True
-            if len(D) == 1
-            else _hurwitz([(-c if k % 2 else c) for k, c in enumerate(D)]),
+            poles_right=_poles_right(N, D),
         )
+
+
+def _used_stages(a: list[list[flint.arb]], w: list[flint.arb]) -> list[int]:
+    """The stages R depends on: those with a weight that is not an exact zero, and those a used
+    stage reads through an entry of A that is not. The others add a factor to N and D alike
+    (the poles of their diagonal block), which Routh's test would read as R's own poles."""
+    used = {j for j, x in enumerate(w) if not x.is_zero()}
+    grown = True
+    while grown:
+        reads = {j for i in used for j, x in enumerate(a[i]) if not x.is_zero()}
+        grown = not reads <= used
+        used |= reads
+    return sorted(used)
+
+
+def _poles_right(N: list[flint.arb], D: list[flint.arb]) -> bool | None:
+    """Every pole of R = N/D certainly in the right half-plane (True), certainly one that is not
+    (False: a root of D there that no method within the precision can cancel against N, their
+    resultant being certainly nonzero), or not decided (None)."""
+    if len(D) == 1:
+        return True
+    right = _hurwitz([(-c if k % 2 else c) for k, c in enumerate(D)])
+    if right is False and _resultant(N, D).contains(0):
+        return None  # the digits' own method (or a neighbour) may cancel that pole
+    return right
+
+
+def _resultant(N: list[flint.arb], D: list[flint.arb]) -> flint.arb:
+    """Res(N, D) as a ball: the determinant of their Sylvester matrix, after the exact zeros
+    at the top (a ball holding 0 there leaves the degree, and the resultant, open: 0 is in it)."""
+    p, q = _top_trimmed(N), _top_trimmed(D)
+    m, n = len(p) - 1, len(q) - 1
+    if m == 0 or n == 0:
+        return flint.arb(1)
+    if p[-1].contains(0) or q[-1].contains(0):
+        return flint.arb(0, 1)
+    rows = [[flint.arb(0)] * k + p[::-1] + [flint.arb(0)] * (n - 1 - k) for k in range(n)]
+    rows += [[flint.arb(0)] * k + q[::-1] + [flint.arb(0)] * (m - 1 - k) for k in range(m)]
+    return flint.arb_mat(rows).det()
+
+
+def _top_trimmed(p: list[flint.arb]) -> list[flint.arb]:
+    p = list(p)
+    while len(p) > 1 and p[-1].is_zero():
+        p.pop()
+    return p
 
 
 def _ball(tableau: ButcherTableau, key: str) -> flint.arb:
@@ -116,13 +169,27 @@ def _ball(tableau: ButcherTableau, key: str) -> flint.arb:
     return ball(number.value, number.rounding)
 
 
+def _row_is_b(tableau: ButcherTableau, i: int) -> bool:
+    """Row i of A is b, entry for entry, digit for digit (a stiffly accurate tableau's last row):
+    structure, as zeros are, so that row of A − 1bᵀ is an exact zero. Rounding moves the two
+    together; were they free, A's last row off b by 10⁻³⁰ would give an ESDIRK's R a z^s term
+    over a denominator of degree s − 1, and no such tableau could be A-stable at any precision."""
+    entries = tableau.entries
+    return all(
+        (entries[f"A[{i}][{j}]"].value, entries[f"A[{i}][{j}]"].rounding)
+        == (entries[f"b[{j}]"].value, entries[f"b[{j}]"].rounding)
+        for j in range(tableau.stages)
+    )
+
+
 def _numerator_denominator(
-    a: list[list[flint.arb]], w: list[flint.arb], explicit: bool
+    a: list[list[flint.arb]], w: list[flint.arb], explicit: bool, tied: frozenset[int]
 ) -> tuple[list[flint.arb], list[flint.arb]]:
     """N and D, ascending, in balls: 1 + Σ zᵏ bᵀAᵏ⁻¹1 over 1 for an explicit tableau (its A is
-    nilpotent), else the reversed characteristic polynomials of A − 1bᵀ and A."""
+    nilpotent), else the reversed characteristic polynomials of A − 1bᵀ (its `tied` rows, those
+    of A that are b, exact zeros) and A."""
     s = len(w)
-    shifted = [[a[i][j] - w[j] for j in range(s)] for i in range(s)]
+    shifted = [[flint.arb(0) if i in tied else a[i][j] - w[j] for j in range(s)] for i in range(s)]
     if explicit:
         N, column = [flint.arb(1)], [flint.arb(1)] * s
         for _ in range(s):
@@ -130,9 +197,9 @@ def _numerator_denominator(
             column = [
                 sum((x * y for x, y in zip(row, column, strict=True)), flint.arb(0)) for row in a
             ]
-        return _tighter(N, _centred(a, w)), [flint.arb(1)]
-    N = _tighter(_reversed_charpoly(shifted), _centred(a, w))
-    return N, _tighter(_reversed_charpoly(a), _centred(a, None))
+        return _tighter(N, _centred(a, w, tied)), [flint.arb(1)]
+    N = _tighter(_reversed_charpoly(shifted), _centred(a, w, tied))
+    return N, _tighter(_reversed_charpoly(a), _centred(a, None, frozenset()))
 
 
 def _tighter(plain: list[flint.arb], centred: list[flint.arb]) -> list[flint.arb]:
@@ -140,7 +207,9 @@ def _tighter(plain: list[flint.arb], centred: list[flint.arb]) -> list[flint.arb
     return [p if p.is_zero() else p.intersection(c) for p, c in zip(plain, centred, strict=True)]
 
 
-def _centred(a: list[list[flint.arb]], w: list[flint.arb] | None) -> list[flint.arb]:
+def _centred(
+    a: list[list[flint.arb]], w: list[flint.arb] | None, tied: frozenset[int]
+) -> list[flint.arb]:
     """det(I − zM), ascending, for M = A − 1bᵀ (A when `w` is None), by the mean-value form over
     the entries' box: its value at the midpoints plus Σ |∂/∂x| · radius, the gradient enclosed
     over the box. Evaluating the coefficients on the box itself lets every entry's rounding
@@ -149,13 +218,22 @@ def _centred(a: list[list[flint.arb]], w: list[flint.arb] | None) -> list[flint.
 
     ∂det(I − zM)/∂M_ij = −z·adj(I − zM)_ji, and adj(I − zM) = Σₖ z^(s−1−k) Qₖ with
     Q_(s−1) = I, Q_(k−1) = M Qₖ + cₖ I (cₖ the coefficients of det(xI − M)): so the z^m
-    coefficient moves by at most Σ_ij |(Q_(s−m))_ji| r(a_ij) + Σ_j |Σ_i (Q_(s−m))_ji| r(b_j).
+    coefficient moves by at most Σ_ij |(Q_(s−m))_ji| r(a_ij) + Σ_j |Σ_i (Q_(s−m))_ji| r(b_j),
+    the sums over the rows not `tied` (rows of A that are b: their M_ij is 0 for every method).
     """
     s = len(a)
     shift = [flint.arb(0)] * s if w is None else w
-    box = flint.arb_mat([[a[i][j] - shift[j] for j in range(s)] for i in range(s)])
+    free = [i for i in range(s) if i not in tied]
+    zero = flint.arb(0)
+    box = flint.arb_mat(
+        [[zero if i in tied else a[i][j] - shift[j] for j in range(s)] for i in range(s)]
+    )
     middle = [
-        [flint.arb(a[i][j].mid()) - flint.arb(shift[j].mid()) for j in range(s)] for i in range(s)
+        [
+            zero if i in tied else flint.arb(a[i][j].mid()) - flint.arb(shift[j].mid())
+            for j in range(s)
+        ]
+        for i in range(s)
     ]
     centre = flint.arb_mat(middle).charpoly().coeffs()[::-1]
     c = box.charpoly().coeffs()
@@ -166,15 +244,10 @@ def _centred(a: list[list[flint.arb]], w: list[flint.arb] | None) -> list[flint.
     out = [flint.arb(1)]
     for m in range(1, s + 1):
         q = Q[s - m]
-        spread = sum(
-            (abs(q[j, i]) * a[i][j].rad() for i in range(s) for j in range(s)), flint.arb(0)
-        )
+        spread = sum((abs(q[j, i]) * a[i][j].rad() for i in free for j in range(s)), flint.arb(0))
         if w is not None:
             spread += sum(
-                (
-                    abs(sum((q[j, i] for i in range(s)), flint.arb(0))) * w[j].rad()
-                    for j in range(s)
-                ),
+                (abs(sum((q[j, i] for i in free), flint.arb(0))) * w[j].rad() for j in range(s)),
                 flint.arb(0),
             )
         out.append(centre[m] + flint.arb(0, spread.upper()))
@@ -239,17 +312,6 @@ def _coefficients(p: flint.arb_poly) -> list[flint.arb]:
     return [p[k] for k in range(p.length())]
 
 
-def _met_zeros(coefficients: list[flint.arb]) -> list[flint.arb]:
-    """Coefficients whose ball holds 0 within the resolution at which conditions are met
-    (`judge_enclosure`, scale 1) as exact zeros: the structure the digits stand for (a
-    stiffly accurate method's R(∞) = 0, a vanishing term of |R(iy)|² − 1), as a met order
-    condition is."""
-    return [
-        flint.arb(0) if judge_enclosure(c, Fraction(1)).verdict is Verdict.MET else c
-        for c in coefficients
-    ]
-
-
 def _enclose_end(
     coefficients: list[flint.arb], scale: list[flint.arb], end: float | None
 ) -> tuple[Enclosure | None, bool]:
@@ -262,8 +324,7 @@ def _enclose_end(
     **Returns:** the enclosure and whether the resolution was needed."""
     if end is None:
         return None, False
-    zeroed = _met_zeros(coefficients)
-    low = list(zeroed)
+    low = list(coefficients)
     while low and low[0].is_zero():  # an exact factor t^k keeps the sign for t > 0
         low.pop(0)
     if not low:
@@ -275,10 +336,10 @@ def _enclose_end(
     resolution = flint.arb(flint.fmpq(RESOLUTION.numerator, RESOLUTION.denominator))
     tries = (  # strictly: G/t^k, negative at 0; then within the resolution: G itself
         (flint.arb_poly(low), flint.arb_poly([0]), False),
-        (flint.arb_poly(zeroed), flint.arb_poly(scale) * resolution, True),
+        (flint.arb_poly(coefficients), flint.arb_poly(scale) * resolution, True),
     )
     for G, S, tolerant in tries:
-        for candidate in _candidates(end, zeroed):
+        for candidate in _candidates(end, coefficients):
             found = _around(G, S, candidate)
             if found is not None:
                 return found, tolerant
@@ -286,9 +347,9 @@ def _enclose_end(
 
 
 def _candidates(end: float, coefficients: list[flint.arb]) -> list[float]:
-    """The digits' end, then the positive real roots of the midpoints' polynomial and inf: the
-    digits may spell a method whose end differs from those within the precision (Merson 4 in
-    floats spells "none" where the exact method's y⁶ term is 0 and the y⁸ term negative)."""
+    """The digits' end, then the positive real roots of the midpoints' polynomial and inf: counted
+    within the resolution, the end that every method shares may lie past a touch of |R| = 1
+    that the digits' own method crosses by less than 1.5e-8."""
     mids = [float(c.mid()) for c in coefficients]
     while mids and mids[-1] == 0:
         mids.pop()

@@ -417,6 +417,8 @@ def parse_number(raw: Any, key: str, source: str | Path | None = None) -> Number
             _parse_string(str(raw), key, source) if raw.free_symbols else _exact(raw, key, source)
         )
     if isinstance(raw, Decimal):  # its digits, as the decimal string it prints as
+        if not raw.is_finite():  # 'sNaN' would otherwise read as a family's symbol
+            raise _refuse("entry is not finite", raw, key, source)
         return _parse_string(str(raw), key, source)
     numpy_scalar = _from_numpy(raw)
     if numpy_scalar is not None:
