@@ -629,3 +629,21 @@ def test_a_declaration_file_takes_latex_in_literal_strings(write_toml) -> None:
     )
     method = bf.load(path)
     assert bf.check(method).claim_holds and method.to_table()["b"] == [r"\frac12", r"\frac12"]
+
+
+def test_zero_dimensional_tensors_are_numbers_known_to_their_format() -> None:
+    torch = pytest.importorskip("torch")
+    half = parse(torch.tensor(0.5))  # torch's default dtype: float32, known to 2⁻¹⁵
+    assert half.value == sympy.Rational(1, 2) and half.rounding == Fraction(1, 2**16)
+    assert parse(torch.tensor(0.5, dtype=torch.float64)).rounding == Fraction(1, 2**45)
+    assert parse(torch.tensor(3)).value == 3 and not parse(torch.tensor(3)).numeric
+
+
+@pytest.mark.parametrize("kind", ["bool", "complex"])
+def test_zero_dimensional_booleans_and_complex_tensors_are_refused(
+    kind: str, declaration_error
+) -> None:
+    torch = pytest.importorskip("torch")
+    raw = torch.tensor(True) if kind == "bool" else torch.tensor(1 + 2j)
+    with declaration_error(KEY, "not a number"):
+        parse(raw)

@@ -432,14 +432,18 @@ def _exact(raw: sympy.Expr, key: str, source: str | Path | None) -> Number:
 
 
 def _from_numpy(raw: Any) -> int | float | Number | None:
-    """A numpy integer or float scalar as the number it holds (None for anything else): a
-    float32 or float16 scalar is known to its own last place (`narrow_float`)."""
-    kind = getattr(getattr(raw, "dtype", None), "kind", None)
-    if getattr(raw, "shape", None) != () or kind not in ("i", "u", "f"):
+    """A numpy, torch or jax integer or float scalar (0-d) as the number it holds (None for
+    anything else, booleans and complex numbers included): a float32, float16 or bfloat16
+    scalar is known to its own last place (`narrow_float`)."""
+    item = getattr(raw, "item", None)
+    if getattr(raw, "shape", None) not in ((), []) or not callable(item):
         return None
-    if kind in ("i", "u"):
-        return int(raw)
-    value, mantissa = float(raw), _narrow_mantissa(raw)
+    value = item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, int):
+        return value
+    mantissa = _narrow_mantissa(raw)
     finite = math.isfinite(value)  # nan and inf go on to parse_number's refusal
     return narrow_float(value, mantissa) if mantissa is not None and finite else value
 
