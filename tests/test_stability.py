@@ -533,7 +533,7 @@ def test_l_stability_judges_r_at_infinity_at_the_precision_of_the_entries() -> N
     assert exact.a_stable is True and exact.l_stable is False
     coarse = bf.check(bf.ButcherTableau(*kvaerno_3(Fraction("0.4359")), precision=1e-4))
     # A-stable for every method within ±1e-4 of each entry whose last row of A stays b (the
-    # stiffly accurate structure, `stability_enclosure._row_is_b`)
+    # stiffly accurate structure, `stability_enclosure._tied_to_b`)
     assert coarse.stability.a_stable is True and coarse.stability.l_stable is None
     assert dict(coarse.rows())["L-stable"] == "undetermined"
     assert any(note.startswith("L-stability is undetermined: R(∞) =") for note in coarse.notes)

@@ -197,3 +197,15 @@ def test_a_pole_the_digits_cancel_leaves_a_stability_open() -> None:
     moved = [[Fraction(x) for x in row] for row in A]
     moved[0][0], moved[0][1] = moved[0][0] + Fraction(1, 10**13), moved[0][1] - Fraction(1, 10**13)
     assert bf.check(ButcherTableau(moved, b)).stability.a_stable is False
+
+
+def test_lobatto_iiib_in_floats_is_a_stable_only_with_its_first_column_typed_as_b() -> None:
+    # Its first column is b₁ in every row: that column of A − 1bᵀ is zero for every method whose
+    # column moves with b₁, as a stiffly accurate last row is. Typed apart by 1e-13, it is open.
+    method = bf.catalog["lobatto-iiib-4"]
+    floats = _floats(method)
+    assert bf.check(floats).stability.a_stable is True
+    A = [[float(sympy.N(x, 30)) for x in row] for row in method.A]
+    A[1][0] *= 1 + 1e-13
+    moved = ButcherTableau(A, [float(sympy.N(x, 30)) for x in method.b])
+    assert bf.check(moved).stability.a_stable is None

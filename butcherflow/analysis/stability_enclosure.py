@@ -6,19 +6,19 @@ to the digits as their rounding allows, may differ: RK4 typed to three digits sp
 whose imaginary interval is [−2.83i, 2.83i], but moving b₃ by 4·10⁻⁴ (inside the rounding of
 `"0.333"`) leaves it none. Here P(u) = N(−u)² − D(−u)² and F(w) = |N(iy)|² − |D(iy)|² (w = y²)
 are built in arb balls from the entries' balls, with the terms of degree ≤ p taken as order p
-makes them (as in `stability.py`). A coefficient is an exact zero only where every such method
-has it zero: by the order, or by the structure of the tableau (its exact zeros, and a row of A
-typed as b digit for digit, which rounding moves with b: `_row_is_b`). One that is zero for the
-digits alone, or within the resolution at which conditions are met, stays a ball holding 0:
-methods within the precision that meet the same conditions can give it either sign (Merson 4's
-y⁶ term; det A of a matrix with proportional rows, whose neighbours have a pole near −1/e in
-the left half-plane). A point counts as stable when |R|² − 1 ≤ 1.5·10⁻⁸ (P ≤ 2⁻²⁶·D², the
-resolution of met conditions), and just right of 0 by the exact sign of the lowest term. An
-end r of the digits' interval is then *enclosed*: every method within the precision has its end
-in [r(1 − δ), r(1 + δ)] when it is stable on (0, r(1 − δ)] (certified by bisection with
-mean-value enclosures) and not at r(1 + δ). δ is tried from 10⁻¹² up to 10⁻¹ in steps of √10;
-beyond that the row is undetermined. An unbounded interval is certified on [0, 1] and, for
-t = 1/s, on s in (0, 1]; "none" needs the lowest term certainly positive.
+makes them (as in `stability.py`). A coefficient is an exact zero only where every such method has
+it zero: by the order, or by the structure of the tableau (its exact zeros, and a row of A typed as
+b digit for digit, or a column of b_j, which rounding moves with b: `_tied_to_b`). One that is zero
+for the digits alone, or within the resolution at which conditions are met, stays a ball holding 0:
+methods within the precision that meet the same conditions can give it either sign (Merson 4's y⁶
+term; det A of a matrix with proportional rows, whose neighbours have a pole near −1/e in the left
+half-plane). A point counts as stable when |R|² − 1 ≤ 1.5·10⁻⁸ (P ≤ 2⁻²⁶·D², the resolution of met
+conditions), and just right of 0 by the exact sign of the lowest term. An end r of the digits'
+interval is then *enclosed*: every method within the precision has its end in [r(1 − δ), r(1 + δ)]
+when it is stable on (0, r(1 − δ)] (certified by bisection with mean-value enclosures) and not at
+r(1 + δ). δ is tried from 10⁻¹² up to 10⁻¹ in steps of √10; beyond that the row is undetermined. An
+unbounded interval is certified on [0, 1] and, for t = 1/s, on s in (0, 1]; "none" needs the lowest
+term certainly positive.
 
 N and D are det(I − z(A − 1bᵀ)) and det(I − zA) over the stages R depends on (a stage with an
 exactly zero weight that no used stage reads is dropped), without the common factor the exact
@@ -99,8 +99,8 @@ def enclose_stability(
         a = [[_ball(tableau, f"A[{i}][{j}]") for j in range(s)] for i in range(s)]
         w = [_ball(tableau, f"b[{j}]") for j in range(s)]
         used = _used_stages(a, w)
-        tied = frozenset(k for k, i in enumerate(used) if _row_is_b(tableau, i))
         a, w = [[a[i][j] for j in used] for i in used], [w[j] for j in used]
+        tied = _tied_to_b(tableau, used)
         N, D = _numerator_denominator(a, w, tableau.is_explicit, tied)
         real, imaginary = _axis_polynomials(N, D, order)
         dminus = flint.arb_poly([(-c if k % 2 else c) for k, c in enumerate(D)])
@@ -169,27 +169,39 @@ def _ball(tableau: ButcherTableau, key: str) -> flint.arb:
     return ball(number.value, number.rounding)
 
 
-def _row_is_b(tableau: ButcherTableau, i: int) -> bool:
-    """Row i of A is b, entry for entry, digit for digit (a stiffly accurate tableau's last row):
-    structure, as zeros are, so that row of A − 1bᵀ is an exact zero. Rounding moves the two
-    together; were they free, A's last row off b by 10⁻³⁰ would give an ESDIRK's R a z^s term
-    over a denominator of degree s − 1, and no such tableau could be A-stable at any precision."""
+Tied = frozenset[tuple[int, int]]  # entries (i, j) of A that are b_j: M_ij = a_ij − b_j is 0
+
+
+def _tied_to_b(tableau: ButcherTableau, used: list[int]) -> Tied:
+    """The entries of A (over the used stages, renumbered) in a row that is b, or in a column
+    whose every entry is its b_j, entry for entry and digit for digit: a stiffly accurate
+    tableau's last row, Lobatto IIIB's first column. That is structure, as zeros are: rounding
+    moves the two together, so those entries of A − 1bᵀ are exact zeros. Were they free, A's
+    last row off b by 10⁻³⁰ would give an ESDIRK's R a z^s term over a denominator of degree
+    s − 1, and no such tableau could be A-stable at any precision."""
     entries = tableau.entries
-    return all(
-        (entries[f"A[{i}][{j}]"].value, entries[f"A[{i}][{j}]"].rounding)
-        == (entries[f"b[{j}]"].value, entries[f"b[{j}]"].rounding)
-        for j in range(tableau.stages)
+
+    def same(i: int, j: int) -> bool:
+        x, y = entries[f"A[{i}][{j}]"], entries[f"b[{j}]"]
+        return (x.value, x.rounding) == (y.value, y.rounding)
+
+    rows = {k for k, i in enumerate(used) if all(same(i, j) for j in used)}
+    columns = {m for m, j in enumerate(used) if all(same(i, j) for i in used)}
+    return frozenset(
+        (k, m) for k in range(len(used)) for m in range(len(used)) if k in rows or m in columns
     )
 
 
 def _numerator_denominator(
-    a: list[list[flint.arb]], w: list[flint.arb], explicit: bool, tied: frozenset[int]
+    a: list[list[flint.arb]], w: list[flint.arb], explicit: bool, tied: Tied
 ) -> tuple[list[flint.arb], list[flint.arb]]:
     """N and D, ascending, in balls: 1 + Σ zᵏ bᵀAᵏ⁻¹1 over 1 for an explicit tableau (its A is
-    nilpotent), else the reversed characteristic polynomials of A − 1bᵀ (its `tied` rows, those
-    of A that are b, exact zeros) and A."""
+    nilpotent), else the reversed characteristic polynomials of A − 1bᵀ (its `tied` entries,
+    those of A that are b, exact zeros) and A."""
     s = len(w)
-    shifted = [[flint.arb(0) if i in tied else a[i][j] - w[j] for j in range(s)] for i in range(s)]
+    shifted = [
+        [flint.arb(0) if (i, j) in tied else a[i][j] - w[j] for j in range(s)] for i in range(s)
+    ]
     if explicit:
         N, column = [flint.arb(1)], [flint.arb(1)] * s
         for _ in range(s):
@@ -207,9 +219,7 @@ def _tighter(plain: list[flint.arb], centred: list[flint.arb]) -> list[flint.arb
     return [p if p.is_zero() else p.intersection(c) for p, c in zip(plain, centred, strict=True)]
 
 
-def _centred(
-    a: list[list[flint.arb]], w: list[flint.arb] | None, tied: frozenset[int]
-) -> list[flint.arb]:
+def _centred(a: list[list[flint.arb]], w: list[flint.arb] | None, tied: Tied) -> list[flint.arb]:
     """det(I − zM), ascending, for M = A − 1bᵀ (A when `w` is None), by the mean-value form over
     the entries' box: its value at the midpoints plus Σ |∂/∂x| · radius, the gradient enclosed
     over the box. Evaluating the coefficients on the box itself lets every entry's rounding
@@ -219,18 +229,17 @@ def _centred(
     ∂det(I − zM)/∂M_ij = −z·adj(I − zM)_ji, and adj(I − zM) = Σₖ z^(s−1−k) Qₖ with
     Q_(s−1) = I, Q_(k−1) = M Qₖ + cₖ I (cₖ the coefficients of det(xI − M)): so the z^m
     coefficient moves by at most Σ_ij |(Q_(s−m))_ji| r(a_ij) + Σ_j |Σ_i (Q_(s−m))_ji| r(b_j),
-    the sums over the rows not `tied` (rows of A that are b: their M_ij is 0 for every method).
+    the sums over the entries not `tied` (those of A that are b: M_ij is 0 for every method).
     """
     s = len(a)
     shift = [flint.arb(0)] * s if w is None else w
-    free = [i for i in range(s) if i not in tied]
     zero = flint.arb(0)
     box = flint.arb_mat(
-        [[zero if i in tied else a[i][j] - shift[j] for j in range(s)] for i in range(s)]
+        [[zero if (i, j) in tied else a[i][j] - shift[j] for j in range(s)] for i in range(s)]
     )
     middle = [
         [
-            zero if i in tied else flint.arb(a[i][j].mid()) - flint.arb(shift[j].mid())
+            zero if (i, j) in tied else flint.arb(a[i][j].mid()) - flint.arb(shift[j].mid())
             for j in range(s)
         ]
         for i in range(s)
@@ -244,10 +253,15 @@ def _centred(
     out = [flint.arb(1)]
     for m in range(1, s + 1):
         q = Q[s - m]
-        spread = sum((abs(q[j, i]) * a[i][j].rad() for i in free for j in range(s)), flint.arb(0))
+        free = [(i, j) for i in range(s) for j in range(s) if (i, j) not in tied]
+        spread = sum((abs(q[j, i]) * a[i][j].rad() for i, j in free), flint.arb(0))
         if w is not None:
             spread += sum(
-                (abs(sum((q[j, i] for i in free), flint.arb(0))) * w[j].rad() for j in range(s)),
+                (
+                    abs(sum((q[j, i] for i in range(s) if (i, j) not in tied), flint.arb(0)))
+                    * w[j].rad()
+                    for j in range(s)
+                ),
                 flint.arb(0),
             )
         out.append(centre[m] + flint.arb(0, spread.upper()))
