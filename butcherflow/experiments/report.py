@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..savedir.atomic import write_json, write_text
+from .curves import curves_rows
 from .figures import plot, plot_paired
 from .spec import Experiment, metric_title
 from .summary import RunSummary, judge_claim, rows_and_columns, stop_rule, summarize
@@ -323,6 +324,15 @@ def write_report(
             "(cut)*: a learned table's size, and how many test sources were cut to it before "
             "translation (as training cuts its sentences).\n"
         )
+    curves = curves_rows(results)
+    if curves is not None:
+        parts.append("## Validation perplexity over updates\n")
+        parts.append(
+            "Mean over seeds at the validations every seed of a run logged; in parentheses, the "
+            "mean over seeds of the difference from the first run of the same column (paired "
+            "by seed). Runs whose save dirs are gone (carried over) have no curve.\n"
+        )
+        parts.append(table(*curves) + "\n")
     parts.append("## Every run and seed\n")
     parts.append(
         "*ended at*: the update training stopped at; *evaluated*: the checkpoint the metrics "

@@ -45,6 +45,7 @@ from ..savedir.layout import BEST, LOG
 from ..train import Interrupted, TrainConfig, train
 from ..train.loop import INTERRUPTED
 from .catalog import EXPERIMENTS, PRESETS
+from .curves import valid_curve
 from .evaluation import (
     DECODING,
     code_version,
@@ -253,6 +254,8 @@ def run_experiment(
             f", patience {run.patience}" if run.patience else ""
         )
         done = finished_result(invocation, run, seed)
+        if done is not None and "valid_curve" not in done:  # a result from before curves
+            done["valid_curve"] = valid_curve(read_log(invocation.save_dir(run, seed) / LOG))
         if done is not None:
             echo(f"{where}: done (result.json at {budget_text}), skipped")
             results.append(done)
@@ -472,6 +475,7 @@ def run_one(invocation: Invocation, run: Run, seed: int) -> dict[str, Any]:
         # spent more in the sessions before
         "wall_seconds": time.monotonic() - start,
         "sessions": 1 + sum(entry.get("kind") == "resume" for entry in log),
+        "valid_curve": valid_curve(log),
         "finished": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
     write_json(save_dir / RESULT, result)
