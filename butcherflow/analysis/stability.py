@@ -22,6 +22,9 @@ worked out for every order in that range and are undetermined (None) unless all 
 L-stability's R(∞) = 0 is a condition like any order condition: its value is enclosed in ball
 arithmetic over every method within the entries' precision and judged by the same rule
 (`methods/precision.py`), so the rounding of a published γ neither makes nor unmakes it.
+Finally the intervals and A-stability decided from the digits are kept only where every method
+within the precision shares them (`stability_enclosure.py`); the others are undetermined, and
+an end wider than the six digits printed says where it lies.
 """
 
 from __future__ import annotations
