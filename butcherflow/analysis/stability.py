@@ -339,10 +339,11 @@ class StabilityFunction:
                 "moves by more than 10%)."
             )
         if moved:
+            within = " counting |R|² − 1 ≤ 1.5e-8 as stable," if found.resolution_used else ""
             self.notes.append(
                 f"{', '.join(moved)}: every method within the precision of the entries that "
-                "meets the conditions the digits meet shares the value shown; the digits' own "
-                "method differs only by terms within that precision."
+                f"meets the conditions the digits meet shares the value shown,{within} and the "
+                "digits' own method differs only by terms within that precision."
             )
         if found.resolution_used:
             self.notes.append(
