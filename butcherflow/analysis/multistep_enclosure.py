@@ -165,7 +165,10 @@ def _near_zero(alpha: Balls, beta: Balls, rooted: bool) -> tuple[float | None, s
     """How far left of 0 the Rouché argument (module docstring) proves every method with
     ρ(1) = 0 stable, or None and why not."""
     if not rooted:
-        return None, "the digits do not meet C_0 = ρ(1) = 0, and z = 0 is not certainly stable"
+        return None, (
+            "the digits do not meet C_0 = ρ(1) = 0 within their precision, and z = 0 is not "
+            "certainly stable"
+        )
     k = len(alpha) - 1
     reduced = [sum(alpha[j + 1 :], flint.arb(0)) for j in range(k)]  # ρ̃, ascending
     if schur(reduced) is not True:
