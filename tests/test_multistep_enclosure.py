@@ -169,3 +169,31 @@ def test_schur_decides_boxes_and_leaves_the_circle_open() -> None:
     # (ζ − 0.9)(ζ + 0.2)(ζ − 1.5): |c| = 0.27 < 1, a root outside found at a later step
     coefficients = np.polynomial.polynomial.polyfromroots([0.9, -0.2, 1.5])
     assert schur([ball(float(c)) for c in coefficients]) is False
+
+
+root = st.tuples(st.floats(0.0, 2.0), st.floats(0.0, math.pi)).filter(
+    lambda r: abs(r[0] - 1) > 1e-3
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(root, min_size=1, max_size=4), st.integers(0, 3))
+def test_schur_agrees_with_numpy_roots_over_a_box(
+    roots: list[tuple[float, float]], digits: int
+) -> None:
+    # Real polynomials from roots r·e^{±iθ}, in balls of radius 10^-(6 + digits): a verdict
+    # holds for the centre and for sampled corners of the box.
+    zeros = [r * np.exp(1j * t) for r, t in roots]
+    zeros += [z.conjugate() for z in zeros if abs(z.imag) > 1e-12]
+    centre = np.real(np.polynomial.polynomial.polyfromroots(zeros))
+    radius = 10.0 ** -(6 + digits)
+    verdict = schur([flint.arb(float(c), radius) for c in centre])
+    draw = np.random.default_rng(len(zeros))
+    for moved in [centre, *(centre + radius * draw.choice([-1, 1], centre.size) for _ in range(8))]:
+        largest = np.abs(np.roots(moved[::-1])).max()
+        if verdict is True:
+            assert largest < 1
+        elif verdict is False:
+            assert largest > 1
+    if all(abs(abs(z) - 1) > 0.1 for z in zeros):  # far from the circle: decided
+        assert verdict is bool(max(abs(z) for z in zeros) < 1)

@@ -4,7 +4,9 @@ The method Σⱼ αⱼ y_{n+j} = h Σⱼ βⱼ f_{n+j} (j = 0..k) is analysed in
 own module: the order conditions C_q (`multistep_order`), zero-stability as the root condition
 on ρ(ζ) = Σⱼ αⱼ ζ^j (`root_condition`, exact for rational coefficients), and A(α) and the real
 stability interval read in float64 from the boundary locus z(θ) = ρ(e^{iθ}) / σ(e^{iθ})
-(`boundary_locus`). This module assembles them into a `MultistepReport`.
+(`boundary_locus`); for a numeric declaration the interval's end is then enclosed over every
+method within the precision of its coefficients (`multistep_enclosure`), while A(α) stays the
+reading of the method its digits spell. This module assembles them into a `MultistepReport`.
 """
 
 from __future__ import annotations
@@ -72,7 +74,9 @@ class MultistepReport(Report):
     - `roots`: the roots of ρ as (value, multiplicity, |value|), largest modulus first; rational
       roots exact (sympy), others `complex`; symbolic when ρ has symbols and sympy finds them all.
     - `a_alpha`: the A(α) angle in degrees (90 for A-stable methods); `None` when the negative
-      real axis is not in the stability region, or for families.
+      real axis is not in the stability region (or, for a numeric declaration, not certainly
+      for every method within the precision), or for families. A numeric declaration's angle
+      is that of the method its digits spell (a note says so).
     - `real_interval`: the largest r with [−r, 0] in the stability region (`math.inf` when
       unbounded, `None` for families, and when a numeric declaration finds none beyond the
       reach of its rounding: the digits cannot tell a shorter one from none, or when its end

@@ -7,7 +7,11 @@ typed to three digits reads r = 0.545405, and moving β₁ by 4·10⁻³ (inside
 "-1.33") gives 0.544811. Here every αⱼ, βⱼ is an arb ball (the digits ± their rounding; exact
 entries exact), and the end r is *enclosed* as in `stability_enclosure.py`: every such method is
 stable on [−r(1 − δ), 0) and has a root strictly outside the unit disc at −r(1 + δ), for the
-smallest δ tried from 10⁻¹² up to 10⁻¹ (an unbounded r: stable on the whole negative axis).
+smallest δ tried from 10⁻¹² up to 10⁻¹. An unbounded r is certified on [−1, 0) and, as
+σ + tρ with t = −1/z, on t in [0, 1] (z → −∞ included). Where strict certificates fail, roots
+within 2⁻²⁶ (1.5·10⁻⁸) of the circle may count as on it, as |R|² − 1 ≤ 1.5·10⁻⁸ does for RK:
+the same tests on π(Rζ), R = 1 + 2⁻²⁶ (the float trapezoid's σ has its root at −1, and a
+neighbour with β₀ = ½ + 2⁻⁴⁵ ends near z = −10¹³). A(α) is not enclosed here.
 
 **Stability at a point, for every method in a box** (`schur`). The Schur transform of p of
 degree n, Tp(x) = (p(x) − k p*(x))/x with p*(x) = xⁿp(1/x) and k = p₀/pₙ, has degree n − 1.
@@ -15,12 +19,16 @@ degree n, Tp(x) = (p(x) − k p*(x))/x with p*(x) = xⁿp(1/x) and k = p₀/pₙ
 |k||p| < |p| wherever p ≠ 0, so by Rouché x·Tp has as many roots inside as p, and a root of p on
 the circle is one of Tp. Every step certifying |p₀| < |pₙ| (the balls' bounds) down to a
 constant therefore proves all roots strictly inside. (ii) If p has every root in the *closed*
-disc, then p(ρx), ρ > 1, has every root in the open one, so each step of its fraction-free chain
-(pₙp − p₀p*)/x has |lead| > |constant|; these are polynomials in the coefficients, and ρ → 1
-gives |lead| ≥ |constant| for p itself. The normalised chain is the fraction-free one times
-nonzero factors while the steps are certified as in (i), so a step certifying |p₀| > |pₙ| after
-such steps proves a root strictly *outside* the disc: unstable, whatever the circle holds.
-The ball of each coefficient αⱼ − zβⱼ is taken independently (a superset of the box).
+disc (and degree n), then p(sx), s > 1, has every root in the open one, so each step of its
+fraction-free chain (pₙp − p₀p*)/x has |lead| > |constant|; these are polynomials in the
+coefficients, and s → 1 gives |lead| ≥ |constant| for p itself. The normalised chain is the
+fraction-free one times nonzero factors while the steps are certified as in (i), so a step
+certifying |p₀| > |pₙ| after such steps proves a root strictly *outside* the disc (or, at the
+first step, αₖ − zβₖ = 0: a root at infinity), unstable whatever the circle holds. The ball of
+each coefficient αⱼ − zβⱼ is taken independently (a superset of the box). On a piece of the
+axis the chain runs in mean-value form (`_schur`): at the piece's midpoint, plus its derivative
+in z over the piece times the half-width (leads certified nonzero on the piece keep each
+step's coefficients smooth there), which narrows as the piece's square, not its width.
 
 **Near z = 0** the root ζ = 1 of ρ sits on the circle and no ball test can decide. For every
 method with ρ(1) = 0 (C₀, which the digits meet; RK enclosures likewise keep the conditions the
