@@ -397,7 +397,11 @@ def _enclosed(
                 "the coefficients"
                 + (" with ρ(1) = 0 (C_0, which the digits meet)" if rooted else "")
                 + f": {shown} for each"
-                + (", counting roots within 1.5e-8 of |ζ| = 1 as on it" if widened else "")
+                + (
+                    ", counting a root less than 1.5e-8 outside |ζ| = 1 as stable"
+                    if widened
+                    else ""
+                )
                 + " (Schur-Cohn steps in arb balls on pieces of the axis, Rouché's theorem next "
                 "to z = 0; `multistep_enclosure`)"
             )

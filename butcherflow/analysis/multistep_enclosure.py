@@ -106,7 +106,7 @@ def enclose_real_interval(
 
     **Returns:** `(enclosure, widened, why)`: (lo, hi) holding every method's end ((inf, inf):
     stable on the whole negative axis), or None and `why` it could not be certified;
-    `widened`: roots within 1.5e-8 of |ζ| = 1 had to count as on it (strict failed).
+    `widened`: roots less than 1.5e-8 outside |ζ| = 1 had to count as stable (strict failed).
     """
     numbers = [*method.alpha_numbers, *method.beta_numbers]
     with flint.ctx.workprec(working_precision(numbers)):
