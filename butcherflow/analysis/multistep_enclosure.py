@@ -7,11 +7,12 @@ typed to three digits reads r = 0.545405, and moving β₁ by 4·10⁻³ (inside
 "-1.33") gives 0.544811. Here every αⱼ, βⱼ is an arb ball (the digits ± their rounding; exact
 entries exact), and the end r is *enclosed* as in `stability_enclosure.py`: every such method is
 stable on [−r(1 − δ), 0) and has a root strictly outside the unit disc at −r(1 + δ), for the
-smallest δ tried from 10⁻¹² up to 10⁻¹. An unbounded r is certified on [−1, 0) and, as
-σ + tρ with t = −1/z, on t in [0, 1] (z → −∞ included). Where strict certificates fail, roots
-within 2⁻²⁶ (1.5·10⁻⁸) of the circle may count as on it, as |R|² − 1 ≤ 1.5·10⁻⁸ does for RK:
-the same tests on π(Rζ), R = 1 + 2⁻²⁶ (the float trapezoid's σ has its root at −1, and a
-neighbour with β₀ = ½ + 2⁻⁴⁵ ends near z = −10¹³). A(α) is not enclosed here.
+smallest δ tried from 10⁻¹² up to 10⁻¹, each side then moved in by bisection. An unbounded r
+is certified on [−1, 0) and, as σ + tρ with t = −1/z, on t in [0, 1] (z → −∞ included).
+Where strict certificates fail, roots within 2⁻²⁶ (1.5·10⁻⁸) of the circle may count as on
+it, as |R|² − 1 ≤ 1.5·10⁻⁸ does for RK: the same tests on π(Rζ), R = 1 + 2⁻²⁶ (the float
+trapezoid's σ has its root at −1, and a neighbour with β₀ = ½ + 2⁻⁴⁵ ends near z = −10¹³).
+A(α) is not enclosed here.
 
 **Stability at a point, for every method in a box** (`schur`). The Schur transform of p of
 degree n, Tp(x) = (p(x) − k p*(x))/x with p*(x) = xⁿp(1/x) and k = p₀/pₙ, has degree n − 1.
@@ -141,12 +142,38 @@ def _end(u: Balls, v: Balls, reach: float, end: float) -> tuple[Enclosure | None
         return (math.inf, math.inf), ""
     for delta in DELTAS:
         lo, hi = float(end * (1 - delta)), float(end * (1 + delta))
-        unstable = schur([a + flint.arb(hi) * b for a, b in zip(u, v, strict=True)]) is False
-        if unstable and _certified(u, v, reach, lo, finest=end * delta / 64):
-            return (lo, hi), ""
+        finest = end * delta / 64
+        if _unstable_at(u, v, hi) and _certified(u, v, reach, lo, finest):
+            return _narrowed(u, v, (lo, hi), end, finest), ""
     return None, (
         "no δ up to 10% certifies every method stable on [−r(1 − δ), 0) and unstable at −r(1 + δ)"
     )
+
+
+def _unstable_at(u: Balls, v: Balls, x: float) -> bool:
+    return schur([a + flint.arb(x) * b for a, b in zip(u, v, strict=True)]) is False
+
+
+def _narrowed(u: Balls, v: Balls, found: Enclosure, end: float, finest: float) -> Enclosure:
+    """Each side of a certified (lo, hi) moved towards the digits' `end` by bisection (twelve
+    halvings each): stability certified on [lo, m] raises lo to m, instability at m lowers hi.
+    The δ ladder's steps of √10 would otherwise leave a band up to three times too wide."""
+    lo, hi = found
+    below, above = lo, end
+    for _ in range(12):
+        middle = (below + above) / 2
+        if _certified(u, v, below, middle, finest):
+            below = middle
+        else:
+            above = middle
+    low, high = end, hi
+    for _ in range(12):
+        middle = (low + high) / 2
+        if _unstable_at(u, v, middle):
+            high = middle
+        else:
+            low = middle
+    return below, high
 
 
 def _certified(u: Balls, v: Balls, lo: float, hi: float, finest: float = 0.0) -> bool:
