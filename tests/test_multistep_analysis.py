@@ -229,7 +229,10 @@ HALF = sympy.Rational(1, 2)
         ((t - 1) * (t - HALF) ** 2, 0.0, True),
         ((t - 1) * (t - HALF) ** 2, 0.05, None),
         ((t - 1) * (t - HALF) ** 2, 1e-9, True),
-        ((t - 1) ** 2 * (t - HALF), 0.05, False),  # a double root the digits put on the circle
+        # a double root the digits put on the circle: (ζ − 1)(ζ − 1 + ε)(ζ − 1/2) lies within
+        # the precision and is zero-stable, so the digits cannot refute it
+        ((t - 1) ** 2 * (t - HALF), 0.05, None),
+        ((t - 1) ** 2 * (t - HALF), 0.0, False),
         ((t - 1) * (t - 2), 0.05, False),  # a root outside
     ],
 )
@@ -277,6 +280,21 @@ def test_a_double_root_on_the_circle_split_by_float_digits_is_placed_not_a_crash
         [1, sympy.Rational(-12, 5), sympy.Rational(86, 25), sympy.Rational(-12, 5), 1], ZETA
     )
     assert root_condition(exact, 0.0)[0] is False  # a double root on the circle
+
+
+def test_a_repeated_root_that_numeric_digits_put_on_the_circle_is_undetermined() -> None:
+    """ρ = (ζ − 1)(ζ + 1)² typed as floats (or one-decimal strings) read 'zero-stable: False',
+    while (ζ − 1)(ζ² + (2 − 2⁻⁵²)ζ + 1), whose α moves two entries by 2⁻⁵² (inside a float's
+    rounding), has two simple roots on the circle: weakly zero-stable, proved exactly. The digits
+    cannot tell the two apart; only the exact declaration fails."""
+    beta = [0, 0, 4, 0]
+    assert check([-1, -1, 1, 1], beta).zero_stable is False
+    for typed in ([-1.0, -1.0, 1.0, 1.0], ["-1.0", "-1.0", "1.0", "1.0"]):
+        report = check(typed, beta)
+        assert report.zero_stable is None
+        assert any("undetermined" in note for note in report.notes)
+    d = sympy.Rational(1, 2**52)
+    assert check([-1, -1 + d, 1 - d, 1], beta).zero_stable is True
 
 
 @pytest.mark.parametrize(("k", "angle"), [(3, 86.03), (4, 73.35), (5, 51.84), (6, 17.84)])
