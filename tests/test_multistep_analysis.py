@@ -282,6 +282,28 @@ def test_a_double_root_on_the_circle_split_by_float_digits_is_placed_not_a_crash
     assert root_condition(exact, 0.0)[0] is False  # a double root on the circle
 
 
+def test_a_numeric_error_constant_is_enclosed_not_printed_as_exact() -> None:
+    """beta typed "0.1", "0.3", "0.6" (each +-0.05) meets C_0..C_2 exactly, so order 2, and its
+    error constant read '-11/60' as if exact; the order-2 methods within the precision,
+    beta = (t - 1/2, 3/2 - 2t, t) for t in [0.575, 0.625], have C = 5/12 - t in
+    [-0.2083, -0.1583]. It is now the digits' value with a radius that holds every method within
+    the precision, and the row and the JSON say so; exact declarations keep no radius."""
+    report = check([0, -1, 1], ["0.1", "0.3", "0.6"])
+    assert report.order == 2 and report.error_constant == sympy.Rational(-11, 60)
+    radius = report.error_constant_radius
+    assert radius is not None
+    for t in (Fraction(23, 40), Fraction(5, 8)):
+        assert abs(Fraction(5, 12) - t - Fraction(-11, 60)) <= radius
+    row = dict(report.rows())["error constant C_{p+1}/σ(1)"]
+    assert row.startswith("-0.183333 ± ") and "within the precision" in row
+    assert report.to_dict()["error_constant_radius"] == radius
+    floats = check([0, 0, -1, 1], [5 / 12, -16 / 12, 23 / 12, 0])
+    assert floats.error_constant_radius is not None and floats.error_constant_radius < 1e-11
+    exact = check([0, 0, -1, 1], ["5/12", "-4/3", "23/12", 0])
+    assert exact.error_constant_radius is None
+    assert dict(exact.rows())["error constant C_{p+1}/σ(1)"] == sympy.Rational(3, 8)
+
+
 def test_a_repeated_root_that_numeric_digits_put_on_the_circle_is_undetermined() -> None:
     """ρ = (ζ − 1)(ζ + 1)² typed as floats (or one-decimal strings) read 'zero-stable: False',
     while (ζ − 1)(ζ² + (2 − 2⁻⁵²)ζ + 1), whose α moves two entries by 2⁻⁵² (inside a float's

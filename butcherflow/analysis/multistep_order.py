@@ -90,6 +90,27 @@ def judge_condition(method: LinearMultistep, q: int, value: sympy.Expr) -> Judge
         return judge_enclosure(enclosure, scale, lambda: zero)
 
 
+def error_constant_radius(method: LinearMultistep, q: int, value: sympy.Expr) -> float | None:
+    """How far the error constant C_q/σ(1) of a numeric declaration can lie from the digits' own
+    `value`: a ball holding it for every method within the precision (C_q and σ(1) are linear in
+    the entries, each enclosed by its own bound).
+
+    **Arguments:** `method`: a numeric declaration (no symbols); `q`: p + 1; `value`: the digits'
+    C_q/σ(1).
+
+    **Returns:** the radius, rounded up to a float; None when σ(1)'s ball holds 0 (no method
+    within the precision need have a normalised error constant).
+    """
+    sigma_rounding = sum((x.rounding for x in method.beta_numbers), Fraction(0))
+    with flint.ctx.workprec(working_precision([*method.alpha_numbers, *method.beta_numbers])):
+        sigma_1 = ball(sum(method.beta, sympy.Integer(0)), sigma_rounding)
+        if sigma_1.contains(0):
+            return None
+        spread = ball(condition(method.alpha, method.beta, q), _bound(method, q)) / sigma_1
+        spread -= ball(value)
+        return float((abs(spread.mid()) + spread.rad()).upper())
+
+
 def vanishes(value: sympy.Expr) -> bool:
     """Whether an exact value (rational, radical or other algebraic) is exactly zero.
 
