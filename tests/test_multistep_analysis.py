@@ -282,6 +282,18 @@ def test_a_double_root_on_the_circle_split_by_float_digits_is_placed_not_a_crash
     assert root_condition(exact, 0.0)[0] is False  # a double root on the circle
 
 
+def test_consistency_the_digits_cannot_decide_is_undetermined_not_refuted() -> None:
+    """Adams-Bashforth 3 typed to five digits leaves C_1 undetermined (-7e-5 against a bound of
+    1.05e-4: the exact AB3 lies within the rounding) and read 'consistent: no'. It is
+    undetermined (None, the row says so); a C_1 that fails is still 'no'."""
+    report = check([0, 0, -1, 1], ["0.41667", "-1.3333", "1.9167", 0])
+    assert report.order == 0 and report.consistent is None
+    assert dict(report.rows())["consistent"] == "undetermined"
+    assert report.to_dict()["consistent"] is None
+    assert check([0, 0, -1, 1], ["0.41667", "-1.3333", "1.9200", 0]).consistent is False
+    assert check([0, 0, -1, 1], ["5/12", "-4/3", "23/12", 0]).consistent is True
+
+
 def test_a_numeric_error_constant_is_enclosed_not_printed_as_exact() -> None:
     """beta typed "0.1", "0.3", "0.6" (each +-0.05) meets C_0..C_2 exactly, so order 2, and its
     error constant read '-11/60' as if exact; the order-2 methods within the precision,

@@ -55,7 +55,7 @@ class MultistepReport(Report):
     - `method`: the `LinearMultistep` declaration.
     - `order`: the largest p with C_0 = … = C_p = 0; 0 when the method is inconsistent. For a
       family with symbols, the generic order (conditions that vanish identically).
-    - `consistent`: C_0 = C_1 = 0.
+    - `consistent`: C_0 = C_1 = 0; None when a numeric declaration's digits cannot decide it.
     - `error_constant`: the normalised error constant C_{p+1}/σ(1) (Hairer-Nørsett-Wanner's C,
       invariant when α and β are scaled together: Adams-Bashforth 2 gives 5/12, the trapezoid
       −1/12, BDFk −1/(k+1)); `None` when inconsistent, when σ(1) = 0 or when the search capped.
@@ -83,7 +83,7 @@ class MultistepReport(Report):
     method: LinearMultistep
     order: int
     order_upper: int | None
-    consistent: bool
+    consistent: bool | None
     error_constant: sympy.Expr | None
     error_constant_radius: float | None
     zero_stable: bool | None
@@ -154,7 +154,7 @@ class MultistepReport(Report):
                 tolerance_text(m.precision, m.rounding, None, SCALE) if m.numeric else None,
             ),
             ("undetermined", shown_open(self.undetermined) or None),
-            ("consistent", self.consistent),
+            ("consistent", "undetermined" if self.consistent is None else self.consistent),
             ("error constant C_{p+1}/σ(1)", self._error_constant_text()),
             ("zero-stable", self._zero_stability_text()),
             ("ρ(ζ)", self.rho.as_expr()),

@@ -147,7 +147,7 @@ class MultistepOrder:
 
     order: int
     upper: int | None
-    consistent: bool
+    consistent: bool | None  # C_0 = C_1 = 0; None: the digits cannot decide it
     conditions: list[sympy.Expr]
     failing: list[tuple[int, Judgement]]  # the conditions of order + 1 that fail
     undetermined: list[tuple[int, Judgement]]
@@ -178,7 +178,8 @@ def search_multistep_order(
         return [(q, judge_condition(method, q, conditions[q])) for q in qs]
 
     found = search_order(judged_at, limit=limit, deadline=math.inf, bound=bound, capped=capped)
-    consistent = found.order >= 1
+    # order 0 is inconsistent only where C_0 or C_1 fails (then the upper bound is 0)
+    consistent = True if found.order >= 1 else (False if found.upper == 0 else None)
     return MultistepOrder(
         found.order,
         found.upper,
