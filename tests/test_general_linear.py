@@ -159,6 +159,15 @@ def test_a_defective_eigenvalue_that_numeric_digits_put_on_the_circle_is_undeter
     assert analyse_general_linear(glm([[1, 1], [0, "1 - 2**-52"]])).zero_stable is True
 
 
+def test_zero_stability_the_digits_cannot_decide_reads_undetermined_in_its_row() -> None:
+    """V = diag(1.0, -1.0) in floats (-1 on the circle only to within the rounding) leaves
+    power-boundedness undetermined; the row printed '—'."""
+    V = [[1.0, 0], [0, -1.0]]
+    report = analyse_general_linear(GeneralLinear([[0]], [[1, 0]], [[1], [0]], V))
+    assert report.zero_stable is None
+    assert dict(report.rows())["zero-stable (V power-bounded)"] == "undetermined (see notes)"
+
+
 def test_an_exact_v_decides_zero_stability_whatever_digits_the_other_matrices_carry() -> None:
     """Power-boundedness is V's alone. It was judged at the rounding of the whole method, so an
     exact V with a defective eigenvalue pair (3 ± 4i)/5 on the circle (not a root of unity)

@@ -282,6 +282,17 @@ def test_a_double_root_on_the_circle_split_by_float_digits_is_placed_not_a_crash
     assert root_condition(exact, 0.0)[0] is False  # a double root on the circle
 
 
+def test_zero_stability_the_digits_cannot_decide_reads_undetermined_in_its_row() -> None:
+    """Milne-Simpson in floats leaves zero-stability undetermined (its root -1 is on the circle
+    only to within the rounding); the row printed '—', as if there were nothing to say. A
+    family's zero-stability (symbols in ρ) keeps '—' and its note."""
+    report = check([-1.0, 0, 1.0], [1 / 3, 4 / 3, 1 / 3])
+    assert report.zero_stable is None
+    assert dict(report.rows())["zero-stable"] == "undetermined (see notes)"
+    family = analyse_multistep(bf.LinearMultistep([0, "-1 - a", "a", 1], [0, 0, 0, 1]))
+    assert family.zero_stable is None and dict(family.rows())["zero-stable"] is None
+
+
 def test_consistency_the_digits_cannot_decide_is_undetermined_not_refuted() -> None:
     """Adams-Bashforth 3 typed to five digits leaves C_1 undetermined (-7e-5 against a bound of
     1.05e-4: the exact AB3 lies within the rounding) and read 'consistent: no'. It is

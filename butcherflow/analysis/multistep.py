@@ -180,6 +180,8 @@ class MultistepReport(Report):
     def _zero_stability_text(self) -> Any:
         if self.zero_stable and self.weakly_stable:
             return "yes, weakly (roots on |ζ| = 1 other than 1)"
+        if self.zero_stable is None and not self.method.symbols:
+            return OPEN_ROW  # the digits cannot place a root (a family's depends on it)
         return self.zero_stable
 
     def to_dict(self) -> dict[str, Any]:
