@@ -185,6 +185,23 @@ def test_a_published_composition_in_doubles_is_judged_at_the_size_of_its_terms()
     assert four.order < 8 and four.undetermined_words and four.order_upper is None
 
 
+def test_coefficient_sums_that_are_not_1_never_print_as_1() -> None:
+    """Yoshida's triple jump typed as the decimals floats print (repr) has ΣB = 1 - 3e-16, which
+    fails order 1 at those digits; the row read 'coefficient sums  A: 1, B: 1' beside it."""
+    r = sympy.root(2, 3)
+    x1, x0 = 1 / (2 - r), -r / (2 - r)
+    weights = [x1, x0, x1]
+    steps = [(op, repr(float(c))) for op, c in strang_composition(weights)]
+    report = analyse(steps)
+    assert report.order == 0 and report.failing_words
+    sums = dict(report.rows())["coefficient sums"]
+    assert "A: 1," not in sums and not sums.endswith("B: 1")
+    assert "B: 0.9999999999999997" in sums
+    assert dict(analyse([(op, float(sympy.Rational(c))) for op, c in STRANG]).rows())[
+        "coefficient sums"
+    ] == ("A: 1, B: 1")
+
+
 def test_long_operator_names_are_joined_in_words() -> None:
     report = analyse([("ffn", HALF), ("san", 1), ("ffn", HALF)])
     assert ("ffn·san·ffn", sympy.Rational(1, 12)) in report.failing_words

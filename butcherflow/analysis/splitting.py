@@ -287,6 +287,14 @@ class SplittingReport(Report):
         value = sympy.sympify(value)
         return str(value) if self.exact or value.free_symbols else f"{float(value):.6g}"
 
+    def _show_sum(self, value: sympy.Expr) -> str:
+        """A coefficient sum: as `_show`, but one that is not 1 never prints as 1 (consistency
+        is read from it)."""
+        text = self._show(value)
+        if text != "1" or sympy.sympify(value) == 1:
+            return text
+        return str(sympy.N(value, 20)).rstrip("0")
+
     @property
     def claims(self) -> dict[str, tuple[Any, Any]]:
         claims = super().claims
@@ -319,7 +327,7 @@ class SplittingReport(Report):
 
         m = self.method
         steps = " → ".join(f"{op} {self._show(c)}" for op, c in m.steps)
-        sums = ", ".join(f"{op}: {self._show(s)}" for op, s in self.coefficient_sums.items())
+        sums = ", ".join(f"{op}: {self._show_sum(s)}" for op, s in self.coefficient_sums.items())
         order = f"{self.order}" + ("+" if self.order_is_lower_bound else "")
         effective = f"{self.substep_order}" + ("+" if self.substep_order_is_lower_bound else "")
         rows: list[tuple[str, Any]] = [
