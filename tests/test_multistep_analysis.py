@@ -293,6 +293,17 @@ def test_zero_stability_the_digits_cannot_decide_reads_undetermined_in_its_row()
     assert family.zero_stable is None and dict(family.rows())["zero-stable"] is None
 
 
+def test_a_zero_stability_claim_the_digits_cannot_decide_says_so() -> None:
+    """Milne-Simpson in floats claimed zero-stable: the claim is not proved (its root -1 is on
+    the circle only to within the rounding), and the message read 'zero_stable is claimed True
+    but proved None'."""
+    method = bf.LinearMultistep([-1.0, 0, 1.0], [1 / 3, 4 / 3, 1 / 3], name="ms", zero_stable=True)
+    report = analyse_multistep(method)
+    assert not report.claim_holds
+    message = report.mismatch_message()
+    assert "zero_stable is claimed True but undetermined" in message and "None" not in message
+
+
 def test_consistency_the_digits_cannot_decide_is_undetermined_not_refuted() -> None:
     """Adams-Bashforth 3 typed to five digits leaves C_1 undetermined (-7e-5 against a bound of
     1.05e-4: the exact AB3 lies within the rounding) and read 'consistent: no'. It is
