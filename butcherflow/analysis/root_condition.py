@@ -140,9 +140,9 @@ def root_condition(
 
     **Returns:** `(zero_stable, roots, how, weakly)`: `zero_stable` is None when a numeric
     declaration leaves a root other than 1 within its precision of the unit circle (on it, or
-    just outside: the digits cannot tell); `roots` are `(value, multiplicity, |value|)`, largest
-    modulus first; `how` says how it was decided; `weakly`: zero-stable with roots on the circle
-    other than 1.
+    just outside: the digits cannot tell), or a repeated root on it; `roots` are `(value,
+    multiplicity, |value|)`, largest modulus first; `how` says how it was decided; `weakly`:
+    zero-stable with roots on the circle other than 1.
     """
     exact = bool(rho.domain.is_QQ or rho.domain.is_ZZ) and rounding == 0
     factors, used = place_roots(rho, rounding)
