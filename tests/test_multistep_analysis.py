@@ -293,6 +293,20 @@ def test_zero_stability_the_digits_cannot_decide_reads_undetermined_in_its_row()
     assert family.zero_stable is None and dict(family.rows())["zero-stable"] is None
 
 
+def test_coefficients_pasted_newest_first_are_named() -> None:
+    """BDF2 as many tables print it, newest first (alpha = 3/2, -2, 1/2; beta = 1, 0, 0), was
+    proved order 0, inconsistent and not zero-stable with no word on why: the lists are read
+    oldest first. The report now says that, reversed, they are a method of order 2; the
+    declaration's own verdicts stand. Adams-Bashforth 3 newest first (alpha ending in zeros) is
+    refused saying the lists are oldest first."""
+    report = check(["3/2", -2, "1/2"], [1, 0, 0])
+    assert report.order == 0 and report.consistent is False
+    assert any("newest first" in n and "order 2" in n for n in report.notes)
+    assert not any("newest first" in n for n in check(["1/2", -2, "3/2"], [0, 0, 1]).notes)
+    with pytest.raises(bf.DeclarationError, match="oldest first"):
+        bf.LinearMultistep([1, -1, 0, 0], ["23/12", "-4/3", "5/12", 0])
+
+
 def test_a_zero_stability_claim_the_digits_cannot_decide_says_so() -> None:
     """Milne-Simpson in floats claimed zero-stable: the claim is not proved (its root -1 is on
     the circle only to within the rounding), and the message read 'zero_stable is claimed True

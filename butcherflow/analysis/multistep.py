@@ -27,6 +27,7 @@ from .multistep_order import (
     dahlquist_barrier,
     error_constant_radius,
     raising_notes,
+    reversed_reading,
     search_multistep_order,
     vanishes,
 )
@@ -284,6 +285,9 @@ def analyse_multistep(
             "zero-stable, but only weakly: ρ has roots on the unit circle other than ζ = 1, "
             "whose (parasitic) error components are never damped"
         )
+    flipped = reversed_reading(method, found, limit)
+    if flipped:
+        notes.append(flipped)
     if method.symbols:
         notes.append("the order is the family's generic order (conditions that vanish identically)")
         notes += raising_notes(method, found, limit)

@@ -191,6 +191,29 @@ def search_multistep_order(
     )
 
 
+def reversed_reading(method: LinearMultistep, found: MultistepOrder, limit: int) -> str | None:
+    """A note for coefficients that read better newest first, as many tables print them (BDF2
+    as 3/2, -2, 1/2 with beta 1, 0, 0): the lists are read oldest first, and their reversal is a
+    method of higher order.
+
+    **Arguments:** `method`: a declaration without symbols; `found`: its order search; `limit`:
+    the last order examined.
+
+    **Returns:** the note, or None when the reversal is no k-step method of higher order.
+    """
+    if method.symbols or vanishes(method.alpha[0]):
+        return None
+    flipped = LinearMultistep(method.alpha_numbers[::-1], method.beta_numbers[::-1])
+    order = search_multistep_order(flipped, limit, None, False).order
+    if order <= found.order:
+        return None
+    return (
+        f"alpha and beta are read oldest first (alpha_0 .. alpha_k); read newest first "
+        f"(both lists reversed), these coefficients are a method of order {order}: if the "
+        "table printed them newest first, reverse both lists"
+    )
+
+
 def raising_notes(method: LinearMultistep, found: MultistepOrder, limit: int) -> list[str]:
     """Which parameter values of a family meet the conditions that fail generically.
 
