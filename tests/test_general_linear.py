@@ -168,6 +168,23 @@ def test_zero_stability_the_digits_cannot_decide_reads_undetermined_in_its_row()
     assert dict(report.rows())["zero-stable (V power-bounded)"] == "undetermined (see notes)"
 
 
+def test_a_numeric_doubly_stochastic_v_is_judged_by_its_eigenvalues() -> None:
+    """V = [[0, 1.0], [1.0, 0]] in floats was zero-stable by the doubly-stochastic shortcut,
+    while [[0, 1 + 2⁻⁵⁰], [1, 0]], within a float's rounding of it, has the eigenvalue
+    √(1 + 2⁻⁵⁰) > 1: its eigenvalue -1 is on the circle only to within the rounding, as for
+    V = diag(1.0, -1.0), so undetermined. Exact, and for numeric V whose eigenvalues other than
+    1 lie inside, the verdict is unchanged."""
+
+    def zs(V: Any) -> bool | None:
+        return analyse_general_linear(GeneralLinear([[0]], [[1, 0]], [[1], [0]], V)).zero_stable
+
+    assert zs([[0, 1.0], [1.0, 0]]) is None
+    assert zs([[0, "1 + 2**-50"], [1, 0]]) is False
+    assert zs([[0, 1], [1, 0]]) is True
+    assert zs([[0.5, 0.5], [0.5, 0.5]]) is True
+    assert zs([[1.0, 0], [0, 1.0]]) is True
+
+
 def test_an_exact_v_decides_zero_stability_whatever_digits_the_other_matrices_carry() -> None:
     """Power-boundedness is V's alone. It was judged at the rounding of the whole method, so an
     exact V with a defective eigenvalue pair (3 ± 4i)/5 on the circle (not a root of unity)

@@ -45,7 +45,9 @@ def zero_stability(V: Sequence[Sequence[sympy.Expr]], rounding: float) -> tuple[
     M = as_matrix(V)
     if any(x.free_symbols for x in M):
         return None, "V has symbols: power-boundedness depends on the parameters"
-    if doubly_stochastic(V):
+    # exactly doubly stochastic only: a numeric V's neighbours need not be ([[0, 1.0], [1.0, 0]]
+    # within its rounding has the eigenvalue √(1 + ε) > 1), so its eigenvalues decide below
+    if rounding == 0 and doubly_stochastic(V):
         return True, "V is doubly stochastic: ‖Vⁿ‖∞ = 1 for every n, so V is power-bounded"
     char = sympy.Poly(M.charpoly(ZETA).as_expr(), ZETA)
     inside, _roots, how, _weak = root_condition(char, rounding, matrix=True)
