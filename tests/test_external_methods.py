@@ -28,6 +28,7 @@ import sympy
 
 import butcherflow as bf
 from butcherflow.analysis.multistep import MultistepReport, analyse_multistep
+from butcherflow.analysis.report import show
 from butcherflow.analysis.splitting import SplittingReport, analyse_splitting
 
 lm = pytest.importorskip("nodepy.linear_multistep_method")
@@ -89,6 +90,9 @@ def coefficients(name: str) -> tuple[list[Fraction], list[Fraction]]:
     return [_fraction(x) for x in method.alpha], [_fraction(x) for x in method.beta]
 
 
+ROW = "real stability interval [-r, 0]: r"
+
+
 def encode(values: list[Fraction], how: str) -> list[Any]:
     """Integers stay integers (as papers print them); the others in the given encoding."""
     if how == "exact":
@@ -139,6 +143,10 @@ def test_double_precision_encodings_keep_every_verdict(name: str, how: str) -> N
     else:
         assert report.a_alpha == pytest.approx(exact.a_alpha, abs=0.01)
     assert report.real_interval == pytest.approx(exact.real_interval, rel=1e-3)
+    if exact.real_interval > 0 and report.method.numeric:  # enclosed, to the digits printed
+        assert report.real_enclosure is not None
+        assert report.real_enclosure[0] <= exact.real_interval <= report.real_enclosure[1]
+        assert show(dict(report.rows())[ROW]) == show(dict(exact.rows())[ROW])
 
 
 @pytest.mark.parametrize("how", ["dec8", "dec6"])
@@ -151,6 +159,8 @@ def test_short_decimals_never_claim_more(name: str, how: str) -> None:
     assert report.zero_stable in (exact.zero_stable, None)
     if report.real_interval not in (None, math.inf):
         assert report.real_interval == pytest.approx(exact.real_interval, rel=0.05)
+    if report.real_enclosure is not None:  # the exact method is within the decimals' rounding
+        assert report.real_enclosure[0] <= exact.real_interval <= report.real_enclosure[1]
 
 
 @pytest.mark.parametrize("name", NODEPY)

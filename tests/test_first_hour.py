@@ -32,7 +32,7 @@ from butcherflow.cli import main
 from butcherflow.errors import ButcherflowWarning
 from butcherflow.generate import evaluate_perplexity
 from butcherflow.savedir import checkpoint as ckpt
-from butcherflow.savedir import read_config, trained
+from butcherflow.savedir import read_config, read_log, trained
 from butcherflow.train import TrainConfig, train
 from butcherflow.train.config import resolve_recipe
 from butcherflow.train.resume import Progress
@@ -349,6 +349,9 @@ def test_evaluate_reports_a_language_models_perplexity(
     assert main(["evaluate", str(tmp_path), "--checkpoint", "last"]) == 0
     out = capsys.readouterr().out
     assert "test (30 sentences), language model" in out and "perplexity = " in out
+    entry = read_log(tmp_path / "log.jsonl")[-1]
+    assert (entry["kind"], entry["update"], entry["subset"]) == ("evaluate", 2, "test")
+    assert f"perplexity = {entry['ppl']:.2f}" in out
 
 
 @pytest.mark.parametrize("command", ["evaluate", "translate"])

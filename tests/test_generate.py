@@ -611,6 +611,21 @@ def test_cli_evaluate_prints_detokenized_sacrebleu_and_chrf(
     assert last == str(score(result.hypotheses, result.references))
     assert main([*argv, "--checkpoint", "avg:2"]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("BLEU = ")
+    # each evaluation is kept in the run's log, so a quoted figure has its record
+    from butcherflow.savedir import read_commit, read_log
+
+    best, averaged = [e for e in read_log(trained / "log.jsonl") if e["kind"] == "evaluate"][-2:]
+    assert best["update"] == read_commit(trained, "checkpoint_best")["update"]  # type: ignore[index]
+    assert (best["checkpoint"], best["subset"], best["beam"], best["sentences"]) == (
+        "best",
+        "valid",
+        2,
+        30,
+    )
+    assert last == f"BLEU = {best['bleu']:.2f} ({best['bleu_signature']}) / " + (
+        f"chrF = {best['chrf']:.2f} ({best['chrf_signature']})"
+    )
+    assert averaged["checkpoint"] == "avg:2" and averaged["update"] is None
 
 
 def test_cli_translate_reads_stdin_and_keeps_the_lines(

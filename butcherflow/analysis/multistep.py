@@ -4,7 +4,9 @@ The method Σⱼ αⱼ y_{n+j} = h Σⱼ βⱼ f_{n+j} (j = 0..k) is analysed in
 own module: the order conditions C_q (`multistep_order`), zero-stability as the root condition
 on ρ(ζ) = Σⱼ αⱼ ζ^j (`root_condition`, exact for rational coefficients), and A(α) and the real
 stability interval read in float64 from the boundary locus z(θ) = ρ(e^{iθ}) / σ(e^{iθ})
-(`boundary_locus`). This module assembles them into a `MultistepReport`.
+(`boundary_locus`); for a numeric declaration the interval's end is then enclosed over every
+method within the precision of its coefficients (`multistep_enclosure`), while A(α) stays the
+reading of the method its digits spell. This module assembles them into a `MultistepReport`.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from ..methods import LinearMultistep
 from ..methods.parameters import initial_numbers
 from ..methods.precision import RESOLUTION
 from .boundary_locus import a_alpha_angle, float_coefficients, locus, real_interval
+from .multistep_enclosure import enclose_real_interval
 from .multistep_order import (
     condition,
     dahlquist_barrier,
     error_constant_radius,
+    judge_condition,
     raising_notes,
     reversed_reading,
     search_multistep_order,
@@ -42,6 +46,7 @@ from .report import (
     undetermined_note,
 )
 from .root_condition import ZETA, Root, root_condition
+from .stability_enclosure import Enclosure, spread_text
 
 SCALE = "(size of C_q's terms)"  # what a condition's resolution is relative to
 
@@ -73,10 +78,16 @@ class MultistepReport(Report):
     - `roots`: the roots of ρ as (value, multiplicity, |value|), largest modulus first; rational
       roots exact (sympy), others `complex`; symbolic when ρ has symbols and sympy finds them all.
     - `a_alpha`: the A(α) angle in degrees (90 for A-stable methods); `None` when the negative
-      real axis is not in the stability region, or for families.
+      real axis is not in the stability region (or, for a numeric declaration, not certainly
+      for every method within the precision), or for families. A numeric declaration's angle
+      is that of the method its digits spell (a note says so).
     - `real_interval`: the largest r with [−r, 0] in the stability region (`math.inf` when
       unbounded, `None` for families, and when a numeric declaration finds none beyond the
-      reach of its rounding: the digits cannot tell a shorter one from none).
+      reach of its rounding: the digits cannot tell a shorter one from none, or when its end
+      cannot be enclosed over the methods within the precision).
+    - `real_enclosure`: for a numeric declaration, (lo, hi) holding the end of every method
+      within the precision with ρ(1) = 0 (`multistep_enclosure`; (inf, inf): unbounded for
+      all); None when not enclosed (exact declarations, "none", undetermined).
     - `explicit` (property): βₖ = 0.
     - `notes`: how each verdict was reached (tolerances, exactness), in words.
     """
@@ -97,6 +108,7 @@ class MultistepReport(Report):
     undetermined: list[tuple[str, Any, float]]
     notes: list[str]
     stopped: str | None = None
+    real_enclosure: Enclosure | None = None
 
     @property
     def order_is_lower_bound(self) -> bool:
@@ -176,7 +188,8 @@ class MultistepReport(Report):
     def _interval_text(self) -> Any:
         if self.real_interval is None and self.method.numeric and not self.method.symbols:
             return OPEN_ROW
-        return self.real_interval
+        spread = spread_text(self.real_enclosure)
+        return f"{self.real_interval:.6g}{spread}" if spread else self.real_interval
 
     def _zero_stability_text(self) -> Any:
         if self.zero_stable and self.weakly_stable:
@@ -207,6 +220,9 @@ class MultistepReport(Report):
             "roots": roots,
             "a_alpha": self.a_alpha,
             "real_interval": "inf" if self.real_interval == math.inf else self.real_interval,
+            "real_interval_enclosure": None
+            if self.real_enclosure is None
+            else ["inf" if x == math.inf else x for x in self.real_enclosure],
             "conditions": self.conditions(self.order + 1),
         }
 
@@ -312,6 +328,7 @@ def analyse_multistep(
                     )
     a_alpha: float | None = None
     interval: float | None = None
+    enclosure: Enclosure | None = None
     if method.symbols:
         notes.append("A(α) and the stability interval need numeric coefficients")
     else:
@@ -327,6 +344,12 @@ def analyse_multistep(
         a_alpha = a_alpha_angle(rho_c, sigma_c, max(tiny, 1000 * noise), snap=found.order <= 2)
         reach = max(tiny, 10 * noise)
         interval, skipped = real_interval(rho_c, sigma_c, reach)
+        if method.numeric:
+            # An end that the digits' own method reads is judged by its enclosure over the
+            # methods within the precision (`_enclosed`), not by the reach of the rounding.
+            read, _ = real_interval(rho_c, sigma_c, tiny)
+            if read > 0:
+                interval, skipped, reach = read, False, tiny
         if interval != math.inf:
             a_alpha = None  # A(α) for any α needs the whole negative real axis in the region
         if skipped or (interval == 0.0 and 10 * noise > tiny):
@@ -342,10 +365,11 @@ def analyse_multistep(
         notes.append(
             "A(α) and the real stability interval are float64 readings of the boundary locus "
             f"(4097 angles on [0, π], refined; points within {max(tiny, 1000 * noise):.3g} of 0 "
-            f"ignored for the angle, {max(tiny, 10 * noise):.3g} for the interval), checked by "
+            f"ignored for the angle, {reach:.3g} for the interval), checked by "
             "root tests in the region"
-            + (f"; {digits_reading(float(method.rounding))}" if method.numeric else "")
         )
+        if method.numeric:
+            interval, a_alpha, enclosure = _enclosed(method, interval, a_alpha, notes)
     return MultistepReport(
         method=method,
         order=found.order,
@@ -363,4 +387,52 @@ def analyse_multistep(
         undetermined=[(f"C_{q}", j.residual, j.bound) for q, j in found.undetermined],
         notes=notes,
         stopped=found.stopped,
+        real_enclosure=enclosure,
     )
+
+
+def _enclosed(
+    method: LinearMultistep, interval: float | None, a_alpha: float | None, notes: list[str]
+) -> tuple[float | None, float | None, Enclosure | None]:
+    """A numeric declaration's interval end enclosed over the methods within its precision
+    (`multistep_enclosure`), or undetermined where that fails; A(α) and "none" stay readings
+    of the digits' method (notes say so).
+
+    **Returns:** `(interval, a_alpha, enclosure)`, the first two None when undetermined.
+    """
+    rounding = float(method.rounding)
+    found: Enclosure | None = None
+    if interval == 0:
+        notes.append(f"real stability interval: {digits_reading(rounding)}")
+    elif interval is not None:
+        met = judge_condition(method, 0, condition(method.alpha, method.beta, 0)).met
+        found, widened, why = enclose_real_interval(method, float(interval), met)
+        if found is None:
+            notes.append(
+                f"real stability interval undetermined: {why} (the digits' method reads "
+                f"{interval:.6g}; arb balls of the coefficients, `multistep_enclosure`)"
+            )
+            interval, a_alpha = None, None
+        else:
+            rooted = met and any(x.numeric for x in method.alpha_numbers)
+            shown = (
+                "the whole negative axis"
+                if found[1] == math.inf
+                else f"an end in [{found[0]:.6g}, {found[1]:.6g}]"
+            )
+            notes.append(
+                "real stability interval enclosed over every method within the precision of "
+                "the coefficients"
+                + (" with ρ(1) = 0 (C_0, which the digits meet)" if rooted else "")
+                + f": {shown} for each"
+                + (
+                    ", counting a root less than 1.5e-8 outside |ζ| = 1 as stable"
+                    if widened
+                    else ""
+                )
+                + " (Schur-Cohn steps in arb balls on pieces of the axis, Rouché's theorem next "
+                "to z = 0; `multistep_enclosure`)"
+            )
+    if a_alpha is not None:
+        notes.append(f"A(α): {digits_reading(rounding, 'A(α) angle', 'it')}")
+    return interval, a_alpha, found

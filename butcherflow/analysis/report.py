@@ -91,12 +91,13 @@ DECIDE = "give more digits, exact values or a declared precision to decide them"
 OPEN_ROW = "undetermined (see notes)"
 
 
-def digits_reading(rounding: float) -> str:
-    """What a numeric declaration's interval is where its end is not enclosed (multistep and
-    general linear methods; Runge-Kutta ends are enclosed, `stability_enclosure.py`)."""
+def digits_reading(rounding: float, what: str = "interval", moved: str = "its end") -> str:
+    """What a numeric declaration's reading is where it is not enclosed (general linear
+    methods' intervals, multistep A(α) and "none"; Runge-Kutta ends and multistep interval
+    ends are enclosed, `stability_enclosure.py`, `multistep_enclosure.py`)."""
     return (
-        "it is the interval of the method the digits spell: how far their rounding "
-        f"(±{rounding:.2g}) moves its end is not bounded"
+        f"it is the {what} of the method the digits spell: how far their rounding "
+        f"(±{rounding:.2g}) moves {moved} is not bounded"
     )
 
 

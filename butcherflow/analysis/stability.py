@@ -48,7 +48,7 @@ from ..methods.precision import Judgement, Verdict, judge_enclosure, working_pre
 from .algebraic_stability import algebraically_stable as algebraically_stable
 from .number_field import NumberField
 from .real_roots import Dense, RealField, first_exit, hurwitz, is_rational, rational_part
-from .stability_enclosure import Enclosure, enclose_stability
+from .stability_enclosure import Enclosure, enclose_stability, same_ends, spread_text
 from .weights import entries_in_field, smallest_domain
 
 z = sympy.Symbol("z")
@@ -184,19 +184,6 @@ def _end_text(end: float) -> str:
     return "none" if end == 0 else "unbounded" if end == math.inf else f"{end:.6g}"
 
 
-def _spread(enclosure: Enclosure | None) -> str:
-    """Where the end lies for every method within a numeric tableau's precision, when that is
-    wider than the six digits printed."""
-    if enclosure is None or enclosure[0] == enclosure[1] or _same(list(enclosure)):
-        return ""
-    return f" (end between {enclosure[0]:.6g} and {enclosure[1]:.6g} within the precision)"
-
-
-def _same(ends: list[float]) -> bool:
-    """Interval ends that agree to the six digits the report prints (inf and 0 exactly)."""
-    return all(math.isclose(x, ends[0], rel_tol=1e-6) for x in ends)
-
-
 def _to_expr(p: Dense, K: Any, numeric: bool) -> sympy.Expr:
     terms = []
     for k, c in enumerate(p[::-1]):
@@ -283,11 +270,11 @@ class StabilityFunction:
             )
         real_ends, imaginary_ends, verdicts = zip(*outcomes.values(), strict=True)
         open_rows = []
-        if not _same(list(real_ends)):
+        if not same_ends(list(real_ends)):
             self.real_interval = None
             self._open.add("real")
             open_rows.append("the real stability interval")
-        if not _same(list(imaginary_ends)):
+        if not same_ends(list(imaginary_ends)):
             self.imaginary_interval = None
             self._open.add("imaginary")
             open_rows.append("the imaginary stability interval")
@@ -319,7 +306,7 @@ class StabilityFunction:
             if digits is not None and shared is None:
                 lost.append(f"the {row} stability interval")
                 self._open.add(row)
-            elif digits is not None and shared is not None and not _same([digits, shared]):
+            elif digits is not None and shared is not None and not same_ends([digits, shared]):
                 moved.append(f"the {row} stability interval ({_end_text(digits)} for the digits)")
             if digits is not None:
                 setattr(self, f"{row}_interval", shared)
@@ -402,7 +389,7 @@ class StabilityFunction:
             return "undetermined" if "real" in self._open else None
         if r == math.inf:
             return "(-∞, 0]"
-        return "none (only z = 0)" if r == 0 else f"[{-r:.6g}, 0]{_spread(self.real_enclosure)}"
+        return "none (only z = 0)" if r == 0 else f"[{-r:.6g}, 0]{spread_text(self.real_enclosure)}"
 
     @property
     def imaginary_interval_text(self) -> str | None:
@@ -413,7 +400,7 @@ class StabilityFunction:
             return "the whole imaginary axis"
         if y == 0:
             return "none (only z = 0)"
-        return f"[-{y:.6g}i, {y:.6g}i]{_spread(self.imaginary_enclosure)}"
+        return f"[-{y:.6g}i, {y:.6g}i]{spread_text(self.imaginary_enclosure)}"
 
     def rows(self) -> list[tuple[str, Any]]:
         """The report rows: R(z), the intervals, A- and L-stability."""

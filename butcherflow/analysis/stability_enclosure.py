@@ -42,8 +42,8 @@ from ..methods import ButcherTableau
 from ..methods.balls import ball
 from ..methods.precision import RESOLUTION, working_precision
 
-_DELTAS = tuple(10.0 ** (-k / 2) for k in range(24, 1, -1))  # relative half-widths, finest first
-_PIECES = 4000  # bisection budget for one certificate
+DELTAS = tuple(10.0 ** (-k / 2) for k in range(24, 1, -1))  # relative half-widths, finest first
+PIECES = 4000  # bisection budget for one certificate
 Enclosure = tuple[float, float]  # (lo, hi) of an interval end r; (inf, inf): unbounded
 
 
@@ -116,6 +116,19 @@ def enclose_stability(
             polynomial=all(c.is_zero() for c in D[1:]) and any(not c.contains(0) for c in N[1:]),
             poles_right=_poles_right(N, D),
         )
+
+
+def spread_text(enclosure: Enclosure | None) -> str:
+    """Where the end lies for every method within a numeric declaration's precision, when that is
+    wider than the six digits printed."""
+    if enclosure is None or enclosure[0] == enclosure[1] or same_ends(list(enclosure)):
+        return ""
+    return f" (end between {enclosure[0]:.6g} and {enclosure[1]:.6g} within the precision)"
+
+
+def same_ends(ends: list[float]) -> bool:
+    """Interval ends that agree to the six digits the report prints (inf and 0 exactly)."""
+    return all(math.isclose(x, ends[0], rel_tol=1e-6) for x in ends)
 
 
 def _used_stages(a: list[list[flint.arb]], w: list[flint.arb]) -> list[int]:
@@ -383,7 +396,7 @@ def _around(G: flint.arb_poly, S: flint.arb_poly, end: float) -> Enclosure | Non
         turned_s = flint.arb_poly(_padded(_coefficients(S), n + 1)[::-1])
         certified = _below(G, S, 0.0, 1.0) and _below(turned_g, turned_s, 0.0, 1.0)
         return (math.inf, math.inf) if certified else None
-    for delta in _DELTAS:
+    for delta in DELTAS:
         lo, hi = end * (1 - delta), end * (1 + delta)
         if G(flint.arb(hi)) - S(flint.arb(hi)) > 0 and _below(
             G, S, 0.0, lo, finest=end * delta / 64
@@ -411,7 +424,7 @@ def _below(G: flint.arb_poly, S: flint.arb_poly, lo: float, hi: float, finest: f
         if value <= 0:
             continue
         middle = (a + b) / 2
-        if value > 0 or spent > _PIECES or b - a < finest or not a < middle < b:
+        if value > 0 or spent > PIECES or b - a < finest or not a < middle < b:
             return False
         pieces += [(a, middle), (middle, b)]
     return True

@@ -17,7 +17,15 @@ from ..experiments.index import write_readme_summary
 from ..generate import evaluate, evaluate_perplexity, translate
 from ..generate.evaluate import MAX_TOKENS, validation_bleu
 from ..generate.search import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B
-from ..savedir import average_checkpoints, checkpoint_paths, load_model, read_config, save_weights
+from ..savedir import (
+    average_checkpoints,
+    checkpoint_paths,
+    checkpoint_update,
+    load_model,
+    read_config,
+    record_evaluation,
+    save_weights,
+)
 from ..train import Interrupted, TrainConfig, train
 from ..train.config import TASKS
 from ..train.interrupts import exit_code
@@ -54,6 +62,24 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             break
         print(f"S-{i}\t{source}\nT-{i}\t{reference}\nH-{i}\t{hypothesis}")
     print(result.scores)
+    scores = result.scores
+    record_evaluation(
+        Path(args.save_dir),
+        checkpoint_update(Path(args.save_dir), args.checkpoint),
+        {
+            "subset": args.subset,
+            "checkpoint": args.checkpoint,
+            "beam": args.beam,
+            "lenpen": args.lenpen,
+            "max_len_a": args.max_len_a,
+            "max_len_b": args.max_len_b,
+            "sentences": scores.n,
+            "bleu": scores.bleu,
+            "chrf": scores.chrf,
+            "bleu_signature": scores.bleu_signature,
+            "chrf_signature": scores.chrf_signature,
+        },
+    )
     return 0
 
 
@@ -71,6 +97,17 @@ def _evaluate_language_model(args: argparse.Namespace) -> int:
         f"({result.sentences} sentences), language model"
     )
     print(result)
+    record_evaluation(
+        Path(args.save_dir),
+        checkpoint_update(Path(args.save_dir), args.checkpoint),
+        {
+            "subset": args.subset,
+            "checkpoint": args.checkpoint,
+            "sentences": result.sentences,
+            "ppl": result.ppl,
+            "nll_bits": result.nll_bits,
+        },
+    )
     return 0
 
 

@@ -7,11 +7,12 @@ Generation and the experiments read trained models through this stage, never thr
 """
 
 from .checkpoint import Found, committed, latest_checkpoint, read_commit
-from .curves import read_log
+from .curves import read_log, record_evaluation
 from .layout import CheckpointError, read_config, recipe_from_config, run_corpus
 from .trained import (
     average_checkpoints,
     checkpoint_paths,
+    checkpoint_update,
     load_language_model,
     load_model,
     save_weights,
@@ -22,6 +23,7 @@ __all__ = [
     "Found",
     "average_checkpoints",
     "checkpoint_paths",
+    "checkpoint_update",
     "committed",
     "latest_checkpoint",
     "load_language_model",
@@ -30,6 +32,7 @@ __all__ = [
     "read_config",
     "read_log",
     "recipe_from_config",
+    "record_evaluation",
     "run_corpus",
     "save_weights",
 ]

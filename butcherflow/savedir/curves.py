@@ -2,7 +2,9 @@
 
 Each line has a `kind`: `"train"` (mean loss over the last `log_interval` updates, lr, gradient
 norm, target tokens/s), `"valid"` (loss, nll loss, perplexity, BLEU when measured), `"skip"` (a
-non-finite loss), `"resume"` and `"stop"`. Losses are in bits per target token (base 2, as fairseq
+non-finite loss), `"resume"`, `"stop"`, and `"evaluate"` (what `butcherflow evaluate` measured:
+the checkpoint, its update, the decoding and the scores, so a figure quoted from a run keeps its
+record beside the training log). Losses are in bits per target token (base 2, as fairseq
 prints them). The plot uses matplotlib's object API with the Agg canvas, so it never touches the
 caller's pyplot backend.
 """
@@ -11,16 +13,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_path, write_text
+from .layout import LOG
 
 
 def append_log(path: Path, entry: Mapping[str, Any]) -> None:
     """Append one entry to `log.jsonl` (a line is small: one write, flushed at close)."""
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry) + "\n")
+
+
+def record_evaluation(save_dir: Path, update: int | None, entry: Mapping[str, Any]) -> None:
+    """Append an `"evaluate"` entry to the run's `log.jsonl`, stamped with the checkpoint's
+    `update` (None for a weights file or an average) and the time in UTC."""
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    append_log(save_dir / LOG, {"update": update, "kind": "evaluate", "time": stamp, **entry})
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:
@@ -42,7 +53,7 @@ def truncate_log(path: Path, update: int) -> None:
     """Drop the entries after `update` (written by a run that was killed after its checkpoint,
     and about to be written again by the resumed run)."""
     entries = read_log(path)
-    kept = [e for e in entries if int(e.get("update", 0)) <= update]
+    kept = [e for e in entries if int(e.get("update") or 0) <= update]
     if len(kept) != len(entries):
         write_text(path, "".join(json.dumps(e) + "\n" for e in kept))
 

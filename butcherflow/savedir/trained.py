@@ -31,6 +31,15 @@ from .checkpoint import (
 from .layout import BEST, CONFIG, LAST, VOCAB, CheckpointError, read_config, recipe_from_config
 
 
+def checkpoint_update(save_dir: Path, checkpoint: str) -> int | None:
+    """The update `checkpoint` was saved at (`last` or `best`, from its commit); None for an
+    average, a weights file, or a checkpoint with no commit."""
+    if checkpoint not in ("last", "best"):
+        return None
+    found = committed(save_dir, LAST if checkpoint == "last" else BEST)
+    return None if found is None else found[1].get("update")
+
+
 def checkpoint_paths(save_dir: Path, checkpoint: str) -> list[Path]:
     """The weight files named by `checkpoint` (`last`, `best`, `avg:N` or a file path)."""
     if checkpoint in ("last", "best"):

@@ -1,0 +1,201 @@
+"""The real stability interval of numeric linear multistep declarations, enclosed over every
+method within the precision of the coefficients (`analysis/multistep_enclosure.py`).
+
+Every end is checked against an independent reading: numpy's roots of π(ζ) = ρ(ζ) − zσ(ζ) for
+an exact neighbour (Fractions inside the rounding), scanned along the axis and bisected.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import flint
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import butcherflow as bf
+from butcherflow.analysis.multistep import MultistepReport, analyse_multistep
+from butcherflow.analysis.multistep_enclosure import schur
+from butcherflow.analysis.report import show
+
+ROW = "real stability interval [-r, 0]: r"
+AB3 = [Fraction(5, 12), Fraction(-4, 3), Fraction(23, 12), Fraction(0)]
+AB3_TYPED = ["0.417", "-1.33", "1.92", 0]  # β to three digits: ±5e-4, ±5e-3, ±5e-3
+
+
+def numpy_end(alpha: list[Fraction], beta: list[Fraction], top: float = 4.0) -> float:
+    """Where π first has a root outside |ζ| = 1 + 1e-9 going left from z = 0: a scan of
+    numpy's roots at steps of top/4000, then bisection (independent of the Schur chain)."""
+
+    def unstable(x: float) -> bool:
+        coefficients = [float(a) + x * float(b) for a, b in zip(alpha, beta, strict=True)]
+        return bool(np.abs(np.roots(coefficients[::-1])).max() > 1 + 1e-9)
+
+    grid = np.linspace(top / 4000, top, 4000)
+    first = next((i for i, x in enumerate(grid) if unstable(x)), None)
+    if first is None:
+        return math.inf
+    lo, hi = (grid[first - 1] if first else 0.0), grid[first]
+    for _ in range(60):
+        lo, hi = (lo, (lo + hi) / 2) if unstable((lo + hi) / 2) else ((lo + hi) / 2, hi)
+    return float(lo)
+
+
+def typed(beta: list[object], alpha: list[object] | None = None) -> MultistepReport:
+    return analyse_multistep(bf.LinearMultistep(alpha or [0, 0, -1, 1], beta))
+
+
+@pytest.fixture(scope="module")
+def ab3_typed() -> MultistepReport:
+    return typed(AB3_TYPED)
+
+
+def test_a_three_digit_end_is_a_band_holding_its_neighbours_ends(
+    ab3_typed: MultistepReport,
+) -> None:
+    # The digits read 0.545405; β₁ = −1.334 (inside the rounding of "-1.33") ends at 0.544811.
+    digits = [Fraction(417, 1000), Fraction(-133, 100), Fraction(192, 100), Fraction(0)]
+    neighbour = [Fraction(417, 1000), Fraction(-1334, 1000), Fraction(192, 100), Fraction(0)]
+    alpha = [Fraction(x) for x in (0, 0, -1, 1)]
+    assert numpy_end(alpha, digits) == pytest.approx(0.545405, abs=1e-6)
+    assert numpy_end(alpha, neighbour) == pytest.approx(0.544811, abs=1e-6)
+    assert ab3_typed.real_interval == pytest.approx(0.545405, abs=1e-6)
+    assert ab3_typed.real_enclosure is not None
+    lo, hi = ab3_typed.real_enclosure
+    assert lo < 0.544811 < 0.545405 < hi and hi - lo < 0.01
+    text = dict(ab3_typed.rows())[ROW]
+    assert text == f"0.545405 (end between {lo:.6g} and {hi:.6g} within the precision)"
+    assert any("enclosed over every method within the precision" in n for n in ab3_typed.notes)
+    assert not any("digits spell" in n and "interval" in n for n in ab3_typed.notes)
+    assert ab3_typed.to_dict()["real_interval_enclosure"] == [lo, hi]
+    exact = analyse_multistep(bf.catalog["adams-bashforth-3"])
+    assert exact.real_enclosure is None and exact.to_dict()["real_interval_enclosure"] is None
+    assert not any("digits spell" in n or "enclosed" in n for n in exact.notes)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.tuples(*(st.integers(-1000, 1000) for _ in range(3))))
+def test_exact_neighbours_inside_the_rounding_end_inside_the_band(
+    ab3_typed: MultistepReport, moves: tuple[int, int, int]
+) -> None:
+    radii = [Fraction(5, 10**4), Fraction(5, 10**3), Fraction(5, 10**3)]
+    digits = [Fraction(417, 1000), Fraction(-133, 100), Fraction(192, 100)]
+    beta = [d + r * Fraction(m, 1000) for d, r, m in zip(digits, radii, moves, strict=True)]
+    assert ab3_typed.real_enclosure is not None
+    lo, hi = ab3_typed.real_enclosure
+    end = numpy_end([Fraction(x) for x in (0, 0, -1, 1)], [*beta, Fraction(0)])
+    assert lo - 1e-9 <= end <= hi + 1e-9
+
+
+@pytest.mark.parametrize(
+    "name",
+    [*(f"adams-bashforth-{k}" for k in (2, 3, 4)), *(f"bdf-{k}" for k in range(2, 7))],
+)
+def test_double_precision_keeps_the_exact_interval_to_the_printed_digits(name: str) -> None:
+    method = bf.catalog[name]
+    exact = analyse_multistep(method)
+    floats = bf.LinearMultistep([float(x) for x in method.alpha], [float(x) for x in method.beta])
+    report = analyse_multistep(floats)
+    assert report.real_enclosure is not None
+    assert show(dict(report.rows())[ROW]) == show(dict(exact.rows())[ROW])
+    assert exact.real_enclosure is None  # exact declarations keep their reading
+    lo, hi = report.real_enclosure
+    assert lo <= exact.real_interval <= hi
+    if exact.real_interval == math.inf:
+        assert report.a_alpha == pytest.approx(exact.a_alpha, abs=0.01)
+        assert any(
+            "A(α): it is the A(α) angle of the method the digits spell" in n for n in report.notes
+        )
+    else:
+        assert hi - lo <= 1e-6 * exact.real_interval
+        assert report.real_interval == pytest.approx(exact.real_interval, rel=1e-12)
+
+
+def test_a_float_trapezoid_is_unbounded_counting_roots_within_the_resolution() -> None:
+    # σ = (ζ + 1)/2 has its root on the circle: a neighbour with β₀ = 1/2 + 2^-45 ends near
+    # z = −10^13, so the whole axis holds only counting |ζ| ≤ 1 + 1.5e-8 as stable.
+    report = typed([0.5, 0.5], [-1.0, 1.0])
+    assert report.real_enclosure == (math.inf, math.inf) and report.real_interval == math.inf
+    assert any(
+        "counting a root less than 1.5e-8 outside |ζ| = 1 as stable" in n for n in report.notes
+    )
+
+
+def test_one_digit_adams_bashforth_2_holds_the_exact_range_of_its_neighbours() -> None:
+    # Each β known to ±0.05: the end 2/(β₁ − β₀) (a root at −1) ranges over [2/2.1, 2/1.9].
+    report = typed(["-0.5", "1.5", "0"], [0, -1, 1])
+    assert report.real_enclosure is not None
+    lo, hi = report.real_enclosure
+    assert lo <= 2 / 2.1 and hi >= 2 / 1.9 and hi < 1.2
+
+
+@pytest.mark.parametrize("beta", [["0.4", "-1.3", "1.9", 0], ["0.42", "-1.33", "1.92", 0]])
+def test_a_coarse_declaration_never_excludes_an_exact_neighbour(beta: list[object]) -> None:
+    # Exact AB3 (5/12, −4/3, 23/12) lies inside both roundings: its end 6/11 must be in the band.
+    report = typed(beta)
+    if report.real_enclosure is None:
+        assert report.real_interval is None
+        assert any("real stability interval undetermined" in n for n in report.notes)
+    else:
+        lo, hi = report.real_enclosure
+        assert lo <= 6 / 11 <= hi
+        assert numpy_end([Fraction(x) for x in (0, 0, -1, 1)], AB3) == pytest.approx(6 / 11)
+
+
+def test_numeric_alpha_encloses_the_methods_with_rho_1_zero() -> None:
+    # BDF2 to eight digits: ρ(1) = α₀ + α₁ + α₂ = 0 is met within the precision, and the note
+    # says the enclosure is over the methods that meet it. With α₁ to seven digits ρ(1) = 3e-8
+    # is undetermined: neighbours with ρ(1) < 0 have a root outside near z = 0.
+    report = typed([0, 0, "0.66666667"], ["0.33333333", "-1.33333333", 1])
+    assert report.real_enclosure == (math.inf, math.inf)
+    assert any("with ρ(1) = 0 (C_0, which the digits meet)" in n for n in report.notes)
+    seven = typed([0, 0, "0.66666667"], ["0.33333333", "-1.3333333", 1])
+    assert seven.real_interval is None and seven.a_alpha is None
+    assert dict(seven.rows())[ROW] == "undetermined (see notes)"
+    assert any("C_0 = ρ(1) = 0" in n and "undetermined" in n for n in seven.notes)
+
+
+def test_schur_decides_boxes_and_leaves_the_circle_open() -> None:
+    ball = flint.arb
+    assert schur([ball(Fraction(1, 4).__float__()), ball(0), ball(1)]) is True  # ±i/2
+    assert schur([ball(-2), ball(1)]) is False  # the root 2
+    assert schur([ball(-1), ball(0), ball(1)]) is None  # ±1, on the circle
+    # ζ² − 1.01 has a root outside, ζ² − 0.99 none: a box holding both is undecided
+    assert schur([ball(-1.01), ball(0), ball(1)]) is False
+    assert schur([ball(-1, 0.02), ball(0), ball(1)]) is None
+    # (ζ − 0.5)(ζ − 3): |constant| = 1.5 > |lead| = 1 at the first step
+    assert schur([ball(1.5), ball(-3.5), ball(1)]) is False
+    # (ζ − 0.9)(ζ + 0.2)(ζ − 1.5): |c| = 0.27 < 1, a root outside found at a later step
+    coefficients = np.polynomial.polynomial.polyfromroots([0.9, -0.2, 1.5])
+    assert schur([ball(float(c)) for c in coefficients]) is False
+
+
+root = st.tuples(st.floats(0.0, 2.0), st.floats(0.0, math.pi)).filter(
+    lambda r: abs(r[0] - 1) > 1e-3
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(root, min_size=1, max_size=4), st.integers(0, 3))
+def test_schur_agrees_with_numpy_roots_over_a_box(
+    roots: list[tuple[float, float]], digits: int
+) -> None:
+    # Real polynomials from roots r·e^{±iθ}, in balls of radius 10^-(6 + digits): a verdict
+    # holds for the centre and for sampled corners of the box.
+    zeros = [r * np.exp(1j * t) for r, t in roots]
+    zeros += [z.conjugate() for z in zeros if abs(z.imag) > 1e-12]
+    centre = np.real(np.polynomial.polynomial.polyfromroots(zeros))
+    radius = 10.0 ** -(6 + digits)
+    verdict = schur([flint.arb(float(c), radius) for c in centre])
+    draw = np.random.default_rng(len(zeros))
+    for moved in [centre, *(centre + radius * draw.choice([-1, 1], centre.size) for _ in range(8))]:
+        largest = np.abs(np.roots(moved[::-1])).max()
+        if verdict is True:
+            assert largest < 1
+        elif verdict is False:
+            assert largest > 1
+    if all(abs(abs(z) - 1) > 0.1 for z in zeros):  # far from the circle: decided
+        assert verdict is bool(max(abs(z) for z in zeros) < 1)
