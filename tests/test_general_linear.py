@@ -141,7 +141,48 @@ def test_zero_stability_of_a_numeric_v_tests_only_the_eigenvalues_on_the_circle(
     assert analyse_general_linear(glm).zero_stable is True
     stable, how = zero_stability(_block(1), 0.05)  # 1/2 within the first-order reach of |ζ| = 1
     assert stable is None and "undetermined" in how
-    assert zero_stability([[1, 1], [0, 1]], 5e-7)[0] is False  # a Jordan block at 1 itself
+    # a Jordan block at 1 itself: [[1, 1], [0, 1 - 1e-7]] lies within the precision and is
+    # power-bounded, so the digits cannot refute it
+    assert zero_stability([[1, 1], [0, 1]], 5e-7)[0] is None
+
+
+def test_a_defective_eigenvalue_that_numeric_digits_put_on_the_circle_is_undetermined() -> None:
+    """V = [[1.0, 1.0], [0, 1.0]] in floats read 'zero-stable: False' (a Jordan block at 1), while
+    [[1, 1], [0, 1 - 2⁻⁵²]], within a float's rounding of it, is power-bounded (eigenvalues 1 and
+    1 - 2⁻⁵², simple). Exact, the Jordan block fails."""
+
+    def glm(V: Any) -> GeneralLinear:
+        return GeneralLinear([[0]], [[1, 0]], [[1], [0]], V)
+
+    assert analyse_general_linear(glm([[1, 1], [0, 1]])).zero_stable is False
+    assert analyse_general_linear(glm([[1.0, 1.0], [0, 1.0]])).zero_stable is None
+    assert analyse_general_linear(glm([[1, 1], [0, "1 - 2**-52"]])).zero_stable is True
+
+
+def test_zero_stability_the_digits_cannot_decide_reads_undetermined_in_its_row() -> None:
+    """V = diag(1.0, -1.0) in floats (-1 on the circle only to within the rounding) leaves
+    power-boundedness undetermined; the row printed '—'."""
+    V = [[1.0, 0], [0, -1.0]]
+    report = analyse_general_linear(GeneralLinear([[0]], [[1, 0]], [[1], [0]], V))
+    assert report.zero_stable is None
+    assert dict(report.rows())["zero-stable (V power-bounded)"] == "undetermined (see notes)"
+
+
+def test_a_numeric_doubly_stochastic_v_is_judged_by_its_eigenvalues() -> None:
+    """V = [[0, 1.0], [1.0, 0]] in floats was zero-stable by the doubly-stochastic shortcut,
+    while [[0, 1 + 2⁻⁵⁰], [1, 0]], within a float's rounding of it, has the eigenvalue
+    √(1 + 2⁻⁵⁰) > 1: its eigenvalue -1 is on the circle only to within the rounding, as for
+    V = diag(1.0, -1.0), so undetermined. Exact, and for numeric V whose eigenvalues other than
+    1 lie inside, the verdict is unchanged."""
+
+    def zs(V: Any) -> bool | None:
+        return analyse_general_linear(GeneralLinear([[0]], [[1, 0]], [[1], [0]], V)).zero_stable
+
+    assert zs([[0, 1.0], [1.0, 0]]) is None
+    assert zs([[0, "1 + 2**-50"], [1, 0]]) is False
+    assert zs([[0, 1], [1, 0]]) is True
+    assert zs([[0.5, 0.5], [0.5, 0.5]]) is True
+    assert zs([[1.0, 0], [0, 1.0]]) is True
 
 
 def test_an_exact_v_decides_zero_stability_whatever_digits_the_other_matrices_carry() -> None:

@@ -229,7 +229,10 @@ HALF = sympy.Rational(1, 2)
         ((t - 1) * (t - HALF) ** 2, 0.0, True),
         ((t - 1) * (t - HALF) ** 2, 0.05, None),
         ((t - 1) * (t - HALF) ** 2, 1e-9, True),
-        ((t - 1) ** 2 * (t - HALF), 0.05, False),  # a double root the digits put on the circle
+        # a double root the digits put on the circle: (ζ − 1)(ζ − 1 + ε)(ζ − 1/2) lies within
+        # the precision and is zero-stable, so the digits cannot refute it
+        ((t - 1) ** 2 * (t - HALF), 0.05, None),
+        ((t - 1) ** 2 * (t - HALF), 0.0, False),
         ((t - 1) * (t - 2), 0.05, False),  # a root outside
     ],
 )
@@ -279,6 +282,91 @@ def test_a_double_root_on_the_circle_split_by_float_digits_is_placed_not_a_crash
         [1, sympy.Rational(-12, 5), sympy.Rational(86, 25), sympy.Rational(-12, 5), 1], ZETA
     )
     assert root_condition(exact, 0.0)[0] is False  # a double root on the circle
+
+
+def test_zero_stability_the_digits_cannot_decide_reads_undetermined_in_its_row() -> None:
+    """Milne-Simpson in floats leaves zero-stability undetermined (its root -1 is on the circle
+    only to within the rounding); the row printed '—', as if there were nothing to say. A
+    family's zero-stability (symbols in ρ) keeps '—' and its note."""
+    report = check([-1.0, 0, 1.0], [1 / 3, 4 / 3, 1 / 3])
+    assert report.zero_stable is None
+    assert dict(report.rows())["zero-stable"] == "undetermined (see notes)"
+    family = analyse_multistep(bf.LinearMultistep([0, "-1 - a", "a", 1], [0, 0, 0, 1]))
+    assert family.zero_stable is None and dict(family.rows())["zero-stable"] is None
+
+
+def test_coefficients_pasted_newest_first_are_named() -> None:
+    """BDF2 as many tables print it, newest first (alpha = 3/2, -2, 1/2; beta = 1, 0, 0), was
+    proved order 0, inconsistent and not zero-stable with no word on why: the lists are read
+    oldest first. The report now says that, reversed, they are a method of order 2; the
+    declaration's own verdicts stand. Adams-Bashforth 3 newest first (alpha ending in zeros) is
+    refused saying the lists are oldest first."""
+    report = check(["3/2", -2, "1/2"], [1, 0, 0])
+    assert report.order == 0 and report.consistent is False
+    assert any("newest first" in n and "order 2" in n for n in report.notes)
+    assert not any("newest first" in n for n in check(["1/2", -2, "3/2"], [0, 0, 1]).notes)
+    with pytest.raises(bf.DeclarationError, match="oldest first"):
+        bf.LinearMultistep([1, -1, 0, 0], ["23/12", "-4/3", "5/12", 0])
+
+
+def test_a_zero_stability_claim_the_digits_cannot_decide_says_so() -> None:
+    """Milne-Simpson in floats claimed zero-stable: the claim is not proved (its root -1 is on
+    the circle only to within the rounding), and the message read 'zero_stable is claimed True
+    but proved None'."""
+    method = bf.LinearMultistep([-1.0, 0, 1.0], [1 / 3, 4 / 3, 1 / 3], name="ms", zero_stable=True)
+    report = analyse_multistep(method)
+    assert not report.claim_holds
+    message = report.mismatch_message()
+    assert "zero_stable is claimed True but undetermined" in message and "None" not in message
+
+
+def test_consistency_the_digits_cannot_decide_is_undetermined_not_refuted() -> None:
+    """Adams-Bashforth 3 typed to five digits leaves C_1 undetermined (-7e-5 against a bound of
+    1.05e-4: the exact AB3 lies within the rounding) and read 'consistent: no'. It is
+    undetermined (None, the row says so); a C_1 that fails is still 'no'."""
+    report = check([0, 0, -1, 1], ["0.41667", "-1.3333", "1.9167", 0])
+    assert report.order == 0 and report.consistent is None
+    assert dict(report.rows())["consistent"] == "undetermined"
+    assert report.to_dict()["consistent"] is None
+    assert check([0, 0, -1, 1], ["0.41667", "-1.3333", "1.9200", 0]).consistent is False
+    assert check([0, 0, -1, 1], ["5/12", "-4/3", "23/12", 0]).consistent is True
+
+
+def test_a_numeric_error_constant_is_enclosed_not_printed_as_exact() -> None:
+    """beta typed "0.1", "0.3", "0.6" (each +-0.05) meets C_0..C_2 exactly, so order 2, and its
+    error constant read '-11/60' as if exact; the order-2 methods within the precision,
+    beta = (t - 1/2, 3/2 - 2t, t) for t in [0.575, 0.625], have C = 5/12 - t in
+    [-0.2083, -0.1583]. It is now the digits' value with a radius that holds every method within
+    the precision, and the row and the JSON say so; exact declarations keep no radius."""
+    report = check([0, -1, 1], ["0.1", "0.3", "0.6"])
+    assert report.order == 2 and report.error_constant == sympy.Rational(-11, 60)
+    radius = report.error_constant_radius
+    assert radius is not None
+    for t in (Fraction(23, 40), Fraction(5, 8)):
+        assert abs(Fraction(5, 12) - t - Fraction(-11, 60)) <= radius
+    row = dict(report.rows())["error constant C_{p+1}/σ(1)"]
+    assert row.startswith("-0.183333 ± ") and "within the precision" in row
+    assert report.to_dict()["error_constant_radius"] == radius
+    floats = check([0, 0, -1, 1], [5 / 12, -16 / 12, 23 / 12, 0])
+    assert floats.error_constant_radius is not None and floats.error_constant_radius < 1e-11
+    exact = check([0, 0, -1, 1], ["5/12", "-4/3", "23/12", 0])
+    assert exact.error_constant_radius is None
+    assert dict(exact.rows())["error constant C_{p+1}/σ(1)"] == sympy.Rational(3, 8)
+
+
+def test_a_repeated_root_that_numeric_digits_put_on_the_circle_is_undetermined() -> None:
+    """ρ = (ζ − 1)(ζ + 1)² typed as floats (or one-decimal strings) read 'zero-stable: False',
+    while (ζ − 1)(ζ² + (2 − 2⁻⁵²)ζ + 1), whose α moves two entries by 2⁻⁵² (inside a float's
+    rounding), has two simple roots on the circle: weakly zero-stable, proved exactly. The digits
+    cannot tell the two apart; only the exact declaration fails."""
+    beta = [0, 0, 4, 0]
+    assert check([-1, -1, 1, 1], beta).zero_stable is False
+    for typed in ([-1.0, -1.0, 1.0, 1.0], ["-1.0", "-1.0", "1.0", "1.0"]):
+        report = check(typed, beta)
+        assert report.zero_stable is None
+        assert any("undetermined" in note for note in report.notes)
+    d = sympy.Rational(1, 2**52)
+    assert check([-1, -1 + d, 1 - d, 1], beta).zero_stable is True
 
 
 @pytest.mark.parametrize(("k", "angle"), [(3, 86.03), (4, 73.35), (5, 51.84), (6, 17.84)])

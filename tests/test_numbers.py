@@ -647,3 +647,15 @@ def test_zero_dimensional_booleans_and_complex_tensors_are_refused(
     raw = torch.tensor(True) if kind == "bool" else torch.tensor(1 + 2j)
     with declaration_error(KEY, "not a number"):
         parse(raw)
+
+
+def test_a_float32_row_where_an_entry_belongs_is_shown_as_its_numbers() -> None:
+    """alpha given as a float32 tensor of shape (1, 2) was refused with the parser's internal
+    objects as the value: "got [Number(value=-1, rounding=Fraction(1, 32768), raw='-1.0000'),
+    ...]"; the one line now shows the row as given, [-1.0, 1.0]."""
+    torch = pytest.importorskip("torch")
+    with pytest.raises(bf.DeclarationError) as caught:
+        bf.LinearMultistep(torch.tensor([[-1.0, 1.0]]), torch.tensor([0.0, 1.0]))
+    message = str(caught.value)
+    assert "alpha[0]" in message and "(got [-1.0, 1.0])" in message
+    assert "Number(" not in message

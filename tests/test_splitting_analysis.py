@@ -153,6 +153,55 @@ def test_claims_above_what_the_digits_establish_are_not_proved() -> None:
     assert "substep_order is claimed 2 but proved 1 (established 1; " in report.mismatch_message()
 
 
+# Yoshida (1990), Table 2, solution D: w1..w7 of the 15-step symmetric composition of Strang
+# steps, order 8 (w0 = 1 - 2(w1 + ... + w7)).
+YOSHIDA_8D = [
+    "0.102799849391985", "-1.96061023297549", "1.93813913762276", "-0.158240635368243",
+    "-1.44485223686048", "0.253693336566229", "0.914844246229740",
+]  # fmt: skip
+
+
+def strang_composition(weights: list[sympy.Expr]) -> Steps:
+    """Strang steps of the given weights, adjacent half steps of A merged."""
+    steps: Steps = []
+    for i, w in enumerate(weights):
+        steps += [("A", (w + (weights[i - 1] if i else 0)) / 2), ("B", w)]
+    return [*steps, ("A", weights[-1] / 2)]
+
+
+def test_a_published_composition_in_doubles_is_judged_at_the_size_of_its_terms() -> None:
+    """Yoshida's eighth-order composition (solution D) typed as doubles read 'order 4+' with 27
+    words of order 5 undetermined: their residuals are ~5e-16, but the word coefficients are sums
+    of terms ~1e4 times 1/5!, and the doubles' rounding (2^-44 of each term) moved them by 1.3e-10,
+    above 1.5e-8 * 1/5!. A word is judged at the size of its terms (as a multistep C_q is): the
+    doubles prove order 8 (order 9 fails); typed to four digits, order 5 stays open."""
+    w = [sympy.Rational(x) for x in YOSHIDA_8D]
+    weights = [*w[::-1], 1 - 2 * sum(w), *w]
+    steps = strang_composition(weights)
+    doubles = analyse([(op, float(c)) for op, c in steps], max_order=9)
+    assert (doubles.order, doubles.order_upper) == (8, 8) and not doubles.undetermined_words
+    assert "size of its terms" in dict(doubles.rows())["tolerance"]
+    four = analyse([(op, f"{float(c):.4g}") for op, c in steps], max_order=9)
+    assert four.order < 8 and four.undetermined_words and four.order_upper is None
+
+
+def test_coefficient_sums_that_are_not_1_never_print_as_1() -> None:
+    """Yoshida's triple jump typed as the decimals floats print (repr) has ΣB = 1 - 3e-16, which
+    fails order 1 at those digits; the row read 'coefficient sums  A: 1, B: 1' beside it."""
+    r = sympy.root(2, 3)
+    x1, x0 = 1 / (2 - r), -r / (2 - r)
+    weights = [x1, x0, x1]
+    steps = [(op, repr(float(c))) for op, c in strang_composition(weights)]
+    report = analyse(steps)
+    assert report.order == 0 and report.failing_words
+    sums = dict(report.rows())["coefficient sums"]
+    assert "A: 1," not in sums and not sums.endswith("B: 1")
+    assert "B: 0.9999999999999997" in sums
+    assert dict(analyse([(op, float(sympy.Rational(c))) for op, c in STRANG]).rows())[
+        "coefficient sums"
+    ] == ("A: 1, B: 1")
+
+
 def test_long_operator_names_are_joined_in_words() -> None:
     report = analyse([("ffn", HALF), ("san", 1), ("ffn", HALF)])
     assert ("ffn·san·ffn", sympy.Rational(1, 12)) in report.failing_words

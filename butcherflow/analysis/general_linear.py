@@ -271,6 +271,13 @@ class GeneralLinearReport(Report):
         that is not zero-stable, order 0)."""
         return None if self.measured is None else self.measured.slope
 
+    def _zero_stability_text(self) -> Any:
+        if self.zero_stable is None and not any(
+            x.free_symbols for row in self.method.V for x in row
+        ):
+            return OPEN_ROW  # the digits cannot decide it (a family's depends on its symbols)
+        return self.zero_stable
+
     def rows(self) -> list[tuple[str, Any]]:
         m = self.method
         shown = [f"{label}: {res}" for label, res in self.failing[:4]]
@@ -283,7 +290,7 @@ class GeneralLinearReport(Report):
             ("starting procedure", ", ".join(m.start_text())),
             ("preconsistent", "undetermined" if self.preconsistent is None else self.preconsistent),
             ("consistent", "undetermined" if self.consistent is None else self.consistent),
-            ("zero-stable (V power-bounded)", self.zero_stable),
+            ("zero-stable (V power-bounded)", self._zero_stability_text()),
         ]
         if self.preconsistency_undetermined:
             rows.append(

@@ -28,8 +28,10 @@ from .multistep_enclosure import enclose_real_interval
 from .multistep_order import (
     condition,
     dahlquist_barrier,
+    error_constant_radius,
     judge_condition,
     raising_notes,
+    reversed_reading,
     search_multistep_order,
     vanishes,
 )
@@ -59,10 +61,12 @@ class MultistepReport(Report):
     - `method`: the `LinearMultistep` declaration.
     - `order`: the largest p with C_0 = … = C_p = 0; 0 when the method is inconsistent. For a
       family with symbols, the generic order (conditions that vanish identically).
-    - `consistent`: C_0 = C_1 = 0.
+    - `consistent`: C_0 = C_1 = 0; None when a numeric declaration's digits cannot decide it.
     - `error_constant`: the normalised error constant C_{p+1}/σ(1) (Hairer-Nørsett-Wanner's C,
       invariant when α and β are scaled together: Adams-Bashforth 2 gives 5/12, the trapezoid
       −1/12, BDFk −1/(k+1)); `None` when inconsistent, when σ(1) = 0 or when the search capped.
+      For a numeric declaration it is the digits' own, and `error_constant_radius` bounds how
+      far it lies from that of any method within the precision (None for exact declarations).
     - `zero_stable`: the root condition on ρ; `None` when ρ has symbols, or when a numeric
       declaration's precision cannot place a root on or off the unit circle.
     - `weakly_stable`: zero-stable with roots on the unit circle other than ζ = 1 (Milne-Simpson,
@@ -91,8 +95,9 @@ class MultistepReport(Report):
     method: LinearMultistep
     order: int
     order_upper: int | None
-    consistent: bool
+    consistent: bool | None
     error_constant: sympy.Expr | None
+    error_constant_radius: float | None
     zero_stable: bool | None
     weakly_stable: bool
     rho: sympy.Poly
@@ -162,8 +167,8 @@ class MultistepReport(Report):
                 tolerance_text(m.precision, m.rounding, None, SCALE) if m.numeric else None,
             ),
             ("undetermined", shown_open(self.undetermined) or None),
-            ("consistent", self.consistent),
-            ("error constant C_{p+1}/σ(1)", self.error_constant),
+            ("consistent", "undetermined" if self.consistent is None else self.consistent),
+            ("error constant C_{p+1}/σ(1)", self._error_constant_text()),
             ("zero-stable", self._zero_stability_text()),
             ("ρ(ζ)", self.rho.as_expr()),
             ("σ(ζ)", self.sigma.as_expr()),
@@ -171,6 +176,14 @@ class MultistepReport(Report):
             ("A(α) angle (degrees)", self.a_alpha),
             ("real stability interval [-r, 0]: r", self._interval_text()),
         ]
+
+    def _error_constant_text(self) -> Any:
+        if self.error_constant is None or self.error_constant_radius is None:
+            return self.error_constant
+        return (
+            f"{float(self.error_constant):.6g} ± {self.error_constant_radius:.2g} (the digits' "
+            "own; every method within the precision has it in that ball)"
+        )
 
     def _interval_text(self) -> Any:
         if self.real_interval is None and self.method.numeric and not self.method.symbols:
@@ -181,6 +194,8 @@ class MultistepReport(Report):
     def _zero_stability_text(self) -> Any:
         if self.zero_stable and self.weakly_stable:
             return "yes, weakly (roots on |ζ| = 1 other than 1)"
+        if self.zero_stable is None and not self.method.symbols:
+            return OPEN_ROW  # the digits cannot place a root (a family's depends on it)
         return self.zero_stable
 
     def to_dict(self) -> dict[str, Any]:
@@ -193,6 +208,7 @@ class MultistepReport(Report):
             "order": self.order,
             "consistent": self.consistent,
             "error_constant": self.error_constant,
+            "error_constant_radius": self.error_constant_radius,
             "zero_stable": self.zero_stable,
             "weakly_stable": self.weakly_stable,
             "order_upper": self.order_upper,
@@ -285,12 +301,15 @@ def analyse_multistep(
             "zero-stable, but only weakly: ρ has roots on the unit circle other than ζ = 1, "
             "whose (parasitic) error components are never damped"
         )
+    flipped = reversed_reading(method, found, limit)
+    if flipped:
+        notes.append(flipped)
     if method.symbols:
         notes.append("the order is the family's generic order (conditions that vanish identically)")
         notes += raising_notes(method, found, limit)
     if found.stopped == "max_order":
         notes.append(f"C_0..C_{limit} all vanish: the order is at least {limit} (search stopped)")
-    error_constant = None
+    error_constant, radius = None, None
     if found.consistent and found.upper == found.order:
         sigma_1 = sympy.expand(sum(method.beta, sympy.Integer(0)))
         if vanishes(sigma_1):
@@ -299,6 +318,14 @@ def analyse_multistep(
             error_constant = found.conditions[found.order + 1] / sigma_1
             if not error_constant.is_Rational:
                 error_constant = sympy.simplify(error_constant)
+            if method.numeric and not method.symbols:
+                radius = error_constant_radius(method, found.order + 1, error_constant)
+                if radius is None:
+                    error_constant = None
+                    notes.append(
+                        "σ(1) is 0 within the precision: the normalised error constant "
+                        "C_{p+1}/σ(1) is undetermined"
+                    )
     a_alpha: float | None = None
     interval: float | None = None
     enclosure: Enclosure | None = None
@@ -349,6 +376,7 @@ def analyse_multistep(
         order_upper=found.upper,
         consistent=found.consistent,
         error_constant=error_constant,
+        error_constant_radius=radius,
         zero_stable=zero_stable,
         weakly_stable=weakly,
         rho=rho,

@@ -90,6 +90,27 @@ def judge_condition(method: LinearMultistep, q: int, value: sympy.Expr) -> Judge
         return judge_enclosure(enclosure, scale, lambda: zero)
 
 
+def error_constant_radius(method: LinearMultistep, q: int, value: sympy.Expr) -> float | None:
+    """How far the error constant C_q/σ(1) of a numeric declaration can lie from the digits' own
+    `value`: a ball holding it for every method within the precision (C_q and σ(1) are linear in
+    the entries, each enclosed by its own bound).
+
+    **Arguments:** `method`: a numeric declaration (no symbols); `q`: p + 1; `value`: the digits'
+    C_q/σ(1).
+
+    **Returns:** the radius, rounded up to a float; None when σ(1)'s ball holds 0 (no method
+    within the precision need have a normalised error constant).
+    """
+    sigma_rounding = sum((x.rounding for x in method.beta_numbers), Fraction(0))
+    with flint.ctx.workprec(working_precision([*method.alpha_numbers, *method.beta_numbers])):
+        sigma_1 = ball(sum(method.beta, sympy.Integer(0)), sigma_rounding)
+        if sigma_1.contains(0):
+            return None
+        spread = ball(condition(method.alpha, method.beta, q), _bound(method, q)) / sigma_1
+        spread -= ball(value)
+        return float((abs(spread.mid()) + spread.rad()).upper())
+
+
 def vanishes(value: sympy.Expr) -> bool:
     """Whether an exact value (rational, radical or other algebraic) is exactly zero.
 
@@ -126,7 +147,7 @@ class MultistepOrder:
 
     order: int
     upper: int | None
-    consistent: bool
+    consistent: bool | None  # C_0 = C_1 = 0; None: the digits cannot decide it
     conditions: list[sympy.Expr]
     failing: list[tuple[int, Judgement]]  # the conditions of order + 1 that fail
     undetermined: list[tuple[int, Judgement]]
@@ -157,7 +178,8 @@ def search_multistep_order(
         return [(q, judge_condition(method, q, conditions[q])) for q in qs]
 
     found = search_order(judged_at, limit=limit, deadline=math.inf, bound=bound, capped=capped)
-    consistent = found.order >= 1
+    # order 0 is inconsistent only where C_0 or C_1 fails (then the upper bound is 0)
+    consistent = True if found.order >= 1 else (False if found.upper == 0 else None)
     return MultistepOrder(
         found.order,
         found.upper,
@@ -166,6 +188,29 @@ def search_multistep_order(
         found.failing,
         found.undetermined,
         found.stopped,
+    )
+
+
+def reversed_reading(method: LinearMultistep, found: MultistepOrder, limit: int) -> str | None:
+    """A note for coefficients that read better newest first, as many tables print them (BDF2
+    as 3/2, -2, 1/2 with beta 1, 0, 0): the lists are read oldest first, and their reversal is a
+    method of higher order.
+
+    **Arguments:** `method`: a declaration without symbols; `found`: its order search; `limit`:
+    the last order examined.
+
+    **Returns:** the note, or None when the reversal is no k-step method of higher order.
+    """
+    if method.symbols or vanishes(method.alpha[0]):
+        return None
+    flipped = LinearMultistep(method.alpha_numbers[::-1], method.beta_numbers[::-1])
+    order = search_multistep_order(flipped, limit, None, False).order
+    if order <= found.order:
+        return None
+    return (
+        f"alpha and beta are read oldest first (alpha_0 .. alpha_k); read newest first "
+        f"(both lists reversed), these coefficients are a method of order {order}: if the "
+        "table printed them newest first, reverse both lists"
     )
 
 

@@ -219,6 +219,9 @@ class Report(abc.ABC):
         where = f"{self.method.source}: " if self.method.source else ""
         parts = []
         for key, (claimed, proved) in self.mismatches.items():
+            if proved is None:  # a verdict the digits cannot reach (zero-stability)
+                parts.append(f"{key} is claimed {claimed} but undetermined (see the notes)")
+                continue
             part = f"{key} is claimed {claimed} but proved {proved}"
             count, stopped = self.search_end(key)
             if count:

@@ -125,33 +125,39 @@ def place_roots(
     return factors, used
 
 
-def root_condition(rho: sympy.Poly, rounding: float) -> tuple[bool | None, list[Root], str, bool]:
+def root_condition(
+    rho: sympy.Poly, rounding: float, *, matrix: bool = False
+) -> tuple[bool | None, list[Root], str, bool]:
     """The root condition on ρ: every root in the closed unit disc, those on the circle simple.
 
     **Arguments:**
 
     - `rho`: ρ(ζ) as a univariate `sympy.Poly`.
     - `rounding`: how far each coefficient may be from the digits given (0 for exact ones).
+    - `matrix`: ρ is a matrix's characteristic polynomial, whose repeated roots on the circle
+      the caller decides by its own rank test (semisimple eigenvalues are fine): they are
+      neither a failure nor undetermined here.
 
     **Returns:** `(zero_stable, roots, how, weakly)`: `zero_stable` is None when a numeric
     declaration leaves a root other than 1 within its precision of the unit circle (on it, or
-    just outside: the digits cannot tell); `roots` are `(value, multiplicity, |value|)`, largest
-    modulus first; `how` says how it was decided; `weakly`: zero-stable with roots on the circle
-    other than 1.
+    just outside: the digits cannot tell), or a repeated root on it; `roots` are `(value,
+    multiplicity, |value|)`, largest modulus first; `how` says how it was decided; `weakly`:
+    zero-stable with roots on the circle other than 1.
     """
     exact = bool(rho.domain.is_QQ or rho.domain.is_ZZ) and rounding == 0
     factors, used = place_roots(rho, rounding)
     found = [root for _, placed in factors for root in placed]
     circle = [r for r in found if r[3] == 0]
     clustered = any(abs(_mp(a[0]) - _mp(b[0])) <= a[4] + b[4] for a, b in combinations(circle, 2))
-    # A definite failure: a root the digits put outside, or a repeated root they put exactly on
-    # the circle. A repeated root only within the precision of the circle, or two roots on it
-    # within each other's reach (a double one for all the digits can tell), is undetermined for a
-    # numeric declaration: the intended method may have it inside, or simple.
-    definite = any(r[3] == 1 for r in found) or any(
-        r[1] > 1 and abs(r[2] - 1) <= 1e-30 for r in circle
+    # A definite failure: a root the digits put outside, or an exact ρ's repeated root on the
+    # circle. A numeric declaration's repeated root on the circle (exactly, or within the
+    # precision), or two roots on it within each other's reach, is undetermined: a method within
+    # the precision may have it inside, or split into simple roots on the circle.
+    definite = any(r[3] == 1 for r in found) or (
+        rounding == 0 and not matrix and any(r[1] > 1 and abs(r[2] - 1) <= 1e-30 for r in circle)
     )
-    stable: bool | None = not definite and all(r[1] == 1 for r in circle) and not clustered
+    simple = matrix or all(r[1] == 1 for r in circle)
+    stable: bool | None = not definite and simple and not clustered
     near = not definite and not stable and rounding > 0
     if near:
         stable = None

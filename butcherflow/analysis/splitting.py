@@ -95,10 +95,14 @@ class SplittingReport(Report):
         self._numbers = [*method.step_numbers, *(_substep_numbers(sub) if sub else [])]
         self._prec = working_precision(self._numbers)
         self._balls: FreeProduct | None = None
+        self._sizes: FreeProduct | None = None
         if not self.exact and not self.symbolic:
             with flint.ctx.workprec(self._prec):
                 factors = [ball(x.value, x.rounding) for x in method.step_numbers]
                 self._balls = FreeProduct(list(zip(letters, factors, strict=True)), BallDomain())
+                # the size of each word's terms: its coefficient in Π exp(|c_i| X_i)
+                sizes = [(x, abs(c)) for x, c in self._balls.factors]
+                self._sizes = FreeProduct(sizes, BallDomain())
 
         claims = [c for c in (method.order, method.substep_order) if c is not None]
         limit = max_order if max_order is not None else max([DEFAULT_CAP, *(c + 1 for c in claims)])
@@ -154,14 +158,23 @@ class SplittingReport(Report):
         exact = self._exact_residuals(n)
         if self._balls is None:
             return [(w, judge_element(domain, r)) for w, r in exact]
+        assert self._sizes is not None
         with flint.ctx.workprec(self._prec):
             part, target = self._balls.grade(n), self._balls.exact(n)
-            scale = Fraction(1, math.factorial(n))
+            sizes, least = self._sizes.grade(n), Fraction(1, math.factorial(n))
+
+            def scale(w: Word) -> Fraction:
+                """The size of the word's terms (at least 1/n!), where the resolution applies:
+                doubles of a composition with large coefficients (Yoshida's eighth order)
+                cancel terms ~1e4 times 1/n!, and only their size says what 2⁻⁴⁴ of each moves."""
+                size = sizes.get(w)
+                return least if size is None else max(least, Fraction(float(size.mid())))
+
             return [
                 (
                     w,
                     judge_enclosure(
-                        part.get(w, flint.arb(0)) - target, scale, bool(r == domain.zero)
+                        part.get(w, flint.arb(0)) - target, scale(w), bool(r == domain.zero)
                     ),
                 )
                 for w, r in exact
@@ -274,6 +287,14 @@ class SplittingReport(Report):
         value = sympy.sympify(value)
         return str(value) if self.exact or value.free_symbols else f"{float(value):.6g}"
 
+    def _show_sum(self, value: sympy.Expr) -> str:
+        """A coefficient sum: as `_show`, but one that is not 1 never prints as 1 (consistency
+        is read from it)."""
+        text = self._show(value)
+        if text != "1" or sympy.sympify(value) == 1:
+            return text
+        return str(sympy.N(value, 20)).rstrip("0")
+
     @property
     def claims(self) -> dict[str, tuple[Any, Any]]:
         claims = super().claims
@@ -306,7 +327,7 @@ class SplittingReport(Report):
 
         m = self.method
         steps = " → ".join(f"{op} {self._show(c)}" for op, c in m.steps)
-        sums = ", ".join(f"{op}: {self._show(s)}" for op, s in self.coefficient_sums.items())
+        sums = ", ".join(f"{op}: {self._show_sum(s)}" for op, s in self.coefficient_sums.items())
         order = f"{self.order}" + ("+" if self.order_is_lower_bound else "")
         effective = f"{self.substep_order}" + ("+" if self.substep_order_is_lower_bound else "")
         rows: list[tuple[str, Any]] = [
@@ -321,7 +342,7 @@ class SplittingReport(Report):
             ("domain", self.domain),
         ]
         if not self.exact and not self.symbolic:
-            tolerance = resolution_text(self.tolerance, "(1/|w|!)")
+            tolerance = resolution_text(self.tolerance, "(size of its terms, at least 1/|w|!)")
             rows.append(("tolerance", f"{self._precision_text()}; {tolerance}"))
         rows.append((f"failing words at order {self.order + 1}", shorten(self.failing_words)))
         if self.undetermined_words:

@@ -88,8 +88,9 @@ class LinearMultistep(CoefficientMethod):
                 "alpha_k (the last entry of alpha) must not be 0",
                 key=f"alpha[{len(a) - 1}]",
                 value=alpha[-1],
-                valid="the newest value y_{n+k} must appear: drop trailing "
-                "zeros from alpha and beta or give a non-zero alpha_k",
+                valid="alpha and beta are listed oldest first (alpha_0 .. alpha_k), and the "
+                "newest value y_{n+k} must appear: reverse lists printed newest first, drop "
+                "trailing zeros from alpha and beta, or give a non-zero alpha_k",
             )
         if zero_stable is not None and not isinstance(zero_stable, bool):
             raise self.error(

@@ -423,7 +423,18 @@ def parse_number(raw: Any, key: str, source: str | Path | None = None) -> Number
     numpy_scalar = _from_numpy(raw)
     if numpy_scalar is not None:
         return parse_number(numpy_scalar, key, source)
-    raise _refuse(f"entry of type {type(raw).__name__} is not a number", raw, key, source)
+    problem = f"entry of type {type(raw).__name__} is not a number"
+    raise _refuse(problem, _as_given(raw), key, source)
+
+
+def _as_given(raw: Any) -> Any:
+    """A refused value as the user gave it: a narrow array's elements (`Number`s by now,
+    `as_list`) shown as the floats they were, in nested lists too."""
+    if isinstance(raw, list):
+        return [_as_given(x) for x in raw]
+    if isinstance(raw, Number):
+        return float(raw.value) if raw.numeric else raw.raw
+    return raw
 
 
 def _exact(raw: sympy.Expr, key: str, source: str | Path | None) -> Number:
