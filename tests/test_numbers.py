@@ -551,6 +551,17 @@ def test_covering_text_reads_back_covering_the_entry(
         ("1\u00a0\u2212\u2009√3/6", 1 - sympy.sqrt(3) / 6),  # no-break and thin spaces
         (r"2\,\sqrt{3}", 2 * sympy.sqrt(3)),
         (r"\frac{1}{2}(1+\sqrt{5})", (1 + sympy.sqrt(5)) / 2),
+        # PDF glyphs that were refused: the fraction slash (U+2044), a fraction set as
+        # superscript/fraction slash/subscript, ∛ and ∜, superscript powers
+        ("5\u204412", sympy.Rational(5, 12)),
+        ("\u2075\u2044\u2081\u2082", sympy.Rational(5, 12)),
+        ("1 − √3\u20446", 1 - sympy.sqrt(3) / 6),
+        ("1/(2 − ∛2)", 1 / (2 - sympy.cbrt(2))),  # Yoshida's triple jump
+        ("2∜(1+3)", 2 * sympy.sqrt(2)),
+        ("5×10⁻³", sympy.Rational(1, 200)),
+        ("((1+√5)/2)²", ((1 + sympy.sqrt(5)) / 2) ** 2),
+        ("2³/4", sympy.Integer(2)),  # a power over 4, not a fraction glyph
+        ("7÷8", sympy.Rational(7, 8)),
     ],
 )
 def test_typeset_entries_are_the_numbers_on_the_page(raw: str, value: sympy.Expr) -> None:
@@ -584,6 +595,8 @@ def test_typeset_entries_that_mean_nothing_certain_are_refused(raw: str, declara
         (r"2\,3", "split by a space"),  # was 23
         (r"0.123\,456", "split by a space"),
         ("1\u202f000", "split by a space"),
+        ("2\u2075\u2044\u2081\u2082", "mixed number"),  # 2⁵⁄₁₂ is 2 5/12 on the page
+        ("1 5\u204412", "split by a space"),
     ],
 )
 def test_typeset_entries_read_two_ways_are_refused_with_the_reason(

@@ -8,14 +8,15 @@ typeset character is left exactly as it is.
 
 - LaTeX: `\\frac{a}{b}` (`\\dfrac`, `\\tfrac`), `\\sqrt{x}`, `\\sqrt[n]{x}`, `\\cdot`, `\\times`,
   `\\pi`, `\\sin`/`\\cos`/`\\tan`, `\\left(`/`\\right)`, braces as parentheses, `$` dropped.
-- Unicode: − (minus) and the dashes PDFs use for it, × · ⋅ (times), √ (`√6`, `√(6)`, `2√6`),
-  vulgar fractions (½, ⅓, ⅔, ...), π.
+- Unicode: − (minus) and the dashes PDFs use for it, × · ⋅ (times), √ ∛ ∜ (`√6`, `√(6)`,
+  `2√6`, `∛2`), vulgar fractions (½, ⅓, ⅔, ...), the fraction and division slashes (`5⁄12`, and
+  `⁵⁄₁₂` as PDFs set a fraction), superscript powers (`10⁻³`, `(1+√5)²`), π.
 - Spacing (`\\,`, `\\;`, `\\quad`, `~`, `\\phantom{-}`, no-break and thin spaces) is space.
 - A factor written next to a root, a function or a parenthesis (`2\\sqrt{6}`, `2√6`, `3(…)`)
   is a product, as on the page.
 
 Forms a reader could take two ways are refused with the reason, never guessed: a mixed number
-(`1½`, `2\\frac{1}{2}`: 5/2 or 1?), digits split by a space (`0.123\\,456`: grouping or a
+(`1½`, `2\\frac{1}{2}`, `2⁵⁄₁₂`: 5/2 or 1?), digits split by a space (`0.123\\,456`: grouping or a
 product?), a comma (`0{,}5`, `\\sqrt[3]{0,5}`: a decimal comma?), a power of ten whose exponent
 lost its superscript in the copy (`5×10−3`), an unpaired `$`. Anything else with a backslash
 (`\\alpha`, an unknown command) is refused by the parser with the entry's key.
@@ -44,6 +45,15 @@ _COMMANDS = {
     r"\right": "",
     **{space: " " for space in (r"\,", r"\!", r"\ ", r"\;", r"\:", r"\>", r"\quad", r"\qquad")},
 }
+_SUPERSCRIPT_DIGITS = "\u2070\u00b9\u00b2\u00b3" + "".join(map(chr, range(0x2074, 0x207A)))
+_SUBSCRIPT_DIGITS = "".join(map(chr, range(0x2080, 0x208A)))
+_DIGITS = str.maketrans(
+    _SUPERSCRIPT_DIGITS + _SUBSCRIPT_DIGITS + "\u207a\u207b", "0123456789" * 2 + "+-"
+)
+# ⁵⁄₁₂ (a PDF's fraction), then any fraction or division slash, then a superscript power
+_SET_FRACTION = re.compile(rf"([{_SUPERSCRIPT_DIGITS}]+)\s*[\u2044/]\s*([{_SUBSCRIPT_DIGITS}]+)")
+_SLASHES = {"\u2044": "/", "\u2215": "/", "\u00f7": "/"}
+_POWER = re.compile(rf"(?<=[0-9)A-Za-z\u03c0])\s*([\u207a\u207b]?[{_SUPERSCRIPT_DIGITS}]+)")
 _SPACES = {ch: " " for ch in "~\u00a0\u202f\u205f" + "".join(map(chr, range(0x2000, 0x200B)))}
 _PHANTOM = re.compile(r"\\[hv]?phantom\s*")
 _FRACTION = re.compile(r"\\[dt]?frac\s*")
@@ -53,6 +63,10 @@ _VALID = "write the number in the entry syntax (0.5, 5/2, 3*10^(-3), 1.5e-3, sqr
 _AMBIGUOUS = [
     (
         re.compile(r"[0-9.]\s*(?:\\[,;:! ]\s*)*(?:[\u00bc-\u00be\u2150-\u215e\u2189]|\\[dt]?frac)"),
+        "a whole number next to a fraction is a mixed number (2½ = 5/2) or a product (2·½ = 1)",
+    ),
+    (
+        re.compile(rf"[0-9.]\s*[{_SUPERSCRIPT_DIGITS}]+\s*(?:\u2044|/\s*[{_SUBSCRIPT_DIGITS}])"),
         "a whole number next to a fraction is a mixed number (2½ = 5/2) or a product (2·½ = 1)",
     ),
     (re.compile(r"(?<!\\),"), "a comma is a decimal comma (0,5) or a separator"),
@@ -82,7 +96,9 @@ def untypeset(text: str) -> str:
         if pattern.search(text):
             raise DeclarationError(f"typeset entry is ambiguous: {reason}", valid=_VALID)
     text = text.replace("$", "")
-    for table in (_MINUS, _TIMES, _SYMBOLS, _SPACES):
+    text = _SET_FRACTION.sub(lambda m: f"({m[1]}/{m[2]})".translate(_DIGITS), text)
+    text = _POWER.sub(lambda m: f"^({m[1]})".translate(_DIGITS), text)
+    for table in (_MINUS, _TIMES, _SYMBOLS, _SLASHES, _SPACES):
         for old, new in table.items():
             text = text.replace(old, new)
     text = "".join(_vulgar(ch) for ch in text)
@@ -156,12 +172,24 @@ def _group(text: str, start: int) -> tuple[str | None, int]:
 
 
 def _roots(text: str) -> str:
-    """`√6` as `sqrt(6)`, `√(1+x)` as `sqrt(1+x)`, `√x` as `sqrt(x)`."""
-    return re.sub(
-        r"√\s*(\(|[0-9.]+|[A-Za-z_]\w*)",
-        lambda m: "sqrt" + ("(" if m.group(1) == "(" else f"({m.group(1)})"),
-        text,
-    )
+    """`√6` as `sqrt(6)`, `√(1+x)` as `sqrt(1+x)`, `√x` as `sqrt(x)`; `∛` and `∜` as `root(…, 3)`
+    and `root(…, 4)`."""
+    while found := re.search(r"([√∛∜])\s*(\(|[0-9.]+|[A-Za-z_]\w*)", text):
+        end = found.end()
+        radicand = found[2]
+        if radicand == "(":
+            depth = 0
+            for end in range(found.start(2), len(text)):
+                depth += {"(": 1, ")": -1}.get(text[end], 0)
+                if depth == 0:
+                    break
+            else:
+                return text  # an unclosed parenthesis: left for the parser to refuse
+            radicand, end = text[found.start(2) + 1 : end], end + 1
+        degree = {"√": "", "∛": ", 3", "∜": ", 4"}[found[1]]
+        call = f"sqrt({radicand})" if not degree else f"root({radicand}{degree})"
+        text = text[: found.start()] + call + text[end:]
+    return text
 
 
 _BEGIN = re.compile(r"\\begin\{(array|tabular)\}\s*(?:\[[^\]]*\]\s*)?")  # and its [t]
