@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -448,7 +449,12 @@ def test_train_prints_its_throughput_and_warns_when_far_below_the_expected(
     assert "2 updates (" in out and " target tokens/s; best valid loss" in out
     assert "far below the 1,000,000,000,000 expected here" in err
     assert main([*argv, *CLI_FLAGS, "--max-update=3", "--expect-tokens-per-s=1"]) == 0
-    assert "far below" not in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "far below" not in err
+    # resumed: the run's tokens, and how many of them this command trained in its seconds
+    done = re.search(r"3 updates \(([\d,]+) target tokens in all; this command: ([\d,]+) of", out)
+    assert done is not None, out
+    assert 0 < int(done[2].replace(",", "")) < int(done[1].replace(",", ""))
 
 
 def test_the_demo_is_budgeted_in_updates() -> None:

@@ -158,10 +158,20 @@ def cmd_train(args: argparse.Namespace) -> int:
         return exit_code(summary["interrupted"])
     if os.environ.get("RANK", "0") != "0":  # under torchrun, one process reports
         return 0
-    speed = summary["tokens_per_s"]
+    speed, tokens, session = (
+        summary["tokens_per_s"],
+        summary["train_tokens"],
+        summary["session_tokens"],
+    )
+    # a resumed run's updates and tokens are the run's, its seconds this command's
+    done = (
+        f"({tokens:,} target tokens) in {summary['seconds']:.0f} s"
+        if session >= tokens
+        else f"({tokens:,} target tokens in all; this command: {session:,} of them in "
+        f"{summary['seconds']:.0f} s)"
+    )
     print(
-        f"{summary['updates']} updates ({summary['train_tokens']:,} target tokens) in "
-        f"{summary['seconds']:.0f} s"
+        f"{summary['updates']} updates {done}"
         + (f", {speed:,.0f} target tokens/s" if speed is not None else "")
         + f"; best valid loss {summary['best_valid_loss']:.3f} bits\n"
         f"next: butcherflow evaluate {config.save_dir} --subset test"

@@ -79,8 +79,9 @@ def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict
     **Returns:** a summary: `save_dir`, `updates`, `epoch` (the one being trained), `epochs_done`,
     `best_valid_loss`, `valid_loss` (bits per target token), `stopped` (the stop rule that ended
     the run), `interrupted` (the signal that stopped it, or None), `nonfinite_skipped`,
-    `train_tokens`, `tokens_per_s` (target tokens per second of this command's training steps,
-    None without any), `seconds`, `threads` (torch's CPU threads).
+    `train_tokens` (the run's, resumed parts included), `session_tokens` (this command's),
+    `tokens_per_s` (target tokens per second of this command's training steps, None without
+    any), `seconds` (this command's), `threads` (torch's CPU threads).
 
     **Raises:** `interrupts.Interrupted` when SIGINT or SIGTERM arrives before the first update.
     """
@@ -345,6 +346,7 @@ def finish(run: Run, stopped: str | None) -> dict[str, Any]:
         "interrupted": interrupted,
         "nonfinite_skipped": progress.nonfinite_total,
         "train_tokens": progress.train_tokens,
+        "session_tokens": round(meter.session_tokens),
         "tokens_per_s": meter.session_tokens / meter.session_seconds
         if meter.session_seconds
         else None,
