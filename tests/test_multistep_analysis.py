@@ -354,6 +354,32 @@ def test_a_numeric_error_constant_is_enclosed_not_printed_as_exact() -> None:
     assert dict(exact.rows())["error constant C_{p+1}/σ(1)"] == sympy.Rational(3, 8)
 
 
+@pytest.mark.parametrize(
+    ("alpha", "beta"),
+    [
+        ([-1.0, 1.0], [0.5, 0.5]),  # the trapezoid in floats: -1/12 ± 2.84e-14
+        ([1 / 3, -4 / 3, 1.0], [0, 0, 2 / 3]),  # BDF2 in floats
+        (["0.3333333333", "-1.3333333333", 1], [0, 0, "2/3"]),
+        ([0, -1, 1], ["0.1", "0.3", "0.6"]),
+    ],
+)
+def test_the_printed_error_constant_ball_holds_the_enclosure(
+    alpha: list[Any], beta: list[Any]
+) -> None:
+    """The trapezoid typed as floats printed '-0.0833333 ± 2.8e-14': the digits' own -1/12 is
+    3.3e-8 from -0.0833333, so the printed ball held no method at all, and 2.8e-14 was the
+    radius 2.8422e-14 rounded down. The printed centre ± radius must hold the digits' value
+    ± the enclosure's radius."""
+    report = check(alpha, beta)
+    assert report.error_constant is not None and report.error_constant_radius is not None
+    row = dict(report.rows())["error constant C_{p+1}/σ(1)"]
+    centre, radius = (Fraction(x) for x in row.split(" (")[0].split(" ± "))
+    value = Fraction(str(report.error_constant))
+    assert centre - radius <= value - Fraction(report.error_constant_radius)
+    assert value + Fraction(report.error_constant_radius) <= centre + radius
+    assert radius <= 2 * Fraction(report.error_constant_radius) + abs(value) * Fraction(1, 10**5)
+
+
 def test_a_repeated_root_that_numeric_digits_put_on_the_circle_is_undetermined() -> None:
     """ρ = (ζ − 1)(ζ + 1)² typed as floats (or one-decimal strings) read 'zero-stable: False',
     while (ζ − 1)(ζ² + (2 − 2⁻⁵²)ζ + 1), whose α moves two entries by 2⁻⁵² (inside a float's

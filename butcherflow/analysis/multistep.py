@@ -38,6 +38,7 @@ from .multistep_order import (
 from .report import (
     OPEN_ROW,
     Report,
+    ball_text,
     digits_reading,
     precision_text,
     shown_open,
@@ -181,8 +182,8 @@ class MultistepReport(Report):
         if self.error_constant is None or self.error_constant_radius is None:
             return self.error_constant
         return (
-            f"{float(self.error_constant):.6g} ± {self.error_constant_radius:.2g} (the digits' "
-            "own; every method within the precision has it in that ball)"
+            f"{ball_text(self.error_constant, self.error_constant_radius)} (the digits' own; "
+            "every method within the precision has it in that ball)"
         )
 
     def _interval_text(self) -> Any:

@@ -108,7 +108,8 @@ def error_constant_radius(method: LinearMultistep, q: int, value: sympy.Expr) ->
             return None
         spread = ball(condition(method.alpha, method.beta, q), _bound(method, q)) / sigma_1
         spread -= ball(value)
-        return float((abs(spread.mid()) + spread.rad()).upper())
+        # float() rounds to nearest: one step up keeps the radius an upper bound
+        return math.nextafter(float((abs(spread.mid()) + spread.rad()).upper()), math.inf)
 
 
 def vanishes(value: sympy.Expr) -> bool:

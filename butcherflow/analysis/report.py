@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import abc
 import json
+import math
 from collections.abc import Sequence
+from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
@@ -29,6 +31,33 @@ def show(value: Any) -> str:
     if isinstance(value, sympy.Basic):
         return str(value)
     return str(value)
+
+
+def ball_text(value: sympy.Expr, radius: float) -> str:
+    """`"centre ± r"` for the ball `value ± radius`, printed so that the printed ball holds it:
+    the centre to as many significant digits as the radius needs (at least six: -1/12 ± 2.8e-14
+    is not -0.0833333 ± 2.8e-14, which holds no point of it), r the radius plus what printing
+    the centre moved it, rounded up to two digits.
+
+    **Arguments:** `value`: an exact real (rational or algebraic); `radius`: > 0.
+
+    **Returns:** the text.
+    """
+    exact = value if value.is_Rational else sympy.N(value, 60)
+    v = Fraction(str(exact)) if value.is_Rational else Fraction(Decimal(str(exact)))
+    slack = Fraction(0) if value.is_Rational else Fraction(1, 10**50)
+    r = Fraction(radius)
+    top = math.floor(math.log10(abs(v))) if v else 0
+    digits = min(60, max(6, top - math.floor(math.log10(r)) + 2))
+    with localcontext() as ctx:
+        ctx.prec = 80
+        centre = f"{Decimal(v.numerator) / Decimal(v.denominator):.{digits}g}"
+    total = r + abs(v - Fraction(Decimal(centre))) + slack
+    unit = Fraction(10) ** (math.floor(math.log10(total)) - 1)
+    mantissa = math.ceil(total / unit)
+    while Fraction(Decimal(shown := f"{float(mantissa * unit):.2g}")) < total:
+        mantissa += 1
+    return f"{centre} ± {shown}"
 
 
 def raised_by(residuals: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], order: int) -> str:
