@@ -11,6 +11,7 @@ import math
 from fractions import Fraction
 
 import flint
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -218,3 +219,32 @@ def test_schur_decides_boxes_of_well_separated_roots_away_from_the_circle() -> N
         verdict = schur([flint.arb(float(c), 1e-8) for c in centre])
         assert verdict is bool(max(abs(z) for z in zeros) < 1), zeros
         decided += 1
+
+
+def test_a_none_the_digits_read_is_bounded_for_every_method_within_the_precision() -> None:
+    """ρ = (ζ − 1)(ζ² + 1) with β = (5, 7, 7, 5)/12 (order 4, weakly stable) typed as floats
+    read 'r: 0.0', the digits' method's 'none'; yet α₀ = −1 + 2⁻⁴⁵, α₁ = 1 − 2⁻⁴⁵ (inside the
+    floats' rounding, ρ(1) = 0) puts the roots ±i inside the circle, and that neighbour is
+    stable on [−1.7e-13, 0). The row now bounds every method's end: 0 up to a point where each
+    one certainly has a root outside the circle, which the neighbour's end lies below."""
+    floats = [5 / 12, 7 / 12, 7 / 12, 5 / 12]
+    report = analyse_multistep(bf.LinearMultistep([-1.0, 1.0, -1.0, 1.0], floats))
+    e = Fraction(1, 2**45)
+    alpha = [Fraction(-1) + e, Fraction(1) - e, Fraction(-1), Fraction(1)]
+    beta = [Fraction(x) for x in floats]
+
+    def largest_root(x: float) -> float:  # of π at z = −x, to 40 digits (mpmath)
+        with mpmath.workdps(40):
+            pi = [a + Fraction(x) * b for a, b in zip(alpha, beta, strict=True)][::-1]
+            roots = mpmath.polyroots([mpmath.mpf(c.numerator) / c.denominator for c in pi])
+            return float(max(abs(r) for r in roots))
+
+    assert all(largest_root(x) < 1 for x in (1e-14, 1e-13, 1.5e-13))  # the neighbour's r > 0
+    assert report.real_interval == 0.0 and report.real_enclosure is not None
+    lo, hi = report.real_enclosure
+    assert lo == 0.0 and 1.5e-13 < hi <= 1e-10 and largest_root(hi) > 1
+    assert dict(report.rows())[ROW] == f"0 (end between 0 and {hi:.6g} within the precision)"
+    # leapfrog: |π(0)| = |π's lead| for every z, so no Schur step decides: the digits' reading
+    leapfrog = analyse_multistep(bf.LinearMultistep([-1.0, 0, 1.0], [0, 2.0, 0]))
+    assert leapfrog.real_interval == 0.0 and leapfrog.real_enclosure is None
+    assert any("the method the digits spell" in n for n in leapfrog.notes)

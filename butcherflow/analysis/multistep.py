@@ -24,7 +24,7 @@ from ..methods import LinearMultistep
 from ..methods.parameters import initial_numbers
 from ..methods.precision import RESOLUTION
 from .boundary_locus import a_alpha_angle, float_coefficients, locus, real_interval
-from .multistep_enclosure import enclose_real_interval
+from .multistep_enclosure import enclose_real_interval, unstable_below
 from .multistep_order import (
     condition,
     dahlquist_barrier,
@@ -88,7 +88,9 @@ class MultistepReport(Report):
       cannot be enclosed over the methods within the precision).
     - `real_enclosure`: for a numeric declaration, (lo, hi) holding the end of every method
       within the precision with ρ(1) = 0 (`multistep_enclosure`; (inf, inf): unbounded for
-      all); None when not enclosed (exact declarations, "none", undetermined).
+      all; (0, x) where the digits read none: every method has a root outside the circle at
+      z = −x); None when not enclosed (exact declarations, undetermined, a "none" no ball
+      certifies).
     - `explicit` (property): βₖ = 0.
     - `notes`: how each verdict was reached (tolerances, exactness), in words.
     """
@@ -396,15 +398,26 @@ def _enclosed(
     method: LinearMultistep, interval: float | None, a_alpha: float | None, notes: list[str]
 ) -> tuple[float | None, float | None, Enclosure | None]:
     """A numeric declaration's interval end enclosed over the methods within its precision
-    (`multistep_enclosure`), or undetermined where that fails; A(α) and "none" stay readings
-    of the digits' method (notes say so).
+    (`multistep_enclosure`), or undetermined where that fails; a "none" is bounded above by a
+    point where every method is certainly unstable (`unstable_below`), else it stays, with
+    A(α), a reading of the digits' method (notes say so).
 
     **Returns:** `(interval, a_alpha, enclosure)`, the first two None when undetermined.
     """
     rounding = float(method.rounding)
     found: Enclosure | None = None
     if interval == 0:
-        notes.append(f"real stability interval: {digits_reading(rounding)}")
+        above = unstable_below(method)
+        if above is None:  # e.g. leapfrog: |π(0)| = |lead| for every z, Schur cannot decide
+            notes.append(f"real stability interval: {digits_reading(rounding)}")
+        else:
+            found = (0.0, above)
+            notes.append(
+                "real stability interval: the digits' method reads none; every method within "
+                f"the precision has a root strictly outside |ζ| = 1 at z = -{above:.2g}, so each "
+                f"one's ends in [0, {above:.2g}) (arb balls of the coefficients, "
+                "`multistep_enclosure`)"
+            )
     elif interval is not None:
         met = judge_condition(method, 0, condition(method.alpha, method.beta, 0)).met
         found, widened, why = enclose_real_interval(method, float(interval), met)

@@ -124,6 +124,23 @@ def enclose_real_interval(
         return None, False, why
 
 
+def unstable_below(method: LinearMultistep) -> float | None:
+    """Where every method within the precision of a numeric declaration whose digits read no
+    real stability interval is certainly unstable: the least x on a ladder from 10⁻¹² to 1 at
+    which every π = ρ + xσ in the balls has a root strictly outside the disc (`schur` False),
+    so that each one's interval ends in [0, x); None when none is certified. The digits' "none"
+    is no verdict on its neighbours: Milne-Simpson-like ρ = (ζ − 1)(ζ² + 1) in floats reads 0,
+    while moving α₀, α₁ by 2⁻⁴⁵ puts the roots ±i inside and that neighbour ends at 1.7e-13."""
+    numbers = [*method.alpha_numbers, *method.beta_numbers]
+    with flint.ctx.workprec(working_precision(numbers)):
+        alpha = [ball(x.value, x.rounding) for x in method.alpha_numbers]
+        beta = [ball(x.value, x.rounding) for x in method.beta_numbers]
+        for m in range(24, -1, -1):
+            if _unstable_at(alpha, beta, 10.0 ** (-m / 2)):
+                return 10.0 ** (-m / 2)
+    return None
+
+
 def _scaled(p: Balls, radius: flint.arb) -> Balls:
     """p(radius·ζ): its roots are p's divided by `radius`."""
     return [c * radius**j for j, c in enumerate(p)]
