@@ -185,6 +185,26 @@ def test_a_numeric_doubly_stochastic_v_is_judged_by_its_eigenvalues() -> None:
     assert zs([[1.0, 0], [0, 1.0]]) is True
 
 
+def test_a_repeated_eigenvalue_one_that_preconsistency_does_not_pin_is_undetermined() -> None:
+    """V = [[1, 0], [0, 1.0]] with the start (y(x), h f(x)) (u = (1, 0)) read 'zero-stable:
+    yes' (eigenvalue 1 twice, semisimple), while V[1][1] = 1 + 2⁻⁴⁵, inside the float's
+    rounding, keeps V u = u and has the eigenvalue 1 + 2⁻⁴⁵ > 1; typed '1.0' (±0.05) the
+    neighbour 1.04 grows as 1.04ⁿ. V u = u pins one copy of the eigenvalue 1 only: the other is
+    undetermined. With u = (1, 1) (every input y(x)) the exact zeros leave V itself the only
+    preconsistent neighbour, and the identity in floats stays zero-stable."""
+
+    def zs(V: Any, start: list[str] | None = None) -> bool | None:
+        glm = GeneralLinear([[0]], [[1, 0]], [[1], [0]], V, start=start)
+        return analyse_general_linear(glm).zero_stable
+
+    assert zs([[1, 0], [0, "1 + 2**-45"]], ["y(x)", "h*f(x)"]) is False  # the neighbour
+    assert zs([[1, 0], [0, 1.0]], ["y(x)", "h*f(x)"]) is None
+    assert zs([[1, 0], [0, "1.0"]], ["y(x)", "h*f(x)"]) is None
+    assert zs([[1.0, 0], [0, 1.0]], ["y(x)", "h*f(x)"]) is None
+    assert zs([[1, 0], [0, 1]], ["y(x)", "h*f(x)"]) is True  # exact
+    assert zs([[1.0, 0], [0, 1.0]]) is True  # u = (1, 1): V' u = u forces V' = I
+
+
 def test_an_exact_v_decides_zero_stability_whatever_digits_the_other_matrices_carry() -> None:
     """Power-boundedness is V's alone. It was judged at the rounding of the whole method, so an
     exact V with a defective eigenvalue pair (3 ± 4i)/5 on the circle (not a root of unity)

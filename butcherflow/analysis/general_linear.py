@@ -59,6 +59,7 @@ from .glm_stability import (
     real_stability_interval,
     spectral_rounding,
     stability_matrix,
+    unpinned_copies,
     zero_stability,
 )
 from .report import (
@@ -112,7 +113,9 @@ class GeneralLinearReport(Report):
         self.preconsistency_undetermined = pre.undetermined
         # power-boundedness is V's alone, and only entries within its diagonal blocks move it:
         # they decide it exactly when exact, whatever A, U, B and the other entries carry
-        self.zero_stable, how = zero_stability(method.V, float(spectral_rounding(method)))
+        self.zero_stable, how = zero_stability(
+            method.V, float(spectral_rounding(method)), unpinned_copies(method, pre.u)
+        )
         self.notes.append(f"zero-stability: {how}")
         self.failing: list[tuple[str, Any]] = []
         self.undetermined: list[tuple[str, Any, float]] = []

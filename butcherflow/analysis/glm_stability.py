@@ -39,9 +39,13 @@ def doubly_stochastic(V: Sequence[Sequence[sympy.Expr]]) -> bool:
     return nonnegative and rows and cols
 
 
-def zero_stability(V: Sequence[Sequence[sympy.Expr]], rounding: float) -> tuple[bool | None, str]:
+def zero_stability(
+    V: Sequence[Sequence[sympy.Expr]], rounding: float, unpinned: bool = False
+) -> tuple[bool | None, str]:
     """Power-boundedness of V: eigenvalues in the closed unit disc, those on the circle
-    semisimple. Exact for rational V; `None` for symbolic V."""
+    semisimple. Exact for rational V; `None` for symbolic V, and for a numeric V whose
+    eigenvalue 1 is repeated when `unpinned` (`unpinned_copies`: V u = u holds one copy on the
+    circle, the digits may move another off it)."""
     M = as_matrix(V)
     if any(x.free_symbols for x in M):
         return None, "V has symbols: power-boundedness depends on the parameters"
@@ -79,7 +83,30 @@ def zero_stability(V: Sequence[Sequence[sympy.Expr]], rounding: float) -> tuple[
             f"eigenvalues within the precision of the unit circle are not semisimple "
             f"({', '.join(near)}): undetermined; " + how
         )
+    repeated_one = any(
+        factor.degree() == 1 and factor.eval(1) == 0 and placed and placed[0][1] > 1
+        for factor, placed in factors
+    )
+    if rounding > 0 and unpinned and repeated_one:
+        return None, (
+            "the eigenvalue 1 of V is repeated: V u = u holds one copy on the unit circle, and "
+            "within the precision of V's digits another may leave it: undetermined; " + how
+        )
     return True, "eigenvalues of V in the closed unit disc, those on the circle semisimple; " + how
+
+
+def unpinned_copies(method: GeneralLinear, u: Sequence[sympy.Expr]) -> bool:
+    """Whether V's digits leave a neighbour V' ≠ V with V' u = u (preconsistency, which the
+    enclosures keep as they keep ρ(1) = 0) moving within V's diagonal blocks: a row with two
+    numeric entries there, or one whose u component is 0. V = [[1, 0], [0, 1.0]] with
+    u = (1, 0) has [[1, 0], [0, 1 + 2⁻⁴⁵]]; with u = (1, 1) the exact zeros leave only V."""
+    r = len(method.V)
+    blocks = _blocks(method)
+    for i in range(r):
+        free = [j for j in range(r) if blocks[i][j] and method.numbers[f"V[{i}][{j}]"].rounding > 0]
+        if len(free) > 1 or (len(free) == 1 and u[free[0]] == 0):
+            return True
+    return False
 
 
 def spectral_rounding(method: GeneralLinear) -> Fraction:
@@ -92,20 +119,28 @@ def spectral_rounding(method: GeneralLinear) -> Fraction:
     never feed the y values back). Exact zeros are exact, so the pattern is the digits' own.
     """
     r = len(method.V)
-    reach = [[i == j or method.V[i][j] != 0 for j in range(r)] for i in range(r)]
-    for m in range(r):  # Warshall: reach[i][j] when j can be reached from i
-        for i in range(r):
-            if reach[i][m]:
-                reach[i] = [a or b for a, b in zip(reach[i], reach[m], strict=True)]
+    blocks = _blocks(method)
     return max(
         (
             method.numbers[f"V[{i}][{j}]"].rounding
             for i in range(r)
             for j in range(r)
-            if reach[i][j] and reach[j][i]
+            if blocks[i][j]
         ),
         default=Fraction(0),
     )
+
+
+def _blocks(method: GeneralLinear) -> list[list[bool]]:
+    """Whether V[i][j] lies within a diagonal block of V's block-triangular form: i and j in
+    one strongly connected component of the graph i → j for V[i][j] ≠ 0."""
+    r = len(method.V)
+    reach = [[i == j or method.V[i][j] != 0 for j in range(r)] for i in range(r)]
+    for m in range(r):  # Warshall: reach[i][j] when j can be reached from i
+        for i in range(r):
+            if reach[i][m]:
+                reach[i] = [a or b for a, b in zip(reach[i], reach[m], strict=True)]
+    return [[reach[i][j] and reach[j][i] for j in range(r)] for i in range(r)]
 
 
 def stability_matrix(method: GeneralLinear) -> sympy.Matrix | None:
