@@ -146,7 +146,11 @@ def test_double_precision_encodings_keep_every_verdict(name: str, how: str) -> N
     if exact.real_interval > 0 and report.method.numeric:  # enclosed, to the digits printed
         assert report.real_enclosure is not None
         assert report.real_enclosure[0] <= exact.real_interval <= report.real_enclosure[1]
-        assert show(dict(report.rows())[ROW]) == show(dict(exact.rows())[ROW])
+        # the same end; a float σ with a root on the circle (the trapezoid) says in the row
+        # that a root less than 1.5e-8 outside counted as stable
+        widened = " (counting a root less than 1.5e-8 outside |ζ| = 1 as stable)"
+        row = show(dict(report.rows())[ROW])
+        assert row == show(dict(exact.rows())[ROW]) + (widened if report.real_widened else "")
 
 
 @pytest.mark.parametrize("how", ["dec8", "dec6"])

@@ -123,6 +123,10 @@ def test_a_float_trapezoid_is_unbounded_counting_roots_within_the_resolution() -
     assert any(
         "counting a root less than 1.5e-8 outside |ζ| = 1 as stable" in n for n in report.notes
     )
+    # the row itself says so: 'inf' alone claimed every neighbour, that one included
+    assert dict(report.rows())[ROW] == (
+        "inf (counting a root less than 1.5e-8 outside |ζ| = 1 as stable)"
+    )
 
 
 def test_one_digit_adams_bashforth_2_holds_the_exact_range_of_its_neighbours() -> None:

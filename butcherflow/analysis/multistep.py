@@ -112,6 +112,7 @@ class MultistepReport(Report):
     notes: list[str]
     stopped: str | None = None
     real_enclosure: Enclosure | None = None
+    real_widened: bool = False
 
     @property
     def order_is_lower_bound(self) -> bool:
@@ -192,6 +193,8 @@ class MultistepReport(Report):
         if self.real_interval is None and self.method.numeric and not self.method.symbols:
             return OPEN_ROW
         spread = spread_text(self.real_enclosure)
+        if self.real_widened:  # the row itself says what the enclosure counted as stable
+            spread += " (counting a root less than 1.5e-8 outside |ζ| = 1 as stable)"
         return f"{self.real_interval:.6g}{spread}" if spread else self.real_interval
 
     def _zero_stability_text(self) -> Any:
@@ -332,6 +335,7 @@ def analyse_multistep(
     a_alpha: float | None = None
     interval: float | None = None
     enclosure: Enclosure | None = None
+    widened = False
     if method.symbols:
         notes.append("A(α) and the stability interval need numeric coefficients")
     else:
@@ -372,7 +376,7 @@ def analyse_multistep(
             "root tests in the region"
         )
         if method.numeric:
-            interval, a_alpha, enclosure = _enclosed(method, interval, a_alpha, notes)
+            interval, a_alpha, enclosure, widened = _enclosed(method, interval, a_alpha, notes)
     return MultistepReport(
         method=method,
         order=found.order,
@@ -391,21 +395,24 @@ def analyse_multistep(
         notes=notes,
         stopped=found.stopped,
         real_enclosure=enclosure,
+        real_widened=widened,
     )
 
 
 def _enclosed(
     method: LinearMultistep, interval: float | None, a_alpha: float | None, notes: list[str]
-) -> tuple[float | None, float | None, Enclosure | None]:
+) -> tuple[float | None, float | None, Enclosure | None, bool]:
     """A numeric declaration's interval end enclosed over the methods within its precision
     (`multistep_enclosure`), or undetermined where that fails; a "none" is bounded above by a
     point where every method is certainly unstable (`unstable_below`), else it stays, with
     A(α), a reading of the digits' method (notes say so).
 
-    **Returns:** `(interval, a_alpha, enclosure)`, the first two None when undetermined.
+    **Returns:** `(interval, a_alpha, enclosure, widened)`, the first two None when
+    undetermined; `widened`: the enclosure counted roots less than 1.5e-8 outside the circle.
     """
     rounding = float(method.rounding)
     found: Enclosure | None = None
+    widened = False
     if interval == 0:
         above = unstable_below(method)
         if above is None:  # e.g. leapfrog: |π(0)| = |lead| for every z, Schur cannot decide
@@ -449,4 +456,4 @@ def _enclosed(
             )
     if a_alpha is not None:
         notes.append(f"A(α): {digits_reading(rounding, 'A(α) angle', 'it')}")
-    return interval, a_alpha, found
+    return interval, a_alpha, found, widened
