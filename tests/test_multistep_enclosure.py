@@ -252,3 +252,22 @@ def test_a_none_the_digits_read_is_bounded_for_every_method_within_the_precision
     leapfrog = analyse_multistep(bf.LinearMultistep([-1.0, 0, 1.0], [0, 2.0, 0]))
     assert leapfrog.real_interval == 0.0 and leapfrog.real_enclosure is None
     assert any("the method the digits spell" in n for n in leapfrog.notes)
+
+
+def test_an_exact_method_read_as_none_is_bounded_not_claimed() -> None:
+    # ρ = (ζ − 1)(ζ² + 1) moved by 10⁻⁷, β = (5, 7, 7, 5)/12: its interval ends near 6e-7,
+    # inside the 1e-6 the float64 locus ignores, and the report printed 'r: 0.0'
+    e = Fraction(1, 10**7)
+    tiny = bf.LinearMultistep([-1 + e, 1 - e, -1, 1], [Fraction(n, 12) for n in (5, 7, 7, 5)])
+    report = bf.check(tiny)
+    assert report.real_enclosure == (0.0, 1e-6)
+    assert "end between 0 and 1e-06)" in str(report)
+    rho = np.array([1.0, -1.0, 1 - float(e), -1 + float(e)])
+    sigma = np.array([5, 7, 7, 5]) / 12
+    assert np.abs(np.roots(rho + 3e-7 * sigma)).max() <= 1  # stable at z = −3e-7: not "none"
+    thirds = [Fraction(1, 3), Fraction(4, 3), Fraction(1, 3)]
+    milne = bf.check(bf.LinearMultistep([-1, 0, 1], thirds))
+    assert milne.real_interval == 0.0 and milne.real_enclosure == (0.0, 1e-12)
+    leapfrog = bf.check(bf.LinearMultistep([-1, 0, 1], [0, 2, 0]))
+    assert leapfrog.real_enclosure is None
+    assert any("would not be seen" in note for note in leapfrog.notes)

@@ -89,7 +89,8 @@ class MultistepReport(Report):
     - `real_enclosure`: for a numeric declaration, (lo, hi) holding the end of every method
       within the precision with ρ(1) = 0 (`multistep_enclosure`; (inf, inf): unbounded for
       all; (0, x) where the digits read none: every method has a root outside the circle at
-      z = −x); None when not enclosed (exact declarations, undetermined, a "none" no ball
+      z = −x; for an exact method that reads none, (0, x) likewise for the method itself);
+      None when not enclosed (other exact declarations, undetermined, a "none" no ball
       certifies).
     - `explicit` (property): βₖ = 0.
     - `notes`: how each verdict was reached (tolerances, exactness), in words.
@@ -192,7 +193,7 @@ class MultistepReport(Report):
     def _interval_text(self) -> Any:
         if self.real_interval is None and self.method.numeric and not self.method.symbols:
             return OPEN_ROW
-        spread = spread_text(self.real_enclosure)
+        spread = spread_text(self.real_enclosure, self.method.numeric)
         if self.real_widened:  # the row itself says what the enclosure counted as stable
             spread += " (counting a root less than 1.5e-8 outside |ζ| = 1 as stable)"
         return f"{self.real_interval:.6g}{spread}" if spread else self.real_interval
@@ -377,6 +378,8 @@ def analyse_multistep(
         )
         if method.numeric:
             interval, a_alpha, enclosure, widened = _enclosed(method, interval, a_alpha, notes)
+        elif interval == 0.0:
+            enclosure = _exact_none(method, tiny, notes)
     return MultistepReport(
         method=method,
         order=found.order,
@@ -397,6 +400,26 @@ def analyse_multistep(
         real_enclosure=enclosure,
         real_widened=widened,
     )
+
+
+def _exact_none(method: LinearMultistep, tiny: float, notes: list[str]) -> Enclosure | None:
+    """An exact method whose float64 locus reads no interval: the locus ignores crossings within
+    `tiny` of 0, so an end below it is not seen; bounded above where Schur steps in arb certify a
+    root strictly outside the circle (`unstable_below`). Returns `(0, x)` or None."""
+    above = unstable_below(method)
+    if above is None:  # e.g. leapfrog: |π(0)| = |lead| for every z, Schur cannot decide
+        notes.append(
+            f"real stability interval: the float64 locus reads none, but it ignores crossings "
+            f"within {tiny:.2g} of z = 0 and Schur steps cannot certify instability there, so "
+            f"an end below {tiny:.2g} would not be seen"
+        )
+        return None
+    notes.append(
+        f"real stability interval: the float64 locus reads none (it ignores crossings within "
+        f"{tiny:.2g} of z = 0); Schur steps in arb balls find a root strictly outside |ζ| = 1 at "
+        f"z = -{above:.2g}, so the interval ends in [0, {above:.2g}) (`multistep_enclosure`)"
+    )
+    return (0.0, above)
 
 
 def _enclosed(

@@ -118,12 +118,14 @@ def enclose_stability(
         )
 
 
-def spread_text(enclosure: Enclosure | None) -> str:
-    """Where the end lies for every method within a numeric declaration's precision, when that is
-    wider than the six digits printed."""
+def spread_text(enclosure: Enclosure | None, numeric: bool = True) -> str:
+    """Where the end lies for every method within a numeric declaration's precision (for an
+    exact one, `numeric=False`: where its own end lies), when that is wider than the six digits
+    printed."""
+    within = " within the precision" if numeric else ""
     if enclosure is None or enclosure[0] == enclosure[1] or same_ends(list(enclosure)):
         return ""
-    return f" (end between {enclosure[0]:.6g} and {enclosure[1]:.6g} within the precision)"
+    return f" (end between {enclosure[0]:.6g} and {enclosure[1]:.6g}{within})"
 
 
 def same_ends(ends: list[float]) -> bool:
