@@ -27,7 +27,9 @@ first step, a leading coefficient 0: a root at infinity, or no method there), un
 the circle holds. Each coefficient's ball is taken independently (a superset of the box). On a
 piece of the axis the chain runs in mean-value form (`_schur`): at the piece's midpoint, plus
 its derivative in x over the piece times the half-width (leads certified nonzero on the piece
-keep each step's coefficients smooth there), which narrows as the piece's square, not its width.
+keep each step's coefficients smooth there), which narrows as the piece's square, not its width;
+the ratio k = p₀/pₙ is enclosed the same way (its derivative (p₀′ − k pₙ′)/pₙ on the piece), and
+|k| < 1 on the piece is |p₀| < |pₙ| for every polynomial there (|k| > 1: |p₀| > |pₙ|).
 
 **Near z = 0** (`near_zero`) the root w = 1 of P₀ sits on the circle and no ball test can
 decide. Write Π = P₀ + xP₁ + x²Q(w, x), Q = Σ_{m≥2} x^(m−2)P_m. For every method with P₀(1) = 0
@@ -83,10 +85,17 @@ def _schur(p: Balls, slope: Balls, half: flint.arb) -> bool | None:
         lead = value[n].intersection(p[n] + der[n] * spread)
         if constant.abs_lower() > lead.abs_upper():
             return False
-        if not constant.abs_upper() < lead.abs_lower():
+        if not lead.abs_lower() > 0:
             return None
         k, ratio = p[0] / p[n], constant / lead  # at m; on the piece
         slope_k = (der[0] - ratio * der[n]) / lead
+        # k on the piece in mean-value form too: at a double root near the circle |p₀| and
+        # |pₙ| differ by far less than either moves, while their ratio moves little
+        ratio = ratio.intersection(k + slope_k * spread)
+        if ratio.abs_lower() > 1:
+            return False
+        if not ratio.abs_upper() < 1:
+            return None
         p = [p[j + 1] - k * p[n - 1 - j] for j in range(n)]
         der = [der[j + 1] - slope_k * value[n - 1 - j] - ratio * der[n - 1 - j] for j in range(n)]
         value = [
