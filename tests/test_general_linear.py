@@ -414,8 +414,9 @@ def test_a_numeric_glm_leaves_its_interval_open_where_its_multistep_method_does(
     end ("none" for Milne-Simpson at 6 digits, -1 for AB2 at one digit), it read a decided end
     while the multistep analysis of the same method said undetermined. The multistep end is
     now enclosed over the methods within the precision (`multistep_enclosure`), which decides
-    AB2 at one digit (end between 0.952368 and 1.05662); the GLM's end, not enclosed, stays
-    open there."""
+    AB2 at one digit (end between 0.952368 and 1.05662). The GLM's end is enclosed too
+    (`glm_enclosure`), but over a larger box: its U and V each carry a copy of β, moved
+    independently, and there no δ up to 10% holds every method's end, so it stays open."""
     method = bf.LinearMultistep(alpha, beta)
     glm = analyse_general_linear(GeneralLinear.from_method(method), max_order=2)
     report = bf.check(method)

@@ -13,7 +13,8 @@ For a GLM (A, U, B, V) with r inputs and s stages (`methods/general_linear.py`):
   circle). A doubly stochastic V (mHC) is power-bounded because ‖Vⁿ‖∞ = 1 for every n.
 - **Stability matrix** M(z) = V + zB(I − zA)⁻¹U; the method is stable at z when M(z) is
   power-bounded. Its real stability interval ends at a real root of polynomials found exactly
-  (`glm_stability.real_stability_interval`), each piece between them decided exactly.
+  (`glm_stability.real_stability_interval`), each piece between them decided exactly; a numeric
+  declaration's end is then enclosed over every method within the precision (`glm_enclosure`).
 - **Order** relative to the stated starting procedure ξ, by B-series over rooted trees: the stages
   have the B-series η(t) = A η′(t) + U ξ(t), with η′([t₁…t_m]) = η(t₁)⋯η(t_m), and the outputs
   B η′(t) + V ξ(t) must equal the starting procedure advanced by one step, E ξ(t), where an input
@@ -53,6 +54,7 @@ from ..methods.precision import (
     judge_enclosure,
 )
 from .convergence import SLOPE_TOLERANCE, Convergence, convergence
+from .glm_enclosure import candidates_after_none, enclose_real_interval
 from .glm_series import BSeries, judge_preconsistency, series_of
 from .glm_stability import (
     power_bound,
@@ -66,6 +68,7 @@ from .report import (
     DECIDE,
     OPEN_ROW,
     Report,
+    digits_reading,
     open_text,
     precision_text,
     raised_by,
@@ -75,6 +78,7 @@ from .report import (
 )
 from .rk_order import DEFAULT_TIME_BUDGET
 from .search import search_order
+from .stability_enclosure import Enclosure, spread_text
 from .weights import judge_element
 
 DEFAULT_CAP = 8
@@ -93,7 +97,9 @@ class GeneralLinearReport(Report):
     `undetermined` (conditions of order p+1 a numeric declaration's digits cannot decide:
     `(condition, residual, bound)`), `tolerance` (the largest bound a numeric verdict used),
     `stopped` (why the search ended without a failure, or None), `stability_matrix` M(z),
-    `real_interval`, `notes`.
+    `real_interval` (the digits' method's end; None where a numeric declaration's cannot be
+    enclosed), `real_enclosure` (for a numeric declaration, (lo, hi) holding the end of every
+    method within the precision whose V has the eigenvalue 1, `glm_enclosure`), `notes`.
     """
 
     method: GeneralLinear
@@ -144,20 +150,12 @@ class GeneralLinearReport(Report):
             self.consistent = None if self.undetermined else False
         self.stability_matrix = stability_matrix(method) if not method.symbols else None
         self.real_interval: float | None = None
+        self.real_enclosure: Enclosure | None = None
         if not method.symbols:
             self.real_interval, interval_how = real_stability_interval(method)
             self.notes.append(interval_how)
-            # Near x = 0 the principal eigenvalue is about 1 + x, and the rounding moves the
-            # eigenvalues by about (s + r)·rounding: an end (or "none") within ten times that is
-            # the digits' doing as much as the method's, as in the multistep analysis.
-            reach = 10 * (method.stages + len(method.V)) * float(method.rounding)
-            if reach > 1e-6 and self.real_interval is not None and self.real_interval <= reach:
-                self.real_interval = None
-                self.notes.append(
-                    f"real stability interval undetermined: the digits' method ends it within "
-                    f"{reach:.3g} of x = 0, the reach of their rounding there, so they cannot tell "
-                    "where it ends"
-                )
+            if method.numeric:
+                self._enclose()
         self.notes.append(
             "order relative to the starting procedure "
             + ", ".join(method.start_text())
@@ -175,6 +173,75 @@ class GeneralLinearReport(Report):
             )
         self.seconds = time.perf_counter() - start
         self.measured = self._measure()
+
+    def _enclose(self) -> None:
+        """A numeric declaration's interval end enclosed over the methods within its precision
+        (`glm_enclosure`), or undetermined where that fails; "none" stays the digits' reading."""
+        method, end = self.method, self.real_interval
+        rounding = float(method.rounding)
+        if end == 0 and self.preconsistent:
+            for candidate in candidates_after_none(method):
+                found, widened, _why = enclose_real_interval(method, candidate, True)
+                if found is not None:
+                    self.real_interval = candidate
+                    self.notes.append(
+                        "real stability interval: the digits' own method reads none (its "
+                        "eigenvalue 1 leaves the unit disc by their rounding next to z = 0); "
+                        "the methods within the precision with V u = u share the end below"
+                    )
+                    self._enclosed(found, widened)
+                    return
+        if end == 0:
+            # Near x = 0 the principal eigenvalue is about 1 + x, and the rounding moves the
+            # eigenvalues by about (s + r)·rounding: "none" within ten times that is the digits'
+            # doing as much as the method's, as in the multistep analysis.
+            reach = 10 * (method.stages + len(method.V)) * rounding
+            if reach > 1e-6:
+                self.real_interval = None
+                self.notes.append(
+                    f"real stability interval undetermined: the digits' method ends it within "
+                    f"{reach:.3g} of x = 0, the reach of their rounding there, so they cannot tell "
+                    "where it ends"
+                )
+            else:
+                self.notes.append(f"real stability interval: {digits_reading(rounding)}")
+            return
+        assert end is not None
+        found, widened, why = enclose_real_interval(method, float(end), self.preconsistent is True)
+        if found is None:
+            self.real_interval = None
+            self.notes.append(
+                f"real stability interval undetermined: {why} (the digits' method reads "
+                f"{end:.6g}; arb balls of the entries, `glm_enclosure`)"
+            )
+            return
+        self._enclosed(found, widened)
+
+    def _enclosed(self, found: Enclosure, widened: bool) -> None:
+        self.real_enclosure = found
+        shown = (
+            "the whole negative axis"
+            if found[1] == math.inf
+            else f"an end in [{found[0]:.6g}, {found[1]:.6g}]"
+        )
+        self.notes.append(
+            "real stability interval enclosed over every method within the precision of the "
+            "entries"
+            + (
+                " whose V has the eigenvalue 1 (among them those with V u = u, U u = 1: "
+                "preconsistency, which the digits meet)"
+                if self.preconsistent
+                else ""
+            )
+            + f": {shown} for each"
+            + (
+                ", counting an eigenvalue less than 1.5e-8 outside |w| = 1 as stable"
+                if widened
+                else ""
+            )
+            + " (the eigenvalues of M(z) as roots of det(I − zA)·det(wI − M(z)), Schur-Cohn steps "
+            "in arb balls on pieces of the axis, Rouché's theorem next to z = 0; `glm_enclosure`)"
+        )
 
     def _order(
         self,
@@ -281,6 +348,12 @@ class GeneralLinearReport(Report):
             return OPEN_ROW  # the digits cannot decide it (a family's depends on its symbols)
         return self.zero_stable
 
+    def _interval_text(self) -> Any:
+        if self.real_interval is None and not self.method.symbols:
+            return OPEN_ROW
+        spread = spread_text(self.real_enclosure)
+        return f"{self.real_interval:.6g}{spread}" if spread else self.real_interval
+
     def rows(self) -> list[tuple[str, Any]]:
         m = self.method
         shown = [f"{label}: {res}" for label, res in self.failing[:4]]
@@ -314,12 +387,7 @@ class GeneralLinearReport(Report):
                 f"{curve.arithmetic})",
             ),
             ("stability matrix M(z)", self.stability_matrix),
-            (
-                "real stability interval [-r, 0]: r",
-                OPEN_ROW
-                if self.real_interval is None and not self.method.symbols
-                else self.real_interval,
-            ),
+            ("real stability interval [-r, 0]: r", self._interval_text()),
             ("proved in", f"{self.seconds:.3f} s"),
         ]
         return rows
@@ -352,6 +420,9 @@ class GeneralLinearReport(Report):
             if self.stability_matrix is None
             else [[str(x) for x in row] for row in self.stability_matrix.tolist()],
             "real_interval": "inf" if self.real_interval == math.inf else self.real_interval,
+            "real_interval_enclosure": None
+            if self.real_enclosure is None
+            else ["inf" if x == math.inf else x for x in self.real_enclosure],
             "measured_order": self.measured_order,
             "seconds": self.seconds,
         }

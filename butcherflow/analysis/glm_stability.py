@@ -16,7 +16,6 @@ from sympy.polys.matrices import DomainMatrix
 
 from ..methods.general_linear import GeneralLinear
 from .real_roots import first_failure
-from .report import digits_reading
 from .root_condition import DIGITS, ZETA, place_roots, root_condition
 
 Z = sympy.Symbol("z")
@@ -184,7 +183,7 @@ def real_stability_interval(method: GeneralLinear) -> tuple[float, str]:
     test point's eigenvalue within their reach of the circle counts as on it.
 
     **Returns:** `(r, how)`: r is `math.inf` when unbounded; `how` says how it was read, for the
-    report's notes.
+    report's notes (a numeric declaration's end is then enclosed, `glm_enclosure`).
     """
     A, U, B, V, approximated = _rational_matrices(method)
     rounding = 10.0 ** (10 - DIGITS) if approximated else 0.0
@@ -203,8 +202,7 @@ def real_stability_interval(method: GeneralLinear) -> tuple[float, str]:
         "eigenvalues of M(x) meet |w| = 1 only at real roots of polynomials found exactly"
         + (f" (irrational entries as {DIGITS}-digit rationals)" if approximated else "")
         + ", and power-boundedness at one rational point between consecutive roots, decided "
-        "exactly, decides each piece"
-        + (f"; {digits_reading(float(method.rounding))}" if method.numeric else "")
+        "exactly, decides each piece" + ("; it is the digits' method's" if method.numeric else "")
     )
     return r, how
 

@@ -14,82 +14,21 @@ it, as |R|² − 1 ≤ 1.5·10⁻⁸ does for RK: the same tests on π(Rζ), R =
 trapezoid's σ has its root at −1, and a neighbour with β₀ = ½ + 2⁻⁴⁵ ends near z = −10¹³).
 A(α) is not enclosed here.
 
-**Stability at a point, for every method in a box** (`schur`). The Schur transform of p of
-degree n, Tp(x) = (p(x) − k p*(x))/x with p*(x) = xⁿp(1/x) and k = p₀/pₙ, has degree n − 1.
-(i) If |p₀| < |pₙ|, p has all its roots in the open disc iff Tp has: on |x| = 1, |k p*| =
-|k||p| < |p| wherever p ≠ 0, so by Rouché x·Tp has as many roots inside as p, and a root of p on
-the circle is one of Tp. Every step certifying |p₀| < |pₙ| (the balls' bounds) down to a
-constant therefore proves all roots strictly inside. (ii) If p has every root in the *closed*
-disc (and degree n), then p(sx), s > 1, has every root in the open one, so each step of its
-fraction-free chain (pₙp − p₀p*)/x has |lead| > |constant|; these are polynomials in the
-coefficients, and s → 1 gives |lead| ≥ |constant| for p itself. The normalised chain is the
-fraction-free one times nonzero factors while the steps are certified as in (i), so a step
-certifying |p₀| > |pₙ| after such steps proves a root strictly *outside* the disc (or, at the
-first step, αₖ − zβₖ = 0: a root at infinity), unstable whatever the circle holds. The ball of
-each coefficient αⱼ − zβⱼ is taken independently (a superset of the box). On a piece of the
-axis the chain runs in mean-value form (`_schur`): at the piece's midpoint, plus its derivative
-in z over the piece times the half-width (leads certified nonzero on the piece keep each
-step's coefficients smooth there), which narrows as the piece's square, not its width.
-
-**Near z = 0** the root ζ = 1 of ρ sits on the circle and no ball test can decide. For every
-method with ρ(1) = 0 (C₀, which the digits meet; RK enclosures likewise keep the conditions the
-digits meet), ρ = (ζ − 1)ρ̃ with ρ̃ⱼ = Σ_{i>j} αᵢ, and with c = σ(1)/ρ̃(1), cρ̃ − σ vanishes at 1:
-cρ̃ − σ = (ζ − 1)h. Compare π = ρ − zσ with f = (ζ − 1 − zc)ρ̃: π − f = z(ζ − 1)h. On |ζ| = 1,
-with d = |ζ − 1|, |ζ − 1 − zc|² = d²(1 − |z|c) + z²c² > d²/2 when 0 < |z|c ≤ 1/2, so
-|f| > d·m/√2 with m = min |ρ̃| on the circle, while |π − f| ≤ |z|·d·H with H = Σ|hⱼ| (at ζ = 1,
-π − f = 0 < |f|). For z < 0 with |z| ≤ min(1/(2c), m/(√2H)), Rouché gives π as many roots
-inside as f: k, all of them (1 + zc ∈ [½, 1), and ρ̃'s, certified strictly inside by (i)).
+The Schur-Cohn steps in balls, the δ ladder and the Rouché argument next to z = 0 are
+`schur_enclosure`'s, on π = ρ + xσ at z = −x (the coefficients αⱼ + xβⱼ): next to z = 0 it
+covers every method with ρ(1) = 0 (C₀, which the digits meet; RK enclosures likewise keep the
+conditions the digits meet), π being affine in x (f = (ζ − 1 + xc)ρ̃, c = σ(1)/ρ̃(1)).
 """
 
 from __future__ import annotations
-
-import math
 
 import flint
 
 from ..methods import LinearMultistep
 from ..methods.balls import ball
-from ..methods.precision import RESOLUTION, working_precision
-from .stability_enclosure import DELTAS, PIECES, Enclosure
-
-Balls = list[flint.arb]  # coefficients, lowest power first
-_ARCS = 64  # arcs of [0, π] on which min |ρ̃| is bounded first (split where they do not do)
-# A root within the resolution of the circle counts as on it where strict certificates fail
-# (the trapezoid's σ has its root at −1: neighbours within 2⁻⁴⁴ end near z = −10¹³).
-_WIDENED = flint.fmpq(RESOLUTION.numerator + RESOLUTION.denominator, RESOLUTION.denominator)
-
-
-def schur(p: Balls) -> bool | None:
-    """Whether every polynomial in the balls `p` (ascending) has all its roots strictly inside
-    the unit disc (True), certainly one strictly outside (False), or either (None)."""
-    zero = flint.arb(0)
-    return _schur(p, [zero] * len(p), zero)
-
-
-def _schur(p: Balls, slope: Balls, half: flint.arb) -> bool | None:
-    """`schur` for every polynomial p + (x − m)·slope, |x − m| ≤ `half`, in mean-value form:
-    the chain is run at the midpoint m (`p`) and, for its derivative in x, on the whole piece
-    (`value`, `der`); each step's coefficients are enclosed by both (their intersection)."""
-    spread = flint.arb(0, half.upper())
-    p, der = list(p), list(slope)
-    value = [a + b * spread for a, b in zip(p, der, strict=True)]
-    while len(p) > 1:
-        n = len(p) - 1
-        constant = value[0].intersection(p[0] + der[0] * spread)
-        lead = value[n].intersection(p[n] + der[n] * spread)
-        if constant.abs_lower() > lead.abs_upper():
-            return False
-        if not constant.abs_upper() < lead.abs_lower():
-            return None
-        k, ratio = p[0] / p[n], constant / lead  # at m; on the piece
-        slope_k = (der[0] - ratio * der[n]) / lead
-        p = [p[j + 1] - k * p[n - 1 - j] for j in range(n)]
-        der = [der[j + 1] - slope_k * value[n - 1 - j] - ratio * der[n - 1 - j] for j in range(n)]
-        value = [
-            (value[j + 1] - ratio * value[n - 1 - j]).intersection(p[j] + der[j] * spread)
-            for j in range(n)
-        ]
-    return True
+from ..methods.precision import working_precision
+from .schur_enclosure import enclose_axis, unstable_at
+from .stability_enclosure import Enclosure
 
 
 def enclose_real_interval(
@@ -113,15 +52,14 @@ def enclose_real_interval(
     with flint.ctx.workprec(working_precision(numbers)):
         alpha = [ball(x.value, x.rounding) for x in method.alpha_numbers]
         beta = [ball(x.value, x.rounding) for x in method.beta_numbers]
-        reach, why = (0.0, "") if schur(alpha) else _near_zero(alpha, beta, rooted)
-        if reach is None:
-            return None, False, why
-        for radius in (flint.arb(1), flint.arb(_WIDENED)):
-            u, v = _scaled(alpha, radius), _scaled(beta, radius)  # roots within `radius`
-            found, why = _end(u, v, reach, end)
-            if found is not None:
-                return found, radius != 1, ""
-        return None, False, why
+        family = [flint.arb_poly([a, b]) for a, b in zip(alpha, beta, strict=True)]
+        unrooted = (
+            None
+            if rooted
+            else "the digits do not meet C_0 = ρ(1) = 0 within their precision, and z = 0 is "
+            "not certainly stable"
+        )
+        return enclose_axis(family, end, unrooted)
 
 
 def unstable_below(method: LinearMultistep) -> float | None:
@@ -130,134 +68,14 @@ def unstable_below(method: LinearMultistep) -> float | None:
     which every π = ρ + xσ in the balls has a root strictly outside the disc (`schur` False),
     so that each one's interval ends in [0, x); None when none is certified. The digits' "none"
     is no verdict on its neighbours: Milne-Simpson-like ρ = (ζ − 1)(ζ² + 1) in floats reads 0,
-    while moving α₀, α₁ by 2⁻⁴⁵ puts the roots ±i inside and that neighbour ends at 1.7e-13."""
+    while moving α₀, α₁ by 2⁻⁴⁵ puts the roots ±i inside and that neighbour ends at 1.7e-13.
+    An exact method's balls are points: the same ladder bounds its own end."""
     numbers = [*method.alpha_numbers, *method.beta_numbers]
     with flint.ctx.workprec(working_precision(numbers)):
         alpha = [ball(x.value, x.rounding) for x in method.alpha_numbers]
         beta = [ball(x.value, x.rounding) for x in method.beta_numbers]
+        family = [flint.arb_poly([a, b]) for a, b in zip(alpha, beta, strict=True)]
         for m in range(24, -1, -1):
-            if _unstable_at(alpha, beta, 10.0 ** (-m / 2)):
+            if unstable_at(family, 10.0 ** (-m / 2)):
                 return 10.0 ** (-m / 2)
     return None
-
-
-def _scaled(p: Balls, radius: flint.arb) -> Balls:
-    """p(radius·ζ): its roots are p's divided by `radius`."""
-    return [c * radius**j for j, c in enumerate(p)]
-
-
-def _end(u: Balls, v: Balls, reach: float, end: float) -> tuple[Enclosure | None, str]:
-    """The end for π = u + x·v at z = −x (u = ρ, v = σ, scaled), as `enclose_real_interval`."""
-    if end == math.inf:
-        if not _certified(u, v, reach, 1.0):
-            return None, "the balls cannot certify every method stable on [−1, 0)"
-        if not _certified(v, u, 0.0, 1.0):  # z = −1/t: σ + tρ, t in [0, 1] (z → −∞ included)
-            return None, (
-                "the balls cannot certify every method stable on (−∞, −1]: neighbours within "
-                "the precision may end far out"
-            )
-        return (math.inf, math.inf), ""
-    for delta in DELTAS:
-        lo, hi = float(end * (1 - delta)), float(end * (1 + delta))
-        finest = end * delta / 64
-        if _unstable_at(u, v, hi) and _certified(u, v, reach, lo, finest):
-            return _narrowed(u, v, (lo, hi), end, finest), ""
-    return None, (
-        "no δ up to 10% certifies every method stable on [−r(1 − δ), 0) and unstable at −r(1 + δ)"
-    )
-
-
-def _unstable_at(u: Balls, v: Balls, x: float) -> bool:
-    return schur([a + flint.arb(x) * b for a, b in zip(u, v, strict=True)]) is False
-
-
-def _narrowed(u: Balls, v: Balls, found: Enclosure, end: float, finest: float) -> Enclosure:
-    """Each side of a certified (lo, hi) moved towards the digits' `end` by bisection (twelve
-    halvings each): stability certified on [lo, m] raises lo to m, instability at m lowers hi.
-    The δ ladder's steps of √10 would otherwise leave a band up to three times too wide."""
-    lo, hi = found
-    below, above = lo, end
-    for _ in range(12):
-        middle = (below + above) / 2
-        if _certified(u, v, below, middle, finest):
-            below = middle
-        else:
-            above = middle
-    low, high = end, hi
-    for _ in range(12):
-        middle = (low + high) / 2
-        if _unstable_at(u, v, middle):
-            high = middle
-        else:
-            low = middle
-    return below, high
-
-
-def _certified(u: Balls, v: Balls, lo: float, hi: float, finest: float = 0.0) -> bool:
-    """Every polynomial u + x·v in the balls has all roots strictly inside the disc at every
-    x in [lo, hi] (bisection; False when a piece is certainly unstable, narrower than `finest`
-    and undecided, or the budget runs out). An empty range is certified."""
-    pieces, spent = [(lo, hi)] if lo < hi else [], 0
-    while pieces:
-        a, b = pieces.pop()
-        spent += 1
-        middle = (flint.arb(a) + flint.arb(b)) / 2  # exact: a and b are doubles
-        at = [c + middle * d for c, d in zip(u, v, strict=True)]
-        verdict = _schur(at, v, (flint.arb(b) - flint.arb(a)) / 2)
-        if verdict:
-            continue
-        middle_f = (a + b) / 2
-        if verdict is False or spent > PIECES or b - a < finest or not a < middle_f < b:
-            return False
-        pieces += [(a, middle_f), (middle_f, b)]
-    return True
-
-
-def _near_zero(alpha: Balls, beta: Balls, rooted: bool) -> tuple[float | None, str]:
-    """How far left of 0 the Rouché argument (module docstring) proves every method with
-    ρ(1) = 0 stable, or None and why not."""
-    if not rooted:
-        return None, (
-            "the digits do not meet C_0 = ρ(1) = 0 within their precision, and z = 0 is not "
-            "certainly stable"
-        )
-    k = len(alpha) - 1
-    reduced = [sum(alpha[j + 1 :], flint.arb(0)) for j in range(k)]  # ρ̃, ascending
-    if schur(reduced) is not True:
-        return None, "the balls cannot certify ρ's roots other than 1 strictly inside |ζ| = 1"
-    c = sum(beta, flint.arb(0)) / sum(reduced, flint.arb(0))
-    if not c > 0:
-        return None, "σ(1)/ρ'(1) is not certainly positive"
-    d = [c * r - b for r, b in zip([*reduced, flint.arb(0)], beta, strict=True)]
-    h = [sum(d[j + 1 :], flint.arb(0)) for j in range(k)]
-    size = sum((abs(x) for x in h), flint.arb(0)).upper()
-    least = _least_modulus(reduced)
-    if not least > 0:
-        return None, "the balls cannot bound |ρ̃| away from 0 on |ζ| = 1"
-    reach = 1 / (2 * c.upper())
-    if size > 0:
-        reach = min(reach, least / (flint.arb(2).sqrt() * size))
-    return float(reach.lower()) * (1 - 2.0**-40), ""
-
-
-def _least_modulus(p: Balls) -> flint.arb:
-    """A lower bound on |p(e^{iθ})| over θ (real coefficients: θ in [0, π] suffices), from
-    arc boxes split where they hold 0; 0 when that fails."""
-    poly = flint.acb_poly([flint.acb(x) for x in p])
-    pieces = [(j / _ARCS, (j + 1) / _ARCS) for j in range(_ARCS)]
-    least: flint.arb | None = None
-    spent = 0
-    while pieces:
-        a, b = pieces.pop()
-        spent += 1
-        centre = flint.arb.pi() * flint.arb((a + b) / 2)
-        half = flint.arb(0, (flint.arb.pi() * flint.arb((b - a) / 2)).upper())
-        zeta = flint.acb(centre.cos() + half, centre.sin() + half)  # |Δζ| ≤ |Δθ|
-        value = abs(poly(zeta)).lower()
-        if value > 0:
-            least = value if least is None or value < least else least
-        elif spent > PIECES:
-            return flint.arb(0)
-        else:
-            pieces += [(a, (a + b) / 2), ((a + b) / 2, b)]
-    return flint.arb(0) if least is None else least

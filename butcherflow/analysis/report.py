@@ -121,9 +121,10 @@ OPEN_ROW = "undetermined (see notes)"
 
 
 def digits_reading(rounding: float, what: str = "interval", moved: str = "its end") -> str:
-    """What a numeric declaration's reading is where it is not enclosed (general linear
-    methods' intervals, multistep A(α) and a "none" no ball bounds; Runge-Kutta ends and
-    multistep interval ends are enclosed, `stability_enclosure.py`, `multistep_enclosure.py`)."""
+    """What a numeric declaration's reading is where it is not enclosed (multistep A(α), an
+    interval read as "none" that no ball bounds; Runge-Kutta, multistep and general linear
+    interval ends are enclosed, `stability_enclosure.py`, `multistep_enclosure.py`,
+    `glm_enclosure.py`)."""
     return (
         f"it is the {what} of the method the digits spell: how far their rounding "
         f"(±{rounding:.2g}) moves {moved} is not bounded"
