@@ -8,7 +8,6 @@ for exact neighbours (Fractions inside the rounding), scanned along the axis and
 
 from __future__ import annotations
 
-import math
 import re
 from fractions import Fraction
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 import sympy
+from axis_scan import first_unstable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -53,14 +53,7 @@ def numpy_end(parts: dict[str, list[list[Fraction]]], top: float = 4.0) -> float
         M = V - x * B @ np.linalg.solve(eye + x * A, U)
         return bool(np.abs(np.linalg.eigvals(M)).max() > 1 + 1e-9)
 
-    grid = np.linspace(top / 4000, top, 4000)
-    first = next((i for i, x in enumerate(grid) if unstable(x)), None)
-    if first is None:
-        return math.inf
-    lo, hi = (grid[first - 1] if first else 0.0), grid[first]
-    for _ in range(60):
-        lo, hi = (lo, (lo + hi) / 2) if unstable((lo + hi) / 2) else ((lo + hi) / 2, hi)
-    return float(lo)
+    return first_unstable(unstable, top)
 
 
 def floats(method: GeneralLinear) -> GeneralLinear:

@@ -14,6 +14,7 @@ import flint
 import mpmath
 import numpy as np
 import pytest
+from axis_scan import first_unstable
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -35,14 +36,7 @@ def numpy_end(alpha: list[Fraction], beta: list[Fraction], top: float = 4.0) -> 
         coefficients = [float(a) + x * float(b) for a, b in zip(alpha, beta, strict=True)]
         return bool(np.abs(np.roots(coefficients[::-1])).max() > 1 + 1e-9)
 
-    grid = np.linspace(top / 4000, top, 4000)
-    first = next((i for i, x in enumerate(grid) if unstable(x)), None)
-    if first is None:
-        return math.inf
-    lo, hi = (grid[first - 1] if first else 0.0), grid[first]
-    for _ in range(60):
-        lo, hi = (lo, (lo + hi) / 2) if unstable((lo + hi) / 2) else ((lo + hi) / 2, hi)
-    return float(lo)
+    return first_unstable(unstable, top)
 
 
 def typed(beta: list[object], alpha: list[object] | None = None) -> MultistepReport:
