@@ -250,3 +250,25 @@ def test_an_end_at_a_double_eigenvalue_on_the_circle_is_held_if_not_to_six_digit
     report = analyse_general_linear(floats(exact), max_order=1)
     lo, hi = band(report)
     assert lo <= end <= hi and hi - lo < 1e-3
+
+
+def test_a_float_pece_pair_whose_end_is_an_exact_rational_root_is_read_at_once() -> None:
+    # AB1 predicting, AM4 correcting twice, in floats: the interval's end 8/3 is an exact root
+    # of the breakpoint polynomial, isolated as (8/3, 8/3) right after (5/2, 8/3); refining the
+    # latter never moved its 8/3, and the exact reading looped for ever (> 300 s, killed)
+    import signal
+
+    def stuck(signum: int, frame: Any) -> None:
+        raise TimeoutError("the exact reading of the digits' interval did not finish in 120 s")
+
+    previous = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(120)
+    try:
+        report = analyse_general_linear(floats(predictor_corrector(1, 4, 2, False)), max_order=1)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert report.real_interval == pytest.approx(8 / 3, rel=1e-12)
+    assert report.real_enclosure is not None
+    low, high = report.real_enclosure
+    assert low <= 8 / 3 <= high

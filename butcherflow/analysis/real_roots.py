@@ -205,6 +205,11 @@ def first_failure(breaks: Dense, fails: Callable[[Any], bool]) -> float:
                 point = (b + (roots[i + 1][0] if i + 1 < len(roots) else hi)) / 2
                 if _integer_sign(gp, point):
                     break
+                if i + 1 < len(roots) and roots[i + 1] == (b, b) and _integer_sign(gp, a):
+                    # the next root is b itself, exactly: refining root i never moves b
+                    # (an endless loop on float GLMs), so bisect [a, b) exactly instead
+                    point = _below_root(gp, a, b)
+                    break
                 roots[i] = dup_refine_real_root(g, a, b, QQ, steps=1)
                 roots[i + 1] = dup_refine_real_root(g, *roots[i + 1], QQ, steps=1)
             if fails(point):
@@ -213,6 +218,19 @@ def first_failure(breaks: Dense, fails: Callable[[Any], bool]) -> float:
     if first_gap and fails(QQ.one):  # no positive root: one piece
         return 0.0
     return math.inf
+
+
+def _below_root(g: flint.fmpz_poly, a: Any, r: Any) -> Any:
+    """A rational point strictly between the one root of g in (a, r) and the root r, where g is
+    not zero (g(a) ≠ 0): exact bisection until the root is left of a midpoint m, then the
+    midpoint of (m, r), which holds no root."""
+    side = _integer_sign(g, a)
+    while True:
+        middle = (a + r) / 2
+        sign = _integer_sign(g, middle)
+        if sign != side:  # the root is in (a, middle], so none is in (middle, r)
+            return (middle + r) / 2
+        a = middle
 
 
 def _bisect(g: flint.fmpz_poly, lo: Any, hi: Any) -> float:
