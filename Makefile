@@ -25,13 +25,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
+# pytest-xdist runs one worker per core (pyproject's addopts); the slowest tests are listed at
+# the end of every run
 pytest: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=15
 
 test: lint typecheck pytest
 
+# The full per-entry sweeps (every catalog entry, not one per structure) and the long checks;
+# CI runs it after `make test`
 test-slow: $(STAMP)
-	$(PY) -m pytest -m slow
+	$(PY) -m pytest -m slow --durations=15
 
 # The GPU path (tests marked `cuda`: bf16 decoding, AMP, compile, NCCL DDP, GPU -> CPU resume);
 # without CUDA every one of them is skipped. `bash docs/gpu/run.sh test` runs it on a bare GPU

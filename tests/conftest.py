@@ -6,8 +6,10 @@ from __future__ import annotations
 import contextlib
 import textwrap
 from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 
+import catalog_sweep
 import pytest
 
 import butcherflow as bf
@@ -93,12 +95,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def proved_catalog(request: pytest.FixtureRequest) -> list[str]:
-    """The catalog entries whose proofs run in this session (all of them with the slow tests)."""
+def swept_catalog(request: pytest.FixtureRequest) -> list[str]:
+    """The catalog entries that per-entry sweeps cover in this session: the representatives of
+    tests/catalog_sweep.py by default, every entry with the slow tests."""
     names = sorted(bf.catalog)
     if slow_tests_selected(request.config):
         return names
-    return [name for name in names if name not in SLOW_PROOFS]
+    return sorted(catalog_sweep.linked(catalog_sweep.DEFAULT))
+
+
+@pytest.fixture(scope="session")
+def catalog_report() -> Callable[[str], bf.Report]:
+    """`bf.check` of a catalog entry by name, proved once per session (per xdist worker) and
+    shared by every test that reads a catalog entry's proof."""
+    return cache(bf.check)
 
 
 @pytest.fixture

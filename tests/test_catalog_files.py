@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from unittest import mock
@@ -10,6 +9,7 @@ from unittest import mock
 import pytest
 
 import butcherflow as bf
+from butcherflow.methods.base import NAME
 from butcherflow.methods.continuous import ADAPTIVE
 
 if sys.version_info >= (3, 11):
@@ -20,7 +20,6 @@ else:  # pragma: no cover
 from butcherflow.methods import files as catalog_files
 
 NAMES = sorted(bf.catalog)  # at collection time; the catalog grows as files are added
-NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
 
 def raw(name: str) -> dict:

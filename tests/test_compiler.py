@@ -21,6 +21,7 @@ from fractions import Fraction
 import pytest
 import sympy
 import torch
+from catalog_sweep import sweep
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import Tensor, nn
@@ -167,7 +168,7 @@ def test_the_catalog_has_every_kind_this_file_parametrizes_over() -> None:
 # -- 1. linear fields: y·R(Wᵀ) ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", EXPLICIT)
+@pytest.mark.parametrize("name", sweep(EXPLICIT))
 def test_explicit_block_with_a_linear_field_is_the_stability_polynomial(name: str) -> None:
     w = small_matrix()
     y = randn(2, 3, WIDTH)
@@ -181,7 +182,7 @@ def test_explicit_block_with_a_linear_field_is_the_stability_polynomial(name: st
         assert (block(y) - (y + y @ w.T)).abs().max() > 1e-6
 
 
-@pytest.mark.parametrize("name", IMPLICIT)
+@pytest.mark.parametrize("name", sweep(IMPLICIT))
 def test_implicit_block_converges_to_the_stability_function(name: str) -> None:
     w = small_matrix(norm=0.2)
     y = randn(2, 3, WIDTH)
@@ -297,7 +298,7 @@ def linear_fields(name: str) -> tuple[dict[str, Tensor], dict[str, nn.Module]]:
 
 
 @pytest.mark.usefixtures("float64_default")
-@pytest.mark.parametrize("name", SPLITTINGS)
+@pytest.mark.parametrize("name", sweep(SPLITTINGS))
 @pytest.mark.parametrize("coefficients", ["exact", "learned"])
 def test_splitting_with_linear_fields_is_the_product_of_its_substeps(
     name: str, coefficients: str
@@ -314,7 +315,7 @@ def test_splitting_with_linear_fields_is_the_product_of_its_substeps(
         assert grad is not None and bool((grad != 0).all())
 
 
-@pytest.mark.parametrize("name", SPLITTINGS)
+@pytest.mark.parametrize("name", sweep(SPLITTINGS))
 def test_splitting_copies_modules_per_step_unless_shared(name: str) -> None:
     _, fields = linear_fields(name)
     method = bf.catalog[name]
@@ -603,7 +604,7 @@ def test_a_named_field_is_residual_free() -> None:
 # -- 4. dead terms, released stages, costs ----------------------------------------------------
 
 
-@pytest.mark.parametrize("name", EXPLICIT)
+@pytest.mark.parametrize("name", sweep(EXPLICIT))
 def test_only_stages_that_reach_the_output_are_computed(name: str) -> None:
     method = bf.catalog[name]
     weighted = {i for i in range(method.stages) if method.b[i] != 0}
@@ -645,7 +646,7 @@ def test_midpoint_does_not_weight_its_zero_stage() -> None:
     assert outputs and all("k1" not in line.split(";")[0] for line in outputs), code
 
 
-@pytest.mark.parametrize("name", IMPLICIT)
+@pytest.mark.parametrize("name", sweep(IMPLICIT))
 def test_implicit_field_calls_follow_the_declared_iterations(name: str) -> None:
     """Diagonally implicit: 1 + iterations calls per needed stage with aᵢᵢ ≠ 0 (1 without);
     fully implicit: K⁽⁰⁾ = F(y) once, then per sweep the stages read by the next sweep (the

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import pytest
 import torch
+from catalog_sweep import sweep
 from torch import Tensor, nn
 
 import butcherflow as bf
@@ -187,7 +188,7 @@ def test_the_catalog_has_every_kind_decoded_here() -> None:
 
 
 @pytest.mark.parametrize("field", DECODER_FIELDS)
-@pytest.mark.parametrize("name", RUNGE_KUTTA)
+@pytest.mark.parametrize("name", sweep(RUNGE_KUTTA))
 def test_runge_kutta_decoding_equals_the_full_causal_forward(name: str, field: str) -> None:
     block = rk_block(name, field)
     assert block.causal
@@ -203,7 +204,7 @@ def test_runge_kutta_decoding_equals_the_full_causal_forward(name: str, field: s
 
 
 @pytest.mark.parametrize("share", [False, True], ids=["separate", "shared"])
-@pytest.mark.parametrize("name", SPLITTINGS)
+@pytest.mark.parametrize("name", sweep(SPLITTINGS))
 def test_splitting_decoding_equals_the_full_causal_forward(name: str, share: bool) -> None:
     block = splitting_block(name, share)
     assert block.causal  # a field cross-attends: a decoder
@@ -212,7 +213,7 @@ def test_splitting_decoding_equals_the_full_causal_forward(name: str, share: boo
 
 
 @pytest.mark.parametrize("field", DECODER_FIELDS)
-@pytest.mark.parametrize("name", MULTISTEP)
+@pytest.mark.parametrize("name", sweep(MULTISTEP))
 def test_multistep_stack_decoding_equals_the_full_causal_forward(name: str, field: str) -> None:
     """A stack reuses earlier layers' field outputs: each layer's calls keep their own slots."""
     block = stack_block(name, field)
@@ -223,7 +224,7 @@ def test_multistep_stack_decoding_equals_the_full_causal_forward(name: str, fiel
 
 
 @pytest.mark.parametrize("field", DECODER_FIELDS)
-@pytest.mark.parametrize("name", CONTINUOUS)
+@pytest.mark.parametrize("name", sweep(CONTINUOUS))
 def test_continuous_decoding_equals_the_full_causal_forward(name: str, field: str) -> None:
     block = continuous_block(name, field)
     x, memory = inputs()
@@ -232,26 +233,31 @@ def test_continuous_decoding_equals_the_full_causal_forward(name: str, field: st
     assert_close(decode([block], x, memory), full([block], x, memory))
 
 
-def _every_block() -> list[tuple[str, object]]:
-    """(id, maker) for every catalog method with every decoder field (splittings: their own;
-    general linear stacks: san+ca+ffn under every coefficient policy)."""
-    makers: list[tuple[str, object]] = []
+def _every_block() -> list[tuple[str, str, object]]:
+    """(id, catalog entry, maker) for every catalog method with every decoder field (splittings:
+    their own; general linear stacks: san+ca+ffn under every coefficient policy)."""
+    makers: list[tuple[str, str, object]] = []
     for field in DECODER_FIELDS:
-        makers += [(f"{n}-{field}", lambda n=n, f=field: rk_block(n, f)) for n in RUNGE_KUTTA]
-        makers += [(f"{n}-{field}", lambda n=n, f=field: stack_block(n, f)) for n in MULTISTEP]
+        makers += [(f"{n}-{field}", n, lambda n=n, f=field: rk_block(n, f)) for n in RUNGE_KUTTA]
+        makers += [(f"{n}-{field}", n, lambda n=n, f=field: stack_block(n, f)) for n in MULTISTEP]
         makers += [
-            (f"{n}-{field}", lambda n=n, f=field: continuous_block(n, f)) for n in CONTINUOUS
+            (f"{n}-{field}", n, lambda n=n, f=field: continuous_block(n, f)) for n in CONTINUOUS
         ]
-    makers += [(n, lambda n=n: splitting_block(n)) for n in SPLITTINGS]
-    makers += [(f"{n}-{p}", lambda n=n, p=p: glm_stack(n, p)) for n, p in GLM_POLICIES]
+    makers += [(n, n, lambda n=n: splitting_block(n)) for n in SPLITTINGS]
+    makers += [(f"{n}-{p}", n, lambda n=n, p=p: glm_stack(n, p)) for n, p in GLM_POLICIES]
     return makers
 
 
 EVERY_BLOCK = _every_block()
+_TRACED = sweep(
+    [make for _, _, make in EVERY_BLOCK],
+    entries=[n for _, n, _ in EVERY_BLOCK],
+    ids=[i for i, _, _ in EVERY_BLOCK],
+)
 
 
 @pytest.mark.usefixtures("traced")
-@pytest.mark.parametrize("make", [m for _, m in EVERY_BLOCK], ids=[i for i, _ in EVERY_BLOCK])
+@pytest.mark.parametrize("make", _TRACED)
 def test_traced_decoding_equals_the_full_causal_forward(make: object) -> None:
     """The compiled step's semantics: no Python counts, the whole preallocated time axis read
     and masked by position (left padding included), in chunks of 1 and 2 tokens."""
@@ -266,7 +272,9 @@ def test_traced_decoding_equals_the_full_causal_forward(make: object) -> None:
     assert cache.length == T  # read back from the device position
 
 
-@pytest.mark.parametrize(("name", "policy"), GLM_POLICIES)
+@pytest.mark.parametrize(
+    ("name", "policy"), sweep(GLM_POLICIES, entries=[n for n, _ in GLM_POLICIES])
+)
 def test_general_linear_stack_decoding_equals_the_full_causal_forward(
     name: str, policy: str
 ) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import sympy
+from catalog_sweep import sweep
 
 import butcherflow as bf
 from butcherflow.analysis.general_linear import analyse_general_linear
@@ -24,7 +25,7 @@ CONVERTIBLE = [
 ]
 
 
-@pytest.mark.parametrize("name", CONVERTIBLE)
+@pytest.mark.parametrize("name", sweep(CONVERTIBLE))
 def test_conversions_keep_the_order_of_every_convertible_catalog_entry(name: str) -> None:
     method = bf.catalog[name]
     glm = GeneralLinear.from_method(method)

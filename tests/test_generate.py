@@ -352,6 +352,7 @@ def assert_same_search(model: nn.Module, src: Tensor, **options: object) -> None
     assert len(lengths) > 1, "sentences should end at several lengths (the batch shrinks)"
 
 
+@pytest.mark.slow  # inductor's C++ code generation: about a minute on 2 cores
 @pytest.mark.usefixtures("fresh_dynamo")
 def test_compiled_decoding_with_inductor_gives_the_eager_tokens() -> None:
     """torch.compile's default backend (inductor: generated C++ on CPU) on a small model, with

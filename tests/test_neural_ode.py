@@ -20,6 +20,7 @@ from dataclasses import replace
 
 import pytest
 import torch
+from catalog_sweep import sweep
 from torch import Tensor, nn
 
 import butcherflow as bf
@@ -76,7 +77,7 @@ def block(method: str | bf.ButcherTableau, field: nn.Module | str, **options: ob
 # -- the matrix exponential -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", EXPLICIT)
+@pytest.mark.parametrize("name", sweep(EXPLICIT))
 def test_fixed_steps_match_the_matrix_exponential(name: str) -> None:
     """Global error ≤ C·hᵖ with C = ‖A‖ᵖ⁺¹e^‖A‖ (‖A‖ = 1), p the proved order, h = 1/8."""
     A, y0, expected = linear_problem()
@@ -132,7 +133,7 @@ def test_adjoint_gradient_equals_the_direct_gradient(
         assert (d - a).abs().max() <= tol * d.abs().max()
 
 
-@pytest.mark.parametrize("name", EXPLICIT)
+@pytest.mark.parametrize("name", sweep(EXPLICIT))
 def test_every_explicit_tableau_has_an_adjoint(name: str) -> None:
     """The adjoint ODE solved backwards by the same tableau: its gradient differs from
     backpropagation through the steps by the method's own error, C·hᵖ (h = 1/16)."""
@@ -186,7 +187,7 @@ def forced_solution(y0: Tensor, t: float) -> Tensor:
     return particular + (y0 - a) * math.exp(LAMBDA * t)
 
 
-@pytest.mark.parametrize("name", EXPLICIT)
+@pytest.mark.parametrize("name", sweep(EXPLICIT))
 def test_empirical_order_matches_the_proved_order(name: str) -> None:
     order = bf.check(bf.catalog[name]).order
     y0 = torch.tensor([[[0.3, -1.2]]], dtype=DOUBLE)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import sympy
+from catalog_sweep import sweep
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -259,7 +260,7 @@ RUNGE_KUTTA = [
 ]
 
 
-@pytest.mark.parametrize("name", RUNGE_KUTTA)
+@pytest.mark.parametrize("name", sweep(RUNGE_KUTTA))
 def test_nudging_any_entry_by_1e6_never_raises_the_order(name: str) -> None:
     method = bf.catalog[name]
     assert isinstance(method, bf.ButcherTableau)
