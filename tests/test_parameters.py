@@ -70,8 +70,10 @@ def test_declared_blocks_train_exactly_as_the_policies_did(policy: str) -> None:
         assert torch.equal(a, b), name
     total = float(sum(p.detach().sum() for p in declared.parameters()))
     output, parameters = (float.fromhex(x) for x in RECORDED[policy])
-    assert math.isclose(float(y.sum()), output, rel_tol=1e-12)
-    assert math.isclose(total, parameters, rel_tol=1e-12)
+    # against the record, to BLAS rounding: CPUs with other vector units differ by about 1e-12
+    # after five Adam steps (the unit policy's sum by 1.6e-12 on this project's Xeon machines)
+    assert math.isclose(float(y.sum()), output, rel_tol=1e-9)
+    assert math.isclose(total, parameters, rel_tol=1e-9)
 
 
 def test_rk2_gated_is_eq_25_26_and_starts_as_heun() -> None:
