@@ -15,11 +15,11 @@ from ..methods import (
     Splitting,
     catalog,
 )
+from .budget import DEFAULT_TIME_BUDGET
 from .continuous import analyse_continuous
 from .general_linear import GeneralLinearReport, analyse_general_linear
 from .multistep import analyse_multistep
 from .report import Report
-from .rk_order import DEFAULT_TIME_BUDGET
 from .runge_kutta import analyse_tableau
 from .splitting import analyse_splitting
 

@@ -53,12 +53,17 @@ def _row_sum(row: Sequence[Number]) -> Number:
 
 def _short(value: sympy.Expr) -> str:
     text = str(value)
-    return text if len(text) <= 40 else f"{float(value):.17g}"
+    if len(text) <= 40:
+        return text
+    return f"{text[:37]}..." if value.free_symbols else f"{float(value):.17g}"
 
 
 def _digits_hint(c: Number, row: Sequence[Number], declared: Fraction | None) -> str:
     """Where a mismatch sits at the level of the digits, say how to declare that precision."""
-    diff = abs(float(c.value - sympy.Add(*(x.value for x in row))))
+    difference = c.value - sympy.Add(*(x.value for x in row))
+    if difference.free_symbols:  # a family: no digits to speak of
+        return ""
+    diff = abs(float(difference))
     if declared is not None:
         return f" (declared precision {float(declared):.3g})"
     if 0 < diff < 1e-12:
