@@ -117,7 +117,7 @@ def _converter(domain: Any) -> tuple[list[Any], list[sympy.Expr], Any]:
     key = (tuple(domain.mod.to_list()), domain.ext.as_expr())
     if key not in _CONVERTERS:
         ext = domain.ext.as_expr()
-        pairs = list(ext.as_coefficients_dict().items()) if ext.is_Add else [(ext, 1)]
+        pairs = list(ext.as_coefficients_dict().items()) if ext.is_Add else [(ext, sympy.S.One)]
         generators = [g for g, _ in pairs]
         names = sympy.symbols(f"g:{len(generators)}", cls=sympy.Dummy)
         ring, *gens = sympy.polys.rings.ring(names, QQ)

@@ -12,6 +12,7 @@ here; `algebraic_stability.py` the signs of its pivots.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any, final
@@ -23,9 +24,12 @@ from sympy.polys.densetools import dup_clear_denoms, dup_eval
 from sympy.polys.domains import QQ
 from sympy.polys.sqfreetools import dup_sqf_part
 
-from .budget import Deadline, OutOfTime
+from .budget import Deadline
 
 Dense = list[Any]  # a dense polynomial over a domain, highest degree first (sympy's dup)
+# An isolated real root: a rational interval [lo, hi] holding it and no other root, and the sign
+# of a polynomial at a rational point, which changes across the root (for bisection).
+Root = tuple[Any, Any, Callable[[Any], int]]
 
 
 def is_rational(c: Any) -> bool:
@@ -71,7 +75,7 @@ class RealField:
         if not _integer_sign(g, QQ.zero):  # θ = 0 is rational: never an algebraic generator
             raise ValueError(f"{self.domain}: a generator with the root 0")
         target = abs(approx)
-        intervals = positive_roots(g, Deadline.never())
+        intervals = [(a, b) for a, b, _ in positive_roots(g, Deadline.never())]
         while True:
             holding = [(a, b) for a, b in intervals if a + margin < target < b - margin]
             if holding:
@@ -128,27 +132,35 @@ class RealField:
         self._theta = (lo, hi)
         return _ball(lo).union(_ball(hi))
 
-    def positive_roots(self, f: Dense, deadline: Deadline) -> list[tuple[Any, Any]] | None:
+    def sign_at(self, f: Dense, u: Any) -> int:
+        """The exact sign of f(u), f over the field, u rational."""
+        return self.sign(dup_eval(f, self.domain.convert_from(u, QQ), self.domain))
+
+    def positive_roots(self, f: Dense, deadline: Deadline) -> list[Root]:
         """Disjoint rational isolating intervals, 0 < lo, ascending, of the positive real roots
-        of f over QQ<θ> (f(0) ≠ 0), or None when f has a multiple root.
+        of f over QQ<θ> (f(0) ≠ 0), each with the sign of f (or of its squarefree part).
 
         Its coefficients are enclosed in arb balls (θ from its isolating interval) and flint
         isolates every complex root of the polynomials within those balls (`acb_poly.roots`:
         n disjoint boxes, each holding a root); a box is a real root's when it meets the real
         axis and its mirror image meets no other box (f has real coefficients, so the mirror of
         a root is a root), and a non-real one's when it misses the axis. Precision doubles
-        until each box is one or the other and the positive ones are apart from 0; nothing
-        is decided by a rounded value. No norm over QQ is formed (its degree is deg f · [K:QQ]).
+        until each box is one or the other and the positive ones are apart from 0, or until
+        `deadline` (`OutOfTime`); past 1024 bits f is replaced by its squarefree part, whose
+        roots are simple. Nothing is decided by a rounded value, and no norm over QQ is formed
+        (its degree is deg f · [K:QQ]).
         """
-        bits = 64
-        while bits <= 2**14:
+        K, bits, squarefree = self.domain, 64, False
+        while True:
             deadline.check()
             with flint.ctx.workprec(bits):
                 found = self._isolate(f, self.theta_ball(bits + 32))
             if found is not None:
-                return found
+                sign = functools.partial(self.sign_at, f)
+                return [(lo, hi, sign) for lo, hi in found]
+            if bits >= 1024 and not squarefree:
+                f, squarefree = dup_sqf_part(f, K), True
             bits *= 2
-        return None
 
     def _isolate(self, f: Dense, theta: flint.arb) -> list[tuple[Any, Any]] | None:
         """One attempt of `positive_roots` at the working precision; None: not decided."""
@@ -212,48 +224,64 @@ def _exact(x: flint.arb) -> Any:
 def _halve(g: flint.fmpz_poly, lo: Any, hi: Any) -> tuple[Any, Any]:
     """The half of [lo, hi] holding the one simple root of g in it (exact bisection; a point
     interval when an end or the midpoint is the root)."""
-    at_lo = _integer_sign(g, lo)
+    return _halve_by(functools.partial(_integer_sign, g), lo, hi)
+
+
+def _halve_by(sign: Callable[[Any], int], lo: Any, hi: Any) -> tuple[Any, Any]:
+    """`_halve` for the polynomial whose sign at a rational `sign` gives."""
+    at_lo = sign(lo)
     if lo == hi or not at_lo:
         return lo, lo
     mid = (lo + hi) / 2
-    at_mid = _integer_sign(g, mid)
+    at_mid = sign(mid)
     if not at_mid:
         return mid, mid
     return (lo, mid) if at_mid != at_lo else (mid, hi)
 
 
-def positive_roots(g: flint.fmpz_poly, deadline: Deadline) -> list[tuple[Any, Any]]:
-    """Disjoint rational isolating intervals [lo, hi], 0 < lo, ascending, of the positive real
-    roots of the squarefree g (g(0) ≠ 0).
+def positive_roots(g: flint.fmpz_poly, deadline: Deadline) -> list[Root]:
+    """Disjoint rational isolating intervals, 0 < lo, ascending, of the positive real roots of
+    g ≠ 0, each with the sign of an irreducible factor of g that changes across its root.
 
-    flint isolates every complex root in C (`arb_fmpz_poly_complex_roots`: the real ones come
-    with an exactly zero imaginary part, each ball holding exactly one root); an interval that
-    still holds 0 or touches its neighbour is narrowed by exact bisection (a simple root changes
-    the sign of g across it).
+    g is factored (flint), and flint isolates every complex root of each factor in C
+    (`arb_fmpz_poly_complex_roots`: the real ones come with an exactly zero imaginary part,
+    each ball holding exactly one root). Factoring first matters: (N − D)(N + D) has pairs of
+    roots within 1e-40 of each other, one from each factor, which isolating the product in one
+    piece took minutes to separate. An interval that still holds 0 or overlaps another is
+    narrowed by exact bisection (a simple root changes the sign of its factor across it).
     """
-    found = []
-    for root, _ in g.complex_roots():
-        if not root.imag.is_zero():
-            continue
-        lo, hi = _exact(root.real.lower()), _exact(root.real.upper())
-        if hi <= 0:
-            continue
-        if lo <= 0:  # the ball holds 0: the root is on the side where g changes sign
-            at_lo = _integer_sign(g, lo)
-            if not at_lo or at_lo != _integer_sign(g, QQ.zero):
-                continue  # a negative root
-            lo = QQ.zero
-            while lo == 0:
-                deadline.check()
-                lo, hi = _halve(g, lo, hi)
-        found.append((lo, hi))
-    found.sort()
-    for i in range(len(found) - 1):
-        while found[i][1] >= found[i + 1][0]:  # touching balls: narrow both until apart
-            deadline.check()
-            found[i] = _halve(g, *found[i])
-            found[i + 1] = _halve(g, *found[i + 1])
-    return found
+    found: list[Root] = []
+    for factor, _ in g.factor()[1]:
+        for root, _ in factor.complex_roots():
+            if not root.imag.is_zero():
+                continue
+            lo, hi = _exact(root.real.lower()), _exact(root.real.upper())
+            if hi <= 0:
+                continue
+            if lo <= 0:  # the ball holds 0: the root is on the side where the factor changes sign
+                at_lo = _integer_sign(factor, lo)
+                if not at_lo or at_lo != _integer_sign(factor, QQ.zero):
+                    continue  # a negative root
+                lo = QQ.zero
+                while lo == 0:
+                    deadline.check()
+                    lo, hi = _halve(factor, lo, hi)
+            found.append((lo, hi, functools.partial(_integer_sign, factor)))
+    return _apart(found, deadline)
+
+
+def _apart(found: list[Root], deadline: Deadline) -> list[Root]:
+    """The intervals sorted, overlapping ones narrowed (each around its own root) until apart."""
+    while True:
+        found.sort(key=lambda root: root[0])
+        touching = [i for i in range(len(found) - 1) if found[i][1] >= found[i + 1][0]]
+        if not touching:
+            return found
+        deadline.check()
+        for i in touching[:1]:
+            for k in (i, i + 1):
+                lo, hi, sign = found[k]
+                found[k] = (*_halve_by(sign, lo, hi), sign)
 
 
 def first_exit(f: Dense, field: RealField, deadline: Deadline) -> float:
@@ -262,7 +290,6 @@ def first_exit(f: Dense, field: RealField, deadline: Deadline) -> float:
     Between consecutive positive real roots of f, f keeps one sign; that sign is read at a
     rational point in each gap (`first_failure`). Raises `OutOfTime` past `deadline`.
     """
-    K = field.domain
     f = dup_strip(f)
     if not f:
         return math.inf
@@ -276,19 +303,12 @@ def first_exit(f: Dense, field: RealField, deadline: Deadline) -> float:
             return 0.0
         return first_failure(f, lambda u: _integer_sign(fz, u) > 0, deadline)
 
-    def sign_at(g: Dense) -> Callable[[Any], int]:
-        return lambda u: field.sign(dup_eval(g, K.convert_from(u, QQ), K))
+    def positive(u: Any) -> bool:
+        return field.sign_at(f, u) > 0
 
-    positive = sign_at(f)
-    if positive(QQ.zero) > 0:
+    if positive(QQ.zero):
         return 0.0
-    roots = field.positive_roots(f, deadline)
-    if roots is None:  # a multiple root: its squarefree part has the same roots, simple
-        f = dup_sqf_part(f, K)
-        roots = field.positive_roots(f, deadline)
-        if roots is None:
-            raise OutOfTime("the roots were not isolated at 16384 bits")
-    return _first_failed_gap(roots, lambda u: positive(u) > 0, sign_at(f), deadline)
+    return _first_failed_gap(field.positive_roots(f, deadline), positive, deadline)
 
 
 def first_failure(breaks: Dense, fails: Callable[[Any], bool], deadline: Deadline) -> float:
@@ -303,32 +323,21 @@ def first_failure(breaks: Dense, fails: Callable[[Any], bool], deadline: Deadlin
 
     **Returns:** r as a float (its isolating interval bisected exactly), 0.0 when `fails` holds
     just right of 0; roots where `fails` stays false on both sides (a touch) are passed. The
-    positive roots of the squarefree part are isolated at once (`positive_roots`), and each gap
-    is tested once, at a rational point strictly between two isolating intervals.
+    positive roots of its irreducible factors are isolated at once (`positive_roots`), and each
+    gap is tested once, at a rational point strictly between two isolating intervals.
     """
-    gz = dup_clear_denoms(dup_strip(breaks), QQ, convert=True)[1]
-    g = _integer_poly(gz)
-    if g.degree() > 0:
-        g = g // g.gcd(g.derivative())  # the squarefree part: simple roots change sign
-    while g.degree() > 0 and g.coeffs()[0] == 0:
-        g = g.right_shift(1)  # a root at 0 bounds no gap of (0, ∞)
+    g = _integer_poly(dup_clear_denoms(dup_strip(breaks), QQ, convert=True)[1])
     roots = positive_roots(g, deadline) if g.degree() > 0 else []
-    return _first_failed_gap(roots, fails, lambda u: _integer_sign(g, u), deadline)
+    return _first_failed_gap(roots, fails, deadline)
 
 
-def _first_failed_gap(
-    roots: list[tuple[Any, Any]],
-    fails: Callable[[Any], bool],
-    sign: Callable[[Any], int],
-    deadline: Deadline,
-) -> float:
-    """`first_failure` on the isolating intervals of the roots; `sign` is that of the
-    polynomial whose roots they are, to bisect the root found."""
+def _first_failed_gap(roots: list[Root], fails: Callable[[Any], bool], deadline: Deadline) -> float:
+    """`first_failure` on the isolated positive roots."""
     if not roots:
         return 0.0 if fails(QQ.one) else math.inf  # no positive root: one piece
     if fails(roots[0][0] / 2):  # (0, first root) is not after a root: tested on its own
         return 0.0
-    for i, (a, b) in enumerate(roots):
+    for i, (a, b, sign) in enumerate(roots):
         deadline.check()
         point = (b + roots[i + 1][0]) / 2 if i + 1 < len(roots) else b + 1
         if fails(point):
