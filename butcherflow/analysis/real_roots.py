@@ -251,8 +251,9 @@ def positive_roots(g: flint.fmpz_poly, deadline: Deadline) -> list[Root]:
     narrowed by exact bisection (a simple root changes the sign of its factor across it).
     """
     found: list[Root] = []
-    for factor, _ in g.factor()[1]:
-        for root, _ in factor.complex_roots():
+    for factor, _power in g.factor()[1]:
+        isolated: list[Any] = factor.complex_roots()  # (acb, multiplicity) pairs
+        for root, _multiplicity in isolated:
             if not root.imag.is_zero():
                 continue
             lo, hi = _exact(root.real.lower()), _exact(root.real.upper())

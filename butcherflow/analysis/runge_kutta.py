@@ -183,7 +183,8 @@ class RungeKuttaReport(Report):
             return None
         trees = self._conditions.family.of_order(self.order + 1)
         residuals = self._conditions.residual_floats(trees)
-        return math.sqrt(sum((r / t.symmetry) ** 2 for r, t in zip(residuals, trees, strict=True)))
+        # hypot: residuals of entries near 1e300 would overflow their squares (inf is the answer)
+        return math.hypot(*(r / t.symmetry for r, t in zip(residuals, trees, strict=True)))
 
     def _explain(self, stage_decided: bool) -> None:
         m = self.proved
