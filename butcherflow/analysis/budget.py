@@ -61,6 +61,6 @@ class Deadline:
     def note(self) -> str:
         """What the report says about rows it did not decide."""
         return (
-            f"rows marked '{NOT_DECIDED}' were still being computed when the budget of "
+            f"rows marked '{NOT_DECIDED}' were not decided before the budget of "
             f"{self.seconds:g} s was spent; `time_budget=` or --time-budget gives them longer."
         )
