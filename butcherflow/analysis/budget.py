@@ -52,9 +52,11 @@ class Deadline:
         """True once the instant is behind us."""
         return time.monotonic() > self.at
 
-    def check(self) -> None:
-        """Raise `OutOfTime` once the deadline has passed."""
-        if self.passed():
+    def check(self, ahead: float = 0.0) -> None:
+        """Raise `OutOfTime` once the deadline has passed, or when a step expected to take
+        `ahead` seconds (a step that cannot be interrupted: a call into flint) would end
+        past it."""
+        if time.monotonic() + ahead > self.at:
             raise OutOfTime(f"the time budget of {self.seconds:g} s is spent")
 
     @property

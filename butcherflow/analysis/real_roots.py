@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 from collections.abc import Callable
 from typing import Any, final
 
@@ -22,7 +23,6 @@ import sympy
 from sympy.polys.densebasic import dup_strip
 from sympy.polys.densetools import dup_clear_denoms, dup_eval
 from sympy.polys.domains import QQ
-from sympy.polys.sqfreetools import dup_sqf_part
 
 from .budget import Deadline
 
@@ -122,15 +122,71 @@ class RealField:
             self._theta = (lo, hi)
 
     def theta_ball(self, bits: int) -> flint.arb:
-        """θ as an arb ball narrower than 2^−bits·max(1, |θ|), from its isolating interval."""
+        """θ as an arb ball narrower than 2^−bits·max(1, |θ|), from its isolating interval:
+        narrowed to the one real root ball of the minimal polynomial (flint, at that precision)
+        that meets it, then by exact bisection if still too wide."""
         if self._theta is None:
             self._theta = self._isolate_theta()
         lo, hi = self._theta
         assert self._minpoly is not None
-        while hi - lo > max(abs(lo), abs(hi), 1) * QQ(1, 2**bits):
-            lo, hi = _halve(self._minpoly, lo, hi)
-        self._theta = (lo, hi)
+        width = max(abs(lo), abs(hi), 1) * QQ(1, 2**bits)
+        if hi - lo > width:
+            with flint.ctx.workprec(bits + 16):
+                around = _ball(lo).union(_ball(hi))
+                try:  # refined to the width asked (roots() alone stops once isolated)
+                    boxes = flint.acb_poly(self._minpoly).roots(tol=flint.arb(2) ** -bits)
+                except ValueError:
+                    boxes = []
+                near = [r.real for r in boxes if r.real.overlaps(around)]
+            if len(near) == 1:  # θ is in it (every real root is in one ball), and in [lo, hi]
+                lo, hi = max(lo, _exact(near[0].lower())), min(hi, _exact(near[0].upper()))
+            while hi - lo > width:
+                lo, hi = _halve(self._minpoly, lo, hi)
+            self._theta = (lo, hi)
         return _ball(lo).union(_ball(hi))
+
+    def norm(self, f: Dense, deadline: Deadline) -> flint.fmpz_poly:
+        """The norm of f (a polynomial over QQ<θ>, not over QQ) up to a constant factor: an
+        integer polynomial whose roots are the roots of f and of its conjugates.
+
+        It is Res_y(m(y), F(x, y)) = lc(m)^deg_y(F)·Π F(x, θᵢ), F(x, θ) = f(x) with integer
+        coefficients, m the integer minimal polynomial of θ: the product over the conjugates
+        θᵢ (flint's isolated complex roots of m) in complex ball arithmetic, each coefficient of
+        which then holds exactly one integer, its value. Precision doubles until it does.
+        """
+        assert self._minpoly is not None
+        rows = [list(reversed(c.to_list())) for c in reversed(f)]  # [x^k][y^j]
+        scale = 1
+        for row in rows:
+            for q in row:
+                scale = math.lcm(scale, int(QQ.denom(q)))
+        integers = [[int(QQ.numer(q * scale)) for q in row] for row in rows]
+        power = max(len(row) for row in integers) - 1
+        bits, spent = 128, 0.0
+        while True:
+            deadline.check(ahead=4 * spent)
+            started = time.monotonic()
+            with flint.ctx.workprec(bits):
+                try:
+                    conjugates = flint.acb_poly(self._minpoly).roots(
+                        tol=flint.arb(2) ** (16 - bits)
+                    )
+                except ValueError:
+                    spent, bits = time.monotonic() - started, 2 * bits
+                    continue
+                product = flint.acb_poly([flint.acb(int(self._minpoly.coeffs()[-1]) ** power)])
+                for theta in conjugates:
+                    coefficients = []
+                    for row in integers:
+                        value = flint.acb(0)
+                        for n in reversed(row):  # Horner in θᵢ
+                            value = value * theta + n
+                        coefficients.append(value)
+                    product *= flint.acb_poly(coefficients)
+                exact = product.unique_fmpz_poly()
+            if exact is not None:
+                return exact
+            spent, bits = time.monotonic() - started, 2 * bits
 
     def sign_at(self, f: Dense, u: Any) -> int:
         """The exact sign of f(u), f over the field, u rational."""
@@ -138,29 +194,33 @@ class RealField:
 
     def positive_roots(self, f: Dense, deadline: Deadline) -> list[Root]:
         """Disjoint rational isolating intervals, 0 < lo, ascending, of the positive real roots
-        of f over QQ<θ> (f(0) ≠ 0), each with the sign of f (or of its squarefree part).
+        of f over QQ<θ> (f(0) ≠ 0) or of its norm, each with the sign of a polynomial that
+        changes across it.
 
         Its coefficients are enclosed in arb balls (θ from its isolating interval) and flint
         isolates every complex root of the polynomials within those balls (`acb_poly.roots`:
         n disjoint boxes, each holding a root); a box is a real root's when it meets the real
         axis and its mirror image meets no other box (f has real coefficients, so the mirror of
         a root is a root), and a non-real one's when it misses the axis. Precision doubles
-        until each box is one or the other and the positive ones are apart from 0, or until
-        `deadline` (`OutOfTime`); past 1024 bits f is replaced by its squarefree part, whose
-        roots are simple. Nothing is decided by a rounded value, and no norm over QQ is formed
-        (its degree is deg f · [K:QQ]).
+        until each box is one or the other and the positive ones are apart from 0, up to 1024
+        bits; past that the roots of f's norm over QQ (`norm`, degree deg f · [K:QQ]) are
+        isolated instead, a superset of f's, each with the sign of its factor of the norm
+        (between two of them f keeps its sign, which `first_exit` reads). `OutOfTime` past
+        `deadline`. Nothing is decided by a rounded value.
         """
-        K, bits, squarefree = self.domain, 64, False
-        while True:
-            deadline.check()
+        bits, spent = 64, 0.0
+        while bits <= 1024:
+            deadline.check(ahead=4 * spent)  # twice the bits: about four times as long
+            started = time.monotonic()
             with flint.ctx.workprec(bits):
                 found = self._isolate(f, self.theta_ball(bits + 32))
             if found is not None:
                 sign = functools.partial(self.sign_at, f)
                 return [(lo, hi, sign) for lo, hi in found]
-            if bits >= 1024 and not squarefree:
-                f, squarefree = dup_sqf_part(f, K), True
-            bits *= 2
+            spent, bits = time.monotonic() - started, 2 * bits
+        # the balls did not isolate the roots (a multiple root, or roots of very different
+        # sizes: Aberth's iteration crawls towards a root at 1e-300): isolate those of the norm
+        return positive_roots(self.norm(f, deadline), deadline)
 
     def _isolate(self, f: Dense, theta: flint.arb) -> list[tuple[Any, Any]] | None:
         """One attempt of `positive_roots` at the working precision; None: not decided."""
@@ -172,22 +232,36 @@ class RealField:
             coefficients.append(value)
         if coefficients[-1].contains(0):
             return None
-        try:
-            boxes = flint.acb_poly(coefficients).roots()
-        except ValueError:  # not isolated at this precision (or a multiple root)
+        return _positive_boxes(flint.acb_poly(coefficients))
+
+
+def _positive_boxes(poly: flint.acb_poly) -> list[tuple[Any, Any]] | None:
+    """Rational isolating intervals, ascending, of the positive real roots of the polynomials
+    within `poly`'s real coefficient balls, at the working precision; None when that does not
+    decide them.
+
+    `acb_poly.roots` finds n disjoint boxes, each holding a root (Aberth's iteration, then
+    flint's inclusion test), within a bounded number of iterations and bits (a ValueError
+    otherwise). A box is a real root's when it meets the real axis and its mirror image meets
+    no other box (real coefficients: the mirror of a root is a root, and it has to be in some
+    box), a non-real one's when it misses the axis.
+    """
+    try:
+        boxes = poly.roots()
+    except ValueError:  # not isolated at this precision (or a multiple root)
+        return None
+    found = []
+    for k, box in enumerate(boxes):
+        if not box.imag.contains(0):
+            continue  # a non-real root
+        mirror = box.conjugate()
+        if any(mirror.overlaps(other) for j, other in enumerate(boxes) if j != k):
+            return None  # real or one of a close pair: not told apart yet
+        if box.real.contains(0):
             return None
-        found = []
-        for k, box in enumerate(boxes):
-            if not box.imag.contains(0):
-                continue  # a non-real root
-            mirror = box.conjugate()
-            if any(mirror.overlaps(other) for j, other in enumerate(boxes) if j != k):
-                return None  # real or one of a close pair: not told apart yet
-            if box.real.contains(0):
-                return None
-            if box.real > 0:
-                found.append((_exact(box.real.lower()), _exact(box.real.upper())))
-        return sorted(found)
+        if box.real > 0:
+            found.append((_exact(box.real.lower()), _exact(box.real.upper())))
+    return sorted(found)
 
 
 def _ball(q: Any) -> flint.arb:
@@ -243,31 +317,28 @@ def positive_roots(g: flint.fmpz_poly, deadline: Deadline) -> list[Root]:
     """Disjoint rational isolating intervals, 0 < lo, ascending, of the positive real roots of
     g ≠ 0, each with the sign of an irreducible factor of g that changes across its root.
 
-    g is factored (flint), and flint isolates every complex root of each factor in C
-    (`arb_fmpz_poly_complex_roots`: the real ones come with an exactly zero imaginary part,
-    each ball holding exactly one root). Factoring first matters: (N − D)(N + D) has pairs of
-    roots within 1e-40 of each other, one from each factor, which isolating the product in one
-    piece took minutes to separate. An interval that still holds 0 or overlaps another is
-    narrowed by exact bisection (a simple root changes the sign of its factor across it).
+    g is factored (flint), and the roots of each factor are isolated by `_positive_boxes`,
+    precision doubling until they are (checking `deadline` in between: flint's own
+    `complex_roots` cannot be interrupted, and took minutes on roots of sizes 1e-300 and 1).
+    Factoring first matters: (N − D)(N + D) has pairs of roots within 1e-40 of each other,
+    one from each factor. Intervals that overlap are narrowed by exact bisection (a simple
+    root changes the sign of its factor across it).
     """
     found: list[Root] = []
     for factor, _power in g.factor()[1]:
-        isolated: list[Any] = factor.complex_roots()  # (acb, multiplicity) pairs
-        for root, _multiplicity in isolated:
-            if not root.imag.is_zero():
-                continue
-            lo, hi = _exact(root.real.lower()), _exact(root.real.upper())
-            if hi <= 0:
-                continue
-            if lo <= 0:  # the ball holds 0: the root is on the side where the factor changes sign
-                at_lo = _integer_sign(factor, lo)
-                if not at_lo or at_lo != _integer_sign(factor, QQ.zero):
-                    continue  # a negative root
-                lo = QQ.zero
-                while lo == 0:
-                    deadline.check()
-                    lo, hi = _halve(factor, lo, hi)
-            found.append((lo, hi, functools.partial(_integer_sign, factor)))
+        if factor.degree() < 1 or factor.coeffs()[0] == 0:
+            continue  # a constant, or x itself: its root 0 bounds no gap of (0, ∞)
+        bits, spent = 64, 0.0
+        while True:
+            deadline.check(ahead=4 * spent)  # twice the bits: about four times as long
+            started = time.monotonic()
+            with flint.ctx.workprec(bits):
+                boxes = _positive_boxes(flint.acb_poly(factor))
+            if boxes is not None:
+                break
+            spent, bits = time.monotonic() - started, 2 * bits
+        sign = functools.partial(_integer_sign, factor)
+        found += [(lo, hi, sign) for lo, hi in boxes]
     return _apart(found, deadline)
 
 
