@@ -23,7 +23,8 @@ import pytest
 import butcherflow as bf
 from butcherflow.analysis.budget import DEFAULT_TIME_BUDGET
 from butcherflow.errors import ButcherflowError
-from butcherflow.methods.files import catalog_dir, from_dict, read_toml
+from butcherflow.methods.files import BY_FAMILY as CLASSES
+from butcherflow.methods.files import COMMON_KEYS, catalog_dir, from_dict, read_toml
 
 SOLVERS = catalog_dir("solvers")
 FILES = sorted(SOLVERS.glob("*.toml"))
@@ -137,6 +138,21 @@ def test_mutated_declaration_is_answered_in_the_default_budget(
     file: Path, data: dict[str, Any], what: str
 ) -> None:
     answered(data, f"{file.name} ({what})", DEFAULT_TIME_BUDGET, guard=DEFAULT_TIME_BUDGET + 60)
+
+
+@pytest.mark.parametrize("family", sorted(CLASSES))
+def test_every_key_rejects_a_value_of_the_wrong_type_in_one_line(family: str) -> None:
+    """Each key of the family's files, given an int, a list, a string, a bool or a table: the
+    declaration loads (where that type is valid) or fails in one line naming a key."""
+    data = read_toml(BY_FAMILY[family][0])
+    for key in COMMON_KEYS + CLASSES[family].keys:
+        for value in (7, [1, 2], "text", True, {"a": 1}):
+            try:
+                from_dict({**data, key: value}, source="f.toml")
+            except ButcherflowError as error:
+                message = str(error)
+                # the key itself, or the one it contradicts (t0 = 7 names t1 > t0)
+                assert "\n" not in message and "key '" in message, (key, value, message)
 
 
 def _edited(name: str, old: str, new: str, tmp_path: Path) -> Path:

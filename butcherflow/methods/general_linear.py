@@ -59,7 +59,11 @@ def _matrix(raw: Any, key: str, rows: int | None, cols: int | None, src: str | N
         row = as_list(row)
         if isinstance(row, (str, bytes)) or not isinstance(row, Sequence):
             raise DeclarationError(
-                "each row must be a list", key=f"{key}[{i}]", value=row, source=src
+                "each row must be a list",
+                key=f"{key}[{i}]",
+                value=row,
+                valid=f"{key} is a list of rows, e.g. {key} = [[1]]",
+                source=src,
             )
         out.append([parse_number(x, f"{key}[{i}][{j}]", src) for j, x in enumerate(row)])
     if rows is not None and len(out) != rows:

@@ -160,7 +160,12 @@ class ButcherTableau(CoefficientMethod):
         rows: list[tuple[Number, ...]] = []
         for i, row in enumerate(A):
             if isinstance(row, (str, bytes)) or not isinstance(row, Sequence):
-                raise self.error("each row of A must be a list", key=f"A[{i}]", value=row)
+                raise self.error(
+                    "each row of A must be a list",
+                    key=f"A[{i}]",
+                    value=row,
+                    valid='A is a list of rows, e.g. A = [[0, 0], ["1/2", 0]]',
+                )
             rows.append(judged(parse_vector(row, f"A[{i}]", src), declared))
         s = len(rows)
         for i, row in enumerate(rows):
