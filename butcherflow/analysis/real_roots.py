@@ -77,7 +77,9 @@ class RealField:
         target = abs(approx)
         intervals = [(a, b) for a, b, _ in positive_roots(g, Deadline.never())]
         while True:
-            holding = [(a, b) for a, b in intervals if a + margin < target < b - margin]
+            holding = [
+                (a, b) for a, b in intervals if a + margin < target < b - margin or a == b == target
+            ]
             if holding:
                 a, b = holding[0]
                 return (a, b) if sign > 0 else (-b, -a)
@@ -137,8 +139,9 @@ class RealField:
                     boxes = flint.acb_poly(self._minpoly).roots(tol=flint.arb(2) ** -bits)
                 except ValueError:
                     boxes = []
-                near = [r.real for r in boxes if r.real.overlaps(around)]
-            if len(near) == 1:  # θ is in it (every real root is in one ball), and in [lo, hi]
+                # the boxes that meet [lo, hi] on the real axis; θ is in one of them
+                near = [r.real for r in boxes if r.imag.contains(0) and r.real.overlaps(around)]
+            if len(near) == 1:  # so θ is in this one, and in [lo, hi]
                 lo, hi = max(lo, _exact(near[0].lower())), min(hi, _exact(near[0].upper()))
             while hi - lo > width:
                 lo, hi = _halve(self._minpoly, lo, hi)

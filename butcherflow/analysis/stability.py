@@ -7,10 +7,12 @@ entries (QQ, or an algebraic field such as QQ<√5>): for explicit methods as
 
 The stability intervals are the ends of {x ≤ 0 : |R(x)| ≤ 1} and {y ≥ 0 : |R(iy)| ≤ 1}
 containing 0, i.e. of where P(u) = N(−u)² − D(−u)² ≤ 0 and F(w) = |N(i√w)|² − |D(i√w)|² ≤ 0
-(w = y²). Every root of P or F is a root of its norm, a polynomial over QQ, whose real roots are
-isolated exactly; the sign of P or F between two of them is the sign of an algebraic number,
-decided with rational interval arithmetic on an isolating interval of the field's generator
-(`real_roots.py`).
+(w = y²). The real roots of P and F are isolated by flint with certified enclosures (over QQ,
+factor by factor; over QQ<θ>, from arb balls of their coefficients, or from their norm over QQ
+where those do not separate them); the sign of P or F between two of them is the sign of an
+algebraic number, decided with rational interval arithmetic on an isolating interval of the
+field's generator (`real_roots.py`). Every step checks the report's `Deadline`: a row it stops
+says "not decided within the time budget".
 A-stability adds a Routh-Hurwitz test of the poles in the same field, and algebraic stability is
 an LDLᵀ elimination with exact signs. Nothing is approximated except the printed interval ends.
 
