@@ -28,9 +28,10 @@ from butcherflow.methods.files import COMMON_KEYS, catalog_dir, from_dict, read_
 
 SOLVERS = catalog_dir("solvers")
 FILES = sorted(SOLVERS.glob("*.toml"))
+PARSED = {file: read_toml(file) for file in FILES}  # mutations copy what they change
 BY_FAMILY: dict[str, list[Path]] = {}
-for _file in FILES:
-    BY_FAMILY.setdefault(read_toml(_file)["family"], []).append(_file)
+for _file, _data in PARSED.items():
+    BY_FAMILY.setdefault(_data["family"], []).append(_file)
 SMALL = 1500  # characters: the declarations the default run draws from (a second or less each)
 # What a fuzzer puts in place of an entry: numbers of every kind, expressions that enlarge the
 # field or the coefficients, and text that is no number.
@@ -116,9 +117,9 @@ def _cases(count: int, seed: int, small: bool) -> list[tuple[Path, dict[str, Any
     for i in range(count):
         files = BY_FAMILY[families[i % len(families)]]
         if small:
-            files = [f for f in files if len(f.read_text()) < SMALL] or files
+            files = [f for f in files if f.stat().st_size < SMALL] or files
         file = rng.choice(files)
-        data, what = mutate(read_toml(file), rng)
+        data, what = mutate(PARSED[file], rng)
         out.append((file, data, what))
     return out
 
@@ -144,7 +145,7 @@ def test_mutated_declaration_is_answered_in_the_default_budget(
 def test_every_key_rejects_a_value_of_the_wrong_type_in_one_line(family: str) -> None:
     """Each key of the family's files, given an int, a list, a string, a bool or a table: the
     declaration loads (where that type is valid) or fails in one line naming a key."""
-    data = read_toml(BY_FAMILY[family][0])
+    data = PARSED[BY_FAMILY[family][0]]
     for key in COMMON_KEYS + CLASSES[family].keys:
         for value in (7, [1, 2], "text", True, {"a": 1}):
             try:
