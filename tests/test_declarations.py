@@ -448,9 +448,12 @@ def test_bad_step_coefficient(declaration_error) -> None:
         bf.Splitting([("A", "1/2"), ("B", 1), ("A", "inf")])
 
 
-def test_unknown_substep_lists_valid_choices(isolated_catalog, declaration_error) -> None:
+def test_unknown_substep_names_the_closest_choices(isolated_catalog, declaration_error) -> None:
+    """The closest names (difflib) and the command that lists them all, not the whole catalog."""
     write_method(isolated_catalog.directory, "heun", HEUN_TOML)
-    with declaration_error("key 'substep'", "'rk-four'", "'exact'", "'euler'", "heun") as info:
+    with declaration_error("key 'substep'", "'heum'", "did you mean 'heun'", "butcherflow list"):
+        bf.Splitting(STRANG, substep="heum")
+    with declaration_error("'rk-four'", "'exact'", "'euler'", "butcherflow list") as info:
         bf.Splitting(STRANG, substep="rk-four")
     assert info.value.key == "substep"
 

@@ -20,6 +20,7 @@ import sympy
 from ..methods import ButcherTableau, Splitting
 from ..methods.balls import ball
 from ..methods.precision import Judgement, judge_enclosure
+from .budget import Deadline
 from .enclosure import WeightEnclosures
 from .search import Search, search_order
 from .trees import Tree, TreeFamily
@@ -69,7 +70,7 @@ def search_substep_order(
     family: TreeFamily,
     *,
     limit: int,
-    deadline: float,
+    deadline: Deadline,
     capped: bool,
     prec: int | None,
 ) -> Search[Tree]:

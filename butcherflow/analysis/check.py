@@ -15,11 +15,11 @@ from ..methods import (
     Splitting,
     catalog,
 )
+from .budget import DEFAULT_TIME_BUDGET
 from .continuous import analyse_continuous
 from .general_linear import GeneralLinearReport, analyse_general_linear
 from .multistep import analyse_multistep
 from .report import Report
-from .rk_order import DEFAULT_TIME_BUDGET
 from .runge_kutta import analyse_tableau
 from .splitting import analyse_splitting
 
@@ -47,8 +47,9 @@ def check(
     - `method`: a declaration, a catalog name (`"rk4"`) or the path of a declaration file.
     - `max_order`: where the order search stops (default: what the method can reach: Butcher's
       barrier or 2s stages for a tableau, 2k + 1 for a k-step method, and one order more).
-    - `time_budget`: seconds an order search may take; past it the report says what was
-      established and that the search stopped at the budget.
+    - `time_budget`: seconds the whole report may take (`budget.Deadline`): the order search
+      and the stability rows check one deadline; past it the search reports what it
+      established and a row not yet decided says "not decided within the time budget".
 
     **Returns:** the family's report (`RungeKuttaReport`, `SplittingReport`, `MultistepReport`,
     `ContinuousReport`; all `Report`s: `.order`, `.claim_holds`, `str()`, `.to_markdown()`,

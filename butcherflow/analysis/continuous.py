@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, final
 
 from ..methods import ContinuousDynamics
+from .budget import DEFAULT_TIME_BUDGET
 from .report import Report
 from .runge_kutta import RungeKuttaReport, analyse_tableau
 
@@ -26,10 +27,12 @@ class ContinuousReport(Report):
         """The order claimed is the solver's: its search decides."""
         return self.solver.search_end(key) if key == "order" else (0, None)
 
-    def __init__(self, method: ContinuousDynamics) -> None:
+    def __init__(
+        self, method: ContinuousDynamics, time_budget: float = DEFAULT_TIME_BUDGET
+    ) -> None:
         self.method = method
         tableau = method.solver_tableau()
-        self.solver: RungeKuttaReport = analyse_tableau(tableau)
+        self.solver: RungeKuttaReport = analyse_tableau(tableau, time_budget=time_budget)
         self.order = self.solver.order
         self.notes = []
         if method.adaptive:
@@ -96,9 +99,10 @@ def analyse_continuous(
     **Arguments:**
 
     - `method`: the declaration.
-    - `max_order`, `time_budget`: accepted like every family's analysis; the solver's tableau
-      is proved in full.
+    - `max_order`: accepted like every family's analysis; the solver's tableau is proved in
+      full.
+    - `time_budget`: the budget of the solver's report (default `DEFAULT_TIME_BUDGET`).
 
     **Returns:** a `ContinuousReport`.
     """
-    return ContinuousReport(method)
+    return ContinuousReport(method, DEFAULT_TIME_BUDGET if time_budget is None else time_budget)

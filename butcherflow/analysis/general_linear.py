@@ -53,6 +53,7 @@ from ..methods.precision import (
     digits_hint,
     judge_enclosure,
 )
+from .budget import DEFAULT_TIME_BUDGET, NOT_DECIDED, Deadline, OutOfTime
 from .convergence import SLOPE_TOLERANCE, Convergence, convergence
 from .glm_enclosure import candidates_after_none, enclose_real_interval
 from .glm_series import BSeries, judge_preconsistency, series_of
@@ -76,7 +77,6 @@ from .report import (
     tolerance_text,
     undetermined_note,
 )
-from .rk_order import DEFAULT_TIME_BUDGET
 from .search import search_order
 from .stability_enclosure import Enclosure, spread_text
 from .weights import judge_element
@@ -111,6 +111,7 @@ class GeneralLinearReport(Report):
         time_budget: float = DEFAULT_TIME_BUDGET,
     ) -> None:
         start = time.perf_counter()
+        deadline = Deadline.after(time_budget)
         self.method = method
         self.notes: list[str] = []
         series, balls, prec = series_of(method)
@@ -139,7 +140,7 @@ class GeneralLinearReport(Report):
                     f"{open_text(len(pre.undetermined), 'preconsistency (V u = u, U u = 1)')}: "
                     f"{DECIDE}. Every order needs them: they count among the conditions of order 1."
                 )
-            self._order(series, balls, prec, max_order, time_budget, pre.undetermined)
+            self._order(series, balls, prec, max_order, deadline, pre.undetermined)
         if pre.tolerance is not None:
             self.tolerance = max(self.tolerance or 0.0, pre.tolerance)
         # consistency is preconsistency and order 1: undetermined (None) when the digits cannot
@@ -151,11 +152,18 @@ class GeneralLinearReport(Report):
         self.stability_matrix = stability_matrix(method) if not method.symbols else None
         self.real_interval: float | None = None
         self.real_enclosure: Enclosure | None = None
+        self.out_of_time = False  # the budget ran out before the interval was decided
         if not method.symbols:
-            self.real_interval, interval_how = real_stability_interval(method)
-            self.notes.append(interval_how)
-            if method.numeric:
-                self._enclose()
+            try:
+                deadline.check()
+                self.real_interval, interval_how = real_stability_interval(method, deadline)
+                self.notes.append(interval_how)
+                if method.numeric:
+                    deadline.check()
+                    self._enclose()
+            except OutOfTime:
+                self.real_interval, self.real_enclosure, self.out_of_time = None, None, True
+                self.notes.append(deadline.note)
         self.notes.append(
             "order relative to the starting procedure "
             + ", ".join(method.start_text())
@@ -249,7 +257,7 @@ class GeneralLinearReport(Report):
         balls: BSeries | None,
         prec: int,
         max_order: int | None,
-        time_budget: float,
+        deadline: Deadline,
         preconsistency_open: list[tuple[str, Any, float]],
     ) -> None:
         domain = series.domain
@@ -281,7 +289,7 @@ class GeneralLinearReport(Report):
         found = search_order(
             judged_at,
             limit=limit,
-            deadline=time.monotonic() + time_budget,
+            deadline=deadline,
             capped=max_order is not None or claimed is None,
         )
         self.order = found.order
@@ -349,6 +357,8 @@ class GeneralLinearReport(Report):
         return self.zero_stable
 
     def _interval_text(self) -> Any:
+        if self.real_interval is None and self.out_of_time:
+            return NOT_DECIDED
         if self.real_interval is None and not self.method.symbols:
             return OPEN_ROW
         spread = spread_text(self.real_enclosure)

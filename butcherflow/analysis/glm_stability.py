@@ -15,6 +15,7 @@ from sympy.polys.domains import QQ
 from sympy.polys.matrices import DomainMatrix
 
 from ..methods.general_linear import GeneralLinear
+from .budget import Deadline
 from .real_roots import first_failure
 from .root_condition import DIGITS, ZETA, place_roots, root_condition
 
@@ -172,7 +173,7 @@ def power_bound(V: Any, depth: int) -> tuple[float, float]:
     return radius, worst
 
 
-def real_stability_interval(method: GeneralLinear) -> tuple[float, str]:
+def real_stability_interval(method: GeneralLinear, deadline: Deadline) -> tuple[float, str]:
     """r of the largest [−r, 0] where M(x) is power-bounded, decided exactly.
 
     The eigenvalues can meet |w| = 1 or escape to infinity only at the real roots of polynomials
@@ -181,6 +182,8 @@ def real_stability_interval(method: GeneralLinear) -> tuple[float, str]:
     eigenvalue sides and Jordan structure); `real_roots.first_failure` isolates the roots up to
     the first unstable piece only. Irrational entries enter as `DIGITS`-digit rationals, and a
     test point's eigenvalue within their reach of the circle counts as on it.
+
+    `deadline`: the report's; `OutOfTime` past it, between two pieces.
 
     **Returns:** `(r, how)`: r is `math.inf` when unbounded; `how` says how it was read, for the
     report's notes (a numeric declaration's end is then enclosed, `glm_enclosure`).
@@ -196,7 +199,7 @@ def real_stability_interval(method: GeneralLinear) -> tuple[float, str]:
 
     breaks = _breakpoints(A, U, B, V).all_coeffs()[::-1]  # lowest degree first
     at_minus = [QQ.convert(c) * (-1) ** k for k, c in enumerate(breaks)][::-1]  # u = −x
-    r = 0.0 if unstable(QQ.zero) else first_failure(at_minus, unstable)
+    r = 0.0 if unstable(QQ.zero) else first_failure(at_minus, unstable, deadline)
     how = (
         "the real stability interval is exact up to float64 rounding of its end: the "
         "eigenvalues of M(x) meet |w| = 1 only at real roots of polynomials found exactly"

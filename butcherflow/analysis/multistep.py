@@ -24,6 +24,7 @@ from ..methods import LinearMultistep
 from ..methods.parameters import initial_numbers
 from ..methods.precision import RESOLUTION
 from .boundary_locus import a_alpha_angle, float_coefficients, locus, real_interval
+from .budget import DEFAULT_TIME_BUDGET, NOT_DECIDED, Deadline
 from .multistep_enclosure import enclose_real_interval, unstable_below
 from .multistep_order import (
     condition,
@@ -94,6 +95,8 @@ class MultistepReport(Report):
       certifies).
     - `explicit` (property): βₖ = 0.
     - `notes`: how each verdict was reached (tolerances, exactness), in words.
+    - `out_of_time`: the time budget was spent before A(α) and the interval were read; those
+      rows say `budget.NOT_DECIDED`.
     """
 
     method: LinearMultistep
@@ -114,6 +117,7 @@ class MultistepReport(Report):
     stopped: str | None = None
     real_enclosure: Enclosure | None = None
     real_widened: bool = False
+    out_of_time: bool = False
 
     @property
     def order_is_lower_bound(self) -> bool:
@@ -178,7 +182,7 @@ class MultistepReport(Report):
             ("ρ(ζ)", self.rho.as_expr()),
             ("σ(ζ)", self.sigma.as_expr()),
             ("roots of ρ", [_show_root(*root) for root in self.roots]),
-            ("A(α) angle (degrees)", self.a_alpha),
+            ("A(α) angle (degrees)", NOT_DECIDED if self.out_of_time else self.a_alpha),
             ("real stability interval [-r, 0]: r", self._interval_text()),
         ]
 
@@ -191,6 +195,8 @@ class MultistepReport(Report):
         )
 
     def _interval_text(self) -> Any:
+        if self.out_of_time:
+            return NOT_DECIDED
         if self.real_interval is None and self.method.numeric and not self.method.symbols:
             return OPEN_ROW
         spread = spread_text(self.real_enclosure, self.method.numeric)
@@ -259,11 +265,14 @@ def analyse_multistep(
     - `method`: the declaration.
     - `max_order`: stop the order search there (default 2k + 1: no k-step method has order above
       2k, so C_{2k+1} must fail).
-    - `time_budget`: accepted like every family's analysis; the k + 2 linear conditions of a
-      k-step method need no budget.
+    - `time_budget`: seconds the report may take (default `DEFAULT_TIME_BUDGET`): the k + 2
+      linear conditions of a k-step method need none, and A(α) and the real interval (a float
+      locus of 4097 angles and enclosures with a bisection budget of their own) are read only
+      if it is not spent by then; otherwise they say `budget.NOT_DECIDED`.
 
     **Returns:** a `MultistepReport`.
     """
+    deadline = Deadline.after(DEFAULT_TIME_BUDGET if time_budget is None else time_budget)
     k = method.steps
     limit = 2 * k + 1 if max_order is None else max_order
     if limit < 1:
@@ -337,8 +346,11 @@ def analyse_multistep(
     interval: float | None = None
     enclosure: Enclosure | None = None
     widened = False
+    out_of_time = deadline.passed()
     if method.symbols:
         notes.append("A(α) and the stability interval need numeric coefficients")
+    elif out_of_time:
+        notes.append(deadline.note)
     else:
         rho_c, sigma_c = float_coefficients(method)
         # Near z = 0 the locus is noise: float64 cancellation, or the rounding of a numeric
@@ -399,6 +411,7 @@ def analyse_multistep(
         stopped=found.stopped,
         real_enclosure=enclosure,
         real_widened=widened,
+        out_of_time=out_of_time,
     )
 
 

@@ -21,6 +21,7 @@ import sympy
 from ..methods import LinearMultistep
 from ..methods.balls import ball
 from ..methods.precision import Judgement, judge_enclosure, judge_exact, working_precision
+from .budget import Deadline
 from .root_condition import ZETA
 from .search import search_order
 
@@ -178,7 +179,9 @@ def search_multistep_order(
         qs = (0, 1) if n == 1 else (n,)
         return [(q, judge_condition(method, q, conditions[q])) for q in qs]
 
-    found = search_order(judged_at, limit=limit, deadline=math.inf, bound=bound, capped=capped)
+    found = search_order(
+        judged_at, limit=limit, deadline=Deadline.never(), bound=bound, capped=capped
+    )
     # order 0 is inconsistent only where C_0 or C_1 fails (then the upper bound is 0)
     consistent = True if found.order >= 1 else (False if found.upper == 0 else None)
     return MultistepOrder(

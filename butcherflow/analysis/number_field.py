@@ -13,6 +13,7 @@ from typing import Any, final
 import flint
 import sympy
 from sympy.polys.domains import QQ
+from sympy.polys.numberfields.minpoly import minpoly
 
 from ..methods.precision import known_to_double
 
@@ -80,3 +81,52 @@ class NumberField:
 
     def __str__(self) -> str:
         return str(self.domain)
+
+
+# The converters of `to_sympy`, one per field (its minimal polynomial and generator).
+_CONVERTERS: dict[tuple[Any, ...], tuple[list[Any], list[sympy.Expr], Any]] = {}
+
+
+def to_sympy(domain: Any, element: Any) -> sympy.Expr:
+    """An element of a sympy algebraic field as an expression in the field's own generators
+    (cos(pi/7), sqrt(30), ...), equal to `domain.to_sympy(element)`.
+
+    sympy writes θ = Σ cᵢgᵢ, reduces the powers θᵏ modulo the gᵢ's minimal polynomials in a
+    polynomial ring (fast) and then expands each θᵏ as one expression, which for a field of
+    degree 48 took most of a minute. Here each power is kept in the ring, an element is one
+    linear combination there, and only the monomials in the gᵢ that it uses are expanded, each
+    once per field.
+    """
+    if not domain.is_AlgebraicField:
+        return domain.to_sympy(element)
+    powers, generators, ring = _converter(domain)
+    combined = ring.zero
+    for c, power in zip(reversed(element.to_list()), powers, strict=False):
+        if c:
+            combined += power * c
+    terms = []
+    for monomial, c in combined.items():
+        factors = [g**e for g, e in zip(generators, monomial, strict=True) if e]
+        terms.append(QQ.to_sympy(c) * sympy.expand(sympy.Mul(*factors)))
+    return sympy.Add(*terms)
+
+
+def _converter(domain: Any) -> tuple[list[Any], list[sympy.Expr], Any]:
+    """θ⁰, …, θ^(d−1) as polynomials in the field's generators, reduced by their minimal
+    polynomials; the generators; the ring."""
+    key = (tuple(domain.mod.to_list()), domain.ext.as_expr())
+    if key not in _CONVERTERS:
+        ext = domain.ext.as_expr()
+        pairs = list(ext.as_coefficients_dict().items()) if ext.is_Add else [(ext, sympy.S.One)]
+        generators = [g for g, _ in pairs]
+        names = sympy.symbols(f"g:{len(generators)}", cls=sympy.Dummy)
+        ring, *gens = sympy.polys.rings.ring(names, QQ)
+        theta = sum(
+            (QQ.from_sympy(c) * x for (_, c), x in zip(pairs, gens, strict=True)), ring.zero
+        )
+        minimal = [ring.from_expr(minpoly(g, x)) for g, x in zip(generators, names, strict=True)]
+        powers = [ring.one]
+        for _ in range(1, domain.mod.degree()):
+            powers.append((powers[-1] * theta).rem(minimal))
+        _CONVERTERS[key] = (powers, generators, ring)
+    return _CONVERTERS[key]

@@ -1,31 +1,35 @@
 """Exact signs and real roots over a real number field (QQ or QQ<θ>), for the stability rows.
 
-Every root of a polynomial over QQ<θ> is a root of its norm, a polynomial over QQ, whose real
-roots are isolated exactly; the sign of the polynomial between two of them is the sign of an
-algebraic number, decided with rational interval arithmetic on an isolating interval of θ.
-`stability.py` reads the interval ends and the Routh-Hurwitz test of the poles from here;
-`algebraic_stability.py` the signs of its pivots.
+Every root of a polynomial over QQ<θ> is a root of its norm, a polynomial over QQ (a resultant
+computed by flint); the real roots of that are isolated by flint in C (`positive_roots`), and
+the sign of the polynomial between two of them is the sign of an algebraic number, decided with
+rational interval arithmetic on an isolating interval of θ. The cost grows polynomially with the
+degree and the size of the coefficients (sympy's resultants over fields of degree 24 and its
+root isolation of 1e40-sized coefficients took minutes), and every loop checks the report's
+`Deadline`. `stability.py` reads the interval ends and the Routh-Hurwitz test of the poles from
+here; `algebraic_stability.py` the signs of its pivots.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import time
 from collections.abc import Callable
 from typing import Any, final
 
 import flint
 import sympy
-from sympy.polys.densebasic import dup_reverse, dup_strip
-from sympy.polys.densetools import dup_clear_denoms, dup_eval, dup_scale, dup_shift
-from sympy.polys.domains import QQ, ZZ
-from sympy.polys.rootisolation import (
-    dup_isolate_real_roots_sqf,
-    dup_refine_real_root,
-    dup_root_upper_bound,
-)
-from sympy.polys.sqfreetools import dmp_norm, dup_sqf_part
+from sympy.polys.densebasic import dup_strip
+from sympy.polys.densetools import dup_clear_denoms, dup_eval
+from sympy.polys.domains import QQ
+
+from .budget import Deadline
 
 Dense = list[Any]  # a dense polynomial over a domain, highest degree first (sympy's dup)
+# An isolated real root: a rational interval [lo, hi] holding it and no other root, and the sign
+# of a polynomial at a rational point, which changes across the root (for bisection).
+Root = tuple[Any, Any, Callable[[Any], int]]
 
 
 def is_rational(c: Any) -> bool:
@@ -53,19 +57,35 @@ class RealField:
         self._theta: tuple[Any, Any] | None = None
         if self.algebraic and sympy.N(domain.ext.as_expr(), 20).as_real_imag()[1] != 0:
             raise ValueError(f"{domain} is not a real field")
+        self._minpoly = (
+            _integer_poly(dup_clear_denoms(domain.mod.to_list(), QQ, convert=True)[1])
+            if self.algebraic
+            else None
+        )
 
     def _isolate_theta(self) -> tuple[Any, Any]:
-        """A rational interval holding θ and no other root of its minimal polynomial."""
-        minpoly = self.domain.mod.to_list()
+        """A rational interval holding θ and no other root of its minimal polynomial: the
+        isolating interval of a real root of it (`positive_roots` of m(±x)) that holds θ's
+        50-digit value with a margin far above that value's error."""
+        assert self._minpoly is not None
         approx = QQ.from_sympy(sympy.Rational(sympy.N(self.domain.ext.as_expr(), 50)))
-        intervals = dup_isolate_real_roots_sqf(minpoly, QQ)
+        margin = QQ(1, 10**40)
+        sign = 1 if approx > 0 else -1
+        g = self._minpoly if sign > 0 else _integer_poly(_at_minus_list(self._minpoly))
+        if not _integer_sign(g, QQ.zero):  # θ = 0 is rational: never an algebraic generator
+            raise ValueError(f"{self.domain}: a generator with the root 0")
+        target = abs(approx)
+        intervals = [(a, b) for a, b, _ in positive_roots(g, Deadline.never())]
         while True:
-            margin = QQ(1, 10**40)  # far above the error of a 50-digit evalf
-            holding = [(a, b) for a, b in intervals if a + margin < approx < b - margin]
+            holding = [
+                (a, b) for a, b in intervals if a + margin < target < b - margin or a == b == target
+            ]
             if holding:
-                return holding[0]
-            # θ's 50-digit value sits on an end: narrow every interval and look again
-            intervals = [dup_refine_real_root(minpoly, a, b, QQ, steps=8) for a, b in intervals]
+                a, b = holding[0]
+                return (a, b) if sign > 0 else (-b, -a)
+            # θ's 50-digit value sits near an end: narrow every interval and look again
+            for _ in range(8):
+                intervals = [_halve(g, a, b) for a, b in intervals]
 
     @classmethod
     def of(cls, domain: Any) -> RealField | None:
@@ -89,6 +109,7 @@ class RealField:
         if self._theta is None:
             self._theta = self._isolate_theta()
         lo, hi = self._theta
+        assert self._minpoly is not None
         while True:
             low = high = h[0]
             for coeff in h[1:]:
@@ -96,17 +117,166 @@ class RealField:
                 low, high = min(ends) + coeff, max(ends) + coeff
             if low > 0 or high < 0:
                 return 1 if low > 0 else -1
-            minpoly = self.domain.mod.to_list()
-            lo, hi = dup_refine_real_root(minpoly, lo, hi, QQ, eps=(hi - lo) / 2**40)
+            for _ in range(40):  # θ's interval 2⁴⁰ times narrower, by exact bisection
+                lo, hi = _halve(self._minpoly, lo, hi)
+            if lo == hi:  # θ rational: impossible for a generator of degree ≥ 2
+                raise AssertionError(f"{self.domain}: θ = {lo} is rational")
             self._theta = (lo, hi)
 
-    def rational_polynomial(self, f: Dense) -> Dense:
-        """A polynomial over QQ whose roots include every root of f (its norm when needed)."""
-        if not self.algebraic:
-            return [QQ.convert(c) for c in f]
-        if all(is_rational(c) for c in f):
-            return [rational_part(c) for c in f]
-        return dmp_norm(f, 0, self.domain)
+    def theta_ball(self, bits: int) -> flint.arb:
+        """θ as an arb ball narrower than 2^−bits·max(1, |θ|), from its isolating interval:
+        narrowed to the one real root ball of the minimal polynomial (flint, at that precision)
+        that meets it, then by exact bisection if still too wide."""
+        if self._theta is None:
+            self._theta = self._isolate_theta()
+        lo, hi = self._theta
+        assert self._minpoly is not None
+        width = max(abs(lo), abs(hi), 1) * QQ(1, 2**bits)
+        if hi - lo > width:
+            with flint.ctx.workprec(bits + 16):
+                around = _ball(lo).union(_ball(hi))
+                try:  # refined to the width asked (roots() alone stops once isolated)
+                    boxes = flint.acb_poly(self._minpoly).roots(tol=flint.arb(2) ** -bits)
+                except ValueError:
+                    boxes = []
+                # the boxes that meet [lo, hi] on the real axis; θ is in one of them
+                near = [r.real for r in boxes if r.imag.contains(0) and r.real.overlaps(around)]
+            if len(near) == 1:  # so θ is in this one, and in [lo, hi]
+                lo, hi = max(lo, _exact(near[0].lower())), min(hi, _exact(near[0].upper()))
+            while hi - lo > width:
+                lo, hi = _halve(self._minpoly, lo, hi)
+            self._theta = (lo, hi)
+        return _ball(lo).union(_ball(hi))
+
+    def norm(self, f: Dense, deadline: Deadline) -> flint.fmpz_poly:
+        """The norm of f (a polynomial over QQ<θ>, not over QQ) up to a constant factor: an
+        integer polynomial whose roots are the roots of f and of its conjugates.
+
+        It is Res_y(m(y), F(x, y)) = lc(m)^deg_y(F)·Π F(x, θᵢ), F(x, θ) = f(x) with integer
+        coefficients, m the integer minimal polynomial of θ: the product over the conjugates
+        θᵢ (flint's isolated complex roots of m) in complex ball arithmetic, each coefficient of
+        which then holds exactly one integer, its value. Precision doubles until it does.
+        """
+        assert self._minpoly is not None
+        rows = [list(reversed(c.to_list())) for c in reversed(f)]  # [x^k][y^j]
+        scale = 1
+        for row in rows:
+            for q in row:
+                scale = math.lcm(scale, int(QQ.denom(q)))
+        integers = [[int(QQ.numer(q * scale)) for q in row] for row in rows]
+        power = max(len(row) for row in integers) - 1
+        bits, spent = 128, 0.0
+        while True:
+            deadline.check(ahead=4 * spent)
+            started = time.monotonic()
+            with flint.ctx.workprec(bits):
+                try:
+                    conjugates = flint.acb_poly(self._minpoly).roots(
+                        tol=flint.arb(2) ** (16 - bits)
+                    )
+                except ValueError:
+                    spent, bits = time.monotonic() - started, 2 * bits
+                    continue
+                product = flint.acb_poly([flint.acb(int(self._minpoly.coeffs()[-1]) ** power)])
+                for theta in conjugates:
+                    coefficients = []
+                    for row in integers:
+                        value = flint.acb(0)
+                        for n in reversed(row):  # Horner in θᵢ
+                            value = value * theta + n
+                        coefficients.append(value)
+                    product *= flint.acb_poly(coefficients)
+                exact = product.unique_fmpz_poly()
+            if exact is not None:
+                return exact
+            spent, bits = time.monotonic() - started, 2 * bits
+
+    def sign_at(self, f: Dense, u: Any) -> int:
+        """The exact sign of f(u), f over the field, u rational."""
+        return self.sign(dup_eval(f, self.domain.convert_from(u, QQ), self.domain))
+
+    def positive_roots(self, f: Dense, deadline: Deadline) -> list[Root]:
+        """Disjoint rational isolating intervals, 0 < lo, ascending, of the positive real roots
+        of f over QQ<θ> (f(0) ≠ 0) or of its norm, each with the sign of a polynomial that
+        changes across it.
+
+        Its coefficients are enclosed in arb balls (θ from its isolating interval) and flint
+        isolates every complex root of the polynomials within those balls (`acb_poly.roots`:
+        n disjoint boxes, each holding a root); a box is a real root's when it meets the real
+        axis and its mirror image meets no other box (f has real coefficients, so the mirror of
+        a root is a root), and a non-real one's when it misses the axis. Precision doubles
+        until each box is one or the other and the positive ones are apart from 0, up to 1024
+        bits; past that the roots of f's norm over QQ (`norm`, degree deg f · [K:QQ]) are
+        isolated instead, a superset of f's, each with the sign of its factor of the norm
+        (between two of them f keeps its sign, which `first_exit` reads). `OutOfTime` past
+        `deadline`. Nothing is decided by a rounded value.
+        """
+        bits, spent = 64, 0.0
+        while bits <= 1024:
+            deadline.check(ahead=4 * spent)  # twice the bits: about four times as long
+            started = time.monotonic()
+            with flint.ctx.workprec(bits):
+                found = self._isolate(f, self.theta_ball(bits + 32))
+            if found is not None:
+                sign = functools.partial(self.sign_at, f)
+                return [(lo, hi, sign) for lo, hi in found]
+            spent, bits = time.monotonic() - started, 2 * bits
+        # the balls did not isolate the roots (a multiple root, or roots of very different
+        # sizes: Aberth's iteration crawls towards a root at 1e-300): isolate those of the norm
+        return positive_roots(self.norm(f, deadline), deadline)
+
+    def _isolate(self, f: Dense, theta: flint.arb) -> list[tuple[Any, Any]] | None:
+        """One attempt of `positive_roots` at the working precision; None: not decided."""
+        coefficients = []
+        for c in reversed(f):  # ascending
+            value = flint.arb(0)
+            for q in c.to_list():  # Horner in θ, highest power first
+                value = value * theta + _ball(q)
+            coefficients.append(value)
+        if coefficients[-1].contains(0):
+            return None
+        return _positive_boxes(flint.acb_poly(coefficients))
+
+
+def _positive_boxes(poly: flint.acb_poly) -> list[tuple[Any, Any]] | None:
+    """Rational isolating intervals, ascending, of the positive real roots of the polynomials
+    within `poly`'s real coefficient balls, at the working precision; None when that does not
+    decide them.
+
+    `acb_poly.roots` finds n disjoint boxes, each holding a root (Aberth's iteration, then
+    flint's inclusion test), within a bounded number of iterations and bits (a ValueError
+    otherwise). A box is a real root's when it meets the real axis and its mirror image meets
+    no other box (real coefficients: the mirror of a root is a root, and it has to be in some
+    box), a non-real one's when it misses the axis.
+    """
+    try:
+        boxes = poly.roots()
+    except ValueError:  # not isolated at this precision (or a multiple root)
+        return None
+    found = []
+    for k, box in enumerate(boxes):
+        if not box.imag.contains(0):
+            continue  # a non-real root
+        mirror = box.conjugate()
+        if any(mirror.overlaps(other) for j, other in enumerate(boxes) if j != k):
+            return None  # real or one of a close pair: not told apart yet
+        if box.real.contains(0):
+            return None
+        if box.real > 0:
+            found.append((_exact(box.real.lower()), _exact(box.real.upper())))
+    return sorted(found)
+
+
+def _ball(q: Any) -> flint.arb:
+    """A rational as an arb ball holding it exactly (rounded outwards at the working
+    precision)."""
+    return flint.arb(flint.fmpq(int(QQ.numer(q)), int(QQ.denom(q))))
+
+
+def _at_minus_list(g: flint.fmpz_poly) -> Dense:
+    """The coefficients of g(−x), highest degree first (integers)."""
+    low = [int(c) for c in g.coeffs()]  # ascending
+    return [(-c if k % 2 else c) for k, c in enumerate(low)][::-1]
 
 
 def _integer_poly(gz: Dense) -> flint.fmpz_poly:
@@ -122,54 +292,101 @@ def _integer_sign(g: flint.fmpz_poly, u: Any) -> int:
     return (value > 0) - (value < 0)
 
 
-def _roots_between(gz: Dense, lo: Any, hi: Any) -> list[tuple[Any, Any]]:
-    """Isolating intervals, sorted, of the roots of the squarefree gz (integer coefficients) in
-    (lo, hi), neither of which may be a root.
+def _exact(x: flint.arb) -> Any:
+    """An exact arb (a ball's end) as a rational."""
+    man, exp = x.mid().man_exp()
+    return QQ(int(man) * 2 ** int(exp)) if exp >= 0 else QQ(int(man), 2 ** int(-exp))
 
-    (1 + x)ⁿ·g(lo + (hi − lo)/(1 + x)) has exactly these roots as its positive roots, so roots
-    beyond hi (close pairs included, which are costly to separate) are never isolated. With
-    lo = a/d and hi − lo = b/d, everything stays in integers: dⁿ·g((a + b·t)/d).
+
+def _halve(g: flint.fmpz_poly, lo: Any, hi: Any) -> tuple[Any, Any]:
+    """The half of [lo, hi] holding the one simple root of g in it (exact bisection; a point
+    interval when an end or the midpoint is the root)."""
+    return _halve_by(functools.partial(_integer_sign, g), lo, hi)
+
+
+def _halve_by(sign: Callable[[Any], int], lo: Any, hi: Any) -> tuple[Any, Any]:
+    """`_halve` for the polynomial whose sign at a rational `sign` gives."""
+    at_lo = sign(lo)
+    if lo == hi or not at_lo:
+        return lo, lo
+    mid = (lo + hi) / 2
+    at_mid = sign(mid)
+    if not at_mid:
+        return mid, mid
+    return (lo, mid) if at_mid != at_lo else (mid, hi)
+
+
+def positive_roots(g: flint.fmpz_poly, deadline: Deadline) -> list[Root]:
+    """Disjoint rational isolating intervals, 0 < lo, ascending, of the positive real roots of
+    g ≠ 0, each with the sign of an irreducible factor of g that changes across its root.
+
+    g is factored (flint), and the roots of each factor are isolated by `_positive_boxes`,
+    precision doubling until they are (checking `deadline` in between: flint's own
+    `complex_roots` cannot be interrupted, and took minutes on roots of sizes 1e-300 and 1).
+    Factoring first matters: (N − D)(N + D) has pairs of roots within 1e-40 of each other,
+    one from each factor. Intervals that overlap are narrowed by exact bisection (a simple
+    root changes the sign of its factor across it).
     """
-    d = ZZ.lcm(QQ.denom(lo), QQ.denom(hi))
-    a, b = QQ.numer(lo * d), QQ.numer((hi - lo) * d)
-    n = len(gz) - 1
-    G = [c * d ** (n - k) for k, c in zip(range(n, -1, -1), gz, strict=True)]  # dⁿ·g(x/d)
-    moved = dup_shift(dup_reverse(dup_scale(dup_shift(G, a, ZZ), b, ZZ)), ZZ.one, ZZ)
-    out = []
-    for x0, x1 in dup_isolate_real_roots_sqf(moved, ZZ, inf=QQ.zero):
-        out.append((lo + (hi - lo) / (1 + x1), lo + (hi - lo) / (1 + x0)))
-    return sorted(out)
+    found: list[Root] = []
+    for factor, _power in g.factor()[1]:
+        if factor.degree() < 1 or factor.coeffs()[0] == 0:
+            continue  # a constant, or x itself: its root 0 bounds no gap of (0, ∞)
+        bits, spent = 64, 0.0
+        while True:
+            deadline.check(ahead=4 * spent)  # twice the bits: about four times as long
+            started = time.monotonic()
+            with flint.ctx.workprec(bits):
+                boxes = _positive_boxes(flint.acb_poly(factor))
+            if boxes is not None:
+                break
+            spent, bits = time.monotonic() - started, 2 * bits
+        sign = functools.partial(_integer_sign, factor)
+        found += [(lo, hi, sign) for lo, hi in boxes]
+    return _apart(found, deadline)
 
 
-def first_exit(f: Dense, field: RealField) -> float:
+def _apart(found: list[Root], deadline: Deadline) -> list[Root]:
+    """The intervals sorted, overlapping ones narrowed (each around its own root) until apart."""
+    while True:
+        found.sort(key=lambda root: root[0])
+        touching = [i for i in range(len(found) - 1) if found[i][1] >= found[i + 1][0]]
+        if not touching:
+            return found
+        deadline.check()
+        for i in touching[:1]:
+            for k in (i, i + 1):
+                lo, hi, sign = found[k]
+                found[k] = (*_halve_by(sign, lo, hi), sign)
+
+
+def first_exit(f: Dense, field: RealField, deadline: Deadline) -> float:
     """Largest r ≥ 0 with f(u) ≤ 0 for u in [0, r] (math.inf when unbounded), exactly.
 
-    Between consecutive positive real roots of f's rational norm g, f keeps one sign (its roots
-    are among g's); that sign is read at a rational point in the gap (`first_failure`).
+    Between consecutive positive real roots of f, f keeps one sign; that sign is read at a
+    rational point in each gap (`first_failure`). Raises `OutOfTime` past `deadline`.
     """
-    K = field.domain
     f = dup_strip(f)
     if not f:
         return math.inf
     while not f[-1]:
         f = f[:-1]  # u^k > 0 for u > 0: the factor does not change the sign there
-    if field.algebraic:
+    if field.algebraic and all(is_rational(c) for c in f):
+        f, field = [rational_part(c) for c in f], RealField(QQ)
+    if not field.algebraic:
+        fz = _integer_poly(dup_clear_denoms([QQ.convert(c) for c in f], QQ, convert=True)[1])
+        if _integer_sign(fz, QQ.zero) > 0:
+            return 0.0
+        return first_failure(f, lambda u: _integer_sign(fz, u) > 0, deadline)
 
-        def positive_at(u: Any) -> bool:
-            return field.sign(dup_eval(f, K.convert_from(u, QQ), K)) > 0
+    def positive(u: Any) -> bool:
+        return field.sign_at(f, u) > 0
 
-    else:
-        fz = _integer_poly(dup_clear_denoms(f, QQ, convert=True)[1])
-
-        def positive_at(u: Any) -> bool:
-            return _integer_sign(fz, u) > 0
-
-    if positive_at(QQ.zero):
+    if positive(QQ.zero):
         return 0.0
-    return first_failure(field.rational_polynomial(f), positive_at)
+    return _first_failed_gap(field.positive_roots(f, deadline), positive, deadline)
 
 
-def first_failure(breaks: Dense, fails: Callable[[Any], bool]) -> float:
+def first_failure(breaks: Dense, fails: Callable[[Any], bool], deadline: Deadline) -> float:
     """The first root r > 0 of `breaks` after which `fails` holds (math.inf when none), exactly.
 
     **Arguments:**
@@ -177,72 +394,42 @@ def first_failure(breaks: Dense, fails: Callable[[Any], bool]) -> float:
     - `breaks`: a non-zero polynomial over QQ, highest degree first, whose positive real roots
       include every u > 0 where `fails` may change.
     - `fails`: a property of a rational u > 0, constant between consecutive roots of `breaks`.
+    - `deadline`: the report's; `OutOfTime` is raised past it, between two gaps.
 
     **Returns:** r as a float (its isolating interval bisected exactly), 0.0 when `fails` holds
-    just right of 0; roots where `fails` stays false on both sides (a touch) are passed. Roots
-    are isolated window by window ((0, 1], (1, 2], (2, 4], ...) up to the first failure, each
-    gap tested once at a rational point strictly inside it.
+    just right of 0; roots where `fails` stays false on both sides (a touch) are passed. The
+    positive roots of its irreducible factors are isolated at once (`positive_roots`), and each
+    gap is tested once, at a rational point strictly between two isolating intervals.
     """
-    g = dup_sqf_part(dup_strip(breaks), QQ)
-    while not g[-1]:
-        g = g[:-1]  # a root at 0 bounds no gap of (0, ∞)
-    gz = dup_clear_denoms(g, QQ, convert=True)[1]
-    gp = _integer_poly(gz)
-    bound = dup_root_upper_bound(gz, ZZ)  # every positive root lies below it; None: none
-    lo, hi = QQ.zero, QQ.one
-    first_gap = True  # (0, first root) is not after a root: tested on its own
-    while bound is not None and lo < bound:
-        while not _integer_sign(gp, hi):
-            hi += hi / 2**30  # a window must not end on a root
-        roots = _roots_between(gz, lo, hi)
-        if first_gap and roots:
-            if fails(roots[0][0] / 2):
-                return 0.0
-            first_gap = False
-        for i in range(len(roots)):
-            while True:  # a rational point strictly between root i and root i + 1 (or hi)
-                a, b = roots[i]
-                point = (b + (roots[i + 1][0] if i + 1 < len(roots) else hi)) / 2
-                if _integer_sign(gp, point):
-                    break
-                if i + 1 < len(roots) and roots[i + 1] == (b, b) and _integer_sign(gp, a):
-                    # the next root is b itself, exactly: refining root i never moves b
-                    # (an endless loop on float GLMs), so bisect [a, b) exactly instead
-                    point = _below_root(gp, a, b)
-                    break
-                roots[i] = dup_refine_real_root(g, a, b, QQ, steps=1)
-                roots[i + 1] = dup_refine_real_root(g, *roots[i + 1], QQ, steps=1)
-            if fails(point):
-                return _bisect(gp, a, b)
-        lo, hi = hi, 2 * hi
-    if first_gap and fails(QQ.one):  # no positive root: one piece
+    g = _integer_poly(dup_clear_denoms(dup_strip(breaks), QQ, convert=True)[1])
+    roots = positive_roots(g, deadline) if g.degree() > 0 else []
+    return _first_failed_gap(roots, fails, deadline)
+
+
+def _first_failed_gap(roots: list[Root], fails: Callable[[Any], bool], deadline: Deadline) -> float:
+    """`first_failure` on the isolated positive roots."""
+    if not roots:
+        return 0.0 if fails(QQ.one) else math.inf  # no positive root: one piece
+    if fails(roots[0][0] / 2):  # (0, first root) is not after a root: tested on its own
         return 0.0
+    for i, (a, b, sign) in enumerate(roots):
+        deadline.check()
+        point = (b + roots[i + 1][0]) / 2 if i + 1 < len(roots) else b + 1
+        if fails(point):
+            return float(a) if a == b else _bisect(sign, a, b)
     return math.inf
 
 
-def _below_root(g: flint.fmpz_poly, a: Any, r: Any) -> Any:
-    """A rational point strictly between the one root of g in (a, r) and the root r, where g is
-    not zero (g(a) ≠ 0): exact bisection until the root is left of a midpoint m, then the
-    midpoint of (m, r), which holds no root."""
-    side = _integer_sign(g, a)
-    while True:
-        middle = (a + r) / 2
-        sign = _integer_sign(g, middle)
-        if sign != side:  # the root is in (a, middle], so none is in (middle, r)
-            return (middle + r) / 2
-        a = middle
-
-
-def _bisect(g: flint.fmpz_poly, lo: Any, hi: Any) -> float:
-    """The root of g in its isolating interval [lo, hi], to double precision, by exact bisection
-    (cheaper than sympy's continued-fraction refinement for a printed value)."""
-    low_sign = _integer_sign(g, lo)
+def _bisect(sign: Callable[[Any], int], lo: Any, hi: Any) -> float:
+    """The root in its isolating interval [lo, hi] of the polynomial whose sign `sign` gives,
+    to double precision, by exact bisection."""
+    low_sign = sign(lo)
     while hi - lo > max(abs(hi), 1) * QQ(1, 2**56):
         mid = (lo + hi) / 2
-        sign = _integer_sign(g, mid)
-        if not sign:
+        at_mid = sign(mid)
+        if not at_mid:
             return float(mid)
-        if sign == low_sign:
+        if at_mid == low_sign:
             lo = mid
         else:
             hi = mid

@@ -31,12 +31,12 @@ from ..methods.precision import (
     known_to_double,
     working_precision,
 )
+from .budget import Deadline
 from .enclosure import WeightEnclosures
 from .search import Search, search_order
 from .trees import PLAIN, Tree, TreeFamily
 from .weights import WeightTable, tableau_field
 
-DEFAULT_TIME_BUDGET = 300.0  # seconds an order search may take before it reports what it has
 # Bits of the balls that screen an exact tableau's failing conditions. 192 rather than 128: the
 # error norm reads the residuals of order p + 1 off these balls when they are known to double
 # precision, and Dormand-Prince 8's are 1e-22 against terms of 1e-5 (the exact fallback
@@ -230,7 +230,7 @@ class Conditions:
             table.residual_float(t) if x is None else x for t, x in zip(trees, known, strict=True)
         ]
 
-    def search(self, bound: int, deadline: float, cap: int | None = None) -> Search[Tree]:
+    def search(self, bound: int, deadline: Deadline, cap: int | None = None) -> Search[Tree]:
         """Judge the trees order by order, up to the first failure, `cap` (a user's limit), the
         order `bound` + 1 (what the stage count allows, plus the order that must fail) or the
         deadline (`search.search_order`)."""

@@ -18,6 +18,7 @@ from ..errors import AnalysisError
 from ..methods import ButcherTableau
 from ..methods.parameters import initial_numbers, initial_values, relations
 from ..methods.precision import RESOLUTION, digits_hint
+from .budget import DEFAULT_TIME_BUDGET, Deadline
 from .report import (
     Report,
     precision_text,
@@ -28,7 +29,6 @@ from .report import (
     undetermined_note,
 )
 from .rk_order import (
-    DEFAULT_TIME_BUDGET,
     Conditions,
     FailingConditions,
     order_bound,
@@ -92,7 +92,7 @@ class RungeKuttaReport(Report):
             )
         self.method = method
         self.notes: list[str] = []
-        deadline = time.monotonic() + time_budget
+        deadline = Deadline.after(time_budget)
         identities = relations(method.parameters)
         self.proved = method.subs(identities) if identities else method
         method = self.proved
@@ -120,12 +120,14 @@ class RungeKuttaReport(Report):
             self.embedded_order = embedded.order
             self.embedded_undetermined = bool(embedded.undetermined)
         self.stability: StabilityFunction = stability_function(
-            method, self.order, self._open_up_to() if self.undetermined else None
+            method, self.order, self._open_up_to() if self.undetermined else None, deadline
         )
         self.algebraically_stable = algebraically_stable(method)
         self.initial_is_lower_bound = False
         self.initial_order, self.initial_values = self._initial(deadline, max_order)
         self._explain(stage_decided)
+        if self.stability.out_of_time and not method.numeric:  # numeric: said with its notes
+            self.notes.append(deadline.note)
         for symbol, value in identities.items():
             self.notes.append(
                 f"softmax weights sum to 1 for every token: proved with {symbol} = {value}."
@@ -149,7 +151,9 @@ class RungeKuttaReport(Report):
         ]
         self._search = found
 
-    def _initial(self, deadline: float, max_order: int | None) -> tuple[int | None, dict[str, Any]]:
+    def _initial(
+        self, deadline: Deadline, max_order: int | None
+    ) -> tuple[int | None, dict[str, Any]]:
         """The order when training starts: every parameter at its initial value."""
         declared = self.method.parameters
         if not declared or self.method.symbols - set(declared):
@@ -179,7 +183,8 @@ class RungeKuttaReport(Report):
             return None
         trees = self._conditions.family.of_order(self.order + 1)
         residuals = self._conditions.residual_floats(trees)
-        return math.sqrt(sum((r / t.symmetry) ** 2 for r, t in zip(residuals, trees, strict=True)))
+        # hypot: residuals of entries near 1e300 would overflow their squares (inf is the answer)
+        return math.hypot(*(r / t.symmetry for r, t in zip(residuals, trees, strict=True)))
 
     def _explain(self, stage_decided: bool) -> None:
         m = self.proved

@@ -8,12 +8,12 @@ search looks two orders further for a failure before it reports them.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, final
 
 from ..methods.precision import Judgement, Verdict
+from .budget import Deadline
 
 Item = TypeVar("Item")
 
@@ -49,7 +49,7 @@ def search_order(
     judged_at: Callable[[int], Sequence[tuple[Item, Judgement]]],
     *,
     limit: int,
-    deadline: float,
+    deadline: Deadline,
     bound: int | None = None,
     capped: bool = False,
 ) -> Search[Item]:
@@ -59,7 +59,7 @@ def search_order(
 
     - `judged_at`: the judged conditions of one order.
     - `limit`: the last order examined.
-    - `deadline`: a `time.monotonic()` time; past it the search reports what it established.
+    - `deadline`: the report's `Deadline`; past it the search reports what it established.
     - `bound`: the highest order the method can have (a barrier): conditions beyond it that look
       met only show that the precision cannot decide them, so they count as undetermined.
     - `capped`: `limit` is the caller's own (`max_order`): stopping there is `"max_order"`.
@@ -68,7 +68,7 @@ def search_order(
     """
     found: Search[Item] | None = None
     for n in range(1, limit + 1):
-        if time.monotonic() > deadline:
+        if deadline.passed():
             return _stopped(found, n - 1, "time budget")
         judged = list(judged_at(n))
         failing = [(x, j) for x, j in judged if j.verdict is Verdict.FAILS]

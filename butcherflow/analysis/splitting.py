@@ -33,10 +33,11 @@ from ..methods.balls import ball
 from ..methods.numbers import Number
 from ..methods.precision import Judgement, digits_hint, judge_enclosure, working_precision
 from .additive import additive_tableau, search_substep_order
+from .budget import DEFAULT_TIME_BUDGET, Deadline
 from .enclosure import BallDomain
 from .free_algebra import FreeProduct, Word
+from .number_field import to_sympy
 from .report import Report, precision_text, raised_by, resolution_text, shown_open
-from .rk_order import DEFAULT_TIME_BUDGET
 from .search import search_order
 from .trees import TreeFamily
 from .weights import judge_element, smallest_domain
@@ -73,7 +74,7 @@ class SplittingReport(Report):
         time_budget: float = DEFAULT_TIME_BUDGET,
     ) -> None:
         start = time.perf_counter()
-        deadline = time.monotonic() + time_budget
+        deadline = Deadline.after(time_budget)
         self.method = method
         self.notes: list[str] = []
         sub = method.substep
@@ -90,7 +91,7 @@ class SplittingReport(Report):
         for (op, _), v in zip(method.steps, values, strict=True):
             sums[op] += v
         self.coefficient_sums: dict[str, sympy.Expr] = {
-            op: domain.to_sympy(x) for op, x in sums.items()
+            op: to_sympy(domain, x) for op, x in sums.items()
         }
         self._numbers = [*method.step_numbers, *(_substep_numbers(sub) if sub else [])]
         self._prec = working_precision(self._numbers)
@@ -186,14 +187,14 @@ class SplittingReport(Report):
         the symbols of a parametrised splitting)."""
         domain = self._product.domain
         return [
-            sympy.factor(domain.to_sympy(res))
+            sympy.factor(to_sympy(domain, res))
             for n in range(1, order + 1)
             for _, res in self._exact_residuals(n)
             if res != domain.zero
         ]
 
     # -- coloured trees --------------------------------------------------------------------------
-    def _trees(self, substep: ButcherTableau, limit: int, deadline: float, capped: bool) -> None:
+    def _trees(self, substep: ButcherTableau, limit: int, deadline: Deadline, capped: bool) -> None:
         family = TreeFamily(colours=self.method.operators)
         numeric = not self.exact and not self.symbolic and not substep.symbols
         found = search_substep_order(

@@ -7,10 +7,12 @@ entries (QQ, or an algebraic field such as QQ<√5>): for explicit methods as
 
 The stability intervals are the ends of {x ≤ 0 : |R(x)| ≤ 1} and {y ≥ 0 : |R(iy)| ≤ 1}
 containing 0, i.e. of where P(u) = N(−u)² − D(−u)² ≤ 0 and F(w) = |N(i√w)|² − |D(i√w)|² ≤ 0
-(w = y²). Every root of P or F is a root of its norm, a polynomial over QQ, whose real roots are
-isolated exactly; the sign of P or F between two of them is the sign of an algebraic number,
-decided with rational interval arithmetic on an isolating interval of the field's generator
-(`real_roots.py`).
+(w = y²). The real roots of P and F are isolated by flint with certified enclosures (over QQ,
+factor by factor; over QQ<θ>, from arb balls of their coefficients, or from their norm over QQ
+where those do not separate them); the sign of P or F between two of them is the sign of an
+algebraic number, decided with rational interval arithmetic on an isolating interval of the
+field's generator (`real_roots.py`). Every step checks the report's `Deadline`: a row it stops
+says "not decided within the time budget".
 A-stability adds a Routh-Hurwitz test of the poles in the same field, and algebraic stability is
 an LDLᵀ elimination with exact signs. Nothing is approximated except the printed interval ends.
 
@@ -46,7 +48,8 @@ from ..methods import ButcherTableau
 from ..methods.balls import ball
 from ..methods.precision import Judgement, Verdict, judge_enclosure, working_precision
 from .algebraic_stability import algebraically_stable as algebraically_stable
-from .number_field import NumberField
+from .budget import NOT_DECIDED, Deadline, OutOfTime
+from .number_field import NumberField, to_sympy
 from .real_roots import Dense, RealField, first_exit, hurwitz, is_rational, rational_part
 from .stability_enclosure import Enclosure, enclose_stability, same_ends, spread_text
 from .weights import entries_in_field, smallest_domain
@@ -57,7 +60,7 @@ _SHOWN_DIGITS = 17  # significant digits of R(z) printed for a numeric tableau
 
 def _constant_field(N: Dense, D: Dense, K: Any) -> tuple[Any, Dense, Dense]:
     """N and D, free of symbols but over a domain with symbols, moved to their own field."""
-    values = [K.to_sympy(c) for c in [*N, *D]]
+    values = [to_sympy(K, c) for c in [*N, *D]]
     domain, converted = smallest_domain(values)
     field = domain.get_field()
     if field != domain:
@@ -190,7 +193,7 @@ def _to_expr(p: Dense, K: Any, numeric: bool) -> sympy.Expr:
         if K.is_AlgebraicField and is_rational(c):  # K.to_sympy would expand powers of θ
             value = QQ.to_sympy(rational_part(c))
         else:
-            value = sympy.expand(K.to_sympy(c))
+            value = sympy.expand(to_sympy(K, c))
         if numeric and value.is_Rational:
             value = sympy.Float(value, _SHOWN_DIGITS)
         terms.append(value * z**k)
@@ -216,10 +219,16 @@ class StabilityFunction:
     - `assumed_order`: 0, or p when the intervals of a numeric tableau took the terms of degree
       ≤ p of |R|² − 1 from its order p rather than from its digits (see `notes`).
     - `notes`: sentences the report prints about how the rows were obtained.
+    - `out_of_time`: the report's time budget ran out before every row was decided; the rows
+      still None say `budget.NOT_DECIDED`.
     """
 
     def __init__(
-        self, tableau: ButcherTableau, order: int | None = None, upper: int | None = None
+        self,
+        tableau: ButcherTableau,
+        order: int | None = None,
+        upper: int | None = None,
+        deadline: Deadline | None = None,
     ) -> None:
         K, N, D = _rational_function(tableau)
         self.expression: sympy.Expr = _to_expr(N, K, tableau.numeric) / _to_expr(
@@ -238,8 +247,37 @@ class StabilityFunction:
         self._open: set[str] = set()  # the intervals left undetermined
         self.assumed_order = 0
         self.notes: list[str] = []
+        self.out_of_time = False  # the budget ran out before every row was decided
         if self.symbolic:
             return
+        try:
+            self._decide_rows(tableau, order, upper, (K, N, D), deadline or Deadline.never())
+        except OutOfTime:
+            self._stopped(tableau.numeric and order is not None, deadline)
+
+    def _stopped(self, numeric: bool, deadline: Deadline | None) -> None:
+        """The budget ran out: keep what an exact tableau's rows established (the real interval
+        is decided before the imaginary one); a numeric tableau's rows, read for several
+        orders and then enclosed, are not decided unless all of that was done."""
+        self.out_of_time = True
+        if numeric:
+            self.real_interval = self.imaginary_interval = None
+            self.real_enclosure = self.imaginary_enclosure = None
+        self.a_stable = self.l_stable = None
+        if deadline is not None:
+            self.notes.append(deadline.note)
+
+    def _decide_rows(
+        self,
+        tableau: ButcherTableau,
+        order: int | None,
+        upper: int | None,
+        function: tuple[Any, Dense, Dense],
+        deadline: Deadline,
+    ) -> None:
+        """The intervals, A- and L-stability; `OutOfTime` past `deadline`."""
+        K, N, D = function
+        deadline.check()
         if RealField.of(K) is None:  # a family whose R(z) is free of its parameters
             K, N, D = _constant_field(N, D, K)
         field = RealField.of(K)
@@ -249,7 +287,7 @@ class StabilityFunction:
         axes = _axis_polynomials(N, D, K)
         poles_right = len(D) == 1 or hurwitz(_at_minus(D), field)  # D(−z) is Hurwitz
         if not tableau.numeric or order is None:
-            self._decide(*axes, field, poles_right)
+            self._decide(*axes, field, poles_right, deadline)
             self.l_stable = self.a_stable and len(N) < len(D)
             if tableau.numeric:
                 self._judge_infinity(tableau, K, N, D)
@@ -257,7 +295,7 @@ class StabilityFunction:
         self.assumed_order = order
         top = order if upper is None else max(order, upper)
         outcomes = {
-            q: self._decide(*_as_order_requires(*axes, D, q, K), field, poles_right)
+            q: self._decide(*_as_order_requires(*axes, D, q, K), field, poles_right, deadline)
             for q in range(order, top + 1)
         }
         self.real_interval, self.imaginary_interval, self.a_stable = outcomes[order]
@@ -288,6 +326,7 @@ class StabilityFunction:
                 f"and {top}, which the undetermined conditions leave open (computed with the "
                 "terms that each order fixes)."
             )
+        deadline.check()
         self._enclose(tableau, order)
         self._judge_infinity(tableau, K, N, D)
 
@@ -339,11 +378,11 @@ class StabilityFunction:
             )
 
     def _decide(
-        self, real: Dense, imaginary: Dense, field: RealField, poles_right: bool
+        self, real: Dense, imaginary: Dense, field: RealField, poles_right: bool, deadline: Deadline
     ) -> tuple[float, float, bool]:
         """The intervals and A-stability from P and F, set on self and returned."""
-        self.real_interval = first_exit(real, field)
-        self.imaginary_interval = math.sqrt(first_exit(imaginary, field))
+        self.real_interval = first_exit(real, field, deadline)
+        self.imaginary_interval = math.sqrt(first_exit(imaginary, field, deadline))
         self.a_stable = self.imaginary_interval == math.inf and poles_right
         if self.a_stable:  # exact already; for a numeric tableau, its consequence
             self.real_interval = math.inf
@@ -380,11 +419,15 @@ class StabilityFunction:
 
     def shown(self, verdict: bool | None) -> bool | str | None:
         """A verdict as the report prints it: None is 'undetermined' where the digits left it."""
+        if verdict is None and self.out_of_time:
+            return NOT_DECIDED
         return "undetermined" if verdict is None and self.undetermined else verdict
 
     @property
     def real_interval_text(self) -> str | None:
         r = self.real_interval
+        if r is None and self.out_of_time:
+            return NOT_DECIDED
         if r is None:
             return "undetermined" if "real" in self._open else None
         if r == math.inf:
@@ -394,6 +437,8 @@ class StabilityFunction:
     @property
     def imaginary_interval_text(self) -> str | None:
         y = self.imaginary_interval
+        if y is None and self.out_of_time:
+            return NOT_DECIDED
         if y is None:
             return "undetermined" if "imaginary" in self._open else None
         if y == math.inf:
@@ -421,7 +466,10 @@ class StabilityFunction:
 
 
 def stability_function(
-    tableau: ButcherTableau, order: int | None = None, upper: int | None = None
+    tableau: ButcherTableau,
+    order: int | None = None,
+    upper: int | None = None,
+    deadline: Deadline | None = None,
 ) -> StabilityFunction:
     """R(z) and the linear stability properties of `tableau`.
 
@@ -433,7 +481,9 @@ def stability_function(
     - `upper`: for a numeric tableau whose digits leave the order between `order` and `upper`
       (undetermined conditions): the intervals and A-stability are undetermined unless every
       order in that range gives the same.
+    - `deadline`: the report's `Deadline` (None: no bound); rows not decided by then say
+      `budget.NOT_DECIDED`, and those decided keep their values.
 
     **Returns:** a `StabilityFunction`.
     """
-    return StabilityFunction(tableau, order, upper)
+    return StabilityFunction(tableau, order, upper, deadline)

@@ -379,7 +379,10 @@ def _candidates(end: float, coefficients: list[flint.arb]) -> list[float]:
     """The digits' end, then the positive real roots of the midpoints' polynomial and inf: counted
     within the resolution, the end that every method shares may lie past a touch of |R| = 1
     that the digits' own method crosses by less than 1.5e-8."""
-    mids = [float(c.mid()) for c in coefficients]
+    largest = max((abs(c.mid()) for c in coefficients), default=flint.arb(0))
+    if largest == 0:
+        return [end, math.inf]
+    mids = [float(c.mid() / largest) for c in coefficients]  # scaled: 1e600 is no float
     while mids and mids[-1] == 0:
         mids.pop()
     roots = np.roots(mids[::-1]) if len(mids) > 1 else np.array([])

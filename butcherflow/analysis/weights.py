@@ -28,7 +28,7 @@ from sympy.polys.numberfields.subfield import primitive_element
 from ..methods import ButcherTableau
 from ..methods.precision import Judgement, Verdict, judge_exact
 from .enclosure import column_products
-from .number_field import NumberField
+from .number_field import NumberField, to_sympy
 from .trees import Tree, TreeFamily, by_colour
 
 Vector = list[Any]
@@ -398,7 +398,7 @@ class WeightTable:
         return Judgement(Verdict.FAILS, compute=lambda: self.to_sympy(self.residual(tree)))
 
     def to_sympy(self, element: Any) -> sympy.Expr:
-        return self.domain.to_sympy(element)
+        return to_sympy(self.domain, element)
 
 
 def judge_element(domain: Any, residual: Any) -> Judgement:
@@ -407,4 +407,4 @@ def judge_element(domain: Any, residual: Any) -> Judgement:
     condition: Gauss-Legendre 5 spent a quarter of its proof there)."""
     if residual == domain.zero:
         return judge_exact(sympy.S.Zero, True)
-    return Judgement(Verdict.FAILS, compute=lambda: domain.to_sympy(residual))
+    return Judgement(Verdict.FAILS, compute=lambda: to_sympy(domain, residual))

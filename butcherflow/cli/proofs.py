@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from ..analysis import Report, check
-from ..analysis.rk_order import DEFAULT_TIME_BUDGET
+from ..analysis.budget import DEFAULT_TIME_BUDGET
 from ..errors import ButcherflowError
 from ..methods import catalog
 from ..methods.files import BY_FAMILY
@@ -32,8 +32,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=DEFAULT_TIME_BUDGET,
         metavar="SECONDS",
-        help="stop an order search after this long and report what it established "
-        f"(default {DEFAULT_TIME_BUDGET:g})",
+        help="seconds the whole report may take (order search and stability rows); a row not "
+        f"decided by then says so, with what was established (default {DEFAULT_TIME_BUDGET:g})",
     )
     p.set_defaults(run=cmd_check)
 

@@ -58,7 +58,13 @@ def check_text(value: Any, key: str, source: str | Path | None) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise DeclarationError("expected a string", key=key, value=value, source=source)
+        raise DeclarationError(
+            "expected a string",
+            key=key,
+            value=value,
+            valid=f'a line of text in quotes, e.g. {key} = "..."',
+            source=source,
+        )
     return value
 
 

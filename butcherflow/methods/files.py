@@ -111,7 +111,16 @@ def from_dict(data: Mapping[str, Any], source: str | Path | None = None) -> Meth
     kwargs = {k: v for k, v in data.items() if k not in ("family", "description")}
     for key in ("substep", "method"):  # a resolved declaration inlines the methods it uses
         if isinstance(kwargs.get(key), Mapping):
-            kwargs[key] = from_dict(kwargs[key], source)
+            try:
+                kwargs[key] = from_dict(kwargs[key], source)
+            except DeclarationError as error:  # named by its place: 'method.family', ...
+                raise DeclarationError(
+                    f"the inline declaration of {key}: {error.problem}",
+                    key=f"{key}.{error.key}" if error.key else key,
+                    value=error.value,
+                    valid=error.valid,
+                    source=source,
+                ) from None
     try:
         build: Callable[..., Method] = cls
         return build(**kwargs, source=source)

@@ -59,7 +59,11 @@ def _matrix(raw: Any, key: str, rows: int | None, cols: int | None, src: str | N
         row = as_list(row)
         if isinstance(row, (str, bytes)) or not isinstance(row, Sequence):
             raise DeclarationError(
-                "each row must be a list", key=f"{key}[{i}]", value=row, source=src
+                "each row must be a list",
+                key=f"{key}[{i}]",
+                value=row,
+                valid=f"{key} is a list of rows, e.g. {key} = [[1]]",
+                source=src,
             )
         out.append([parse_number(x, f"{key}[{i}][{j}]", src) for j, x in enumerate(row)])
     if rows is not None and len(out) != rows:
@@ -184,8 +188,19 @@ class GeneralLinear(CoefficientMethod):
         v = _matrix(V, "V", r, r, src)
         u = _matrix(U, "U", s, r, src)
         b = _matrix(B, "B", r, s, src)
-        texts = ["y(x)"] * r if start is None else list(as_list(start))
-        if isinstance(start, (str, bytes)) or len(texts) != r:
+        listed = None if start is None else as_list(start)
+        if listed is not None and (
+            isinstance(listed, (str, bytes)) or not isinstance(listed, Sequence)
+        ):
+            raise DeclarationError(
+                f"start must be a list of {r} starting value(s), one per input",
+                key="start",
+                value=start,
+                valid=f"e.g. start = {['y(x)'] * r}; {VALID_START}",
+                source=src,
+            )
+        texts = ["y(x)"] * r if listed is None else list(listed)
+        if len(texts) != r:
             raise DeclarationError(
                 f"start needs one starting value per input ({r})",
                 key="start",

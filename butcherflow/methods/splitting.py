@@ -372,15 +372,15 @@ def _resolve_substep(substep: Any, source: str | None) -> ButcherTableau | None:
         found = catalog.get(substep) if substep in catalog else None
         if not isinstance(found, ButcherTableau):
             what = "is not a Runge-Kutta method" if found is not None else "is unknown"
-            explicit = catalog.names(family="runge-kutta")
-            close = difflib.get_close_matches(substep, explicit, n=3)
-            hint = f"did you mean {', '.join(close)}? " if close else ""
+            known = ["exact", "euler", *catalog.names(family="runge-kutta")]
+            close = difflib.get_close_matches(substep, known, n=3)
+            hint = f"did you mean {', '.join(repr(c) for c in close)}? " if close else ""
             raise DeclarationError(
                 f"sub-step '{substep}' {what}",
                 key="substep",
                 value=substep,
-                valid=f"{hint}use 'exact', 'euler' or a Runge-Kutta method of the catalog: "
-                + ", ".join(explicit),
+                valid=f"{hint}use 'exact', 'euler' or an explicit Runge-Kutta method of the "
+                "catalog (`butcherflow list` shows them)",
                 source=source,
             )
         tableau = found

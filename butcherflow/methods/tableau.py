@@ -53,12 +53,17 @@ def _row_sum(row: Sequence[Number]) -> Number:
 
 def _short(value: sympy.Expr) -> str:
     text = str(value)
-    return text if len(text) <= 40 else f"{float(value):.17g}"
+    if len(text) <= 40:
+        return text
+    return f"{text[:37]}..." if value.free_symbols else f"{float(value):.17g}"
 
 
 def _digits_hint(c: Number, row: Sequence[Number], declared: Fraction | None) -> str:
     """Where a mismatch sits at the level of the digits, say how to declare that precision."""
-    diff = abs(float(c.value - sympy.Add(*(x.value for x in row))))
+    difference = c.value - sympy.Add(*(x.value for x in row))
+    if difference.free_symbols:  # a family: no digits to speak of
+        return ""
+    diff = abs(float(difference))
     if declared is not None:
         return f" (declared precision {float(declared):.3g})"
     if 0 < diff < 1e-12:
@@ -155,7 +160,12 @@ class ButcherTableau(CoefficientMethod):
         rows: list[tuple[Number, ...]] = []
         for i, row in enumerate(A):
             if isinstance(row, (str, bytes)) or not isinstance(row, Sequence):
-                raise self.error("each row of A must be a list", key=f"A[{i}]", value=row)
+                raise self.error(
+                    "each row of A must be a list",
+                    key=f"A[{i}]",
+                    value=row,
+                    valid='A is a list of rows, e.g. A = [[0, 0], ["1/2", 0]]',
+                )
             rows.append(judged(parse_vector(row, f"A[{i}]", src), declared))
         s = len(rows)
         for i, row in enumerate(rows):
