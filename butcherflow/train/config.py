@@ -62,7 +62,8 @@ class TrainConfig:
     - `recipe`: a built-in recipe name or a recipe `.toml` file.
     - `data`: a corpus spec (`bible:de-en`, a folder in fairseq's raw layout, ...).
     - `save_dir`: where checkpoints, `config.json`, `log.jsonl` and `curves.png` go.
-    - `source_lang`, `target_lang`: language suffixes of a raw-text folder (fairseq `-s/-t`).
+    - `source_lang`, `target_lang`: language suffixes of a raw-text folder (fairseq `-s/-t`);
+      a language model on monolingual text may give `target_lang` alone (the text's language).
     - `max_tokens`: padded positions per batch (fairseq counting), per process.
     - `update_freq`: micro-batches accumulated per update.
     - `lr`, `warmup_updates`, `warmup_init_lr`: the inverse-sqrt schedule (linear warmup from
@@ -186,7 +187,8 @@ class TrainConfig:
                 value=self.keep_last_checkpoints,
                 valid="also give --save-interval-updates N, or leave it out",
             )
-        if (self.source_lang is None) != (self.target_lang is None):
+        lone_target = self.task == "language_model" and self.source_lang is None  # text's language
+        if (self.source_lang is None) != (self.target_lang is None) and not lone_target:
             missing = "--target-lang" if self.target_lang is None else "--source-lang"
             raise DeclarationError(
                 "give both languages or neither",

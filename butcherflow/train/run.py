@@ -155,6 +155,15 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     corpus = load_corpus(
         config.data, source_lang=config.source_lang, target_lang=config.target_lang
     )
+    if corpus.monolingual and config.task != "language_model":
+        raise DeclarationError(
+            f"{corpus.name} is monolingual text ({corpus.target_lang}): a translation model "
+            "needs a parallel corpus",
+            key="--data",
+            value=config.data,
+            valid="--task language_model for monolingual text, or a parallel corpus "
+            "(bible:SRC-TGT, DIR with train.SRC/train.TGT)",
+        )
     vocab, recipe = open_save_dir(config, corpus, process, resuming, recipe)
     _refuse_failed_claims(config, recipe, failed)  # resuming: after "the declaration changed"
     train_split, valid_split = _encode(config, corpus, vocab, recipe)
