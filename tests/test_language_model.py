@@ -3,22 +3,26 @@ and not), `show`, `translate` and `evaluate` on an LM run, the decoder-only reci
 
 from __future__ import annotations
 
+import dataclasses
+import io
+import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from tiny_run import RUN, TINY
 
-from butcherflow.assemble import LanguageModel
+from butcherflow.assemble import LanguageModel, load_recipe, model_class, recipe_names
 from butcherflow.cli import main
 from butcherflow.data import load_corpus
 from butcherflow.errors import DeclarationError
+from butcherflow.experiments.catalog import LM_CONNECTIONS
 from butcherflow.generate import Sampling, complete, sample
 from butcherflow.generate.sample import next_tokens, warp
 from butcherflow.savedir import load_language_model
 from butcherflow.train import TrainConfig, train
-from tiny_run import RUN, TINY
 
 # --- monolingual text ----------------------------------------------------------------------------
 
@@ -94,7 +98,7 @@ def test_translation_on_monolingual_text_is_refused(text: Path, tmp_path: Path) 
     assert not (tmp_path / "run").exists()  # refused before the save dir is made
 
 
-# --- a trained language model ---------------------------------------------------------------------
+# --- a trained language model ---------------------------------------------------------------
 
 
 def lm_config(data: Path | str, save_dir: Path, **changes: Any) -> TrainConfig:
@@ -205,3 +209,138 @@ def test_complete_returns_the_prompt_and_its_continuation(lm_run: Path) -> None:
     model, vocab, _ = load_language_model(lm_run, "last")
     texts = complete(model, vocab, ["And God said", ""], Sampling(max_new_tokens=8))
     assert texts[0].startswith("And God said") and len(texts) == 2
+
+
+# --- the commands that take a run dir ---------------------------------------------------------
+
+
+def test_generate_continues_prompts_from_flags_and_stdin(
+    lm_run: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model, vocab, _ = load_language_model(lm_run, "best")
+    greedy = complete(model, vocab, ["And God said", "The"], Sampling(max_new_tokens=6))
+    flags = ["--max-new-tokens", "6", "--device", "cpu"]
+    assert (
+        main(["generate", str(lm_run), "--prompt", "And God said", "--prompt", "The", *flags]) == 0
+    )
+    assert capsys.readouterr().out.splitlines() == greedy
+    monkeypatch.setattr("sys.stdin", io.StringIO("And God said\nThe\n"))
+    assert main(["generate", str(lm_run), *flags]) == 0
+    assert capsys.readouterr().out.splitlines() == greedy
+    sampled = [*flags, "--temperature", "1.2", "--top-k", "20", "--top-p", "0.9", "--seed", "3"]
+    runs = []
+    for _ in range(2):
+        assert main(["generate", str(lm_run), "--prompt", "", "--prompt", "", *sampled]) == 0
+        runs.append(capsys.readouterr().out)
+    assert runs[0] == runs[1]
+    assert main(["generate", str(lm_run), "--prompt", "x", "--top-k", "5"]) == 1
+    assert "temperature 0 is greedy" in capsys.readouterr().err
+
+
+def test_translate_on_a_language_model_names_generate(
+    lm_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["translate", str(lm_run)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"butcherflow generate {lm_run}" in err
+
+
+def test_generate_on_a_translation_run_names_translate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "config.json").write_text('{"task": "translation"}', encoding="utf-8")
+    assert main(["generate", str(tmp_path), "--prompt", "x"]) == 1
+    assert f"butcherflow translate {tmp_path}" in capsys.readouterr().err
+
+
+def test_show_describes_a_language_model_run(
+    lm_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["show", str(lm_run)]) == 0
+    out = capsys.readouterr().out
+    parameters = load_language_model(lm_run, "best")[0].num_parameters
+    assert "language model" in out and f"parameters: {parameters:,}" in out
+    assert "1 causal layer(s) of euler (encoder side of the recipe)" in out
+
+
+def test_evaluate_gives_a_language_models_perplexity(
+    lm_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["evaluate", str(lm_run), "--subset", "valid", "--checkpoint", "best"]) == 0
+    out = capsys.readouterr().out
+    commit = json.loads((lm_run / "checkpoint_best.json").read_text(encoding="utf-8"))
+    assert f"perplexity = {commit['valid_ppl']:.2f}" in out
+
+
+# --- decoder-only recipes and the lm-connections experiment -----------------------------------
+
+LM_RECIPES = [n for n in recipe_names() if model_class(load_recipe(n)) is LanguageModel]
+
+
+def test_the_decoder_only_recipes_cover_the_catalogs_blocks() -> None:
+    methods = {
+        name: (side.method, side.options.get("coefficients"))
+        for name in LM_RECIPES
+        if (side := load_recipe(name).decoder) is not None
+    }
+    assert methods == {
+        "lm-residual": ("euler", None),
+        "lm-rk2-gated": ("rk2-gated", None),
+        "lm-rk4": ("rk4", None),
+        "lm-macaron": ("strang", None),
+        "lm-hyper-connections": ("hyper-connections-4", "learned"),
+        "lm-hyper-connections-dynamic": ("hyper-connections-4", "dynamic"),
+        "lm-mhc": ("hyper-connections-4", "sinkhorn"),
+        "lm-denseformer": ("denseformer-4", "learned"),
+    }
+
+
+def _tiny_lm(name: str) -> LanguageModel:
+    recipe = load_recipe(name)
+    sizes = {**recipe.sizes, "d_model": 16, "n_heads": 2, "d_ffn": 32, "dropout": 0.0}
+    torch.manual_seed(0)
+    return LanguageModel(dataclasses.replace(recipe, sizes=sizes, param_budget=None), 40).double()
+
+
+@pytest.mark.parametrize("name", LM_RECIPES)
+def test_every_decoder_only_recipe_generates_its_full_forwards_argmax(name: str) -> None:
+    """Every stage's cache (four per RK4 layer, one per stream layer) serves the same tokens as
+    recomputing the whole prefix."""
+    model = _tiny_lm(name)
+    prompts = [[5, 6, 7], [8], [9, 10, 11]]
+    got = sample(model, prompts, Sampling(max_new_tokens=8))
+    assert got == [_greedy_by_hand(model, p, 8) for p in prompts]
+
+
+def test_macaron_matches_the_residual_language_models_parameters() -> None:
+    macaron = LanguageModel.from_recipe("lm-macaron", 8000)
+    residual = LanguageModel("lm-residual", 8000).num_parameters
+    assert macaron.recipe.sizes["d_ffn"] == 512  # Macaron's halved FFN
+    assert abs(macaron.num_parameters - residual) / residual < 0.001
+
+
+def test_show_explains_a_decoder_only_recipe(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "lm-rk4", "--vocab", "8000"]) == 0
+    out = capsys.readouterr().out
+    count = LanguageModel("lm-rk4", 8000).num_parameters
+    assert "butcherflow train lm-rk4 --task language_model" in out
+    assert f"parameters: {count:,} (vocabulary 8,000)" in out
+    assert "first decoder block (RungeKuttaBlock)" in out and "k4 = self.field(" in out
+
+
+def test_lm_connections_trains_every_run_and_resumes(
+    text: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = ["--sizes", "tiny", "--budget", "2", "--seeds", "1", "--data", str(text)]
+    flags += ["--out", str(tmp_path / "docs"), "--runs-dir", str(tmp_path / "runs")]
+    assert main(["experiment", "lm-connections", *flags]) == 0
+    assert "8 run(s) trained, 0 already done" in capsys.readouterr().out
+    record = json.loads((tmp_path / "docs" / "lm-connections.json").read_text("utf-8"))
+    assert {r["run"] for r in record["results"]} == {r.name for r in LM_CONNECTIONS.runs}
+    assert all(r["metrics"]["ppl"] > 1 for r in record["results"])
+    config = json.loads(
+        (tmp_path / "runs" / "lm-connections" / "rk4-seed1" / "config.json").read_text()
+    )
+    assert (config["encoder_layers"], config["decoder_layers"]) == (None, 1)  # the tiny depth
+    assert main(["experiment", "lm-connections", *flags]) == 0
+    assert "0 run(s) trained, 8 already done" in capsys.readouterr().out

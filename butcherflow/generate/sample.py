@@ -19,7 +19,7 @@ the same incremental cache as translation.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import final
 
@@ -155,7 +155,7 @@ def sample(
     for i, prompt in enumerate(prompts):
         groups.setdefault(len(prompt), []).append(i)
     out: list[list[int]] = [[] for _ in prompts]
-    step = torch.compile(model) if compile else model
+    step: Callable[..., Tensor] = torch.compile(model) if compile else model
     with _evaluating(model):
         for length, rows in sorted(groups.items()):
             budget = sampling.max_new_tokens
@@ -179,7 +179,7 @@ def sample(
 
 def _continue(
     model: LanguageModel,
-    step: torch.nn.Module,
+    step: Callable[..., Tensor],
     tokens: Tensor,
     budget: int,
     sampling: Sampling,

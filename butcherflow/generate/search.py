@@ -230,7 +230,7 @@ def _mask(logits: Tensor, step: int, limit: Tensor, min_len: int, pad: int) -> T
     return logits
 
 
-def _use_cache(model: Seq2Seq, use_cache: bool) -> bool:
+def _use_cache(model: torch.nn.Module, use_cache: bool) -> bool:
     return use_cache and bool(getattr(model, "supports_cache", True))
 
 

@@ -15,7 +15,7 @@ from typing import Any, final
 
 import torch
 
-from ..assemble import Recipe, apply_param_budget, load_recipe
+from ..assemble import LanguageModel, Recipe, apply_param_budget, load_recipe, model_class
 from ..assemble.declarations import pinned
 from ..assemble.recipe import OVERRIDES
 from ..devices import check_device, check_threads
@@ -233,13 +233,18 @@ def resolve_recipe(config: TrainConfig, vocab_size: int) -> Recipe:
     so `Seq2Seq(recipe, vocab_size)` rebuilds the same model from it.
     """
     declared = load_recipe(config.recipe)
-    if declared.param_budget is not None and config.task == "language_model":
+    translation_budget = declared.param_budget is not None and (
+        model_class(declared) is not LanguageModel
+        or model_class(load_recipe(declared.param_budget)) is not LanguageModel
+    )
+    if translation_budget and config.task == "language_model":
         raise DeclarationError(
             f"recipe '{declared.name}' matches the parameter count of the encoder-decoder "
             f"'{declared.param_budget}' (param_budget), which says nothing about a language model",
             key="RECIPE",
             value=config.recipe,
-            valid="a recipe without param_budget for --task language_model",
+            valid="a recipe without param_budget for --task language_model, or a decoder-only "
+            "recipe whose param_budget names a decoder-only recipe (models/lm-macaron.toml)",
         )
     if declared.param_budget is not None and config.d_ffn is not None:
         raise DeclarationError(
