@@ -7,6 +7,7 @@ import dataclasses
 import io
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -101,11 +102,13 @@ def test_translation_on_monolingual_text_is_refused(text: Path, tmp_path: Path) 
 # --- a trained language model ---------------------------------------------------------------
 
 
-def lm_config(data: Path | str, save_dir: Path, **changes: Any) -> TrainConfig:
-    """A one-block language model (transformer-small's encoder side, made causal)."""
+def lm_config(
+    data: Path | str, save_dir: Path, recipe: str = "transformer-small", **changes: Any
+) -> TrainConfig:
+    """A one-block language model (by default transformer-small's encoder side, made causal)."""
     settings = {**RUN, "decoder_layers": None, "max_update": 6, "validate_interval_updates": 3}
     return TrainConfig(
-        "transformer-small",
+        recipe,
         str(data),
         str(save_dir),
         task="language_model",
@@ -344,3 +347,58 @@ def test_lm_connections_trains_every_run_and_resumes(
     assert (config["encoder_layers"], config["decoder_layers"]) == (None, 1)  # the tiny depth
     assert main(["experiment", "lm-connections", *flags]) == 0
     assert "0 run(s) trained, 8 already done" in capsys.readouterr().out
+
+
+# --- TensorBoard ---------------------------------------------------------------------------------
+
+
+def _events(folder: Path) -> dict[str, dict[int, float]]:
+    """tag -> update -> value, read back by TensorBoard's own reader."""
+    accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    events = accumulator.EventAccumulator(str(folder), size_guidance={"scalars": 0})
+    events.Reload()
+    return {tag: {e.step: e.value for e in events.Scalars(tag)} for tag in events.Tags()["scalars"]}
+
+
+def test_tensorboard_holds_the_logs_curves(text: Path, tmp_path: Path) -> None:
+    pytest.importorskip("tensorboard")
+    tensorboard = str(tmp_path / "tb")
+    config = lm_config(
+        text, tmp_path / "run", "lm-hyper-connections", decoder_layers=2, tensorboard=tensorboard
+    )
+    config = dataclasses.replace(config, max_update=4)
+    train(config)
+    events = _events(tmp_path / "tb")
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    trains = [e for e in log if e["kind"] == "train"]
+    valids = [e for e in log if e["kind"] == "valid"]
+    assert len(trains) == 4 and len(valids) >= 1
+    for tag, key in (("loss", "loss"), ("lr", "lr"), ("tokens_per_s", "tokens_per_s")):
+        expected = {e["update"]: e[key] for e in trains}
+        assert events[f"train/{tag}"] == pytest.approx(expected, rel=1e-6), tag
+    for tag, key in (("ppl", "valid_ppl"), ("loss", "valid_loss"), ("nll_loss", "valid_nll_loss")):
+        expected = {e["update"]: e[key] for e in valids}
+        assert events[f"valid/{tag}"] == pytest.approx(expected, rel=1e-6), tag
+    radii = {e["update"]: max(s["radius"] for s in e["streams"]) for e in valids}
+    assert events["streams/max_spectral_radius"] == pytest.approx(radii, rel=1e-6)
+    first = valids[0]["streams"][0]
+    layer = first["where"].replace(" ", "_")
+    assert events[f"streams/{layer}/spectral_radius"][valids[0]["update"]] == pytest.approx(
+        first["radius"], rel=1e-6
+    )
+
+
+def test_tensorboard_without_the_package_names_the_extra(
+    text: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # as if not installed
+    save_dir = tmp_path / "run"
+    flags = ["--task", "language_model", "--decoder-layers", "1", "--max-update", "1"]
+    argv = ["train", "lm-residual", "--data", str(text), "--save-dir", str(save_dir), *flags]
+    assert main([*argv, "--tensorboard", str(tmp_path / "tb")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "error: --tensorboard needs the `tensorboard` package: "
+        "pip install 'butcherflow[tensorboard]'"
+    )
+    assert not save_dir.exists()

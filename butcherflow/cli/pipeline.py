@@ -324,6 +324,12 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         ("--vocab-size", int, "joint sentencepiece BPE vocabulary size (default 8000)"),
         ("--device", str, "auto (default), cpu, cuda or cuda:N"),
         ("--threads", int, THREADS_HELP),
+        (
+            "--tensorboard",
+            str,
+            "also write the log's curves as TensorBoard events into this folder (needs "
+            "pip install 'butcherflow[tensorboard]')",
+        ),
         ("--precision", str, "auto (default: bf16/fp16 on GPU, fp32 on CPU), fp32, bf16, fp16"),
         ("--d-model", int, "override the recipe's d_model"),
         ("--n-heads", int, "override the recipe's n_heads"),

@@ -39,6 +39,7 @@ RESUMABLE_CHANGES = (
     "keep_last_checkpoints",
     "validate_interval_updates",
     "log_interval",
+    "tensorboard",
     "device",
     "precision",
     "compile",
@@ -81,12 +82,15 @@ class TrainConfig:
     - `vocab_size`: size of the joint sentencepiece vocabulary.
     - `device` (`auto|cpu|cuda|cuda:N`), `precision` (`auto|fp32|bf16|fp16`), `compile`.
     - `threads`: torch's intra-op CPU threads (`set_threads`; None keeps torch's default).
+    - `tensorboard`: a folder for TensorBoard event files with the log's curves
+      (`train.tracking`; the `tensorboard` extra), or None.
     - `d_model`, `n_heads`, `d_ffn`, `encoder_layers`, `decoder_layers`: size overrides of the
       recipe (None keeps the recipe's value).
     - `task`: `"translation"` (a `Seq2Seq` on the pairs) or `"language_model"` (a decoder-only
       `LanguageModel` on the target side alone: `Batch.prev_output -> Batch.target`, with the
-      run's joint vocabulary). A language model is built from the side `LanguageModel` picks (the
-      encoder side of a translation recipe, made causal: `--encoder-layers` sizes it).
+      run's joint vocabulary). A language model is built from the side `LanguageModel` picks (a
+      decoder-only recipe's decoder: `--decoder-layers` sizes it; or the encoder side of a
+      translation recipe, made causal: `--encoder-layers` sizes it).
     - `allow_failed_claims`: train a recipe even when the proof of one of its declarations
       refutes the order it claims (refused by default; the run records which claims failed).
     """
@@ -119,6 +123,7 @@ class TrainConfig:
     time_budget: float | None = None
     patience: int = 0
     threads: int | None = None
+    tensorboard: str | None = None
     d_model: int | None = None
     n_heads: int | None = None
     d_ffn: int | None = None
