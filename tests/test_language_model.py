@@ -402,3 +402,12 @@ def test_tensorboard_without_the_package_names_the_extra(
         "pip install 'butcherflow[tensorboard]'"
     )
     assert not save_dir.exists()
+
+
+@pytest.mark.slow
+def test_compiled_generation_gives_the_eager_tokens() -> None:
+    model = _tiny_lm("lm-rk4")
+    prompts = [[5, 6], [], [7, 8]]
+    for sampling in (Sampling(max_new_tokens=10), Sampling(1.0, top_p=0.9, seed=2)):
+        eager = sample(model, prompts, sampling)
+        assert sample(model, prompts, sampling, compile=True) == eager
