@@ -24,6 +24,7 @@ from butcherflow.generate import Sampling, complete, sample
 from butcherflow.generate.sample import next_tokens, warp
 from butcherflow.savedir import load_language_model
 from butcherflow.train import TrainConfig, train
+from butcherflow.train.config import resolve_recipe
 
 # --- monolingual text ----------------------------------------------------------------------------
 
@@ -411,3 +412,21 @@ def test_compiled_generation_gives_the_eager_tokens() -> None:
     for sampling in (Sampling(max_new_tokens=10), Sampling(1.0, top_p=0.9, seed=2)):
         eager = sample(model, prompts, sampling)
         assert sample(model, prompts, sampling, compile=True) == eager
+
+
+def test_param_budget_holds_between_decoder_only_recipes_only() -> None:
+    def resolved(name: str) -> Any:
+        return resolve_recipe(TrainConfig(name, "x", "y", task="language_model", d_model=64), 200)
+
+    with pytest.raises(DeclarationError, match="says nothing about a language model"):
+        resolved("macaron")  # its budget counts an encoder-decoder
+    macaron, residual = resolved("lm-macaron"), resolved("lm-residual")
+    assert macaron.param_budget is None and macaron.sizes["d_ffn"] != 1024
+    counts = [LanguageModel(r, 200).num_parameters for r in (macaron, residual)]
+    assert abs(counts[0] - counts[1]) / counts[1] < 0.01
+
+
+def test_a_language_model_may_name_its_texts_language_alone(tmp_path: Path) -> None:
+    assert TrainConfig("lm-residual", "x", "y", task="language_model", target_lang="en")
+    with pytest.raises(DeclarationError, match="give both languages or neither"):
+        TrainConfig("transformer-small", "x", "y", target_lang="en")

@@ -31,7 +31,7 @@ from ..data import Vocabulary
 from ..devices import resolve_device
 from ..errors import DeclarationError
 from ..nn import DecodeCache, LearnedPositions
-from .search import BOS, DEFAULT_CAPACITY, EOS, _evaluating, _use_cache
+from .search import BOS, DEFAULT_CAPACITY, EOS, cache_wanted, evaluating
 
 MAX_NEW_TOKENS = 50  # tokens generated after each prompt unless told otherwise
 
@@ -156,7 +156,7 @@ def sample(
         groups.setdefault(len(prompt), []).append(i)
     out: list[list[int]] = [[] for _ in prompts]
     step: Callable[..., Tensor] = torch.compile(model) if compile else model
-    with _evaluating(model):
+    with evaluating(model):
         for length, rows in sorted(groups.items()):
             budget = sampling.max_new_tokens
             if last is not None:  # positions 0 .. last-1 hold bos, the prompt, the new tokens
@@ -188,7 +188,7 @@ def _continue(
     compile: bool,
 ) -> list[list[int]]:
     """The new tokens of rows `tokens` `(rows, 1 + prompt)`, all of one length."""
-    cache = DecodeCache(DEFAULT_CAPACITY) if _use_cache(model, use_cache) else None
+    cache = DecodeCache(DEFAULT_CAPACITY) if cache_wanted(model, use_cache) else None
     live = list(range(tokens.shape[0]))  # the input row of each live row
     out: list[list[int]] = [[] for _ in live]
     new = tokens
