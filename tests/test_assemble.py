@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import butcherflow as bf
-from butcherflow.assemble import count_parameters, load_recipe, recipe_names
+from butcherflow.assemble import count_parameters, load_recipe, model_class, recipe_names
 from butcherflow.cli import main
 from butcherflow.nn import DecodeCache
 
@@ -46,6 +46,13 @@ def test_the_issue_recipes_exist() -> None:
 @pytest.mark.parametrize("name", RECIPES)
 def test_incremental_decoding_equals_the_full_forward(name: str) -> None:
     torch.manual_seed(0)
+    if model_class(_small(name)) is bf.LanguageModel:  # a decoder-only recipe (models/lm-*)
+        lm = bf.LanguageModel(_small(name), VOCAB).double().eval()
+        tokens, cache = torch.randint(1, VOCAB, (2, 6)), DecodeCache()
+        steps = torch.cat([lm(tokens[:, :2], cache), lm(tokens[:, 2:3], cache)], dim=1)
+        steps = torch.cat([steps, *(lm(tokens[:, t : t + 1], cache) for t in range(3, 6))], 1)
+        torch.testing.assert_close(steps, lm(tokens), rtol=1e-9, atol=1e-9)
+        return
     model = bf.Seq2Seq(_small(name), VOCAB).double().eval()
     src = torch.randint(1, VOCAB, (2, 6))
     src[1, 4:] = 0
@@ -209,9 +216,10 @@ def test_show_states_the_order_of_the_blocks_as_they_train(
 @pytest.mark.parametrize("name", recipe_names())
 def test_every_recipe_counts_its_parameters_on_the_meta_device(name: str) -> None:
     # Gates computed their starting logits with .item() once, which the meta device refuses.
+    kind = model_class(load_recipe(name))
     with torch.device("cpu"):
-        expected = bf.Seq2Seq.from_recipe(name, 64).num_parameters
-    assert count_parameters(bf.Seq2Seq.from_recipe(name, 64).recipe, 64) == expected
+        expected = kind.from_recipe(name, 64).num_parameters
+    assert count_parameters(kind.from_recipe(name, 64).recipe, 64) == expected
 
 
 def test_decode_last_only_is_the_last_row_of_the_full_decode() -> None:

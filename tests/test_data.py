@@ -88,6 +88,8 @@ def test_the_version_table_matches_the_database() -> None:
         ("bible:fr-en@3", BibleSpec("fr", "l", "en", "3")),
         ("bible:en@k-en@4", BibleSpec("en", "k", "en", "4")),
         ("bible:de-en:short2long", BibleSpec("de", "e", "en", "4", "short2long")),
+        ("bible:de", BibleSpec("", "", "de", "e")),  # one side: monolingual text
+        ("bible:en@k:short2long", BibleSpec("", "", "en", "k", "short2long")),
         (" Bible:DE-En ", BibleSpec("de", "e", "en", "4")),
     ],
 )
@@ -106,7 +108,7 @@ def test_the_canonical_name_spells_the_versions() -> None:
         ("bible:xx-en", ["'--data'", "'xx'", "de (German", "versions e/s"]),
         ("bible:de@k-en", ["'k' (King James 1611) is English, not German", "e (Elberfelder"]),
         ("bible:de@q-en", ["unknown Bible version code 'q'", "s (Schlachter 1951)"]),
-        ("bible:de", ["malformed", "'bible:de'", "bible:SRC-TGT", "en (English"]),
+        ("bible:", ["malformed", "'bible:'", "bible:SRC-TGT", "bible:LANG", "en (English"]),
         ("bible:de-en-fr", ["malformed", "bible:SRC@V-TGT@V"]),
         ("bible:-en", ["malformed"]),
         ("bible:de-en:long2short", ["unknown Bible split 'long2short'", "short2long"]),
@@ -273,7 +275,8 @@ def test_the_spec_reloads_the_corpus_from_any_directory(
     ("spec", "fragments"),
     [
         ("train=a.de,a.en", ["lacks the valid, test split"]),
-        ("train=a.de;valid=b.de,b.en", ["malformed explicit corpus entry 'train=a.de'"]),
+        ("train=a.de;valid=b.de,b.en;test=c,d", ["some splits name two files and some one"]),
+        ("train=a,b,c;valid=b;test=c", ["malformed explicit corpus entry 'train=a,b,c'"]),
         ("train=a.de,a.en;train=b.de,b.en;test=c,d", ["split 'train' given twice"]),
         ("no/such/dir", ["no such corpus", "'no/such/dir'", "bible:SRC-TGT"]),
     ],

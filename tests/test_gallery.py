@@ -113,7 +113,8 @@ def test_every_recipe_has_its_page(gallery: tuple[Path, GalleryResult], name: st
         if side is not None:  # the order of the blocks as they train, not of a catalog entry
             assert f"| proved order of the block as it trains | {side_order(side)} |" in text
     assert "def forward(self, y, ctx):" in text
-    assert (out / "models" / name / "encoder.svg").is_file()
+    first_side = "encoder" if recipe.encoder is not None else "decoder"  # decoder-only: lm-*
+    assert (out / "models" / name / f"{first_side}.svg").is_file()
 
 
 def test_pages_state_the_order_of_the_block_as_it_trains(tmp_path: Path) -> None:

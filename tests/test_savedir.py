@@ -21,7 +21,7 @@ from tiny_run import TINY
 
 import butcherflow as bf
 from butcherflow import DeclarationError
-from butcherflow.assemble import recipe_from_dict, recipe_names, recipe_to_toml
+from butcherflow.assemble import model_class, recipe_from_dict, recipe_names, recipe_to_toml
 from butcherflow.assemble.declarations import by_name, pinned
 from butcherflow.errors import ButcherflowWarning
 from butcherflow.generate import evaluate
@@ -210,5 +210,5 @@ def test_every_recipe_pins_and_builds_the_same_model(name: str) -> None:
     back = recipe_from_dict(tomllib.loads(text))
     assert recipe_to_toml(back) == text and not by_name(back)
     with torch.device("meta"):
-        sizes = [bf.Seq2Seq.from_recipe(r, 64).num_parameters for r in (recipe, back)]
+        sizes = [model_class(r).from_recipe(r, 64).num_parameters for r in (recipe, back)]
     assert sizes[0] == sizes[1]

@@ -1,7 +1,15 @@
 """Stage 4, assemble: models built from compiled blocks, declared by recipes."""
 
 from .floater import FloaterInjection, warm_start
-from .models import LanguageModel, Seq2Seq, apply_param_budget, count_parameters, side_order
+from .models import (
+    LanguageModel,
+    Seq2Seq,
+    apply_param_budget,
+    count_parameters,
+    language_model_side,
+    model_class,
+    side_order,
+)
 from .recipe import Recipe, load_recipe, recipe_from_dict, recipe_names, recipe_to_toml
 
 __all__ = [
@@ -11,7 +19,9 @@ __all__ = [
     "Seq2Seq",
     "apply_param_budget",
     "count_parameters",
+    "language_model_side",
     "load_recipe",
+    "model_class",
     "recipe_from_dict",
     "recipe_names",
     "recipe_to_toml",

@@ -171,7 +171,9 @@ class Seq2Seq(nn.Module):
         recipe = load_recipe(recipe)
         if recipe.encoder is None or recipe.decoder is None:
             raise DeclarationError(
-                "a Seq2Seq recipe needs [encoder] and [decoder] tables", source=recipe.source
+                "a Seq2Seq recipe needs [encoder] and [decoder] tables",
+                valid="a recipe with one side is a language model (--task language_model)",
+                source=recipe.source,
             )
         if not _cross_attends(recipe.decoder):
             raise DeclarationError(
@@ -268,31 +270,47 @@ class Seq2Seq(nn.Module):
             return self.decode(tgt, memory, padding)
 
 
+def language_model_side(recipe: Recipe) -> str:
+    """The side a `LanguageModel` of `recipe` is built from: `"decoder"` when that side does
+    not cross-attend (a decoder-only recipe, `models/lm-*.toml`), otherwise `"encoder"`, made
+    causal (so every translation recipe also defines a language model)."""
+    if recipe.decoder is not None and not _cross_attends(recipe.decoder):
+        return "decoder"
+    if recipe.encoder is None or _cross_attends(recipe.encoder):
+        raise DeclarationError(
+            "no side of this recipe works without an encoder",
+            key="decoder",
+            source=recipe.source,
+            valid="a [decoder] with field 'san+ffn' or an [encoder]",
+        )
+    return "encoder"
+
+
+def model_class(recipe: Recipe) -> type[Seq2Seq] | type[LanguageModel]:
+    """The model a recipe declares: a `Seq2Seq` when it has both sides, else (a decoder-only
+    recipe) a `LanguageModel`."""
+    return Seq2Seq if recipe.encoder is not None and recipe.decoder is not None else LanguageModel
+
+
 class LanguageModel(nn.Module):
     """A decoder-only model: causal blocks over one token stream, tied output projection.
 
-    It uses the recipe's `[decoder]` side when that side does not cross-attend, otherwise its
-    `[encoder]` side made causal (so every translation recipe also defines a language model).
+    It is built from the side `language_model_side` names: a decoder-only recipe's `[decoder]`,
+    or a translation recipe's `[encoder]` made causal.
     """
 
     def __init__(self, recipe: Recipe | str | Path, vocab_size: int, pad_index: int = 0) -> None:
         super().__init__()
         recipe = load_recipe(recipe)
-        side = recipe.decoder if recipe.decoder and not _cross_attends(recipe.decoder) else None
-        side = side or recipe.encoder
-        if side is None or _cross_attends(side):
-            raise DeclarationError(
-                "no side of this recipe works without an encoder",
-                key="decoder",
-                source=recipe.source,
-                valid="a [decoder] with field 'san+ffn' or an [encoder]",
-            )
+        where = language_model_side(recipe)
+        side = recipe.decoder if where == "decoder" else recipe.encoder
+        assert side is not None
         self.recipe = recipe
         sizes = {
             k: recipe.sizes[k] for k in ("d_model", "n_heads", "d_ffn", "dropout", "activation")
         }
         self.embedding = _Embedding(recipe, vocab_size, pad_index)
-        where = "decoder" if side is recipe.decoder else "encoder"
+        self.side = where  # the recipe's side these blocks are built from
         self.blocks = build_side(side, sizes, where=where, causal=True, source=recipe.source)
         self.floater = _floater(recipe, None, self.blocks)
         self.norm = nn.LayerNorm(int(sizes["d_model"]))
@@ -301,6 +319,14 @@ class LanguageModel(nn.Module):
     @property
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+    @classmethod
+    def from_recipe(
+        cls, recipe: Recipe | str | Path, vocab_size: int, pad_index: int = 0
+    ) -> LanguageModel:
+        """Build from a recipe, applying its `param_budget` rule when it has one (a decoder-only
+        recipe sized to another's parameter count, as `models/lm-macaron.toml`)."""
+        return cls(apply_param_budget(load_recipe(recipe), vocab_size), vocab_size, pad_index)
 
     @property
     def supports_cache(self) -> bool:
@@ -323,13 +349,15 @@ class LanguageModel(nn.Module):
 
 
 def count_parameters(recipe: Recipe, vocab_size: int) -> int:
-    """Parameters of `Seq2Seq(recipe, vocab_size)`, counted on the meta device (no memory)."""
+    """Parameters of the recipe's model (`model_class`) at `vocab_size`, counted on the meta
+    device (no memory)."""
     with torch.device("meta"):
-        return Seq2Seq(recipe, vocab_size).num_parameters
+        return model_class(recipe)(recipe, vocab_size).num_parameters
 
 
 def apply_param_budget(recipe: Recipe, vocab_size: int, budget: Recipe | None = None) -> Recipe:
-    """Size d_ffn so the model has as many parameters as the recipe named in `param_budget`.
+    """Size d_ffn so the model has as many parameters as the recipe named in `param_budget`
+    (each counted as the model it declares, `model_class`).
 
     The count is affine in d_ffn, so two counts give the exact solution (rounded to the nearest
     multiple of 8). The budget and the result are recorded in the returned recipe's description.

@@ -1,5 +1,5 @@
-"""The subcommands that need torch (show, evaluate, translate, train, average, bench, gallery,
-experiment): their parsers, imported by `butcherflow.cli` only when one of them runs."""
+"""The subcommands that need torch (show, evaluate, translate, generate, train, average, bench,
+gallery, experiment): their parsers, imported by `butcherflow.cli` only when one of them runs."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from .pipeline import (
     cmd_average,
     cmd_evaluate,
     cmd_experiment,
+    cmd_generate,
     cmd_train,
     cmd_translate,
+    generate_flags,
     generation_flags,
     train_flags,
 )
@@ -53,7 +55,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     generation_flags(p)
     p.set_defaults(run=cmd_translate)
 
-    p = sub.add_parser("train", help="train a recipe on a parallel corpus (resumes by itself)")
+    p = sub.add_parser(
+        "generate",
+        help="continue prompts (stdin or --prompt) with a language model: greedy or sampled",
+        formatter_class=defaults,
+    )
+    generate_flags(p)
+    p.set_defaults(run=cmd_generate)
+
+    p = sub.add_parser(
+        "train", help="train a recipe on a parallel corpus or on text (resumes by itself)"
+    )
     train_flags(p)
     p.set_defaults(run=cmd_train)
 
@@ -112,8 +124,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "name",
-        help="truncation, translation, coefficients, extrapolation or depth (all: every one, "
-        "with --report-only)",
+        help="truncation, translation, coefficients, extrapolation, depth, connections or "
+        "lm-connections (all: every one, with --report-only)",
     )
     p.add_argument(
         "--budget", type=int, default=None, help="updates of every run (default: each run's own)"

@@ -8,14 +8,21 @@ from pathlib import Path
 import torch
 
 from ..analysis import check
-from ..assemble import Seq2Seq, load_recipe, recipe_names, side_order
+from ..assemble import (
+    LanguageModel,
+    count_parameters,
+    load_recipe,
+    model_class,
+    recipe_names,
+    side_order,
+)
 from ..assemble.floater import describe_dynamics
 from ..compiler import compile, example_fields, stream_bounds
 from ..methods import ContinuousDynamics, catalog
 from ..methods.files import read_toml
 from ..savedir.checkpoint import read_commit
-from ..savedir.layout import BEST, CONFIG
-from ..savedir.trained import load_model
+from ..savedir.layout import BEST, CONFIG, read_config
+from ..savedir.trained import load_language_model, load_model
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -105,14 +112,27 @@ def _show_method(args: argparse.Namespace) -> None:
 
 
 BASELINE = "transformer-small"  # the residual model every recipe's size is shown beside
+LM_BASELINE = "lm-residual"  # the same for decoder-only recipes
 
 
 def _show_run(save_dir: str) -> None:
-    """A trained run: its model, parameters and, for general linear stacks, whether each
-    layer's learned V is still power-bounded."""
+    """A trained run (a translation model or a language model): its model, parameters and, for
+    general linear stacks, whether each layer's learned V is still power-bounded."""
     checkpoint = "last" if read_commit(Path(save_dir), BEST) is None else "best"
-    model, _, _ = load_model(save_dir, checkpoint)
-    print(f"{save_dir}: {model.recipe.name} ({model.recipe.title}), checkpoint {checkpoint}")
+    language_model = read_config(save_dir).get("task") == "language_model"
+    load = load_language_model if language_model else load_model
+    model, _, _ = load(save_dir, checkpoint)
+    kind = "language model" if language_model else "translation model"
+    recipe = model.recipe
+    print(f"{save_dir}: {recipe.name} ({recipe.title}), {kind}, checkpoint {checkpoint}")
+    if isinstance(model, LanguageModel):
+        side = recipe.decoder if model.side == "decoder" else recipe.encoder
+        assert side is not None
+        method = getattr(side.method, "name", side.method)  # a run stores the declaration
+        print(
+            f"{side.layers} causal layer(s) of {method} ({model.side} side of the "
+            f"recipe); order of its blocks as they train: {side_order(side)}"
+        )
     print(f"parameters: {model.num_parameters:,}")
     bounds = stream_bounds(model)
     if not bounds:
@@ -123,9 +143,15 @@ def _show_run(save_dir: str) -> None:
 
 def _show_recipe(args: argparse.Namespace) -> None:
     recipe = load_recipe(args.name)
+    language_model = model_class(recipe) is LanguageModel
+    baseline_name = LM_BASELINE if language_model else BASELINE
     with torch.device("meta"):
-        model = Seq2Seq.from_recipe(recipe, args.vocab)
+        model = model_class(recipe).from_recipe(recipe, args.vocab)
     print(f"{recipe.name}: {recipe.title} ({recipe.reference})")
+    if language_model:
+        print(
+            f"a decoder-only language model: butcherflow train {recipe.name} --task language_model"
+        )
     print(model.recipe.description)
     for where, side in (("encoder", recipe.encoder), ("decoder", recipe.decoder)):
         if side is not None:
@@ -133,11 +159,11 @@ def _show_recipe(args: argparse.Namespace) -> None:
             print(f"{where}: {side.layers} x {side.method} with {what} {dict(side.options)}")
             print(f"  order of its blocks as they train: {side_order(side)}")
     print(f"parameters: {model.num_parameters:,} (vocabulary {args.vocab:,})")
-    if recipe.name != BASELINE:
-        with torch.device("meta"):
-            baseline = Seq2Seq.from_recipe(load_recipe(BASELINE), args.vocab).num_parameters
-        print(f"  beside {BASELINE}: {baseline:,} ({model.num_parameters / baseline:.4f}×)")
+    if recipe.name != baseline_name:
+        baseline = count_parameters(load_recipe(baseline_name), args.vocab)
+        print(f"  beside {baseline_name}: {baseline:,} ({model.num_parameters / baseline:.4f}×)")
     if model.floater is not None:
         print(model.floater.describe())
-    first = model.encoder[0]
-    print(f"\nfirst encoder block ({type(first).__name__}):{first.code}")
+    where = "decoder" if language_model else "encoder"
+    first = model.blocks[0] if isinstance(model, LanguageModel) else model.encoder[0]
+    print(f"\nfirst {where} block ({type(first).__name__}):{first.code}")

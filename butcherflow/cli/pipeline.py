@@ -1,4 +1,5 @@
-"""`butcherflow train`, `evaluate`, `translate`, `average` and `experiment`, and their flags."""
+"""`butcherflow train`, `evaluate`, `translate`, `generate`, `average` and `experiment`, and their
+flags."""
 
 from __future__ import annotations
 
@@ -14,13 +15,16 @@ from ..devices import resolve_device, set_threads
 from ..errors import DeclarationError
 from ..experiments import EXPERIMENTS, run_experiment, write_reports
 from ..experiments.index import write_readme_summary
-from ..generate import evaluate, evaluate_perplexity, translate
+from ..generate import Sampling, complete, evaluate, evaluate_perplexity, translate
 from ..generate.evaluate import MAX_TOKENS, validation_bleu
+from ..generate.sample import MAX_NEW_TOKENS
 from ..generate.search import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B
 from ..savedir import (
+    CheckpointError,
     average_checkpoints,
     checkpoint_paths,
     checkpoint_update,
+    load_language_model,
     load_model,
     read_config,
     record_evaluation,
@@ -111,8 +115,18 @@ def _evaluate_language_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _task(save_dir: str) -> str:
+    """The task of a save dir (`translation` for runs saved before tasks existed)."""
+    return str(read_config(save_dir).get("task", TASKS[0]))
+
+
 def cmd_translate(args: argparse.Namespace) -> int:
     set_threads(args.threads)
+    if _task(args.save_dir) == TASKS[1]:
+        raise CheckpointError(
+            f"{args.save_dir} holds a language model, which translates nothing: "
+            f"`butcherflow generate {args.save_dir}` continues text with it"
+        )
     device = resolve_device(args.device)
     model, vocab, _ = load_model(args.save_dir, args.checkpoint, device=device)
     lines = [line.rstrip("\r\n") for line in sys.stdin]
@@ -130,6 +144,55 @@ def cmd_translate(args: argparse.Namespace) -> int:
     for output in outputs:
         print(output)
     return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    set_threads(args.threads)
+    if _task(args.save_dir) != TASKS[1]:
+        raise CheckpointError(
+            f"{args.save_dir} holds a translation model, which continues no text alone: "
+            f"`butcherflow translate {args.save_dir}` translates stdin with it"
+        )
+    sampling = Sampling(
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        seed=args.seed,
+        max_new_tokens=args.max_new_tokens,
+    )
+    device = resolve_device(args.device)
+    model, vocab, _ = load_language_model(args.save_dir, args.checkpoint, device=device)
+    prompts = args.prompt if args.prompt else [line.rstrip("\r\n") for line in sys.stdin]
+    for text in complete(model, vocab, prompts, sampling, device=device, compile=args.compile):
+        print(text)
+    return 0
+
+
+def generate_flags(p: argparse.ArgumentParser) -> None:
+    """`butcherflow generate` flags (names as Hugging Face's `generate`)."""
+    p.add_argument("save_dir", help="the --save-dir of a `butcherflow train --task language_model`")
+    p.add_argument("--checkpoint", default="best", help="best, last, avg:N or a weights file")
+    p.add_argument(
+        "--prompt",
+        action="append",
+        default=None,
+        help="a text to continue (repeatable; default: one prompt per line of stdin; '' "
+        "starts a sentence from nothing)",
+    )
+    p.add_argument(
+        "--max-new-tokens", type=int, default=MAX_NEW_TOKENS, help="subwords after each prompt"
+    )
+    p.add_argument(
+        "--temperature", type=float, default=0.0, help="0: greedy; > 0: sample from softmax(z/T)"
+    )
+    p.add_argument("--top-k", type=int, default=0, help="sample among the K likeliest (0: all)")
+    p.add_argument(
+        "--top-p", type=float, default=1.0, help="sample within probability mass P (1: all)"
+    )
+    p.add_argument("--seed", type=int, default=None, help="the sampling seed (default: random)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the decoding steps")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
 
 
 def generation_flags(p: argparse.ArgumentParser) -> None:
@@ -220,11 +283,16 @@ def train_flags(p: argparse.ArgumentParser) -> None:
     """`butcherflow train` flags: fairseq's names; defaults are TrainConfig's (SUPPRESS keeps an
     omitted flag out of the namespace, so the dataclass default applies)."""
     p.add_argument("recipe", help="a recipe name (models/*.toml) or a recipe .toml file")
-    p.add_argument("--data", required=True, help="bible:SRC-TGT, DIR[:SRC-TGT] or explicit files")
+    p.add_argument(
+        "--data",
+        required=True,
+        help="bible:SRC-TGT, DIR[:SRC-TGT] or explicit files; text for --task language_model: "
+        "bible:LANG, a DIR of train.txt/valid.txt/test.txt, or train=A.txt;valid=B.txt;test=C.txt",
+    )
     p.add_argument("--save-dir", required=True, help="checkpoints, log, curves; rerun to resume")
     flags: list[tuple[str, type, str]] = [
         ("--source-lang", str, "source suffix of a raw-text folder (with --target-lang)"),
-        ("--target-lang", str, "target suffix of a raw-text folder"),
+        ("--target-lang", str, "target suffix of a raw-text folder (the language of .txt text)"),
         ("--max-tokens", int, "padded positions per batch and process (default 4096)"),
         ("--update-freq", int, "micro-batches accumulated per update (default 1)"),
         ("--lr", float, "peak learning rate (default 5e-4)"),
@@ -256,13 +324,24 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         ("--vocab-size", int, "joint sentencepiece BPE vocabulary size (default 8000)"),
         ("--device", str, "auto (default), cpu, cuda or cuda:N"),
         ("--threads", int, THREADS_HELP),
+        (
+            "--tensorboard",
+            str,
+            "also write the log's curves as TensorBoard events into this folder (needs "
+            "pip install 'butcherflow[tensorboard]')",
+        ),
         ("--precision", str, "auto (default: bf16/fp16 on GPU, fp32 on CPU), fp32, bf16, fp16"),
         ("--d-model", int, "override the recipe's d_model"),
         ("--n-heads", int, "override the recipe's n_heads"),
         ("--d-ffn", int, "override the recipe's d_ffn"),
         ("--encoder-layers", int, "override the recipe's encoder layers"),
         ("--decoder-layers", int, "override the recipe's decoder layers"),
-        ("--task", str, "translation (default) or language_model (decoder-only, target side)"),
+        (
+            "--task",
+            str,
+            "translation (default) or language_model (decoder-only, on text or a parallel "
+            "corpus's target side)",
+        ),
     ]
     for name, kind, text in flags:
         p.add_argument(name, type=kind, default=argparse.SUPPRESS, help=text)

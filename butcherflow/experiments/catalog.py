@@ -1,4 +1,4 @@
-"""The six experiments of the papers, declared, and the size presets they train at.
+"""The seven experiments of the papers, declared, and the size presets they train at.
 
 Presets (`--sizes`), documented here and nowhere else:
 
@@ -407,6 +407,82 @@ CONNECTIONS = Experiment(
     plot="points",
 )
 
+# --- 7. the same connections in decoder-only language models --------------------------------------
+
+DENSEFORMER = "DenseFormer (Pagliardini et al., 2024)"
+
+LM_CONNECTIONS = Experiment(
+    name="lm-connections",
+    title="Connections across depth in decoder-only language models",
+    analogue=f"{HC} (OLMo language models), {MHC}, {DENSEFORMER} (OpenWebText2 perplexity), "
+    f"{ODE} Table 5, {MACARON}; here: decoder-only models (models/lm-*.toml) on one side of "
+    "the Bible, bible:en (World English Bible), at the preset's width and encoder depth, "
+    "validation perplexity per subword token, paired seeds",
+    data="bible:en",
+    task="language_model",
+    runs=(
+        Run("residual", "residual", "lm-residual", THREE),
+        Run("rk2-gated", "RK2-gated", "lm-rk2-gated", THREE),
+        Run("rk4", "RK4", "lm-rk4", THREE),
+        Run("macaron", "Macaron (parameter-matched)", "lm-macaron", THREE),
+        Run("hc", "hyper-connections, static", "lm-hyper-connections", THREE),
+        Run("hc-dynamic", "hyper-connections, dynamic", "lm-hyper-connections-dynamic", THREE),
+        Run("mhc", "mHC (Sinkhorn)", "lm-mhc", THREE),
+        Run("denseformer", "DenseFormer (window 4)", "lm-denseformer", THREE),
+    ),
+    claims=(
+        Claim(
+            f"{HC}, Table 1",
+            "Hyper-connections (static and dynamic, n = 4) reach a lower perplexity than the "
+            "residual connection.",
+            (Comparison("hc", "residual", "ppl"), Comparison("hc-dynamic", "residual", "ppl")),
+        ),
+        Claim(
+            f"{HC}, Table 1",
+            "Dynamic hyper-connections beat static ones.",
+            (Comparison("hc-dynamic", "hc", "ppl"),),
+        ),
+        Claim(
+            f"{MHC}",
+            "mHC (doubly stochastic V) matches or beats unconstrained hyper-connections.",
+            (Comparison("mhc", "hc-dynamic", "ppl"),),
+        ),
+        Claim(
+            DENSEFORMER,
+            "Depth-weighted averages of earlier layers reach a lower perplexity than the "
+            "residual Transformer.",
+            (Comparison("denseformer", "residual", "ppl"),),
+        ),
+        Claim(
+            f"{ODE}, Table 5",
+            "Runge-Kutta blocks (RK2-gated, RK4) reach a lower perplexity than residual layers.",
+            _beats("rk2-gated", ("residual",), "ppl") + _beats("rk4", ("residual",), "ppl"),
+        ),
+        Claim(
+            f"{MACARON}, Table 1",
+            "The Strang-splitting layer FFN(½)-SAN-FFN(½) beats the residual layer at about the "
+            "same parameter count.",
+            (Comparison("macaron", "residual", "ppl"),),
+        ),
+    ),
+    budget=SHORT_BUDGET,
+    table="runs",
+    metric="ppl",
+    plot="points",
+    validate_interval_updates=LM_VALIDATE_INTERVAL,
+)
+
 EXPERIMENTS: Mapping[str, Experiment] = MappingProxyType(
-    {e.name: e for e in (TRUNCATION, TRANSLATION, COEFFICIENTS, EXTRAPOLATION, DEPTH, CONNECTIONS)}
+    {
+        e.name: e
+        for e in (
+            TRUNCATION,
+            TRANSLATION,
+            COEFFICIENTS,
+            EXTRAPOLATION,
+            DEPTH,
+            CONNECTIONS,
+            LM_CONNECTIONS,
+        )
+    }
 )

@@ -36,7 +36,7 @@ from typing import Any, final
 
 import tomli_w
 
-from ..assemble import load_recipe
+from ..assemble import language_model_side, load_recipe
 from ..devices import check_threads, resolve_device, set_threads, threads_note
 from ..errors import ButcherflowError, DeclarationError, UnknownNameError
 from ..savedir import read_commit, read_log
@@ -403,8 +403,11 @@ def train_config(invocation: Invocation, run: Run, seed: int) -> TrainConfig:
         fields["encoder_layers"] = run.encoder_layers
     if run.decoder_layers is not None:
         fields["decoder_layers"] = run.decoder_layers
-    if experiment.task == "language_model":
-        fields["decoder_layers"] = None  # a language model is built from the encoder side
+    if experiment.task == "language_model":  # the depth goes to the side the model is built from
+        layers = fields["encoder_layers"]
+        side = language_model_side(load_recipe(recipe))
+        fields["encoder_layers"] = layers if side == "encoder" else None
+        fields["decoder_layers"] = layers if side == "decoder" else None
     if budgeted:
         fields["d_ffn"] = None
     return TrainConfig(

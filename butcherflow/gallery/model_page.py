@@ -13,9 +13,9 @@ from torch import nn
 from ..assemble import (
     LanguageModel,
     Recipe,
-    Seq2Seq,
     apply_param_budget,
     load_recipe,
+    model_class,
     side_order,
 )
 from ..assemble.recipe import Side, method_name
@@ -32,7 +32,7 @@ VOCAB = 32_000  # the vocabulary of the parameter counts (as `butcherflow show`)
 def build_model(recipe: Recipe) -> nn.Module:
     """The recipe's model (a `Seq2Seq`, or a `LanguageModel` for a one-sided recipe) at
     `VOCAB`, built on the meta device (no memory) when every module allows it."""
-    kind = Seq2Seq if recipe.encoder is not None and recipe.decoder is not None else LanguageModel
+    kind = model_class(recipe)
     try:
         with torch.device("meta"):
             return kind(recipe, VOCAB)
@@ -42,6 +42,8 @@ def build_model(recipe: Recipe) -> nn.Module:
 
 def _blocks(model: nn.Module, where: str) -> list[CompiledBlock]:
     side = getattr(model, where, None)
+    if isinstance(model, LanguageModel) and model.side == where:  # a decoder-only recipe
+        side = model.blocks
     if side is None:
         return []
     return [b for b in side if isinstance(b, CompiledBlock)]

@@ -1,5 +1,5 @@
 """Stage 6, generate: beam search and greedy decoding, translation and sacreBLEU evaluation,
-a language model's perplexity."""
+a language model's perplexity and its text (greedy or sampled: `sample`, `complete`)."""
 
 from .evaluate import (
     Evaluation,
@@ -10,18 +10,22 @@ from .evaluate import (
     score,
     translate,
 )
+from .sample import Sampling, complete, sample
 from .search import Hypothesis, beam_search, greedy, length_penalized, search
 
 __all__ = [
     "Evaluation",
     "Hypothesis",
     "Perplexity",
+    "Sampling",
     "Scores",
     "beam_search",
+    "complete",
     "evaluate",
     "evaluate_perplexity",
     "greedy",
     "length_penalized",
+    "sample",
     "score",
     "search",
     "translate",

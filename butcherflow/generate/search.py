@@ -130,8 +130,8 @@ def max_lengths(model: Seq2Seq, src: Tensor, max_len_a: float, max_len_b: int) -
 
 
 @contextmanager
-def _evaluating(model: torch.nn.Module) -> Iterator[None]:
-    """Dropout off during the search; the model's mode is restored afterwards."""
+def evaluating(model: torch.nn.Module) -> Iterator[None]:
+    """Dropout off and no autograd during decoding; the model's mode is restored afterwards."""
     training = model.training
     model.eval()
     try:
@@ -230,7 +230,8 @@ def _mask(logits: Tensor, step: int, limit: Tensor, min_len: int, pad: int) -> T
     return logits
 
 
-def _use_cache(model: Seq2Seq, use_cache: bool) -> bool:
+def cache_wanted(model: torch.nn.Module, use_cache: bool) -> bool:
+    """Decode with a `DecodeCache`: asked for, and every block of `model` decodes incrementally."""
     return use_cache and bool(getattr(model, "supports_cache", True))
 
 
@@ -269,7 +270,7 @@ def search(
     check_options(
         beam=beam, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b, min_len=min_len
     )
-    with _evaluating(model):
+    with evaluating(model):
         return _beam(
             model,
             src,
@@ -279,7 +280,7 @@ def search(
             max_len_b,
             min_len,
             early_stop,
-            _use_cache(model, use_cache),
+            cache_wanted(model, use_cache),
             compile,
         )
 
@@ -444,9 +445,9 @@ def greedy(
     **Returns:** one list of token ids per source row, without bos, eos or pad.
     """
     check_options(max_len_a=max_len_a, max_len_b=max_len_b, min_len=min_len)
-    with _evaluating(model):
+    with evaluating(model):
         return _greedy(
-            model, src, max_len_a, max_len_b, min_len, _use_cache(model, use_cache), compile
+            model, src, max_len_a, max_len_b, min_len, cache_wanted(model, use_cache), compile
         )
 
 
@@ -491,7 +492,9 @@ __all__ = [
     "EOS",
     "Hypothesis",
     "beam_search",
+    "cache_wanted",
     "check_options",
+    "evaluating",
     "greedy",
     "length_penalized",
     "max_lengths",

@@ -15,7 +15,7 @@ from typing import Any, final
 
 import torch
 
-from ..assemble import Recipe, apply_param_budget, load_recipe
+from ..assemble import LanguageModel, Recipe, apply_param_budget, load_recipe, model_class
 from ..assemble.declarations import pinned
 from ..assemble.recipe import OVERRIDES
 from ..devices import check_device, check_threads
@@ -39,6 +39,7 @@ RESUMABLE_CHANGES = (
     "keep_last_checkpoints",
     "validate_interval_updates",
     "log_interval",
+    "tensorboard",
     "device",
     "precision",
     "compile",
@@ -62,7 +63,8 @@ class TrainConfig:
     - `recipe`: a built-in recipe name or a recipe `.toml` file.
     - `data`: a corpus spec (`bible:de-en`, a folder in fairseq's raw layout, ...).
     - `save_dir`: where checkpoints, `config.json`, `log.jsonl` and `curves.png` go.
-    - `source_lang`, `target_lang`: language suffixes of a raw-text folder (fairseq `-s/-t`).
+    - `source_lang`, `target_lang`: language suffixes of a raw-text folder (fairseq `-s/-t`);
+      a language model on monolingual text may give `target_lang` alone (the text's language).
     - `max_tokens`: padded positions per batch (fairseq counting), per process.
     - `update_freq`: micro-batches accumulated per update.
     - `lr`, `warmup_updates`, `warmup_init_lr`: the inverse-sqrt schedule (linear warmup from
@@ -80,12 +82,15 @@ class TrainConfig:
     - `vocab_size`: size of the joint sentencepiece vocabulary.
     - `device` (`auto|cpu|cuda|cuda:N`), `precision` (`auto|fp32|bf16|fp16`), `compile`.
     - `threads`: torch's intra-op CPU threads (`set_threads`; None keeps torch's default).
+    - `tensorboard`: a folder for TensorBoard event files with the log's curves
+      (`train.tracking`; the `tensorboard` extra), or None.
     - `d_model`, `n_heads`, `d_ffn`, `encoder_layers`, `decoder_layers`: size overrides of the
       recipe (None keeps the recipe's value).
     - `task`: `"translation"` (a `Seq2Seq` on the pairs) or `"language_model"` (a decoder-only
       `LanguageModel` on the target side alone: `Batch.prev_output -> Batch.target`, with the
-      run's joint vocabulary). A language model is built from the side `LanguageModel` picks (the
-      encoder side of a translation recipe, made causal: `--encoder-layers` sizes it).
+      run's joint vocabulary). A language model is built from the side `LanguageModel` picks (a
+      decoder-only recipe's decoder: `--decoder-layers` sizes it; or the encoder side of a
+      translation recipe, made causal: `--encoder-layers` sizes it).
     - `allow_failed_claims`: train a recipe even when the proof of one of its declarations
       refutes the order it claims (refused by default; the run records which claims failed).
     """
@@ -118,6 +123,7 @@ class TrainConfig:
     time_budget: float | None = None
     patience: int = 0
     threads: int | None = None
+    tensorboard: str | None = None
     d_model: int | None = None
     n_heads: int | None = None
     d_ffn: int | None = None
@@ -186,7 +192,8 @@ class TrainConfig:
                 value=self.keep_last_checkpoints,
                 valid="also give --save-interval-updates N, or leave it out",
             )
-        if (self.source_lang is None) != (self.target_lang is None):
+        lone_target = self.task == "language_model" and self.source_lang is None  # text's language
+        if (self.source_lang is None) != (self.target_lang is None) and not lone_target:
             missing = "--target-lang" if self.target_lang is None else "--source-lang"
             raise DeclarationError(
                 "give both languages or neither",
@@ -231,13 +238,18 @@ def resolve_recipe(config: TrainConfig, vocab_size: int) -> Recipe:
     so `Seq2Seq(recipe, vocab_size)` rebuilds the same model from it.
     """
     declared = load_recipe(config.recipe)
-    if declared.param_budget is not None and config.task == "language_model":
+    translation_budget = declared.param_budget is not None and (
+        model_class(declared) is not LanguageModel
+        or model_class(load_recipe(declared.param_budget)) is not LanguageModel
+    )
+    if translation_budget and config.task == "language_model":
         raise DeclarationError(
             f"recipe '{declared.name}' matches the parameter count of the encoder-decoder "
             f"'{declared.param_budget}' (param_budget), which says nothing about a language model",
             key="RECIPE",
             value=config.recipe,
-            valid="a recipe without param_budget for --task language_model",
+            valid="a recipe without param_budget for --task language_model, or a decoder-only "
+            "recipe whose param_budget names a decoder-only recipe (models/lm-macaron.toml)",
         )
     if declared.param_budget is not None and config.d_ffn is not None:
         raise DeclarationError(

@@ -100,7 +100,10 @@ def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict
         with Interrupts() as interrupts:
             run = start(config, process, device)
             run.interrupts = interrupts
-            return _train(run, validate_bleu)
+            try:
+                return _train(run, validate_bleu)
+            finally:
+                run.close()
     finally:
         if joined:  # leave a process group only if this call joined it
             distributed.cleanup()

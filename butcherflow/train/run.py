@@ -40,6 +40,7 @@ from .config import TrainConfig, resolve_precision, resolve_recipe
 from .interrupts import Interrupts
 from .resume import Progress, check_save_dir, open_save_dir, resume, write_save_dir
 from .step import LN2
+from .tracking import TensorBoard, require_tensorboard
 
 
 @final
@@ -110,6 +111,7 @@ class Run:
     saved_at: int = -1
     meter: Meter = field(default_factory=Meter)
     interrupts: Interrupts = field(default_factory=Interrupts)
+    tensorboard: TensorBoard | None = None  # --tensorboard: the log's curves, also there
 
     @property
     def main(self) -> bool:
@@ -129,6 +131,14 @@ class Run:
         if self.main:
             stamp = {"update": self.progress.update, "epoch": self.epoch}
             append_log(self.save_dir / LOG, {**stamp, **entry})
+            if self.tensorboard is not None:
+                self.tensorboard.write({**stamp, **entry})
+
+    def close(self) -> None:
+        """Flush and close what the run writes beside its save dir (the TensorBoard events)."""
+        if self.tensorboard is not None:
+            self.tensorboard.close()
+            self.tensorboard = None
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         """Mixed precision for a forward pass (a no-op in fp32)."""
@@ -146,6 +156,8 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     precision = resolve_precision(config, device)
     save_dir = Path(config.save_dir)
     check_save_dir(save_dir)
+    if config.tensorboard is not None and process.is_main:
+        require_tensorboard()  # a missing package fails before anything is written
     recipe = resolve_recipe(config, config.vocab_size)  # a bad recipe or size fails first
     found = latest_checkpoint(save_dir) if save_dir.is_dir() else None
     resuming = found is not None
@@ -155,6 +167,15 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     corpus = load_corpus(
         config.data, source_lang=config.source_lang, target_lang=config.target_lang
     )
+    if corpus.monolingual and config.task != "language_model":
+        raise DeclarationError(
+            f"{corpus.name} is monolingual text ({corpus.target_lang}): a translation model "
+            "needs a parallel corpus",
+            key="--data",
+            value=config.data,
+            valid="--task language_model for monolingual text, or a parallel corpus "
+            "(bible:SRC-TGT, DIR with train.SRC/train.TGT)",
+        )
     vocab, recipe = open_save_dir(config, corpus, process, resuming, recipe)
     _refuse_failed_claims(config, recipe, failed)  # resuming: after "the declaration changed"
     train_split, valid_split = _encode(config, corpus, vocab, recipe)
@@ -196,6 +217,9 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
             save_dir, found.name, raw_model, optimizer, run.scaler, process, run.say
         )
         run.epoch = run.progress.epoch
+    if config.tensorboard is not None and process.is_main:
+        resumed_at = run.progress.update if found is not None else None
+        run.tensorboard = TensorBoard(Path(config.tensorboard), resumed_at)
     if config.compile:
         run.model = torch.compile(run.model)  # type: ignore[assignment]
     if process.distributed:
