@@ -1,0 +1,381 @@
+"""Other people's layers as `bf.extract` reads them: x-transformers and hyper-connections, built
+from small configurations with random weights (nothing is downloaded).
+
+Each function is a factory (`butcherflow extract butcherflow.gallery.audit.libraries:NAME`):
+it imports its library when called (the libraries are the `audit` extra, never imported by
+butcherflow at its top) and returns a `Target`. `LIBRARY_TARGETS` lists them with the package
+and class they audit, for the audit page and the tests.
+
+Every parameter is drawn at random (a fixed seed) unless a comment says why not: zero-initialised
+dynamic weights would hide whether a coefficient depends on the token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, final
+
+import torch
+from torch import Tensor, nn
+
+from ...extract.streams import STREAM_AXIS, Unfolded, inner_path, unfold
+from ...extract.target import Target
+
+D_MODEL, HEADS, DIM_HEAD = 16, 2, 8
+BATCH, LENGTH = 2, 5
+STREAMS = 4
+SEED = 0
+
+
+def _randomise(module: nn.Module, skip: tuple[str, ...] = (), scale: float = 0.5) -> nn.Module:
+    """Every floating parameter of `module` (float64) drawn from N(0, scale²), but those whose
+    name contains one of `skip`; the module in eval mode."""
+    generator = torch.Generator().manual_seed(SEED)
+    module = module.to(torch.float64).eval()
+    with torch.no_grad():
+        for name, parameter in module.named_parameters():
+            if any(s in name for s in skip):
+                continue
+            noise = torch.randn(parameter.shape, generator=generator, dtype=torch.float64)
+            parameter.copy_(noise * scale)
+    return module
+
+
+def _state(*shape: int) -> Tensor:
+    return torch.randn(
+        *shape, generator=torch.Generator().manual_seed(SEED + 1), dtype=torch.float64
+    )
+
+
+# x-transformers -------------------------------------------------------------------------------
+
+
+def _encoder(**config: Any) -> nn.Module:
+    from x_transformers import Encoder
+
+    # The stack ends in a LayerNorm (`final_norm`) unless told not to: the read-out, after the
+    # integrator, not a step of it (with it the output is no linear combination of anything).
+    encoder = Encoder(
+        dim=D_MODEL, heads=HEADS, attn_dim_head=DIM_HEAD, pre_norm_has_final_norm=False, **config
+    )
+    return _randomise(encoder)
+
+
+def _branches(types: str, inner: str = "", post: bool = False) -> dict[str, tuple[str, ...]]:
+    """Field chains of an x-transformers stack: layer i is `layers.i = (norms, block, residual)`;
+    a branch reads through the pre-norm `norms.0` and (sandwich) ends in the post-norm `norms.1`."""
+    fields, seen = {}, dict.fromkeys(types, 0)
+    for i, kind in enumerate(types):
+        seen[kind] += 1
+        name = {"a": "attn", "f": "ff", "c": "cross"}[kind] + str(seen[kind])
+        chain = (f"layers.{i}.0.0", f"layers.{i}.1{inner if kind == 'f' else ''}")
+        fields[name] = chain + ((f"layers.{i}.0.1",) if post else ())
+    return fields
+
+
+def x_transformers_default() -> Target:
+    """`x_transformers.Encoder(depth=2)`: attention, feed-forward, attention, feed-forward."""
+    return Target(
+        _encoder(depth=2),
+        (_state(BATCH, LENGTH, D_MODEL),),
+        _branches("afaf"),
+        title="x_transformers.Encoder(dim=16, depth=2, heads=2, pre_norm_has_final_norm=False)",
+    )
+
+
+def x_transformers_decoder() -> Target:
+    """`x_transformers.Decoder(depth=1)`: the causal stack, the same composition."""
+    from x_transformers import Decoder
+
+    module = _randomise(
+        Decoder(
+            dim=D_MODEL, depth=1, heads=HEADS, attn_dim_head=DIM_HEAD, pre_norm_has_final_norm=False
+        )
+    )
+    return Target(
+        module,
+        (_state(BATCH, LENGTH, D_MODEL),),
+        _branches("af"),
+        title="x_transformers.Decoder(dim=16, depth=1, heads=2, pre_norm_has_final_norm=False)",
+    )
+
+
+def x_transformers_macaron() -> Target:
+    """`macaron=True`: FFN, attention, FFN; each FFN wrapped in `Scale(0.5, ...)`, the field is
+    the FFN inside it (`layers.i.1.fn`), so the ½ is a coefficient of the step."""
+    return Target(
+        _encoder(depth=1, macaron=True),
+        (_state(BATCH, LENGTH, D_MODEL),),
+        _branches("faf", inner=".fn"),
+        title="x_transformers.Encoder(dim=16, depth=1, macaron=True)",
+    )
+
+
+def x_transformers_sandwich() -> Target:
+    """`sandwich_norm=True`: every branch ends in its own LayerNorm (`norms.1`), inside the field."""
+    return Target(
+        _encoder(depth=1, sandwich_norm=True),
+        (_state(BATCH, LENGTH, D_MODEL),),
+        _branches("af", post=True),
+        title="x_transformers.Encoder(dim=16, depth=1, sandwich_norm=True)",
+    )
+
+
+def x_transformers_integrate_layers() -> Target:
+    """`integrate_layers=True` (LIMe): the feed-forward reads a per-token softmax mixture of the
+    states before each earlier layer. The mixture's weights read the state through
+    `layer_integrators.1.to_weights`, frozen so that they stay those of the module's input."""
+    return Target(
+        _encoder(depth=1, integrate_layers=True),
+        (_state(BATCH, LENGTH, D_MODEL),),
+        _branches("af"),
+        frozen=("layer_integrators.1.to_weights",),
+        title="x_transformers.Encoder(dim=16, depth=1, integrate_layers=True)",
+    )
+
+
+@final
+class XLayer(nn.Module):
+    """One layer of an x-transformers `AttentionLayers`, called the way its forward calls it
+    (x_transformers.py L3660, L3705-L3717): `residual.prepare`, the pre-norm, the branch, and
+    the residual module; the state is the r streams folded into the batch.
+
+    x-transformers keeps the streams inside the stack (expanded from, and summed back into, one
+    state), so the streams of one layer are only visible this way.
+    """
+
+    def __init__(self, layer: nn.ModuleList) -> None:
+        super().__init__()
+        self.norms, self.block, self.residual = layer
+
+    def forward(self, x: Tensor) -> Tensor:
+        x, inner, kwargs = self.residual.prepare(x)
+        out = self.block(self.norms[0](x))
+        out = out[0] if isinstance(out, tuple) else out
+        result: Tensor = self.residual(out, inner, **kwargs)
+        return result
+
+
+def _x_streams(iterations: int) -> Target:
+    encoder = _encoder(depth=1, num_residual_streams=STREAMS, hyper_conn_sinkhorn_iters=iterations)
+    layer = Unfolded(XLayer(encoder.layers[0]), STREAMS)
+    folded = _state(BATCH * STREAMS, LENGTH, D_MODEL)
+    return Target(
+        layer,
+        (unfold(folded, STREAMS, "XLayer"),),
+        {"attn": (inner_path("norms.0"), inner_path("block"))},
+        streams=STREAM_AXIS,
+        title=(
+            "x_transformers.Encoder(dim=16, depth=1, num_residual_streams=4, "
+            f"hyper_conn_sinkhorn_iters={iterations}): its first layer (HyperConnection)"
+        ),
+    )
+
+
+def x_transformers_streams() -> Target:
+    """`num_residual_streams=4` with its default 5 Sinkhorn iterations: one layer."""
+    return _x_streams(5)
+
+
+def x_transformers_streams_no_sinkhorn() -> Target:
+    """`num_residual_streams=4, hyper_conn_sinkhorn_iters=0`: one layer."""
+    return _x_streams(0)
+
+
+# hyper-connections -----------------------------------------------------------------------------
+
+
+def _branch() -> nn.Module:
+    return nn.Sequential(
+        nn.LayerNorm(D_MODEL),
+        nn.Linear(D_MODEL, 2 * D_MODEL),
+        nn.GELU(),
+        nn.Linear(2 * D_MODEL, D_MODEL),
+    )
+
+
+def _hyper(module: nn.Module, title: str) -> Target:
+    folded = _state(BATCH * STREAMS, LENGTH, D_MODEL)
+    return Target(
+        Unfolded(module, STREAMS),
+        (unfold(folded, STREAMS, type(module).__name__),),
+        {"branch": inner_path("branch")},
+        streams=STREAM_AXIS,
+        title=title,
+    )
+
+
+# Static HC with exact weights: stream 0 and 1 read half each, streams 2 and 3 average each
+# other; the branch writes 1, ½, ¼ and 2 of its output into the four streams.
+STATIC_ALPHA = (
+    ("1/2", 1, 0, 0, 0),
+    ("1/2", 0, 1, 0, 0),
+    (0, 0, 0, "1/2", "1/2"),
+    (0, 0, 0, "1/2", "1/2"),
+)
+STATIC_BETA = (1, "1/2", "1/4", 2)
+
+
+def _exact(rows: Any) -> Tensor:
+    return torch.tensor(
+        [[float(Fraction(str(x))) for x in row] for row in rows], dtype=torch.float64
+    )
+
+
+def hyper_connections_static() -> Target:
+    """`HyperConnections(4)`, static: the dynamic weights zero (their initial value), the static
+    `alpha` and `beta` set to exact values (`STATIC_ALPHA`, `STATIC_BETA`)."""
+    from hyper_connections import HyperConnections
+
+    module = HyperConnections(STREAMS, dim=D_MODEL, branch=_branch(), layer_index=0)
+    module = _randomise(module, skip=("static_", "dynamic_alpha_fn", "dynamic_beta_fn"))
+    with torch.no_grad():
+        module.static_alpha.copy_(_exact(STATIC_ALPHA))
+        module.static_beta.copy_(_exact([STATIC_BETA])[0])
+    return _hyper(
+        module, "hyper_connections.HyperConnections(4, dim=16), static (dynamic weights 0)"
+    )
+
+
+def hyper_connections_init() -> Target:
+    """`HyperConnections(4, layer_index=1)` as initialised: its own static weights."""
+    from hyper_connections import HyperConnections
+
+    module = HyperConnections(STREAMS, dim=D_MODEL, branch=_branch(), layer_index=1)
+    module = _randomise(module, skip=("static_", "dynamic_"))
+    return _hyper(
+        module, "hyper_connections.HyperConnections(4, dim=16, layer_index=1), initialised"
+    )
+
+
+def hyper_connections_dynamic() -> Target:
+    """`HyperConnections(4)`, dynamic: every weight random, tanh on."""
+    from hyper_connections import HyperConnections
+
+    module = _randomise(HyperConnections(STREAMS, dim=D_MODEL, branch=_branch(), layer_index=0))
+    return _hyper(module, "hyper_connections.HyperConnections(4, dim=16), dynamic (random weights)")
+
+
+def hyper_connections_mhc() -> Target:
+    """`hyper_connections.mHC(4)` (ManifoldConstrainedHyperConnections): every weight random."""
+    from hyper_connections import mHC
+
+    module = _randomise(mHC(STREAMS, dim=D_MODEL, branch=_branch(), layer_index=0))
+    return _hyper(module, "hyper_connections.mHC(4, dim=16, sinkhorn_iters=20), random weights")
+
+
+def hyper_connections_fractional() -> Target:
+    """`HyperConnections(1, num_fracs=2)`: frac-connections (one stream, two fractions of the
+    feature axis) as initialised."""
+    from hyper_connections import HyperConnections
+
+    module = HyperConnections(1, dim=D_MODEL, branch=_branch(), layer_index=0, num_fracs=2)
+    module = _randomise(module, skip=("static_", "dynamic_"))
+    return Target(
+        module,
+        (_state(BATCH, LENGTH, D_MODEL),),
+        {"branch": "branch"},
+        title="hyper_connections.HyperConnections(1, dim=16, num_fracs=2), initialised",
+    )
+
+
+@final
+@dataclass(frozen=True)
+class LibraryTarget:
+    """A factory of this module and what it audits: the package, the class, the paper."""
+
+    key: str
+    package: str
+    audited: str
+    paper: str
+    factory: Callable[[], Target]
+
+
+LIBRARY_TARGETS = (
+    LibraryTarget(
+        "x-default",
+        "x-transformers",
+        "x_transformers.Encoder",
+        "Vaswani et al. (2017), pre-norm",
+        x_transformers_default,
+    ),
+    LibraryTarget(
+        "x-decoder",
+        "x-transformers",
+        "x_transformers.Decoder",
+        "Vaswani et al. (2017), pre-norm",
+        x_transformers_decoder,
+    ),
+    LibraryTarget(
+        "x-macaron",
+        "x-transformers",
+        "x_transformers.Encoder(macaron=True)",
+        "Lu et al. (2019), Macaron-Net",
+        x_transformers_macaron,
+    ),
+    LibraryTarget(
+        "x-sandwich",
+        "x-transformers",
+        "x_transformers.Encoder(sandwich_norm=True)",
+        "Ding et al. (2021), CogView",
+        x_transformers_sandwich,
+    ),
+    LibraryTarget(
+        "x-streams",
+        "x-transformers",
+        "x_transformers.x_transformers.HyperConnection",
+        "Zhu et al. (2025) hyper-connections; Xie et al. (2025) mHC",
+        x_transformers_streams,
+    ),
+    LibraryTarget(
+        "x-streams-no-sinkhorn",
+        "x-transformers",
+        "x_transformers.x_transformers.HyperConnection",
+        "Zhu et al. (2025) hyper-connections",
+        x_transformers_streams_no_sinkhorn,
+    ),
+    LibraryTarget(
+        "x-integrate-layers",
+        "x-transformers",
+        "x_transformers.x_transformers.DynamicLIMe",
+        "LIMe, arXiv:2502.09245",
+        x_transformers_integrate_layers,
+    ),
+    LibraryTarget(
+        "hc-static",
+        "hyper-connections",
+        "hyper_connections.HyperConnections",
+        "Zhu et al. (2025), static hyper-connections",
+        hyper_connections_static,
+    ),
+    LibraryTarget(
+        "hc-init",
+        "hyper-connections",
+        "hyper_connections.HyperConnections",
+        "Zhu et al. (2025), Appendix J initialisation",
+        hyper_connections_init,
+    ),
+    LibraryTarget(
+        "hc-dynamic",
+        "hyper-connections",
+        "hyper_connections.HyperConnections",
+        "Zhu et al. (2025), dynamic hyper-connections",
+        hyper_connections_dynamic,
+    ),
+    LibraryTarget(
+        "hc-mhc",
+        "hyper-connections",
+        "hyper_connections.mHC",
+        "Xie et al. (2025), mHC",
+        hyper_connections_mhc,
+    ),
+    LibraryTarget(
+        "hc-fractional",
+        "hyper-connections",
+        "hyper_connections.HyperConnections(num_fracs=2)",
+        "frac-connections, arXiv:2503.14125",
+        hyper_connections_fractional,
+    ),
+)
