@@ -26,7 +26,7 @@ def fold(x: Tensor, streams: int) -> Tensor:
 
 
 def unfold(x: Tensor, streams: int, who: str) -> Tensor:
-    """`(b·r, ...)` -> `(b, r, ...)`; raises `ExtractionError` when the batch is no multiple of r."""
+    """`(b·r, ...)` -> `(b, r, ...)`; raises `ExtractionError` when r does not divide the batch."""
     if x.dim() < 2 or x.shape[0] % streams:
         raise ExtractionError(
             f"{who}: a state folded with {streams} streams needs a batch axis divisible by "
@@ -59,6 +59,7 @@ class Unfolded(nn.Module):
             )
         self.folded = module
         self.streams = streams
+        self.train(module.training)  # an eval-mode module stays one when wrapped
 
     def forward(self, x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         out = self.folded(fold(x, self.streams), *args, **kwargs)
@@ -68,20 +69,6 @@ class Unfolded(nn.Module):
                 "folded streams must return the folded state as one tensor"
             )
         return unfold(out, self.streams, type(self.folded).__name__)
-
-
-def unfold_state(x: Tensor, streams: int, who: str) -> Tensor:
-    """A folded state `(b·r, ..., d)` as `Unfolded` takes it, `(b, r, ..., d)`.
-
-    **Arguments:**
-
-    - `x`: the state as the folded module takes it.
-    - `streams`: r.
-    - `who`: the module's name, for the message when the batch is no multiple of r.
-
-    **Returns:** the same values with the streams on axis 1.
-    """
-    return unfold(x, streams, who)
 
 
 def inner_path(path: str) -> str:

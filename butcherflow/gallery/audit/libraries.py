@@ -29,7 +29,7 @@ STREAMS = 4
 SEED = 0
 
 
-def _randomise(module: nn.Module, skip: tuple[str, ...] = (), scale: float = 0.5) -> nn.Module:
+def randomise(module: nn.Module, skip: tuple[str, ...] = (), scale: float = 0.5) -> nn.Module:
     """Every floating parameter of `module` (float64) drawn from N(0, scale²), but those whose
     name contains one of `skip`; the module in eval mode."""
     generator = torch.Generator().manual_seed(SEED)
@@ -60,10 +60,10 @@ def _encoder(**config: Any) -> nn.Module:
     encoder = Encoder(
         dim=D_MODEL, heads=HEADS, attn_dim_head=DIM_HEAD, pre_norm_has_final_norm=False, **config
     )
-    return _randomise(encoder)
+    return randomise(encoder)
 
 
-def _branches(types: str, inner: str = "", post: bool = False) -> dict[str, tuple[str, ...]]:
+def branches(types: str, inner: str = "", post: bool = False) -> dict[str, tuple[str, ...]]:
     """Field chains of an x-transformers stack: layer i is `layers.i = (norms, block, residual)`;
     a branch reads through the pre-norm `norms.0` and (sandwich) ends in the post-norm `norms.1`."""
     fields, seen = {}, dict.fromkeys(types, 0)
@@ -80,7 +80,7 @@ def x_transformers_default() -> Target:
     return Target(
         _encoder(depth=2),
         (_state(BATCH, LENGTH, D_MODEL),),
-        _branches("afaf"),
+        branches("afaf"),
         title="x_transformers.Encoder(dim=16, depth=2, heads=2, pre_norm_has_final_norm=False)",
     )
 
@@ -89,7 +89,7 @@ def x_transformers_decoder() -> Target:
     """`x_transformers.Decoder(depth=1)`: the causal stack, the same composition."""
     from x_transformers import Decoder
 
-    module = _randomise(
+    module = randomise(
         Decoder(
             dim=D_MODEL, depth=1, heads=HEADS, attn_dim_head=DIM_HEAD, pre_norm_has_final_norm=False
         )
@@ -97,7 +97,7 @@ def x_transformers_decoder() -> Target:
     return Target(
         module,
         (_state(BATCH, LENGTH, D_MODEL),),
-        _branches("af"),
+        branches("af"),
         title="x_transformers.Decoder(dim=16, depth=1, heads=2, pre_norm_has_final_norm=False)",
     )
 
@@ -108,7 +108,7 @@ def x_transformers_macaron() -> Target:
     return Target(
         _encoder(depth=1, macaron=True),
         (_state(BATCH, LENGTH, D_MODEL),),
-        _branches("faf", inner=".fn"),
+        branches("faf", inner=".fn"),
         title="x_transformers.Encoder(dim=16, depth=1, macaron=True)",
     )
 
@@ -118,7 +118,7 @@ def x_transformers_sandwich() -> Target:
     return Target(
         _encoder(depth=1, sandwich_norm=True),
         (_state(BATCH, LENGTH, D_MODEL),),
-        _branches("af", post=True),
+        branches("af", post=True),
         title="x_transformers.Encoder(dim=16, depth=1, sandwich_norm=True)",
     )
 
@@ -130,7 +130,7 @@ def x_transformers_integrate_layers() -> Target:
     return Target(
         _encoder(depth=1, integrate_layers=True),
         (_state(BATCH, LENGTH, D_MODEL),),
-        _branches("af"),
+        branches("af"),
         frozen=("layer_integrators.1.to_weights",),
         title="x_transformers.Encoder(dim=16, depth=1, integrate_layers=True)",
     )
@@ -149,6 +149,7 @@ class XLayer(nn.Module):
     def __init__(self, layer: nn.ModuleList) -> None:
         super().__init__()
         self.norms, self.block, self.residual = layer
+        self.train(layer.training)
 
     def forward(self, x: Tensor) -> Tensor:
         x, inner, kwargs = self.residual.prepare(x)
@@ -230,7 +231,7 @@ def hyper_connections_static() -> Target:
     from hyper_connections import HyperConnections
 
     module = HyperConnections(STREAMS, dim=D_MODEL, branch=_branch(), layer_index=0)
-    module = _randomise(module, skip=("static_", "dynamic_alpha_fn", "dynamic_beta_fn"))
+    module = randomise(module, skip=("static_", "dynamic_alpha_fn", "dynamic_beta_fn"))
     with torch.no_grad():
         module.static_alpha.copy_(_exact(STATIC_ALPHA))
         module.static_beta.copy_(_exact([STATIC_BETA])[0])
@@ -244,17 +245,19 @@ def hyper_connections_init() -> Target:
     from hyper_connections import HyperConnections
 
     module = HyperConnections(STREAMS, dim=D_MODEL, branch=_branch(), layer_index=1)
-    module = _randomise(module, skip=("static_", "dynamic_"))
+    module = randomise(module, skip=("static_", "dynamic_"))
     return _hyper(
         module, "hyper_connections.HyperConnections(4, dim=16, layer_index=1), initialised"
     )
 
 
 def hyper_connections_dynamic() -> Target:
-    """`HyperConnections(4)`, dynamic: every weight random, tanh on."""
+    """`HyperConnections(4)`, dynamic: the static weights as initialised (stream 0 read, the
+    identity mixing, every stream written with 1), the dynamic weights and scales random."""
     from hyper_connections import HyperConnections
 
-    module = _randomise(HyperConnections(STREAMS, dim=D_MODEL, branch=_branch(), layer_index=0))
+    module = HyperConnections(STREAMS, dim=D_MODEL, branch=_branch(), layer_index=0)
+    module = randomise(module, skip=("static_",))
     return _hyper(module, "hyper_connections.HyperConnections(4, dim=16), dynamic (random weights)")
 
 
@@ -262,7 +265,7 @@ def hyper_connections_mhc() -> Target:
     """`hyper_connections.mHC(4)` (ManifoldConstrainedHyperConnections): every weight random."""
     from hyper_connections import mHC
 
-    module = _randomise(mHC(STREAMS, dim=D_MODEL, branch=_branch(), layer_index=0))
+    module = randomise(mHC(STREAMS, dim=D_MODEL, branch=_branch(), layer_index=0))
     return _hyper(module, "hyper_connections.mHC(4, dim=16, sinkhorn_iters=20), random weights")
 
 
@@ -272,7 +275,7 @@ def hyper_connections_fractional() -> Target:
     from hyper_connections import HyperConnections
 
     module = HyperConnections(1, dim=D_MODEL, branch=_branch(), layer_index=0, num_fracs=2)
-    module = _randomise(module, skip=("static_", "dynamic_"))
+    module = randomise(module, skip=("static_", "dynamic_"))
     return Target(
         module,
         (_state(BATCH, LENGTH, D_MODEL),),
