@@ -1,0 +1,213 @@
+"""`bf.extract`: the integrator a PyTorch module computes, read with probes on its fields."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ..analysis import check
+from ..errors import ExtractionError
+from .declare import declare
+from .probe import Probe, Run, module_name, parse_fields, read, replace_input, tensor_input
+from .probe import to_float64 as float64
+from .result import Extracted, Session, variation
+from .solve import Fit, fit
+
+
+def extract(
+    module: nn.Module,
+    *args: Any,
+    fields: Mapping[str, str | Sequence[str]],
+    streams: int | None = None,
+    frozen: Sequence[str] = (),
+    runs: int = 2,
+    seed: int = 0,
+    **kwargs: Any,
+) -> Extracted:
+    """Read the integrator `module(*args, **kwargs)` computes.
+
+    **Arguments:**
+
+    - `module`: the layer (in eval mode); it is not modified: extraction runs on a float64 copy.
+    - `args`, `kwargs`: a call of it; its state is the first positional tensor (or the first
+      tensor keyword argument).
+    - `fields`: field name -> attribute path of a sub-module, or a chain of paths whose first
+      member reads the stage value and whose last returns the field value
+      (`{"attn": ("input_layernorm", "self_attn"), "mlp": ("post_attention_layernorm", "mlp")}`).
+    - `streams`: the axis of the state that holds r streams (hyper-connections), if any.
+    - `frozen`: paths of sub-modules through which coefficients read the state (a
+      hyper-connection's input norm): in probe runs they return what they returned at the
+      module's input, so the per-token coefficients at that input are read.
+    - `runs`: probe runs (each with fresh random field values).
+    - `seed`: of the random field values.
+
+    **Returns:** an `Extracted` (`.method`, `.report`, `.varies`, `.verify()`, `.rewire()`).
+    """
+    who = module_name(module)
+    if not isinstance(module, nn.Module):
+        raise ExtractionError(f"bf.extract takes an nn.Module, not {type(module).__name__}")
+    _require_eval(module, who)
+    work = copy.deepcopy(module).to(torch.float64)
+    call_args, call_kwargs = float64(args), float64(kwargs)
+    chains = parse_fields(work, fields)
+    where = tensor_input(call_args, call_kwargs, f"{who} (its state)")
+    state = read(call_args, call_kwargs, where)
+    if streams is not None and not -state.dim() <= streams < state.dim():
+        raise ExtractionError(
+            f"{who}: streams={streams} is not an axis of the state of shape {tuple(state.shape)}"
+        )
+    probe = Probe(work, chains, frozen, seed)
+
+    def once(x: Tensor, probing: bool, reference: bool = False) -> Run:
+        before = x.clone()
+        a, k = replace_input(call_args, call_kwargs, where, x)
+        with torch.no_grad():
+            run = probe.run(a, k, probing=probing, reference=reference)
+        if not torch.equal(before, x):
+            raise ExtractionError(
+                f"{who} updates its state in place (the input tensor changed during the call); "
+                "extract a module that returns a new tensor (x = x + f(x), not x += f(x))"
+            )
+        return run
+
+    reference = once(state, probing=False, reference=True)
+    _require_called(reference, chains, who)
+    if not torch.allclose(once(state, probing=False).output, reference.output, 1e-12, 0):
+        raise ExtractionError(
+            f"{who}: two identical calls give different outputs (randomness: dropout, sampling, "
+            "noise); extract a deterministic module (module.eval(), no sampling)"
+        )
+    probes = [once(state, probing=True) for _ in range(runs)]
+    found = _fit(probes, [state] * runs, streams, who)
+    _explain_break(found, probes[0], who, frozen)
+    starts = [
+        torch.randn(state.shape, dtype=state.dtype, generator=probe.generator) for _ in range(runs)
+    ]
+    moved = [once(x, probing=True) for x in starts]
+    try:
+        elsewhere: Fit | None = fit(moved, starts, streams)
+    except ValueError:
+        elsewhere = None
+    state_dependent = bool(frozen) or elsewhere is None or elsewhere.broken() is not None
+    state_dependent = state_dependent or not (elsewhere is not None and elsewhere.same_as(found))
+    varies = variation(found, state_dependent)
+    first = (found.U[0], found.A[0], found.B[0], found.V[0])
+    declared = declare(*first, labels=found.labels, name=who)
+    session = Session(
+        original=module,
+        work=work,
+        chains=chains,
+        templates=probe.templates,
+        args=call_args,
+        kwargs=call_kwargs,
+        state=state,
+        output=reference.output,
+        stage_shapes=tuple(y.shape for y in reference.stage_inputs),
+    )
+    return Extracted(
+        module=who,
+        method=declared.method,
+        report=check(declared.method),
+        varies=varies,
+        fields={c.name: c.paths for c in chains},
+        declared=declared,
+        fit=found,
+        streams=streams,
+        session=session,
+    )
+
+
+def _require_eval(module: nn.Module, who: str) -> None:
+    if not module.training:
+        return
+    dropout = [
+        f"{name} (p={m.p})"
+        for name, m in module.named_modules()
+        if isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0
+    ]
+    has = f" with dropout at {', '.join(dropout)}" if dropout else ""
+    raise ExtractionError(
+        f"{who} is in training mode{has}; call module.eval() first (extraction needs the "
+        "deterministic forward: a training-mode forward is random and normalises by batch)"
+    )
+
+
+def _require_called(run: Run, chains: Sequence[Any], who: str) -> None:
+    called = set(run.labels)
+    for chain in chains:
+        if chain.name not in called:
+            raise ExtractionError(
+                f"{who}: field '{chain.name}' ({' -> '.join(chain.paths)}) is never called by "
+                "this forward; name sub-modules the forward calls on the hidden states"
+            )
+
+
+def _fit(runs: Sequence[Run], states: Sequence[Tensor], streams: int | None, who: str) -> Fit:
+    labels = {tuple(r.labels) for r in runs}
+    if len(labels) > 1:
+        raise ExtractionError(
+            f"{who}: the field calls differ between two runs ({sorted(labels)}); the order of "
+            "field calls must not depend on their values"
+        )
+    try:
+        return fit(runs, states, streams)
+    except ValueError:
+        raise ExtractionError(
+            f"{who}: the state's streams and the field values are linearly dependent at some "
+            "token (equal streams, or fewer channels than streams plus field calls); pass a "
+            "state whose streams differ"
+        ) from None
+
+
+def _explain_break(found: Fit, run: Run, who: str, frozen: Sequence[str]) -> None:
+    """Refuse, in one line naming where, a module whose stages or output are not linear
+    combinations of the state and the field values."""
+    target = found.broken()
+    if target is None:
+        return
+    s = found.stages
+    if target < s:
+        what = f"the input of call {target + 1} (field '{found.labels[target]}')"
+        end = _nth_event(run.trail, "start", target)
+    else:
+        what = "the output"
+        end = len(run.trail)
+    begin = max((i for i, e in enumerate(run.trail[:end]) if e[0] == "field"), default=-1)
+    between = [name for kind, name in run.trail[begin + 1 : end] if kind == "module"]
+    after = f"field '{run.trail[begin][1]}'" if begin >= 0 else "the module's input"
+    where = (
+        f"linearity breaks in {', '.join(_outermost(between))} (called between {after} and it)"
+        if between
+        else "no sub-module runs between them: the nonlinearity is in the forward's own code"
+    )
+    hint = (
+        ""
+        if frozen
+        else "; if the coefficients are computed from the state (gates, hyper-connections), name "
+        "the sub-modules through which they read it with frozen=[...]"
+    )
+    raise ExtractionError(
+        f"{who}: {what} is not a linear combination of the state and the field values "
+        f"(relative residual {found.residual[target]:.2g}): {where}; a norm applied to a "
+        f"residual sum (post-norm) makes a block no integrator of its fields{hint}"
+    )
+
+
+def _nth_event(trail: list[tuple[str, str]], kind: str, n: int) -> int:
+    seen = -1
+    for i, (k, _) in enumerate(trail):
+        if k == kind:
+            seen += 1
+            if seen == n:
+                return i
+    return len(trail)
+
+
+def _outermost(names: list[str]) -> list[str]:
+    """Module paths without those inside another listed one (a LayerNorm, not its parts)."""
+    unique = list(dict.fromkeys(names))
+    return [n for n in unique if not any(n.startswith(o + ".") for o in unique if o != n)]

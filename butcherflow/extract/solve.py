@@ -1,0 +1,142 @@
+"""Least squares in float64: the stage inputs and the output as linear combinations of the state's
+streams and the field values, per token.
+
+For every token t, over the channels of the runs, stage i's input is Yᵢ = Σⱼ Uᵢⱼ xⱼ + Σₗ Aᵢₗ Kₗ
+and output stream m is Σⱼ Vₘⱼ xⱼ + Σᵢ Bₘᵢ Kᵢ (x the r streams of the state, K the random field
+values). The residual decides whether the module is such a combination at all; the coefficients
+are then read as exact small-denominator rationals where they are within `EXACT_TOLERANCE`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import final
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .probe import Run
+
+RESIDUAL_TOLERANCE = 1e-9  # relative residual of a linear combination, float64 fit
+EXACT_TOLERANCE = 1e-10  # |c − p/q| that reads c as the rational p/q
+MAX_DENOMINATOR = 64  # the largest denominator recognised (½, ⅓, ⅙, 2/3, ...)
+FIXED_TOLERANCE = 1e-9  # spread across tokens under which a coefficient is one number
+
+
+@final
+@dataclass(frozen=True)
+class Fit:
+    """Per-token coefficients of one set of runs.
+
+    - `U` `(T, s, r)`, `A` `(T, s, s)` (strictly lower), `B` `(T, r, s)`, `V` `(T, r, r)`.
+    - `residual`: per target (s stages then r output streams), the largest relative residual
+      over the tokens.
+    - `labels`: the field of each call.
+    """
+
+    U: np.ndarray
+    A: np.ndarray
+    B: np.ndarray
+    V: np.ndarray
+    residual: np.ndarray
+    labels: tuple[str, ...]
+
+    @property
+    def stages(self) -> int:
+        return self.A.shape[1]
+
+    @property
+    def streams(self) -> int:
+        return self.V.shape[1]
+
+    def broken(self) -> int | None:
+        """The first target (stage index, or `stages` + m for output stream m) that is not a
+        linear combination, or None."""
+        bad = np.nonzero(self.residual > RESIDUAL_TOLERANCE)[0]
+        return int(bad[0]) if len(bad) else None
+
+    def spread(self) -> float:
+        """The largest difference of a coefficient between two tokens (relative to max(1, |c|))."""
+        worst = 0.0
+        for m in (self.U, self.A, self.B, self.V):
+            if m.size:
+                scale = np.maximum(1.0, np.abs(m).max(axis=0))
+                worst = max(worst, float((np.ptp(m, axis=0) / scale).max()))
+        return worst
+
+    def same_as(self, other: Fit) -> bool:
+        """Equal coefficients at every token, within `FIXED_TOLERANCE`."""
+        mine, theirs = (self.U, self.A, self.B, self.V), (other.U, other.A, other.B, other.V)
+        return all(
+            a.shape == b.shape and np.allclose(a, b, rtol=FIXED_TOLERANCE, atol=FIXED_TOLERANCE)
+            for a, b in zip(mine, theirs, strict=True)
+        )
+
+
+def tokens(x: Tensor, streams: int | None) -> Tensor:
+    """A state or output `(..., [r,] ..., d)` as `(T, r, d)` (r = 1 without a stream axis)."""
+    x = x.unsqueeze(-2) if streams is None else x.movedim(streams, -2)
+    return x.reshape(-1, x.shape[-2], x.shape[-1])
+
+
+def fit(runs: Sequence[Run], states: Sequence[Tensor], streams: int | None) -> Fit:
+    """Solve the combination per token over all runs (same calls in each).
+
+    **Arguments:**
+
+    - `runs`: probe runs, each with its random field values.
+    - `states`: the state each run started from.
+    - `streams`: the axis of the state holding its r streams (None: one stream).
+
+    **Returns:** the `Fit`; raises `ValueError` when a token's design is singular (the caller
+    words it).
+    """
+    columns, targets = [], []
+    for run, state in zip(runs, states, strict=True):
+        x = tokens(state, streams)  # (T, r, d)
+        ks = [k.reshape(x.shape[0], -1) for k in run.values]  # (T, d) each
+        ys = [y.reshape(x.shape[0], -1) for y in run.stage_inputs]
+        out = tokens(run.output, streams)
+        columns.append(torch.stack([*x.unbind(1), *ks], dim=-1))  # (T, d, r + s)
+        targets.append(torch.stack([*ys, *out.unbind(1)], dim=-1))  # (T, d, s + r)
+    X, Z = torch.cat(columns, dim=1), torch.cat(targets, dim=1)
+    r, s = int(tokens(states[0], streams).shape[1]), len(runs[0].values)
+    if int(torch.linalg.matrix_rank(X).min()) < r + s:
+        raise ValueError("singular design")
+    solution = torch.linalg.lstsq(X, Z, driver="gelsd").solution  # (T, r + s, s + r)
+    residual = torch.linalg.vector_norm(X @ solution - Z, dim=1)
+    scale = torch.linalg.vector_norm(Z, dim=1).clamp_min(1e-300)
+    c = solution.numpy()
+    A = np.swapaxes(c[:, r:, :s], 1, 2).copy()
+    A[:, np.triu_indices(s)[0], np.triu_indices(s)[1]] = 0.0  # a stage reads earlier calls only
+    return Fit(
+        U=np.swapaxes(c[:, :r, :s], 1, 2),
+        A=A,
+        B=np.swapaxes(c[:, r:, s:], 1, 2),
+        V=np.swapaxes(c[:, :r, s:], 1, 2),
+        residual=(residual / scale).max(dim=0).values.numpy(),
+        labels=tuple(runs[0].labels),
+    )
+
+
+def recognise(x: float) -> Fraction | float:
+    """`x` as the rational p/q (q ≤ `MAX_DENOMINATOR`) within `EXACT_TOLERANCE`, else `x`."""
+    guess = Fraction(x).limit_denominator(MAX_DENOMINATOR)
+    return guess if abs(float(guess) - x) <= EXACT_TOLERANCE else float(x)
+
+
+def entries(m: np.ndarray) -> list[list[Fraction | float]]:
+    """A matrix's entries, each recognised."""
+    return [[recognise(float(x)) for x in row] for row in m]
+
+
+def all_exact(rows: Sequence[Sequence[Fraction | float]]) -> bool:
+    return all(isinstance(x, Fraction) for row in rows for x in row)
+
+
+def as_entry(x: Fraction | float) -> str | float:
+    """An entry as a declaration takes it: `"1/2"` for a rational, the float otherwise."""
+    return str(x) if isinstance(x, Fraction) else x

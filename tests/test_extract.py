@@ -1,0 +1,231 @@
+"""`bf.extract` on hand-written blocks: the integrator each computes, its proof, the round trip
+through the compiler, and one clear line for every bad input."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+from torch import nn
+
+import butcherflow as bf
+
+D = 16
+
+
+def _mlp() -> nn.Module:
+    return nn.Sequential(nn.LayerNorm(D), nn.Linear(D, 32), nn.GELU(), nn.Linear(32, D))
+
+
+class PreNorm(nn.Module):
+    """The pre-norm Transformer layer: y + A(y), then + M(...): Lie-Trotter with Euler steps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ln1, self.attn = nn.LayerNorm(D), nn.Linear(D, D)
+        self.ln2, self.mlp = nn.LayerNorm(D), nn.Sequential(nn.Linear(D, 32), nn.GELU())
+        self.out = nn.Linear(32, D)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.out(self.mlp(self.ln2(x)))
+
+
+class Macaron(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ffn1, self.attn, self.ffn2 = _mlp(), _mlp(), _mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + 0.5 * self.ffn1(x)
+        x = x + self.attn(x)
+        return x + 0.5 * self.ffn2(x)
+
+
+class RK4(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.f = _mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        k1 = self.f(x)
+        k2 = self.f(x + k1 / 2)
+        k3 = self.f(x + k2 / 2)
+        k4 = self.f(x + k3)
+        return x + (k1 + 2 * k2 + 2 * k3 + k4) / 6
+
+
+class Parallel(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ln, self.attn, self.mlp = nn.LayerNorm(D), nn.Linear(D, D), _mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.ln(x)
+        return x + self.attn(h) + self.mlp(h)
+
+
+class LayerStages(nn.Module):
+    """The ODE Transformer's released RK2: stages store whole layers L(y) = y + F(y)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.f = _mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        l1 = x + self.f(x)
+        l2 = (x + l1) + self.f(x + l1)
+        return x + 0.5 * (l1 + l2)
+
+
+class PostNorm(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn, self.norm1 = nn.Linear(D, D), nn.LayerNorm(D)
+        self.mlp, self.norm2 = _mlp(), nn.LayerNorm(D)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.norm1(x + self.attn(x))
+        return self.norm2(x + self.mlp(x))
+
+
+def _x() -> torch.Tensor:
+    return torch.randn(2, 5, D, generator=torch.Generator().manual_seed(0))
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    torch.manual_seed(0)
+
+
+def test_a_pre_norm_layer_is_lie_trotter_with_euler_steps() -> None:
+    found = bf.extract(
+        PreNorm().eval(), _x(), fields={"attn": ("ln1", "attn"), "mlp": ("ln2", "mlp", "out")}
+    )
+    assert isinstance(found.method, bf.Splitting)
+    assert [(op, str(c)) for op, c in found.method.steps] == [("attn", "1"), ("mlp", "1")]
+    assert found.report.order == 1
+    assert found.verify() < 1e-13
+
+
+def test_macaron_is_strang() -> None:
+    found = bf.extract(
+        Macaron().eval(), _x(), fields={"ffn1": "ffn1", "attn": "attn", "ffn2": "ffn2"}
+    )
+    assert [(op, str(c)) for op, c in found.method.steps] == [
+        ("ffn1", "1/2"),
+        ("attn", "1"),
+        ("ffn2", "1/2"),
+    ]
+    assert found.verify() < 1e-13
+
+
+def test_a_hand_written_rk4_reads_as_the_catalog_rk4() -> None:
+    found = bf.extract(RK4().eval(), _x(), fields={"f": "f"})
+    rk4 = bf.catalog["rk4"]
+    assert isinstance(found.method, bf.ButcherTableau)
+    assert found.method.A == rk4.A and found.method.b == rk4.b
+    assert found.report.order == 4 and found.declared.exact
+    assert found.verify() < 1e-13
+
+
+def test_parallel_branches_are_euler_on_the_summed_field() -> None:
+    found = bf.extract(
+        Parallel().eval(), _x(), fields={"attn": ("ln", "attn"), "mlp": ("ln", "mlp")}
+    )
+    assert isinstance(found.method, bf.ButcherTableau) and found.method.stages == 1
+    assert found.declared.groups == {"F": ("attn", "mlp")}
+    assert found.verify() < 1e-13
+
+
+def test_layer_stages_read_as_the_general_linear_method_the_compiler_documents() -> None:
+    found = bf.extract(LayerStages().eval(), _x(), fields={"f": "f"})
+    expected = bf.GeneralLinear.from_layer_stages(bf.catalog["heun"])
+    assert isinstance(found.method, bf.GeneralLinear)
+    assert (found.method.A, found.method.U, found.method.B, found.method.V) == (
+        expected.A,
+        expected.U,
+        expected.B,
+        expected.V,
+    )
+    assert found.verify() < 1e-13
+
+
+def test_post_norm_is_refused_naming_the_norm() -> None:
+    with pytest.raises(bf.ExtractionError, match=r"input of call 2 .*linearity breaks in norm1"):
+        bf.extract(PostNorm().eval(), _x(), fields={"attn": "attn", "mlp": "mlp"})
+
+
+def test_the_summary_names_fields_declaration_and_proof() -> None:
+    text = str(bf.extract(RK4().eval(), _x(), fields={"f": "f"}))
+    assert "field f: f" in text and 'b = ["1/6", "1/3", "1/3", "1/6"]' in text and "order" in text
+
+
+def test_one_layer_with_its_proof_in_under_two_seconds() -> None:
+    layer = PreNorm().eval()
+    bf.extract(layer, _x(), fields={"attn": ("ln1", "attn"), "mlp": ("ln2", "mlp", "out")})
+    start = time.perf_counter()
+    bf.extract(layer, _x(), fields={"attn": ("ln1", "attn"), "mlp": ("ln2", "mlp", "out")})
+    assert time.perf_counter() - start < 2.0
+
+
+class InPlace(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.f = _mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x += self.f(x)
+        return x
+
+
+class Noisy(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.f = _mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.f(x) + 1e-3 * torch.randn_like(x)
+
+
+class NonTensor(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.f = _mlp()
+        self.g = nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.g(None)
+        return x + self.f(x)
+
+
+@pytest.mark.parametrize(
+    "module,fields,message",
+    [
+        (
+            PreNorm(),
+            {"attn": "atn"},
+            r"PreNorm: field 'attn' names 'atn', which is not a sub-module",
+        ),
+        (RK4().train(), {"f": "f"}, r"RK4 is in training mode.*call module.eval\(\)"),
+        (InPlace(), {"f": "f"}, r"InPlace updates its state in place"),
+        (Noisy(), {"f": "f"}, r"Noisy: two identical calls give different outputs"),
+        (NonTensor(), {"f": "f", "g": "g"}, r"NonTensor.g \(field 'g'\) is called with NoneType"),
+        (PreNorm(), {"attn": "attn", "x": "out.weight"}, r"names 'out.weight', which is not"),
+        (Macaron(), {"f": ("attn",), "g": ()}, r"field 'g' must be a sub-module path"),
+    ],
+)
+def test_bad_inputs_get_one_line(module: nn.Module, fields: dict, message: str) -> None:
+    if not isinstance(module, RK4):
+        module.eval()
+    with pytest.raises(bf.ExtractionError, match=message) as caught:
+        bf.extract(module, _x(), fields=fields)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_field_that_is_never_called_is_named() -> None:
+    layer = PreNorm().eval()
+    layer.unused = nn.Linear(D, D)
+    with pytest.raises(bf.ExtractionError, match=r"field 'u' \(unused\) is never called"):
+        bf.extract(layer, _x(), fields={"attn": "attn", "u": "unused"})
