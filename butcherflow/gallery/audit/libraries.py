@@ -114,7 +114,7 @@ def x_transformers_macaron() -> Target:
 
 
 def x_transformers_sandwich() -> Target:
-    """`sandwich_norm=True`: every branch ends in its own LayerNorm (`norms.1`), inside the field."""
+    """`sandwich_norm=True`: each branch ends in its own LayerNorm (`norms.1`), inside the field."""
     return Target(
         _encoder(depth=1, sandwich_norm=True),
         (_state(BATCH, LENGTH, D_MODEL),),
