@@ -7,6 +7,7 @@ import argparse
 
 from .declarations import cmd_show
 from .docs import cmd_bench, cmd_gallery
+from .extract import add_command as add_extract
 from .pipeline import (
     THREADS_HELP,
     cmd_average,
@@ -33,6 +34,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--layers", type=int, default=6, help="multistep stacks: number of layers")
     p.add_argument("--vocab", type=int, default=32000, help="recipes: vocabulary size")
     p.set_defaults(run=cmd_show)
+
+    add_extract(sub)
 
     defaults = argparse.ArgumentDefaultsHelpFormatter
     p = sub.add_parser(

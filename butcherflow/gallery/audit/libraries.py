@@ -146,6 +146,9 @@ class XLayer(nn.Module):
     state), so the streams of one layer are only visible this way.
     """
 
+    norms: Any
+    residual: Any
+
     def __init__(self, layer: nn.ModuleList) -> None:
         super().__init__()
         self.norms, self.block, self.residual = layer
@@ -160,7 +163,9 @@ class XLayer(nn.Module):
 
 
 def _x_streams(iterations: int) -> Target:
-    encoder = _encoder(depth=1, num_residual_streams=STREAMS, hyper_conn_sinkhorn_iters=iterations)
+    encoder: Any = _encoder(
+        depth=1, num_residual_streams=STREAMS, hyper_conn_sinkhorn_iters=iterations
+    )
     layer = Unfolded(XLayer(encoder.layers[0]), STREAMS)
     folded = _state(BATCH * STREAMS, LENGTH, D_MODEL)
     return Target(
@@ -230,7 +235,7 @@ def hyper_connections_static() -> Target:
     `alpha` and `beta` set to exact values (`STATIC_ALPHA`, `STATIC_BETA`)."""
     from hyper_connections import HyperConnections
 
-    module = HyperConnections(STREAMS, dim=D_MODEL, branch=_branch(), layer_index=0)
+    module: Any = HyperConnections(STREAMS, dim=D_MODEL, branch=_branch(), layer_index=0)
     module = randomise(module, skip=("static_", "dynamic_alpha_fn", "dynamic_beta_fn"))
     with torch.no_grad():
         module.static_alpha.copy_(_exact(STATIC_ALPHA))
