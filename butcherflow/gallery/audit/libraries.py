@@ -52,13 +52,13 @@ def _state(*shape: int) -> Tensor:
 # x-transformers -------------------------------------------------------------------------------
 
 
-def _encoder(**config: Any) -> nn.Module:
+def _encoder(dim: int = D_MODEL, **config: Any) -> nn.Module:
     from x_transformers import Encoder
 
     # The stack ends in a LayerNorm (`final_norm`) unless told not to: the read-out, after the
     # integrator, not a step of it (with it the output is no linear combination of anything).
     encoder = Encoder(
-        dim=D_MODEL, heads=HEADS, attn_dim_head=DIM_HEAD, pre_norm_has_final_norm=False, **config
+        dim=dim, heads=HEADS, attn_dim_head=DIM_HEAD, pre_norm_has_final_norm=False, **config
     )
     return randomise(encoder)
 
@@ -75,13 +75,16 @@ def branches(types: str, inner: str = "", post: bool = False) -> dict[str, tuple
     return fields
 
 
-def x_transformers_default() -> Target:
+def x_transformers_default(depth: int = 2, dim: int = D_MODEL, length: int = LENGTH) -> Target:
     """`x_transformers.Encoder(depth=2)`: attention, feed-forward, attention, feed-forward."""
     return Target(
-        _encoder(depth=2),
-        (_state(BATCH, LENGTH, D_MODEL),),
-        branches("afaf"),
-        title="x_transformers.Encoder(dim=16, depth=2, heads=2, pre_norm_has_final_norm=False)",
+        _encoder(dim, depth=depth),
+        (_state(BATCH, length, dim),),
+        branches("af" * depth),
+        title=(
+            f"x_transformers.Encoder(dim={dim}, depth={depth}, heads={HEADS}, "
+            "pre_norm_has_final_norm=False)"
+        ),
     )
 
 
@@ -162,27 +165,27 @@ class XLayer(nn.Module):
         return result
 
 
-def _x_streams(iterations: int) -> Target:
+def _x_streams(iterations: int, dim: int = D_MODEL, length: int = LENGTH) -> Target:
     encoder: Any = _encoder(
-        depth=1, num_residual_streams=STREAMS, hyper_conn_sinkhorn_iters=iterations
+        dim, depth=1, num_residual_streams=STREAMS, hyper_conn_sinkhorn_iters=iterations
     )
     layer = Unfolded(XLayer(encoder.layers[0]), STREAMS)
-    folded = _state(BATCH * STREAMS, LENGTH, D_MODEL)
+    folded = _state(BATCH * STREAMS, length, dim)
     return Target(
         layer,
         (unfold(folded, STREAMS, "XLayer"),),
         {"attn": (inner_path("norms.0"), inner_path("block"))},
         streams=STREAM_AXIS,
         title=(
-            "x_transformers.Encoder(dim=16, depth=1, num_residual_streams=4, "
+            f"x_transformers.Encoder(dim={dim}, depth=1, num_residual_streams=4, "
             f"hyper_conn_sinkhorn_iters={iterations}): its first layer (HyperConnection)"
         ),
     )
 
 
-def x_transformers_streams() -> Target:
+def x_transformers_streams(dim: int = D_MODEL, length: int = LENGTH) -> Target:
     """`num_residual_streams=4` with its default 5 Sinkhorn iterations: one layer."""
-    return _x_streams(5)
+    return _x_streams(5, dim, length)
 
 
 def x_transformers_streams_no_sinkhorn() -> Target:
