@@ -5,7 +5,7 @@ The package keeps the r streams in the batch axis (`'(b s) ... d'`); the targets
 module in `Unfolded`, which puts them on an axis. The expected declarations are read from the
 pinned source, hyper_connections 0.4.11:
 
-- `HyperConnections.width_connection` (hyper_connections.py L265-L332): with
+- `HyperConnections.width_connection` (hyper_connections.py L263-L372): with
   `alpha = static_alpha + dynamic_alpha_scale·tanh(norm(h) @ dynamic_alpha_fn)` of shape
   (r, 1 + r), the branch reads `Σ_s alpha[s, 0] h_s` and stream t keeps `Σ_s alpha[s, 1+t] h_s`;
   `depth_connection` adds `beta_t · branch(...)` with `beta = static_beta +
