@@ -214,6 +214,7 @@ class NonTensor(nn.Module):
         (NonTensor(), {"f": "f", "g": "g"}, r"NonTensor.g \(field 'g'\) is called with NoneType"),
         (PreNorm(), {"attn": "attn", "x": "out.weight"}, r"names 'out.weight', which is not"),
         (Macaron(), {"f": ("attn",), "g": ()}, r"field 'g' must be a sub-module path"),
+        (PreNorm(), {"mlp": ("ln2", "mlp")}, r"ends in 'mlp', which returns shape \(2, 5, 32\)"),
     ],
 )
 def test_bad_inputs_get_one_line(module: nn.Module, fields: dict, message: str) -> None:

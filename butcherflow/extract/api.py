@@ -88,12 +88,17 @@ def extract(
         torch.randn(state.shape, dtype=state.dtype, generator=probe.generator) for _ in range(runs)
     ]
     moved = [once(x, probing=True) for x in starts]
-    try:
-        elsewhere: Fit | None = fit(moved, starts, streams)
-    except ValueError:
-        elsewhere = None
-    state_dependent = bool(frozen) or elsewhere is None or elsewhere.broken() is not None
-    state_dependent = state_dependent or not (elsewhere is not None and elsewhere.same_as(found))
+    elsewhere = fit(moved, starts, streams)
+    state_dependent = bool(frozen) or elsewhere.broken() is not None or not elsewhere.same_as(found)
+    if not found.determined.all():
+        if state_dependent or not elsewhere.determined.all():
+            raise ExtractionError(
+                f"{who}: the state's streams and the field values are linearly dependent at "
+                f"{int((~found.determined).sum())} token(s) (a zero state, equal streams, or "
+                "fewer channels than streams plus field calls) and the coefficients depend on "
+                "the state; pass a state whose streams differ and are non-zero at every token"
+            )
+        found = found.filled(elsewhere)
     varies = variation(found, state_dependent)
     first = (found.U[0], found.A[0], found.B[0], found.V[0])
     declared = declare(*first, labels=found.labels, name=who)
@@ -153,14 +158,7 @@ def _fit(runs: Sequence[Run], states: Sequence[Tensor], streams: int | None, who
             f"{who}: the field calls differ between two runs ({sorted(labels)}); the order of "
             "field calls must not depend on their values"
         )
-    try:
-        return fit(runs, states, streams)
-    except ValueError:
-        raise ExtractionError(
-            f"{who}: the state's streams and the field values are linearly dependent at some "
-            "token (equal streams, or fewer channels than streams plus field calls); pass a "
-            "state whose streams differ"
-        ) from None
+    return fit(runs, states, streams)
 
 
 def _explain_break(found: Fit, run: Run, who: str, frozen: Sequence[str]) -> None:
@@ -178,9 +176,11 @@ def _explain_break(found: Fit, run: Run, who: str, frozen: Sequence[str]) -> Non
         end = len(run.trail)
     begin = max((i for i, e in enumerate(run.trail[:end]) if e[0] == "field"), default=-1)
     between = [name for kind, name in run.trail[begin + 1 : end] if kind == "module"]
+    kinds = dict(run.kinds)
     after = f"field '{run.trail[begin][1]}'" if begin >= 0 else "the module's input"
     where = (
-        f"linearity breaks in {', '.join(_outermost(between))} (called between {after} and it)"
+        f"linearity breaks in {', '.join(f'{n} ({kinds[n]})' for n in _leaves(between))} "
+        f"(called between {after} and it)"
         if between
         else "no sub-module runs between them: the nonlinearity is in the forward's own code"
     )
@@ -207,7 +207,8 @@ def _nth_event(trail: list[tuple[str, str]], kind: str, n: int) -> int:
     return len(trail)
 
 
-def _outermost(names: list[str]) -> list[str]:
-    """Module paths without those inside another listed one (a LayerNorm, not its parts)."""
+def _leaves(names: list[str]) -> list[str]:
+    """Module paths without those that contain another listed one (the LayerNorm, not the
+    sub-layer around it)."""
     unique = list(dict.fromkeys(names))
-    return [n for n in unique if not any(n.startswith(o + ".") for o in unique if o != n)]
+    return [n for n in unique if not any(o.startswith(n + ".") for o in unique if o != n)]

@@ -9,6 +9,7 @@ are then read as exact small-denominator rationals where they are within `EXACT_
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -35,6 +36,9 @@ class Fit:
     - `residual`: per target (s stages then r output streams), the largest relative residual
       over the tokens.
     - `labels`: the field of each call.
+    - `determined`: per token, whether the state's streams and the field values were linearly
+      independent there (a zero state, as a padding token's embedding, leaves the state's
+      coefficients undetermined: `filled` takes them from another fit).
     """
 
     U: np.ndarray
@@ -43,6 +47,7 @@ class Fit:
     V: np.ndarray
     residual: np.ndarray
     labels: tuple[str, ...]
+    determined: np.ndarray  # (T,) bool: the design had full rank at the token
 
     @property
     def stages(self) -> int:
@@ -69,10 +74,25 @@ class Fit:
 
     def same_as(self, other: Fit) -> bool:
         """Equal coefficients at every token, within `FIXED_TOLERANCE`."""
+        both = self.determined & other.determined
         mine, theirs = (self.U, self.A, self.B, self.V), (other.U, other.A, other.B, other.V)
         return all(
-            a.shape == b.shape and np.allclose(a, b, rtol=FIXED_TOLERANCE, atol=FIXED_TOLERANCE)
+            a.shape == b.shape
+            and np.allclose(a[both], b[both], rtol=FIXED_TOLERANCE, atol=FIXED_TOLERANCE)
             for a, b in zip(mine, theirs, strict=True)
+        )
+
+    def filled(self, other: Fit) -> Fit:
+        """This fit with its undetermined tokens taken from `other` (a fit from random states,
+        for coefficients that do not depend on the state)."""
+        keep = self.determined[:, None, None]
+        return dataclasses.replace(
+            self,
+            U=np.where(keep, self.U, other.U),
+            A=np.where(keep, self.A, other.A),
+            B=np.where(keep, self.B, other.B),
+            V=np.where(keep, self.V, other.V),
+            determined=self.determined | other.determined,
         )
 
 
@@ -91,8 +111,8 @@ def fit(runs: Sequence[Run], states: Sequence[Tensor], streams: int | None) -> F
     - `states`: the state each run started from.
     - `streams`: the axis of the state holding its r streams (None: one stream).
 
-    **Returns:** the `Fit`; raises `ValueError` when a token's design is singular (the caller
-    words it).
+    **Returns:** the `Fit` (minimum-norm coefficients where a token's design is singular,
+    marked in `determined`).
     """
     columns, targets = [], []
     for run, state in zip(runs, states, strict=True):
@@ -104,8 +124,7 @@ def fit(runs: Sequence[Run], states: Sequence[Tensor], streams: int | None) -> F
         targets.append(torch.stack([*ys, *out.unbind(1)], dim=-1))  # (T, d, s + r)
     X, Z = torch.cat(columns, dim=1), torch.cat(targets, dim=1)
     r, s = int(tokens(states[0], streams).shape[1]), len(runs[0].values)
-    if int(torch.linalg.matrix_rank(X).min()) < r + s:
-        raise ValueError("singular design")
+    determined = (torch.linalg.matrix_rank(X) == r + s).numpy()
     solution = torch.linalg.lstsq(X, Z, driver="gelsd").solution  # (T, r + s, s + r)
     residual = torch.linalg.vector_norm(X @ solution - Z, dim=1)
     scale = torch.linalg.vector_norm(Z, dim=1).clamp_min(1e-300)
@@ -119,6 +138,7 @@ def fit(runs: Sequence[Run], states: Sequence[Tensor], streams: int | None) -> F
         V=np.swapaxes(c[:, :r, s:], 1, 2),
         residual=(residual / scale).max(dim=0).values.numpy(),
         labels=tuple(runs[0].labels),
+        determined=determined,
     )
 
 
