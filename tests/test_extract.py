@@ -230,3 +230,33 @@ def test_a_field_that_is_never_called_is_named() -> None:
     layer.unused = nn.Linear(D, D)
     with pytest.raises(bf.ExtractionError, match=r"field 'u' \(unused\) is never called"):
         bf.extract(layer, _x(), fields={"attn": "attn", "u": "unused"})
+
+
+def test_rewire_with_the_found_method_reproduces_the_layer() -> None:
+    layer, x = Macaron().eval(), _x()
+    found = bf.extract(layer, x, fields={"ffn1": "ffn1", "attn": "attn", "ffn2": "ffn2"})
+    with torch.no_grad():
+        assert torch.equal(found.rewire(found.method)(x), layer(x))
+
+
+def test_rewire_to_rk4_on_one_field_computes_rk4() -> None:
+    layer, x = PreNorm().eval(), _x()
+    found = bf.extract(layer, x, fields={"attn": ("ln1", "attn"), "mlp": ("ln2", "mlp", "out")})
+    rewired = found.rewire(bf.catalog["rk4"], field="attn")
+    f = lambda y: layer.attn(layer.ln1(y))  # noqa: E731
+    with torch.no_grad():
+        k1 = f(x)
+        k2 = f(x + k1 / 2)
+        k3 = f(x + k2 / 2)
+        k4 = f(x + k3)
+        expected = x + (k1 + 2 * k2 + 2 * k3 + k4) / 6
+        assert torch.allclose(rewired(x), expected, atol=1e-6)
+
+
+def test_rewire_refuses_an_operator_that_names_no_field() -> None:
+    fields = {"attn": ("ln1", "attn"), "mlp": ("ln2", "mlp", "out")}
+    found = bf.extract(PreNorm().eval(), _x(), fields=fields)
+    with pytest.raises(
+        bf.ExtractionError, match=r"operator\(s\) A, B of 'lie-trotter'.*valid: attn"
+    ):
+        found.rewire(bf.catalog["lie-trotter"])

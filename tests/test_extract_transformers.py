@@ -239,3 +239,74 @@ def test_deepseek_v4_without_frozen_readers_is_refused_with_the_hint() -> None:
     layer, args, kwargs = _deepseek(iterations=20)
     with pytest.raises(bf.ExtractionError, match=r"frozen=\[\.\.\.\]"):
         bf.extract(layer, *args, fields=DEEPSEEK_FIELDS, streams=2, **kwargs)
+
+
+def _llama_layers_extracted() -> tuple[nn.Module, list[bf.Extracted], torch.Tensor]:
+    model = _llama()
+    ids = _ids()
+    calls: dict[nn.Module, tuple] = {}
+
+    def grab(module: nn.Module, args: tuple, kwargs: dict) -> None:
+        calls.setdefault(module, (args, kwargs))
+
+    handles = [
+        layer.register_forward_pre_hook(grab, with_kwargs=True) for layer in model.model.layers
+    ]
+    with torch.no_grad():
+        model(input_ids=ids, use_cache=False)
+    for handle in handles:
+        handle.remove()
+    found = [
+        bf.extract(layer, *calls[layer][0], fields=LLAMA_FIELDS, **calls[layer][1])
+        for layer in model.model.layers
+    ]
+    return model, found, ids
+
+
+STRANG = bf.Splitting([("mlp", "1/2"), ("attn", 1), ("mlp", "1/2")], name="llama-strang")
+
+
+def test_rewiring_every_llama_layer_to_its_own_method_keeps_the_logits() -> None:
+    model, found, ids = _llama_layers_extracted()
+    with torch.no_grad():
+        before = model(input_ids=ids, use_cache=False).logits
+        keys = set(model.state_dict())
+        for i, f in enumerate(found):
+            model.model.layers[i] = f.rewire(f.method)
+        after = model(input_ids=ids, use_cache=False).logits
+    assert torch.equal(before, after)
+    assert set(model.state_dict()) == keys
+
+
+def test_a_llama_lm_rewired_to_strang_trains_and_generates_with_its_cache() -> None:
+    model, found, ids = _llama_layers_extracted()
+    with torch.no_grad():
+        before = model(input_ids=ids, use_cache=False).logits
+    for i, f in enumerate(found):
+        model.model.layers[i] = f.rewire(STRANG)
+    with torch.no_grad():
+        assert not torch.allclose(model(input_ids=ids, use_cache=False).logits, before)
+    model.train()
+    optimiser = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(6):
+        loss = model(input_ids=ids, labels=ids, use_cache=False).loss
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+    model.eval()
+    cached = model.generate(ids[:, :3], max_new_tokens=4, do_sample=False)
+    fresh = model.generate(ids[:, :3], max_new_tokens=4, do_sample=False, use_cache=False)
+    assert torch.equal(cached, fresh)
+
+
+def test_a_llama_layer_as_rk2_on_the_whole_layer_refuses_a_kv_cache() -> None:
+    model, found, ids = _llama_layers_extracted()
+    for i, f in enumerate(found):
+        model.model.layers[i] = f.rewire(bf.catalog["heun"], field="layer")
+    with torch.no_grad():
+        assert model(input_ids=ids, use_cache=False).logits.shape == (2, 7, 64)
+        with pytest.raises(bf.ExtractionError, match=r"calls field 'attn' 2 times.*use_cache"):
+            model.generate(ids[:, :3], max_new_tokens=2, do_sample=False)

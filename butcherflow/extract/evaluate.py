@@ -24,7 +24,7 @@ def untokens(out: Tensor, like: Tensor, streams: int | None) -> Tensor:
 
 
 def evaluate_glm(
-    coefficients: Sequence[np.ndarray],
+    coefficients: Sequence[np.ndarray | Tensor],
     stage_fields: Sequence[Field],
     stage_shapes: Sequence[torch.Size],
     state: Tensor,
@@ -44,7 +44,7 @@ def evaluate_glm(
     """
     x = tokens(state, streams)
     U, A, B, V = (
-        torch.as_tensor(np.broadcast_to(m, (x.shape[0], *m.shape[-2:])).copy(), dtype=x.dtype)
+        (t := torch.as_tensor(m, dtype=x.dtype, device=x.device)).expand(x.shape[0], *t.shape[-2:])
         for m in coefficients
     )
     values: list[Tensor] = []
