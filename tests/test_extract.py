@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
+import sympy
 import torch
 from torch import nn
 
@@ -260,3 +261,55 @@ def test_rewire_refuses_an_operator_that_names_no_field() -> None:
         bf.ExtractionError, match=r"operator\(s\) A, B of 'lie-trotter'.*valid: attn"
     ):
         found.rewire(bf.catalog["lie-trotter"])
+
+
+class StaticStreams(nn.Module):
+    """Two streams, static hyper-connection weights: h = ½x₀ + ½x₁, out = V x + b F(h)."""
+
+    def __init__(self, folded: bool) -> None:
+        super().__init__()
+        self.f, self.folded = _mlp(), folded
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.folded:  # (batch·2, time, d), stream fastest
+            x = x.reshape(-1, 2, *x.shape[1:]).movedim(1, -2)
+        x0, x1 = x[..., 0, :], x[..., 1, :]
+        k = self.f(0.5 * x0 + 0.5 * x1)
+        out = torch.stack([x0 + k, 0.5 * x0 + 0.5 * x1 + 2 * k], dim=-2)
+        if self.folded:
+            out = out.movedim(-2, 1).reshape(-1, *out.shape[1:-2], out.shape[-1])
+        return out
+
+
+@pytest.mark.parametrize("folded", [False, True])
+def test_static_streams_read_as_an_exact_general_linear_method(folded: bool) -> None:
+    x = torch.randn(4, 5, 2, D) if not folded else torch.randn(8, 5, D)
+    streams = ("batch", 2) if folded else 2
+    found = bf.extract(StaticStreams(folded).eval(), x, fields={"f": "f"}, streams=streams)
+    m = found.method
+    assert isinstance(m, bf.GeneralLinear) and found.declared.exact
+    half = sympy.Rational(1, 2)
+    expected = bf.GeneralLinear([[0]], [[half, half]], [[1], [2]], [[1, 0], [half, half]])
+    assert (m.U, m.B, m.V) == (expected.U, expected.B, expected.V)
+    assert not found.varies and found.verify() < 1e-13
+
+
+class Gated(nn.Module):
+    """y + g·F(y) with a per-token sigmoid gate g read from the state through `gate`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.f, self.gate = _mlp(), nn.Linear(D, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + torch.sigmoid(self.gate(x)) * self.f(x)
+
+
+def test_a_state_gate_reads_per_token_weights() -> None:
+    layer, x = Gated().eval(), _x()
+    found = bf.extract(layer, x, fields={"f": "f"})
+    with torch.no_grad():
+        gate = torch.sigmoid(layer.gate(x)).reshape(-1).numpy()
+    assert found.varies.token and found.varies.state
+    assert abs(found.varies.B[:, 0, 0] - gate).max() < 1e-6  # float32 gate, float64 fit
+    assert found.verify() < 1e-13

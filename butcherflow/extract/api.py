@@ -16,13 +16,14 @@ from .probe import Probe, Run, module_name, parse_fields, read, replace_input, t
 from .probe import to_float64 as float64
 from .result import Extracted, Session, variation
 from .solve import Fit, fit
+from .streams import Streams, check_streams
 
 
 def extract(
     module: nn.Module,
     *args: Any,
     fields: Mapping[str, str | Sequence[str]],
-    streams: int | None = None,
+    streams: int | tuple[str, int] | None = None,
     frozen: Sequence[str] = (),
     runs: int = 2,
     seed: int = 0,
@@ -38,7 +39,9 @@ def extract(
     - `fields`: field name -> attribute path of a sub-module, or a chain of paths whose first
       member reads the stage value and whose last returns the field value
       (`{"attn": ("input_layernorm", "self_attn"), "mlp": ("post_attention_layernorm", "mlp")}`).
-    - `streams`: the axis of the state that holds r streams (hyper-connections), if any.
+    - `streams`: where the state holds r streams (hyper-connections), if it does: an axis
+      (`2` for `(batch, time, r, d)`) or `("batch", r)` for streams folded into the batch axis
+      as `(batch·r, time, d)`, stream index fastest (lucidrains' `(b s)`).
     - `frozen`: paths of sub-modules through which coefficients read the state (a
       hyper-connection's input norm): in probe runs they return what they returned at the
       module's input, so the per-token coefficients at that input are read.
@@ -56,10 +59,7 @@ def extract(
     chains = parse_fields(work, fields)
     where = tensor_input(call_args, call_kwargs, f"{who} (its state)")
     state = read(call_args, call_kwargs, where)
-    if streams is not None and not -state.dim() <= streams < state.dim():
-        raise ExtractionError(
-            f"{who}: streams={streams} is not an axis of the state of shape {tuple(state.shape)}"
-        )
+    streams = check_streams(state, streams, who)
     probe = Probe(work, chains, frozen, seed)
 
     def once(x: Tensor, probing: bool, reference: bool = False) -> Run:
@@ -151,7 +151,7 @@ def _require_called(run: Run, chains: Sequence[Any], who: str) -> None:
             )
 
 
-def _fit(runs: Sequence[Run], states: Sequence[Tensor], streams: int | None, who: str) -> Fit:
+def _fit(runs: Sequence[Run], states: Sequence[Tensor], streams: Streams, who: str) -> Fit:
     labels = {tuple(r.labels) for r in runs}
     if len(labels) > 1:
         raise ExtractionError(

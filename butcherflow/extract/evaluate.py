@@ -12,15 +12,7 @@ import torch
 from torch import Tensor
 
 from ..nn import Field
-from .solve import tokens
-
-
-def untokens(out: Tensor, like: Tensor, streams: int | None) -> Tensor:
-    """`(T, r, d)` back to the layout of `like` (the state)."""
-    if streams is None:
-        return out.reshape(like.shape)
-    moved = like.movedim(streams, -2)
-    return out.reshape(moved.shape).movedim(-2, streams)
+from .streams import Streams, tokens, untokens
 
 
 def evaluate_glm(
@@ -28,7 +20,7 @@ def evaluate_glm(
     stage_fields: Sequence[Field],
     stage_shapes: Sequence[torch.Size],
     state: Tensor,
-    streams: int | None,
+    streams: Streams,
 ) -> Tensor:
     """Yᵢ = Σⱼ Uᵢⱼ xⱼ + Σ_{l<i} Aᵢₗ Kₗ, Kᵢ = Fᵢ(Yᵢ), output = V x + B K, per token.
 

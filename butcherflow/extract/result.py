@@ -21,6 +21,7 @@ from .evaluate import evaluate_glm
 from .fields import ChainField, SumField
 from .probe import Call, Chain
 from .solve import EXACT_TOLERANCE, MAX_DENOMINATOR, RESIDUAL_TOLERANCE, Fit
+from .streams import Streams
 
 if TYPE_CHECKING:
     from .rewire import Rewired
@@ -144,7 +145,7 @@ class Extracted:
     fields: dict[str, tuple[str, ...]]
     declared: Declared
     fit: Fit
-    streams: int | None
+    streams: Streams
     session: Session = field(repr=False, compare=False)
 
     @property

@@ -25,6 +25,7 @@ from ..nn import Context, Field
 from .evaluate import evaluate_glm
 from .fields import ChainField, SumField
 from .probe import Call, Where, read, replace_input, tensor_input
+from .streams import Streams, stage_shape, stream_count
 
 if TYPE_CHECKING:
     from .result import Extracted
@@ -257,7 +258,7 @@ def _integrator(
     if isinstance(method, Splitting):
         return _Block(compile_method(method, fields=fields, share=True, d_model=width))
     if isinstance(method, GeneralLinear):
-        r = 1 if found.streams is None else int(found.session.state.shape[found.streams])
+        r = stream_count(found.session.state, found.streams)
         if method.values != r:
             raise ExtractionError(
                 f"rewire: '{method.name}' carries {method.values} values but "
@@ -288,7 +289,7 @@ class _Block(nn.Module):
 class _GeneralLinear(nn.Module):
     """A general linear method's fixed coefficients on one field, over the layer's streams."""
 
-    def __init__(self, method: GeneralLinear, field: Field, streams: int | None) -> None:
+    def __init__(self, method: GeneralLinear, field: Field, streams: Streams) -> None:
         super().__init__()
         self.field, self.streams = field, streams
         for key in ("U", "A", "B", "V"):
@@ -296,13 +297,10 @@ class _GeneralLinear(nn.Module):
             self.register_buffer(key, torch.tensor(np.array(rows, dtype=float)))
 
     def forward(self, state: Tensor) -> Tensor:
-        shape = state.shape if self.streams is None else state.movedim(self.streams, -2).shape
-        stage = shape if self.streams is None else (*shape[:-2], shape[-1])
         coefficients = [getattr(self, k) for k in ("U", "A", "B", "V")]
         stages = [self.field] * coefficients[1].shape[0]
-        return evaluate_glm(
-            coefficients, stages, [torch.Size(stage)] * len(stages), state, self.streams
-        )
+        shapes = [stage_shape(state, self.streams)] * len(stages)
+        return evaluate_glm(coefficients, stages, shapes, state, self.streams)
 
 
 def rewire(found: Extracted, method: Method, field: str | None = None) -> Rewired:

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from .probe import Run
+from .streams import Streams, tokens
 
 RESIDUAL_TOLERANCE = 1e-9  # relative residual of a linear combination, float64 fit
 EXACT_TOLERANCE = 1e-10  # |c − p/q| that reads c as the rational p/q
@@ -96,20 +97,14 @@ class Fit:
         )
 
 
-def tokens(x: Tensor, streams: int | None) -> Tensor:
-    """A state or output `(..., [r,] ..., d)` as `(T, r, d)` (r = 1 without a stream axis)."""
-    x = x.unsqueeze(-2) if streams is None else x.movedim(streams, -2)
-    return x.reshape(-1, x.shape[-2], x.shape[-1])
-
-
-def fit(runs: Sequence[Run], states: Sequence[Tensor], streams: int | None) -> Fit:
+def fit(runs: Sequence[Run], states: Sequence[Tensor], streams: Streams) -> Fit:
     """Solve the combination per token over all runs (same calls in each).
 
     **Arguments:**
 
     - `runs`: probe runs, each with its random field values.
     - `states`: the state each run started from.
-    - `streams`: the axis of the state holding its r streams (None: one stream).
+    - `streams`: where the state holds its r streams (`streams.py`; None: one stream).
 
     **Returns:** the `Fit` (minimum-norm coefficients where a token's design is singular,
     marked in `determined`).
