@@ -4,6 +4,9 @@ factory name is one line."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -97,3 +100,41 @@ def test_a_factory_returning_no_target_is_one_line(
 def test_a_malformed_field_is_one_line(user_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["extract", f"{user_file}:make", "--fields", "attn"]) == 1
     assert "--fields: 'attn' is not a field" in capsys.readouterr().err
+
+
+def test_streams_folded_into_the_batch_on_the_command_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pytest.importorskip("hyper_connections")
+    factory = "butcherflow.gallery.audit.libraries:hyper_connections_init"
+    assert main(["extract", factory, "--streams", "batch:4", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["declaration"]["V"] == [[str(int(i == j)) for j in range(4)] for i in range(4)]
+
+
+def test_bad_streams_are_one_line(user_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["extract", f"{user_file}:make", "--streams", "batch:x"]) == 1
+    assert "--streams: 'batch:x' is neither an axis nor batch:R" in capsys.readouterr().err
+
+
+def test_bf_extract_is_callable_after_importing_its_subpackage_first() -> None:
+    # Python binds an imported subpackage as an attribute of its package, over bf.extract.
+    code = (
+        "import butcherflow.extract.target, butcherflow as bf, torch\n"
+        "lin = torch.nn.Linear(4, 4).eval()\n"
+        "class B(torch.nn.Module):\n"
+        "    def __init__(s): super().__init__(); s.f = lin\n"
+        "    def forward(s, y): return y + s.f(y)\n"
+        "print(bf.extract(B().eval(), torch.randn(2, 3, 4), fields={'f': 'f'}).method.name)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "extracted" in done.stdout

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
+import sympy
 import torch
 from torch import nn
 
@@ -214,6 +215,7 @@ class NonTensor(nn.Module):
         (NonTensor(), {"f": "f", "g": "g"}, r"NonTensor.g \(field 'g'\) is called with NoneType"),
         (PreNorm(), {"attn": "attn", "x": "out.weight"}, r"names 'out.weight', which is not"),
         (Macaron(), {"f": ("attn",), "g": ()}, r"field 'g' must be a sub-module path"),
+        (PreNorm(), {"mlp": ("ln2", "mlp")}, r"ends in 'mlp', which returns shape \(2, 5, 32\)"),
     ],
 )
 def test_bad_inputs_get_one_line(module: nn.Module, fields: dict, message: str) -> None:
@@ -229,3 +231,85 @@ def test_a_field_that_is_never_called_is_named() -> None:
     layer.unused = nn.Linear(D, D)
     with pytest.raises(bf.ExtractionError, match=r"field 'u' \(unused\) is never called"):
         bf.extract(layer, _x(), fields={"attn": "attn", "u": "unused"})
+
+
+def test_rewire_with_the_found_method_reproduces_the_layer() -> None:
+    layer, x = Macaron().eval(), _x()
+    found = bf.extract(layer, x, fields={"ffn1": "ffn1", "attn": "attn", "ffn2": "ffn2"})
+    with torch.no_grad():
+        assert torch.equal(found.rewire(found.method)(x), layer(x))
+
+
+def test_rewire_to_rk4_on_one_field_computes_rk4() -> None:
+    layer, x = PreNorm().eval(), _x()
+    found = bf.extract(layer, x, fields={"attn": ("ln1", "attn"), "mlp": ("ln2", "mlp", "out")})
+    rewired = found.rewire(bf.catalog["rk4"], field="attn")
+    f = lambda y: layer.attn(layer.ln1(y))  # noqa: E731
+    with torch.no_grad():
+        k1 = f(x)
+        k2 = f(x + k1 / 2)
+        k3 = f(x + k2 / 2)
+        k4 = f(x + k3)
+        expected = x + (k1 + 2 * k2 + 2 * k3 + k4) / 6
+        assert torch.allclose(rewired(x), expected, atol=1e-6)
+
+
+def test_rewire_refuses_an_operator_that_names_no_field() -> None:
+    fields = {"attn": ("ln1", "attn"), "mlp": ("ln2", "mlp", "out")}
+    found = bf.extract(PreNorm().eval(), _x(), fields=fields)
+    with pytest.raises(
+        bf.ExtractionError, match=r"operator\(s\) A, B of 'lie-trotter'.*valid: attn"
+    ):
+        found.rewire(bf.catalog["lie-trotter"])
+
+
+class StaticStreams(nn.Module):
+    """Two streams, static hyper-connection weights: h = ½x₀ + ½x₁, out = V x + b F(h)."""
+
+    def __init__(self, folded: bool) -> None:
+        super().__init__()
+        self.f, self.folded = _mlp(), folded
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.folded:  # (batch·2, time, d), stream fastest
+            x = x.reshape(-1, 2, *x.shape[1:]).movedim(1, -2)
+        x0, x1 = x[..., 0, :], x[..., 1, :]
+        k = self.f(0.5 * x0 + 0.5 * x1)
+        out = torch.stack([x0 + k, 0.5 * x0 + 0.5 * x1 + 2 * k], dim=-2)
+        if self.folded:
+            out = out.movedim(-2, 1).reshape(-1, *out.shape[1:-2], out.shape[-1])
+        return out
+
+
+@pytest.mark.parametrize("folded", [False, True])
+def test_static_streams_read_as_an_exact_general_linear_method(folded: bool) -> None:
+    x = torch.randn(4, 5, 2, D) if not folded else torch.randn(8, 5, D)
+    streams = ("batch", 2) if folded else 2
+    found = bf.extract(StaticStreams(folded).eval(), x, fields={"f": "f"}, streams=streams)
+    m = found.method
+    assert isinstance(m, bf.GeneralLinear) and found.declared.exact
+    half = sympy.Rational(1, 2)
+    expected = bf.GeneralLinear([[0]], [[half, half]], [[1], [2]], [[1, 0], [half, half]])
+    assert (m.U, m.B, m.V) == (expected.U, expected.B, expected.V)
+    assert not found.varies and found.verify() < 1e-13
+
+
+class Gated(nn.Module):
+    """y + g·F(y) with a per-token sigmoid gate g read from the state through `gate`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.f, self.gate = _mlp(), nn.Linear(D, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + torch.sigmoid(self.gate(x)) * self.f(x)
+
+
+def test_a_state_gate_reads_per_token_weights() -> None:
+    layer, x = Gated().eval(), _x()
+    found = bf.extract(layer, x, fields={"f": "f"})
+    with torch.no_grad():
+        gate = torch.sigmoid(layer.gate(x)).reshape(-1).numpy()
+    assert found.varies.token and found.varies.state
+    assert abs(found.varies.B[:, 0, 0] - gate).max() < 1e-6  # float32 gate, float64 fit
+    assert found.verify() < 1e-13

@@ -1,8 +1,8 @@
 """`bf.extract` on lucidrains' hyper-connections (the `audit` extra, pinned): what its
 connections compute.
 
-The package keeps the r streams in the batch axis (`'(b s) ... d'`); the targets wrap each
-module in `Unfolded`, which puts them on an axis. The expected declarations are read from the
+The package keeps the r streams in the batch axis (`'(b s) ... d'`): the targets name them
+`streams=("batch", 4)`. The expected declarations are read from the
 pinned source, hyper_connections 0.4.11:
 
 - `HyperConnections.width_connection` (hyper_connections.py L263-L372): with
@@ -83,7 +83,7 @@ def test_initialised_hyper_connection_is_euler_on_every_stream() -> None:
 def test_dynamic_hyper_connection_varies_within_its_tanh_bound() -> None:
     target = libraries.hyper_connections_dynamic()
     found = extracted(target)
-    hc = target.module.folded
+    hc = target.module
     scale_a = abs(float(hc.dynamic_alpha_scale.detach()))
     scale_b = abs(float(hc.dynamic_beta_scale.detach()))
     varies = found.varies

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from ..errors import ExtractionError
 from ..extract import extract
 from ..extract.render import round_trip_line, to_json, to_markdown
+from ..extract.streams import Streams
 from ..extract.target import FieldPaths, build_target
 
 VALID_FIELD = "NAME=PATH or NAME=PATH1,PATH2 (a chain in call order), e.g. attn=norm,self_attn"
@@ -36,7 +37,12 @@ def add_command(sub: argparse._SubParsersAction) -> None:
         metavar="NAME=PATHS",
         help=f"replace the target's fields: {VALID_FIELD}",
     )
-    p.add_argument("--streams", type=int, default=None, help="the state's stream axis")
+    p.add_argument(
+        "--streams",
+        default=None,
+        help="where the state holds its streams: an axis (2) or batch:R (R streams folded into "
+        "the batch axis, as lucidrains' hyper-connections)",
+    )
     p.add_argument("--frozen", nargs="+", default=None, metavar="PATH", help="frozen sub-modules")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.set_defaults(run=cmd_extract)
@@ -54,10 +60,21 @@ def parse_fields(items: Sequence[str]) -> dict[str, FieldPaths]:
     return fields
 
 
+def parse_streams(text: str) -> Streams:
+    """`"2"` -> 2, `"batch:4"` -> `("batch", 4)`."""
+    kind, colon, count = text.partition(":")
+    try:
+        return ("batch", int(count)) if colon and kind == "batch" else int(text)
+    except ValueError:
+        raise ExtractionError(
+            f"--streams: '{text}' is neither an axis nor batch:R; valid: e.g. 2 or batch:4"
+        ) from None
+
+
 def cmd_extract(args: argparse.Namespace) -> int:
     target = build_target(args.factory)
     fields = parse_fields(args.fields) if args.fields else target.fields
-    streams = target.streams if args.streams is None else args.streams
+    streams = target.streams if args.streams is None else parse_streams(args.streams)
     frozen = target.frozen if args.frozen is None else tuple(args.frozen)
     found = extract(
         target.module,

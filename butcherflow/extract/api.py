@@ -16,13 +16,14 @@ from .probe import Probe, Run, module_name, parse_fields, read, replace_input, t
 from .probe import to_float64 as float64
 from .result import Extracted, Session, variation
 from .solve import Fit, fit
+from .streams import Streams, check_streams
 
 
 def extract(
     module: nn.Module,
     *args: Any,
     fields: Mapping[str, str | Sequence[str]],
-    streams: int | None = None,
+    streams: int | tuple[str, int] | None = None,
     frozen: Sequence[str] = (),
     runs: int = 2,
     seed: int = 0,
@@ -38,7 +39,9 @@ def extract(
     - `fields`: field name -> attribute path of a sub-module, or a chain of paths whose first
       member reads the stage value and whose last returns the field value
       (`{"attn": ("input_layernorm", "self_attn"), "mlp": ("post_attention_layernorm", "mlp")}`).
-    - `streams`: the axis of the state that holds r streams (hyper-connections), if any.
+    - `streams`: where the state holds r streams (hyper-connections), if it does: an axis
+      (`2` for `(batch, time, r, d)`) or `("batch", r)` for streams folded into the batch axis
+      as `(batch·r, time, d)`, stream index fastest (lucidrains' `(b s)`).
     - `frozen`: paths of sub-modules through which coefficients read the state (a
       hyper-connection's input norm): in probe runs they return what they returned at the
       module's input, so the per-token coefficients at that input are read.
@@ -56,10 +59,7 @@ def extract(
     chains = parse_fields(work, fields)
     where = tensor_input(call_args, call_kwargs, f"{who} (its state)")
     state = read(call_args, call_kwargs, where)
-    if streams is not None and not -state.dim() <= streams < state.dim():
-        raise ExtractionError(
-            f"{who}: streams={streams} is not an axis of the state of shape {tuple(state.shape)}"
-        )
+    streams = check_streams(state, streams, who)
     probe = Probe(work, chains, frozen, seed)
 
     def once(x: Tensor, probing: bool, reference: bool = False) -> Run:
@@ -88,12 +88,17 @@ def extract(
         torch.randn(state.shape, dtype=state.dtype, generator=probe.generator) for _ in range(runs)
     ]
     moved = [once(x, probing=True) for x in starts]
-    try:
-        elsewhere: Fit | None = fit(moved, starts, streams)
-    except ValueError:
-        elsewhere = None
-    state_dependent = bool(frozen) or elsewhere is None or elsewhere.broken() is not None
-    state_dependent = state_dependent or not (elsewhere is not None and elsewhere.same_as(found))
+    elsewhere = fit(moved, starts, streams)
+    state_dependent = bool(frozen) or elsewhere.broken() is not None or not elsewhere.same_as(found)
+    if not found.determined.all():
+        if state_dependent or not elsewhere.determined.all():
+            raise ExtractionError(
+                f"{who}: the state's streams and the field values are linearly dependent at "
+                f"{int((~found.determined).sum())} token(s) (a zero state, equal streams, or "
+                "fewer channels than streams plus field calls) and the coefficients depend on "
+                "the state; pass a state whose streams differ and are non-zero at every token"
+            )
+        found = found.filled(elsewhere)
     varies = variation(found, state_dependent)
     first = (found.U[0], found.A[0], found.B[0], found.V[0])
     declared = declare(*first, labels=found.labels, name=who)
@@ -146,21 +151,14 @@ def _require_called(run: Run, chains: Sequence[Any], who: str) -> None:
             )
 
 
-def _fit(runs: Sequence[Run], states: Sequence[Tensor], streams: int | None, who: str) -> Fit:
+def _fit(runs: Sequence[Run], states: Sequence[Tensor], streams: Streams, who: str) -> Fit:
     labels = {tuple(r.labels) for r in runs}
     if len(labels) > 1:
         raise ExtractionError(
             f"{who}: the field calls differ between two runs ({sorted(labels)}); the order of "
             "field calls must not depend on their values"
         )
-    try:
-        return fit(runs, states, streams)
-    except ValueError:
-        raise ExtractionError(
-            f"{who}: the state's streams and the field values are linearly dependent at some "
-            "token (equal streams, or fewer channels than streams plus field calls); pass a "
-            "state whose streams differ"
-        ) from None
+    return fit(runs, states, streams)
 
 
 def _explain_break(found: Fit, run: Run, who: str, frozen: Sequence[str]) -> None:
@@ -178,9 +176,11 @@ def _explain_break(found: Fit, run: Run, who: str, frozen: Sequence[str]) -> Non
         end = len(run.trail)
     begin = max((i for i, e in enumerate(run.trail[:end]) if e[0] == "field"), default=-1)
     between = [name for kind, name in run.trail[begin + 1 : end] if kind == "module"]
+    kinds = dict(run.kinds)
     after = f"field '{run.trail[begin][1]}'" if begin >= 0 else "the module's input"
     where = (
-        f"linearity breaks in {', '.join(_outermost(between))} (called between {after} and it)"
+        f"linearity breaks in {', '.join(f'{n} ({kinds[n]})' for n in _leaves(between))} "
+        f"(called between {after} and it)"
         if between
         else "no sub-module runs between them: the nonlinearity is in the forward's own code"
     )
@@ -207,7 +207,8 @@ def _nth_event(trail: list[tuple[str, str]], kind: str, n: int) -> int:
     return len(trail)
 
 
-def _outermost(names: list[str]) -> list[str]:
-    """Module paths without those inside another listed one (a LayerNorm, not its parts)."""
+def _leaves(names: list[str]) -> list[str]:
+    """Module paths without those that contain another listed one (the LayerNorm, not the
+    sub-layer around it)."""
     unique = list(dict.fromkeys(names))
-    return [n for n in unique if not any(n.startswith(o + ".") for o in unique if o != n)]
+    return [n for n in unique if not any(o.startswith(n + ".") for o in unique if o != n)]

@@ -123,7 +123,7 @@ def declare(
         if _close(U, np.ones_like(U)) and _close(V, np.ones_like(V)):
             method: Method = ButcherTableau(_rows(A), _rows(B)[0], name=f"{name}-extracted")
         else:
-            method = _glm(U, A, B, V, name)
+            method = glm(U, A, B, V, f"{name}-extracted")
             notes.append("the stages or the output scale the state: a general linear method")
         return Declared(
             method, {"F": summed[distinct[0]]}, ("F",) * len(names), exact, tuple(notes)
@@ -143,7 +143,7 @@ def declare(
             "no butcherflow family declares: neither sequential Euler steps (a splitting) nor "
             "parallel branches of equal weight (a summed field)"
         )
-    method = _glm(U, A, B, V, name)
+    method = glm(U, A, B, V, f"{name}-extracted")
     if len(distinct) > 1:
         notes.append(
             f"stages evaluate distinct fields ({', '.join(names)}): the report proves the "
@@ -153,5 +153,6 @@ def declare(
     return Declared(method, {n: summed[n] for n in distinct}, tuple(names), exact, tuple(notes))
 
 
-def _glm(U: np.ndarray, A: np.ndarray, B: np.ndarray, V: np.ndarray, name: str) -> GeneralLinear:
-    return GeneralLinear(_rows(A), _rows(U), _rows(B), _rows(V), name=f"{name}-extracted")
+def glm(U: np.ndarray, A: np.ndarray, B: np.ndarray, V: np.ndarray, name: str) -> GeneralLinear:
+    """The general linear method of coefficients (exact where recognised)."""
+    return GeneralLinear(_rows(A), _rows(U), _rows(B), _rows(V), name=name)

@@ -12,23 +12,15 @@ import torch
 from torch import Tensor
 
 from ..nn import Field
-from .solve import tokens
-
-
-def untokens(out: Tensor, like: Tensor, streams: int | None) -> Tensor:
-    """`(T, r, d)` back to the layout of `like` (the state)."""
-    if streams is None:
-        return out.reshape(like.shape)
-    moved = like.movedim(streams, -2)
-    return out.reshape(moved.shape).movedim(-2, streams)
+from .streams import Streams, tokens, untokens
 
 
 def evaluate_glm(
-    coefficients: Sequence[np.ndarray],
+    coefficients: Sequence[np.ndarray | Tensor],
     stage_fields: Sequence[Field],
     stage_shapes: Sequence[torch.Size],
     state: Tensor,
-    streams: int | None,
+    streams: Streams,
 ) -> Tensor:
     """Yᵢ = Σⱼ Uᵢⱼ xⱼ + Σ_{l<i} Aᵢₗ Kₗ, Kᵢ = Fᵢ(Yᵢ), output = V x + B K, per token.
 
@@ -44,7 +36,7 @@ def evaluate_glm(
     """
     x = tokens(state, streams)
     U, A, B, V = (
-        torch.as_tensor(np.broadcast_to(m, (x.shape[0], *m.shape[-2:])).copy(), dtype=x.dtype)
+        (t := torch.as_tensor(m, dtype=x.dtype, device=x.device)).expand(x.shape[0], *t.shape[-2:])
         for m in coefficients
     )
     values: list[Tensor] = []

@@ -62,6 +62,7 @@ class Run:
     labels: list[str] = field(default_factory=list)
     output: Tensor = field(default_factory=lambda: torch.empty(0))
     trail: list[tuple[str, str]] = field(default_factory=list)
+    kinds: list[tuple[str, str]] = field(default_factory=list)  # (path, class) of `trail`
 
 
 def module_name(module: nn.Module) -> str:
@@ -194,10 +195,13 @@ class Probe:
         self.replay: dict[str, list[Any]] = {path: [] for path in frozen}
         self.templates: dict[str, list[Call]] = {}  # per field, each member's first call
         members = {p for c in chains for p in c.paths}
+        # dropout is the identity in eval mode: never where linearity breaks
         self.watched = [
             (name, m)
             for name, m in module.named_modules()
-            if name and not any(name == p or name.startswith(p + ".") for p in members)
+            if name
+            and not isinstance(m, nn.modules.dropout._DropoutNd)
+            and not any(name == p or name.startswith(p + ".") for p in members)
         ]
 
     def run(
@@ -215,6 +219,7 @@ class Probe:
                 handles.append(module.register_forward_hook(self._freezer(path, reference)))
             for name, module in self.watched:
                 handles.append(module.register_forward_hook(_trail(run, name)))
+                run.kinds.append((name, module_name(module)))
             out = self.module(*args, **kwargs)
         finally:
             for handle in handles:
@@ -260,7 +265,15 @@ class Probe:
                     f"returned before '{chain.paths[0]}' read a stage value; list the chain in "
                     "call order"
                 )
-            run.stage_inputs.append(pending[chain.name].pop(0))
+            stage = pending[chain.name].pop(0)
+            if value.shape != stage.shape:
+                raise ExtractionError(
+                    f"{module_name(self.module)}: field '{chain.name}' ends in "
+                    f"'{chain.paths[-1]}', which returns shape {tuple(value.shape)} for a stage "
+                    f"value of shape {tuple(stage.shape)}; end the chain where the branch is back "
+                    "at the stage value's shape (e.g. after its output projection)"
+                )
+            run.stage_inputs.append(stage)
             run.labels.append(chain.name)
             run.trail.append(("field", chain.name))
             if not probing:

@@ -9,6 +9,7 @@ are then read as exact small-denominator rationals where they are within `EXACT_
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -19,6 +20,7 @@ import torch
 from torch import Tensor
 
 from .probe import Run
+from .streams import Streams, tokens
 
 RESIDUAL_TOLERANCE = 1e-9  # relative residual of a linear combination, float64 fit
 EXACT_TOLERANCE = 1e-10  # |c − p/q| that reads c as the rational p/q
@@ -35,6 +37,9 @@ class Fit:
     - `residual`: per target (s stages then r output streams), the largest relative residual
       over the tokens.
     - `labels`: the field of each call.
+    - `determined`: per token, whether the state's streams and the field values were linearly
+      independent there (a zero state, as a padding token's embedding, leaves the state's
+      coefficients undetermined: `filled` takes them from another fit).
     """
 
     U: np.ndarray
@@ -43,6 +48,7 @@ class Fit:
     V: np.ndarray
     residual: np.ndarray
     labels: tuple[str, ...]
+    determined: np.ndarray  # (T,) bool: the design had full rank at the token
 
     @property
     def stages(self) -> int:
@@ -69,30 +75,39 @@ class Fit:
 
     def same_as(self, other: Fit) -> bool:
         """Equal coefficients at every token, within `FIXED_TOLERANCE`."""
+        both = self.determined & other.determined
         mine, theirs = (self.U, self.A, self.B, self.V), (other.U, other.A, other.B, other.V)
         return all(
-            a.shape == b.shape and np.allclose(a, b, rtol=FIXED_TOLERANCE, atol=FIXED_TOLERANCE)
+            a.shape == b.shape
+            and np.allclose(a[both], b[both], rtol=FIXED_TOLERANCE, atol=FIXED_TOLERANCE)
             for a, b in zip(mine, theirs, strict=True)
         )
 
+    def filled(self, other: Fit) -> Fit:
+        """This fit with its undetermined tokens taken from `other` (a fit from random states,
+        for coefficients that do not depend on the state)."""
+        keep = self.determined[:, None, None]
+        return dataclasses.replace(
+            self,
+            U=np.where(keep, self.U, other.U),
+            A=np.where(keep, self.A, other.A),
+            B=np.where(keep, self.B, other.B),
+            V=np.where(keep, self.V, other.V),
+            determined=self.determined | other.determined,
+        )
 
-def tokens(x: Tensor, streams: int | None) -> Tensor:
-    """A state or output `(..., [r,] ..., d)` as `(T, r, d)` (r = 1 without a stream axis)."""
-    x = x.unsqueeze(-2) if streams is None else x.movedim(streams, -2)
-    return x.reshape(-1, x.shape[-2], x.shape[-1])
 
-
-def fit(runs: Sequence[Run], states: Sequence[Tensor], streams: int | None) -> Fit:
+def fit(runs: Sequence[Run], states: Sequence[Tensor], streams: Streams) -> Fit:
     """Solve the combination per token over all runs (same calls in each).
 
     **Arguments:**
 
     - `runs`: probe runs, each with its random field values.
     - `states`: the state each run started from.
-    - `streams`: the axis of the state holding its r streams (None: one stream).
+    - `streams`: where the state holds its r streams (`streams.py`; None: one stream).
 
-    **Returns:** the `Fit`; raises `ValueError` when a token's design is singular (the caller
-    words it).
+    **Returns:** the `Fit` (minimum-norm coefficients where a token's design is singular,
+    marked in `determined`).
     """
     columns, targets = [], []
     for run, state in zip(runs, states, strict=True):
@@ -104,8 +119,7 @@ def fit(runs: Sequence[Run], states: Sequence[Tensor], streams: int | None) -> F
         targets.append(torch.stack([*ys, *out.unbind(1)], dim=-1))  # (T, d, s + r)
     X, Z = torch.cat(columns, dim=1), torch.cat(targets, dim=1)
     r, s = int(tokens(states[0], streams).shape[1]), len(runs[0].values)
-    if int(torch.linalg.matrix_rank(X).min()) < r + s:
-        raise ValueError("singular design")
+    determined = (torch.linalg.matrix_rank(X) == r + s).numpy()
     solution = torch.linalg.lstsq(X, Z, driver="gelsd").solution  # (T, r + s, s + r)
     residual = torch.linalg.vector_norm(X @ solution - Z, dim=1)
     scale = torch.linalg.vector_norm(Z, dim=1).clamp_min(1e-300)
@@ -119,6 +133,7 @@ def fit(runs: Sequence[Run], states: Sequence[Tensor], streams: int | None) -> F
         V=np.swapaxes(c[:, :r, s:], 1, 2),
         residual=(residual / scale).max(dim=0).values.numpy(),
         labels=tuple(runs[0].labels),
+        determined=determined,
     )
 
 

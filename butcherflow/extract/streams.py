@@ -1,76 +1,78 @@
-"""Streams folded into the batch axis, as lucidrains' `hyper-connections` keeps them.
-
-That package holds the r streams of a hyper-connection state in the batch axis: a state
-`(b·r, ..., d)` whose row `b·r + i` is stream i of example b (einops `'(b s) ... d'`), and every
-`HyperConnections` layer unfolds it, mixes the streams and folds them back. `bf.extract` reads
-streams on an axis of the state; `Unfolded` is the module with the streams on axis 1,
-`(b, r, ..., d)`, folding them into the batch for the module it wraps and unfolding its output,
-so a folded module is extracted (and verified, and rewired) as one whose streams sit on an axis.
-"""
+"""Where a state holds its r streams: an axis (`streams=2` for `(batch, time, r, d)`, as
+DeepSeek-V4 and x-transformers), or folded into the batch axis (`streams=("batch", r)` for
+`(batch·r, time, d)`, stream index fastest, as lucidrains' hyper-connections `(b s)`)."""
 
 from __future__ import annotations
 
-from typing import Any, final
+from typing import Any
 
-from torch import Tensor, nn
+import torch
+from torch import Tensor
 
 from ..errors import ExtractionError
 
-STREAM_AXIS = 1  # where `Unfolded` keeps the streams: (batch, streams, ..., d)
-INNER = "folded"  # the attribute holding the wrapped module: field paths start with it
+Streams = int | tuple[str, int] | None
 
 
-def fold(x: Tensor, streams: int) -> Tensor:
-    """`(b, r, ...)` -> `(b·r, ...)`, stream i of example b at row b·r + i."""
-    return x.reshape(x.shape[0] * streams, *x.shape[2:])
+def check_streams(state: Tensor, streams: Any, who: str) -> Streams:
+    """`streams` validated against the state's shape."""
+    if streams is None:
+        return None
+    if isinstance(streams, int) and not isinstance(streams, bool):
+        if -state.dim() <= streams < state.dim() - 1:
+            return streams
+    elif (
+        isinstance(streams, tuple)
+        and len(streams) == 2
+        and streams[0] == "batch"
+        and isinstance(streams[1], int)
+        and streams[1] >= 1
+        and state.shape[0] % streams[1] == 0
+    ):
+        return ("batch", streams[1])
+    raise ExtractionError(
+        f"{who}: streams={streams!r} does not fit the state of shape {tuple(state.shape)}; "
+        "valid: an axis other than the last (the channels), or ('batch', r) with r dividing "
+        "the batch size"
+    )
 
 
-def unfold(x: Tensor, streams: int, who: str) -> Tensor:
-    """`(b·r, ...)` -> `(b, r, ...)`; raises `ExtractionError` when r does not divide the batch."""
-    if x.dim() < 2 or x.shape[0] % streams:
-        raise ExtractionError(
-            f"{who}: a state folded with {streams} streams needs a batch axis divisible by "
-            f"{streams}; got shape {tuple(x.shape)} (valid: (batch·{streams}, ..., d))"
-        )
-    return x.reshape(x.shape[0] // streams, streams, *x.shape[1:])
+def tokens(x: Tensor, streams: Streams) -> Tensor:
+    """A state or output as `(T, r, d)` (r = 1 without streams)."""
+    if streams is None:
+        x = x.unsqueeze(-2)
+    elif isinstance(streams, tuple):
+        r = streams[1]
+        x = x.reshape(x.shape[0] // r, r, *x.shape[1:]).movedim(1, -2)
+    else:
+        x = x.movedim(streams, -2)
+    return x.reshape(-1, x.shape[-2], x.shape[-1])
 
 
-@final
-class Unfolded(nn.Module):
-    """A module whose state holds r streams folded into its batch, run on a state whose streams
-    sit on axis 1.
-
-    **Arguments:**
-
-    - `module`: the folded module (say, `hyper_connections.HyperConnections` with its branch);
-      it becomes the sub-module `folded`, so its field paths read `folded.<path>`.
-    - `streams`: r, the number of streams folded into the batch.
-
-    The forward takes the state `(b, r, ..., d)` (and whatever else the module takes, passed on
-    unchanged) and returns the module's output unfolded the same way.
-    """
-
-    def __init__(self, module: nn.Module, streams: int) -> None:
-        super().__init__()
-        if not isinstance(streams, int) or isinstance(streams, bool) or streams < 1:
-            raise ExtractionError(
-                f"{type(module).__name__}: streams folded into the batch must be a positive "
-                f"integer, got {streams!r}"
-            )
-        self.folded = module
-        self.streams = streams
-        self.train(module.training)  # an eval-mode module stays one when wrapped
-
-    def forward(self, x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        out = self.folded(fold(x, self.streams), *args, **kwargs)
-        if not isinstance(out, Tensor):
-            raise ExtractionError(
-                f"{type(self.folded).__name__} returns {type(out).__name__}; a module with "
-                "folded streams must return the folded state as one tensor"
-            )
-        return unfold(out, self.streams, type(self.folded).__name__)
+def untokens(out: Tensor, like: Tensor, streams: Streams) -> Tensor:
+    """`(T, r, d)` back to the layout of `like` (the state)."""
+    if streams is None:
+        return out.reshape(like.shape)
+    if isinstance(streams, tuple):
+        r = streams[1]
+        moved = (like.shape[0] // r, *like.shape[1:-1], r, like.shape[-1])
+        return out.reshape(moved).movedim(-2, 1).reshape(like.shape)
+    moved_shape = like.movedim(streams, -2).shape
+    return out.reshape(moved_shape).movedim(-2, streams)
 
 
-def inner_path(path: str) -> str:
-    """A field path of the folded module as a path of its `Unfolded` wrapper."""
-    return f"{INNER}.{path}"
+def stream_count(state: Tensor, streams: Streams) -> int:
+    return int(tokens(state, streams).shape[1])
+
+
+def stage_shape(state: Tensor, streams: Streams) -> torch.Size:
+    """The shape of one stream of the state (what a branch reads)."""
+    x = tokens(state, streams)
+    lead = state.shape[:-1] if streams is None else _lead(state, streams)
+    return torch.Size((*lead, x.shape[-1]))
+
+
+def _lead(state: Tensor, streams: int | tuple[str, int]) -> tuple[int, ...]:
+    if isinstance(streams, tuple):
+        return (state.shape[0] // streams[1], *state.shape[1:-1])
+    return tuple(state.movedim(streams, -2).shape[:-2])

@@ -20,6 +20,7 @@ from typing import Any, final
 from torch import nn
 
 from ..errors import ExtractionError
+from .streams import Streams
 
 FieldPaths = str | tuple[str, ...]
 VALID_FACTORY = (
@@ -40,7 +41,8 @@ class Target:
     - `args`: the positional arguments of its forward (the state first).
     - `fields`: field name -> sub-module path or chain of paths (see `bf.extract`).
     - `kwargs`: keyword arguments of its forward.
-    - `streams`: the axis of the state holding its streams (None: one stream).
+    - `streams`: where the state holds its streams: an axis, `("batch", r)` for r streams
+      folded into the batch axis, or None (one stream); see `bf.extract`.
     - `frozen`: paths of sub-modules through which per-token coefficients read the state.
     - `title`: one line saying what the module is (its class and configuration).
     """
@@ -49,7 +51,7 @@ class Target:
     args: tuple[Any, ...]
     fields: Mapping[str, FieldPaths]
     kwargs: Mapping[str, Any] = field(default_factory=dict)
-    streams: int | None = None
+    streams: Streams = None
     frozen: tuple[str, ...] = ()
     title: str = ""
 

@@ -20,12 +20,13 @@ from typing import Any, final
 import torch
 from torch import Tensor, nn
 
-from ...extract.streams import STREAM_AXIS, Unfolded, inner_path, unfold
+from ...extract.streams import Streams
 from ...extract.target import Target
 
 D_MODEL, HEADS, DIM_HEAD = 16, 2, 8
 BATCH, LENGTH = 2, 5
 STREAMS = 4
+FOLDED: Streams = ("batch", STREAMS)  # both libraries fold the streams into the batch, (b s)
 SEED = 0
 
 
@@ -169,13 +170,11 @@ def _x_streams(iterations: int, dim: int = D_MODEL, length: int = LENGTH) -> Tar
     encoder: Any = _encoder(
         dim, depth=1, num_residual_streams=STREAMS, hyper_conn_sinkhorn_iters=iterations
     )
-    layer = Unfolded(XLayer(encoder.layers[0]), STREAMS)
-    folded = _state(BATCH * STREAMS, length, dim)
     return Target(
-        layer,
-        (unfold(folded, STREAMS, "XLayer"),),
-        {"attn": (inner_path("norms.0"), inner_path("block"))},
-        streams=STREAM_AXIS,
+        XLayer(encoder.layers[0]),
+        (_state(BATCH * STREAMS, length, dim),),
+        {"attn": ("norms.0", "block")},
+        streams=FOLDED,
         title=(
             f"x_transformers.Encoder(dim={dim}, depth=1, num_residual_streams=4, "
             f"hyper_conn_sinkhorn_iters={iterations}): its first layer (HyperConnection)"
@@ -206,12 +205,11 @@ def _branch() -> nn.Module:
 
 
 def _hyper(module: nn.Module, title: str) -> Target:
-    folded = _state(BATCH * STREAMS, LENGTH, D_MODEL)
     return Target(
-        Unfolded(module, STREAMS),
-        (unfold(folded, STREAMS, type(module).__name__),),
-        {"branch": inner_path("branch")},
-        streams=STREAM_AXIS,
+        module,
+        (_state(BATCH * STREAMS, LENGTH, D_MODEL),),
+        {"branch": "branch"},
+        streams=FOLDED,
         title=title,
     )
 
