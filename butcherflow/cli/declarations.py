@@ -16,6 +16,7 @@ from ..methods.files import read_toml
 from ..savedir.checkpoint import read_commit
 from ..savedir.layout import BEST, CONFIG
 from ..savedir.trained import load_model
+from .readback import blocks, describe
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -108,8 +109,9 @@ BASELINE = "transformer-small"  # the residual model every recipe's size is show
 
 
 def _show_run(save_dir: str) -> None:
-    """A trained run: its model, parameters and, for general linear stacks, whether each
-    layer's learned V is still power-bounded."""
+    """A trained run: its model, parameters, for general linear stacks whether each layer's
+    learned V is still power-bounded, and what each compiled block computes now (its learned
+    coefficients read back by `bf.extract`, beside the declaration it started from)."""
     checkpoint = "last" if read_commit(Path(save_dir), BEST) is None else "best"
     model, _, _ = load_model(save_dir, checkpoint)
     print(f"{save_dir}: {model.recipe.name} ({model.recipe.title}), checkpoint {checkpoint}")
@@ -119,6 +121,9 @@ def _show_run(save_dir: str) -> None:
         print("no general linear stack: no learned stream-mixing matrix V to report")
     for bound in bounds:
         print(f"  {bound}")
+    d_model = int(model.recipe.sizes["d_model"])
+    for side, index, block in blocks(model):
+        print("\n" + "\n".join(describe(side, index, block, d_model)))
 
 
 def _show_recipe(args: argparse.Namespace) -> None:
