@@ -10,6 +10,7 @@ the median of the repeats; the worst case of each kind decides.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -111,6 +112,7 @@ def run_extract(output: str, repeats: int, command: str) -> None:
             "bench extract times x-transformers modules: install the audit extra "
             "(pip install -e '.[audit]')"
         ) from None
+    load = os.getloadavg()[0]  # a shared machine's load stretches every time below
     rows = []
     for case in CASES:
         row = _time(case, repeats)
@@ -122,9 +124,10 @@ def run_extract(output: str, repeats: int, command: str) -> None:
         "## Extraction (`butcherflow bench extract`)",
         "",
         f"Command: `{command}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}). "
-        f"Machine: {machine()}, CPU. Each time is the median of {repeats} repeats of "
-        f"`bf.extract` with its proof (probe runs, per-token float64 least squares, the "
-        f"declaration and `bf.check`) on a ({BATCH}, {LENGTH}, {D_MODEL}) state "
+        f"Machine: {machine()}, CPU, load average {load:.1f} at the start. Each time is the "
+        f"median of {repeats} repeats of `bf.extract` with its proof (probe runs, per-token "
+        "float64 least squares, the declaration and `bf.check`) on a "
+        f"({BATCH}, {LENGTH}, {D_MODEL}) state "
         f"(n_heads={N_HEADS}; the RK4 block's d_ffn={D_FFN}, x-transformers' feed-forward "
         "4·d_model), and of the round trip `verify()`. Targets: one layer < 2 s, a 12-layer "
         "stack < 10 s.",
