@@ -26,6 +26,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import sympy
+import torch
 
 import butcherflow as bf
 from butcherflow.errors import ExtractionError
@@ -121,3 +122,25 @@ def test_integrate_layers_is_an_additive_method() -> None:
     # output adds F_attn with weight 1: neither sequential Euler steps nor parallel branches.
     with pytest.raises(ExtractionError, match="additive method"):
         extracted(libraries.x_transformers_integrate_layers())
+
+
+def test_a_layer_rewired_to_strang_with_half_step_feed_forwards() -> None:
+    target = libraries.x_transformers_default(depth=1)
+    encoder, x = target.module, target.args[0]
+    found = extracted(target)
+    assert torch.allclose(found.rewire(found.method)(x), encoder(x), rtol=0, atol=1e-13)
+    strang = bf.Splitting([("ff1", "1/2"), ("attn1", 1), ("ff1", "1/2")], substep="euler")
+    rewired = found.rewire(strang)
+
+    def attn(y: torch.Tensor) -> torch.Tensor:  # layers.0 = (norms, Attention, Residual)
+        return encoder.layers[0][1](encoder.layers[0][0][0](y))
+
+    def ff(y: torch.Tensor) -> torch.Tensor:
+        return encoder.layers[1][1](encoder.layers[1][0][0](y))
+
+    with torch.no_grad():
+        y = x + ff(x) / 2
+        y = y + attn(y)
+        expected = y + ff(y) / 2
+        assert torch.allclose(rewired(x), expected, rtol=0, atol=1e-12)
+    assert bf.check(strang).order == 2  # Strang on the layer's own feed-forward and attention
