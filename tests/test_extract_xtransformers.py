@@ -144,3 +144,14 @@ def test_a_layer_rewired_to_strang_with_half_step_feed_forwards() -> None:
         expected = y + ff(y) / 2
         assert torch.allclose(rewired(x), expected, rtol=0, atol=1e-12)
     assert bf.check(strang).order == 2  # Strang on the layer's own feed-forward and attention
+
+
+def test_value_residuals_couple_the_attentions_so_rewire_refuses() -> None:
+    # Later attentions read the first attention's values (an argument computed inside the
+    # stack): the coefficients are the pre-norm composition, but no new integrator may be put
+    # on fields that are not functions of their own stage.
+    found = extracted(libraries.x_transformers_value_residual())
+    one = Fraction(1)
+    assert steps(found.method) == [("attn1", one), ("ff1", one), ("attn2", one), ("ff2", one)]
+    with pytest.raises(ExtractionError, match="value_residual"):
+        found.rewire(found.method)

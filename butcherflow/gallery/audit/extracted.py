@@ -56,6 +56,14 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         "With `hyper_conn_sinkhorn_iters=0` the extracted V is the same all-ones matrix: the "
         "iterations change nothing (see the entry above).",
     ),
+    "x-value-residual": (
+        "Value residuals (ResFormer) hand the first attention's values to every later "
+        f"attention (`value_residual`, {X_FILE} L3690–L3703): a later attention is a function "
+        "of its stage value and of the first attention's stage value, not a field of its own "
+        "stage alone. The coefficients read as the pre-norm composition and the round trip "
+        "passes because it replays the recorded values; `rewire` refuses, naming "
+        "`value_residual`, since a new integrator would feed the attention stale values.",
+    ),
     "x-integrate-layers": (
         f"LIMe (`DynamicLIMe`, {X_FILE} L1549–L1591, L3665): a branch reads a per-token softmax "
         "mixture of the states before every earlier layer, while the residual adds its output "

@@ -140,6 +140,17 @@ def x_transformers_integrate_layers() -> Target:
     )
 
 
+def x_transformers_value_residual() -> Target:
+    """`add_value_residual=True` (ResFormer): later attentions mix the first attention's values
+    into their own, an argument computed inside the stack."""
+    return Target(
+        _encoder(depth=2, add_value_residual=True),
+        (_state(BATCH, LENGTH, D_MODEL),),
+        branches("afaf"),
+        title="x_transformers.Encoder(dim=16, depth=2, add_value_residual=True)",
+    )
+
+
 @final
 class XLayer(nn.Module):
     """One layer of an x-transformers `AttentionLayers`, called the way its forward calls it
@@ -344,6 +355,13 @@ LIBRARY_TARGETS = (
         "x_transformers.x_transformers.HyperConnection",
         "Zhu et al. (2025) hyper-connections",
         x_transformers_streams_no_sinkhorn,
+    ),
+    LibraryTarget(
+        "x-value-residual",
+        "x-transformers",
+        "x_transformers.Encoder(add_value_residual=True)",
+        "ResFormer, arXiv:2410.17897",
+        x_transformers_value_residual,
     ),
     LibraryTarget(
         "x-integrate-layers",
