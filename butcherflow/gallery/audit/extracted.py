@@ -19,7 +19,39 @@ HC_FILE = "hyper_connections/hyper_connections.py"
 MHC_FILE = "hyper_connections/manifold_constrained_hyper_connections.py"
 
 # Where each library's block differs from its paper, read in the pinned source (file:lines).
+HF = "transformers/models"
 FINDINGS: dict[str, tuple[str, ...]] = {
+    "hf-llama": (
+        f"Pre-norm (`{HF}/llama/modeling_llama.py` L296–L314): a Lie–Trotter step over the "
+        "attention and the MLP with Euler sub-steps, order 1 (the layer of the Transformer "
+        "papers).",
+    ),
+    "hf-gptj": (
+        f"Attention and MLP read the same LayerNorm output and are summed "
+        f"(`{HF}/gptj/modeling_gptj.py` L227–L239): one Euler step of the summed field "
+        "F = F_attn + F_mlp, order 1 for that field.",
+    ),
+    "hf-gemma2": (
+        "The sandwich norms (a norm after each branch too) belong inside the fields; named "
+        "without the post-norms, `bf.extract` refuses and names `post_attention_layernorm`.",
+    ),
+    "hf-bert": (
+        f"Post-norm (`{HF}/bert/modeling_bert.py` L293, "
+        "`LayerNorm(hidden_states + input_tensor)`): the LayerNorm is "
+        "applied to the residual sum, so the MLP's input is no linear combination of the state "
+        "and the attention's output: not an integrator of its fields (refused, naming "
+        "`attention.output.LayerNorm`).",
+    ),
+    "hf-deepseek-v4": (
+        f"`DeepseekV4HyperConnection` (`{HF}/deepseek_v4/modeling_deepseek_v4.py` L952–L996): "
+        "the 'pre' weights σ(·) + ε give U with U 1 = Σ pre ≠ 1 (a stage reads a rescaled "
+        "state: order 0 at every token), the 'post' weights 2σ(·) ∈ (0, 2) give B, and "
+        "V = combᵀ after a finite Sinkhorn that ends normalising comb's columns (V's rows, "
+        "with + ε): V ≥ 0 and ‖V‖∞ ≤ 1 at every token, so V and its products across layers "
+        "are power-bounded whatever the iterations, while V 1 = 1 and double stochasticity "
+        "hold only to ε and the Sinkhorn residual. The weights are computed in float32 "
+        "(`.float()`, L967–L970) and applied to the streams in their own dtype.",
+    ),
     "x-default": (
         "A pre-norm stack is one Euler step per branch, in turn: a Lie–Trotter splitting of its "
         f"branches, order 1 ({X_FILE} L3660–L3717). The stack's final LayerNorm (`final_norm`, "

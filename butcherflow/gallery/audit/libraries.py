@@ -301,6 +301,146 @@ def hyper_connections_fractional() -> Target:
     )
 
 
+# transformers ----------------------------------------------------------------------------------
+
+HF_SIZES = {"vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4}
+
+
+def layer_call(model: nn.Module, layer: nn.Module, **inputs: Any) -> tuple[tuple, dict]:
+    """The arguments `model(**inputs)` passes to `layer` (read by a forward-pre-hook): a layer
+    is extracted as its own model calls it (masks, position embeddings)."""
+    seen: dict[str, Any] = {}
+
+    def grab(module: nn.Module, args: tuple, kwargs: dict) -> None:
+        seen.setdefault("call", (args, kwargs))
+
+    handle = layer.register_forward_pre_hook(grab, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            model(**inputs)
+    finally:
+        handle.remove()
+    return seen["call"]
+
+
+def _hf(config_class: str, model_class: str, **sizes: Any) -> Any:
+    import transformers
+
+    torch.manual_seed(SEED)  # transformers initialises from the global generator
+    config = getattr(transformers, config_class)(**{**HF_SIZES, **sizes})
+    config._attn_implementation = "eager"
+    config._experts_implementation = "eager"  # grouped_mm has no float64 kernel
+    return getattr(transformers, model_class)(config).eval()
+
+
+def _hf_target(model: Any, layer: nn.Module, fields: dict, title: str, **extra: Any) -> Target:
+    ids = torch.randint(0, 64, (BATCH, 7), generator=torch.Generator().manual_seed(SEED))
+    args, kwargs = layer_call(model, layer, input_ids=ids, **extra)
+    return Target(layer, args, fields, kwargs=kwargs, title=title)
+
+
+LLAMA_FIELDS = {
+    "attn": ("input_layernorm", "self_attn"),
+    "mlp": ("post_attention_layernorm", "mlp"),
+}
+
+
+def transformers_llama() -> Target:
+    """A `LlamaDecoderLayer` (pre-norm), called as `LlamaForCausalLM` calls it."""
+    model = _hf("LlamaConfig", "LlamaForCausalLM", intermediate_size=64, num_key_value_heads=2)
+    title = "transformers.LlamaForCausalLM(hidden_size=32, 2 layers): model.layers[1]"
+    return _hf_target(model, model.model.layers[1], LLAMA_FIELDS, title, use_cache=False)
+
+
+def transformers_gptj() -> Target:
+    """A `GPTJBlock`: attention and MLP in parallel on one LayerNorm."""
+    model = _hf(
+        "GPTJConfig",
+        "GPTJForCausalLM",
+        n_embd=32,
+        n_head=4,
+        n_layer=2,
+        rotary_dim=4,
+        n_positions=16,
+        bos_token_id=0,
+        eos_token_id=1,
+    )
+    fields = {"attn": ("ln_1", "attn"), "mlp": ("ln_1", "mlp")}
+    title = "transformers.GPTJForCausalLM(n_embd=32, 2 layers): transformer.h[0]"
+    return _hf_target(model, model.transformer.h[0], fields, title, use_cache=False)
+
+
+def transformers_gemma2() -> Target:
+    """A `Gemma2DecoderLayer`: a norm before and after each branch (sandwich)."""
+    model = _hf(
+        "Gemma2Config",
+        "Gemma2ForCausalLM",
+        intermediate_size=64,
+        num_key_value_heads=2,
+        head_dim=8,
+    )
+    fields = {
+        "attn": ("input_layernorm", "self_attn", "post_attention_layernorm"),
+        "mlp": ("pre_feedforward_layernorm", "mlp", "post_feedforward_layernorm"),
+    }
+    title = "transformers.Gemma2ForCausalLM(hidden_size=32, 2 layers): model.layers[0]"
+    return _hf_target(model, model.model.layers[0], fields, title, use_cache=False)
+
+
+def transformers_bert() -> Target:
+    """A `BertLayer` (post-norm: a LayerNorm on each residual sum)."""
+    model = _hf("BertConfig", "BertModel", intermediate_size=64)
+    fields = {
+        "attn": ("attention.self", "attention.output.dense"),
+        "mlp": ("intermediate", "output.dense"),
+    }
+    title = "transformers.BertModel(hidden_size=32, 2 layers): encoder.layer[0]"
+    return _hf_target(model, model.encoder.layer[0], fields, title)
+
+
+def transformers_deepseek_v4() -> Target:
+    """A `DeepseekV4DecoderLayer` with mHC (4 streams on axis 2, 20 Sinkhorn iterations); the
+    connections' input norms are frozen (the coefficients read the state through them)."""
+    model = _hf(
+        "DeepseekV4Config",
+        "DeepseekV4ForCausalLM",
+        hidden_size=32,
+        moe_intermediate_size=32,
+        num_key_value_heads=1,
+        head_dim=16,
+        q_lora_rank=16,
+        num_experts_per_tok=2,
+        n_routed_experts=4,
+        o_groups=2,
+        o_lora_rank=16,
+        index_n_heads=2,
+        index_head_dim=16,
+        index_topk=4,
+        sliding_window=8,
+        hc_mult=STREAMS,
+        hc_sinkhorn_iters=20,
+        num_nextn_predict_layers=0,
+        max_position_embeddings=64,
+    )
+    made = _hf_target(
+        model,
+        model.model.layers[1],
+        dict(LLAMA_FIELDS),
+        "transformers.DeepseekV4ForCausalLM(hidden_size=32, hc_mult=4): model.layers[1]",
+        use_cache=False,
+    )
+    frozen = ("attn_hc.input_norm", "ffn_hc.input_norm")
+    return Target(
+        made.module,
+        made.args,
+        made.fields,
+        kwargs=made.kwargs,
+        streams=2,  # (batch, time, streams, d)
+        frozen=frozen,
+        title=made.title,
+    )
+
+
 @final
 @dataclass(frozen=True)
 class LibraryTarget:
@@ -314,6 +454,41 @@ class LibraryTarget:
 
 
 LIBRARY_TARGETS = (
+    LibraryTarget(
+        "hf-llama",
+        "transformers",
+        "transformers.models.llama.modeling_llama.LlamaDecoderLayer",
+        "Touvron et al. (2023), pre-norm",
+        transformers_llama,
+    ),
+    LibraryTarget(
+        "hf-gptj",
+        "transformers",
+        "transformers.models.gptj.modeling_gptj.GPTJBlock",
+        "GPT-J (Wang and Komatsuzaki, 2021), parallel attention and MLP",
+        transformers_gptj,
+    ),
+    LibraryTarget(
+        "hf-gemma2",
+        "transformers",
+        "transformers.models.gemma2.modeling_gemma2.Gemma2DecoderLayer",
+        "Gemma 2 (2024), sandwich norms",
+        transformers_gemma2,
+    ),
+    LibraryTarget(
+        "hf-bert",
+        "transformers",
+        "transformers.models.bert.modeling_bert.BertLayer",
+        "Devlin et al. (2019), post-norm",
+        transformers_bert,
+    ),
+    LibraryTarget(
+        "hf-deepseek-v4",
+        "transformers",
+        "transformers.models.deepseek_v4.modeling_deepseek_v4.DeepseekV4DecoderLayer",
+        "mHC, arXiv:2512.24880",
+        transformers_deepseek_v4,
+    ),
     LibraryTarget(
         "x-default",
         "x-transformers",
