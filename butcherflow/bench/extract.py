@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -103,8 +104,20 @@ def _time(case: Case, repeats: int) -> Row:
     )
 
 
-def run_extract(output: str, repeats: int, command: str) -> None:
-    """Time every case, print the rows, and write the `extract` section of `output`."""
+def run_extract(
+    output: str | Path, repeats: int, command: str, cases: Sequence[Case] = CASES
+) -> list[Row]:
+    """Time every case, print the rows, and write the `extract` section of `output`.
+
+    **Arguments:**
+
+    - `output`: the markdown file (its other sections are kept).
+    - `repeats`: timings are the median of this many extractions.
+    - `command`: the command line the section names.
+    - `cases`: what to time (each kind, "layer" and "stack", at least once).
+
+    **Returns:** one `Row` per case.
+    """
     try:
         import x_transformers  # noqa: F401  (the audit extra: the stacks are its modules)
     except ImportError:
@@ -114,7 +127,7 @@ def run_extract(output: str, repeats: int, command: str) -> None:
         ) from None
     load = os.getloadavg()[0]  # a shared machine's load stretches every time below
     rows = []
-    for case in CASES:
+    for case in cases:
         row = _time(case, repeats)
         print(
             f"{case.name:<52} extract {row.extract:6.2f} s  verify {row.verify:6.2f} s", flush=True
@@ -151,3 +164,4 @@ def run_extract(output: str, repeats: int, command: str) -> None:
     body = "\n".join(lines)
     print(body)
     write_section(output, "extract", body)
+    return rows
