@@ -313,3 +313,35 @@ def test_a_state_gate_reads_per_token_weights() -> None:
     assert found.varies.token and found.varies.state
     assert abs(found.varies.B[:, 0, 0] - gate).max() < 1e-6  # float32 gate, float64 fit
     assert found.verify() < 1e-13
+
+
+def _explicit_tableaux() -> list[object]:
+    params = []
+    for name in bf.catalog:
+        m = bf.catalog[name]
+        if isinstance(m, bf.ButcherTableau) and not m.is_implicit and not m.symbols:
+            marks = [pytest.mark.slow] if m.stages > 5 else []
+            params.append(pytest.param(name, marks=marks, id=name))
+    return params
+
+
+@pytest.mark.parametrize("name", _explicit_tableaux())
+def test_extract_inverts_the_compiler_on_every_explicit_catalog_tableau(name: str) -> None:
+    """Compile a catalog tableau (typed from its paper) onto a module, read it back: the same
+    coefficients (the stages the compiled block computes), exact rationals recognised."""
+    from butcherflow.compiler.runge_kutta import _needed_stages
+
+    method = bf.catalog[name]
+    field = nn.Sequential(nn.LayerNorm(8), nn.Linear(8, 8), nn.Tanh())
+    block = bf.compile(method, field=field, d_model=8).eval()
+    found = bf.extract(block, torch.randn(2, 3, 8), fields={"f": "program.field"})
+    weighted = {i for i in range(method.stages) if not method.b[i].is_zero}
+    used = sorted(_needed_stages(method, weighted))
+    declared = [[method.A[i][j] for j in used] + [method.b[i]] for i in used]
+    read = [list(found.method.A[k]) + [found.method.b[k]] for k in range(len(used))]
+    for row, got in zip(declared, read, strict=True):
+        for exact, value in zip(row, got, strict=True):
+            assert abs(float(exact) - float(value)) <= 1e-9 * max(1.0, abs(float(exact)))
+            small = exact.is_Rational and exact.q <= 1000 and abs(exact) <= 10
+            assert not small or exact == value
+    assert found.verify() < 1e-11

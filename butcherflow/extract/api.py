@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,7 +18,9 @@ from .probe import Probe, Run, module_name, parse_fields, read, replace_input, t
 from .probe import to_float64 as float64
 from .result import Extracted, Session, variation
 from .solve import Fit, fit
-from .streams import Streams, check_streams
+from .streams import Streams, check_streams, tokens
+
+ROWS_PER_UNKNOWN = 8
 
 
 def extract(
@@ -81,6 +85,7 @@ def extract(
             f"{who}: two identical calls give different outputs (randomness: dropout, sampling, "
             "noise); extract a deterministic module (module.eval(), no sampling)"
         )
+    runs = _runs_needed(runs, len(reference.labels), state, streams)
     probes = [once(state, probing=True) for _ in range(runs)]
     found = _fit(probes, [state] * runs, streams, who)
     _explain_break(found, probes[0], who, frozen)
@@ -102,6 +107,19 @@ def extract(
     varies = variation(found, state_dependent)
     first = (found.U[0], found.A[0], found.B[0], found.V[0])
     declared = declare(*first, labels=found.labels, name=who)
+    if varies:
+        how = ", ".join(
+            w for w, on in (("per token", varies.token), ("with the state", varies.state)) if on
+        )
+        declared = dataclasses.replace(
+            declared,
+            notes=(
+                *declared.notes,
+                f"the coefficients vary ({how}): the declaration is the first token's; "
+                "found.at_token(t) is token t's, found.varies their ranges and the properties "
+                "that hold at every token",
+            ),
+        )
     session = Session(
         original=module,
         work=work,
@@ -124,6 +142,15 @@ def extract(
         streams=streams,
         session=session,
     )
+
+
+def _runs_needed(runs: int, calls: int, state: Tensor, streams: Streams) -> int:
+    """At least `runs`, and enough that each token's least-squares system has
+    `ROWS_PER_UNKNOWN` times as many equations (channels × runs) as unknowns (streams + calls):
+    a well-conditioned fit, accurate to a few units of float64 rounding."""
+    x = tokens(state, streams)
+    unknowns = x.shape[1] + calls
+    return max(runs, math.ceil(ROWS_PER_UNKNOWN * unknowns / x.shape[2]))
 
 
 def _require_eval(module: nn.Module, who: str) -> None:

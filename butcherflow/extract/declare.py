@@ -27,7 +27,7 @@ from ..errors import ExtractionError
 from ..methods import ButcherTableau, GeneralLinear, Method, Splitting
 from .solve import FIXED_TOLERANCE, all_exact, entries, recognise
 
-NUMERIC_DIGITS = 11  # significant digits of a coefficient that is not a small rational
+NUMERIC_DIGITS = 14  # significant digits of a coefficient the fit cannot read as a rational
 
 
 @final

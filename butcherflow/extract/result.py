@@ -42,7 +42,8 @@ class Variation:
     - `holds`: properties, each True when it holds at every token (within
       `PROPERTY_TOLERANCE`): `"U 1 = 1"` (each stage reads y when all streams are y),
       `"V 1 = 1"` (preconsistency with every input a copy of y), `"V doubly stochastic"`,
-      `"V power-bounded"` (‖V‖∞ ≤ 1 or spectral radius < 1).
+      `"V power-bounded"` (‖V‖∞ ≤ 1 or spectral radius < 1); with one stream also
+      `"Σ b = 1"` when every call is of one field (a Runge-Kutta step's consistency).
     - `worst`: per property, its largest violation over the tokens.
     - `at_token`: per property, whether it holds at each token, `(T,)` bool.
     """
@@ -79,6 +80,8 @@ def variation(fit: Fit, state_dependent: bool) -> Variation:
         "V doubly stochastic": np.maximum(np.maximum(V_rows, V_cols), negative),
         "V power-bounded": np.minimum(inf_norm - 1, radius - 1 + 2 * PROPERTY_TOLERANCE),
     }
+    if fit.streams == 1 and len(set(fit.labels)) == 1:  # one field: Runge-Kutta consistency
+        violation["Σ b = 1"] = np.abs(fit.B.sum(axis=(1, 2)) - 1)
     at_token = {k: v <= PROPERTY_TOLERANCE for k, v in violation.items()}
     worst = {k: float(v.max()) for k, v in violation.items()}
     holds = {k: bool(v.all()) for k, v in at_token.items()}
@@ -218,10 +221,39 @@ class Extracted:
 
         return rewire(self, method, field=field)
 
-    def __str__(self) -> str:
-        lines = [f"{self.module}: {self.method.family} '{self.method.name}'"]
-        for name, paths in self.fields.items():
-            lines.append(f"  field {name}: {' -> '.join(paths)}")
+    def to_dict(self) -> dict[str, Any]:
+        """The summary as plain data: fields, declaration (its file's table), coefficients'
+        precision, variation, notes and the report (`Report.to_json`'s content)."""
+        varies: dict[str, Any] = {"token": self.varies.token, "state": self.varies.state}
+        if self.varies:
+            varies |= {
+                "ranges": self.varies.ranges,
+                "holds": self.varies.holds,
+                "worst": self.varies.worst,
+            }
+        return {
+            "module": self.module,
+            "fields": {k: list(v) for k, v in self.fields.items()},
+            "declaration_fields": {k: list(v) for k, v in self.declared.groups.items()},
+            "declaration": self.method.to_table(),
+            "coefficients": self._precision(),
+            "exact": self.declared.exact,
+            "varies": varies,
+            "notes": list(self.notes),
+            "report": json.loads(self.report.to_json()),
+        }
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), indent=kwargs.pop("indent", 2), **kwargs)
+
+    def to_markdown(self) -> str:
+        lines = [f"## {self.module}: {self.method.family} `{self.method.name}`", ""]
+        lines += [f"- {line.strip()}" for line in self._summary()]
+        lines += ["", "```toml", declaration_text(self.method), "```", ""]
+        return "\n".join(lines) + self.report.to_markdown()
+
+    def _summary(self) -> list[str]:
+        lines = [f"  field {name}: {' -> '.join(paths)}" for name, paths in self.fields.items()]
         for group, parts in self.declared.groups.items():
             if len(parts) > 1 or group != parts[0]:
                 lines.append(f"  declaration field {group} = {' + '.join(parts)}")
@@ -237,24 +269,22 @@ class Extracted:
                 f"  at every token: {k}: {'yes' if ok else 'no'} (worst {self.varies.worst[k]:.3g})"
                 for k, ok in self.varies.holds.items()
             ]
-        lines += [f"  note: {n}" for n in self.notes]
-        lines.append("")
-        lines.append(declaration_text(self.method))
-        lines.append("")
-        lines.append(str(self.report))
+        return lines + [f"  note: {n}" for n in self.notes]
+
+    def __str__(self) -> str:
+        lines = [f"{self.module}: {self.method.family} '{self.method.name}'", *self._summary()]
+        lines += ["", declaration_text(self.method), "", str(self.report)]
         return "\n".join(lines)
 
     def _precision(self) -> str:
-        if self.declared.exact:
-            return (
-                f"exact (rationals with denominator <= {MAX_DENOMINATOR} within "
-                f"{EXACT_TOLERANCE:g} of the float64 least-squares fit, residual <= "
-                f"{RESIDUAL_TOLERANCE:g})"
-            )
-        return (
-            f"numeric, {NUMERIC_DIGITS} significant digits of the float64 least-squares fit "
-            f"(relative residual <= {RESIDUAL_TOLERANCE:g})"
+        fit = (
+            f"float64 least squares per token, relative residual <= {RESIDUAL_TOLERANCE:g}; a "
+            f"rational p/q (q <= {MAX_DENOMINATOR}) is taken within "
+            f"{EXACT_TOLERANCE:g}·max(1, |c|) of the fit"
         )
+        if self.declared.exact:
+            return f"exact ({fit})"
+        return f"rationals where recognised, the others numeric to {NUMERIC_DIGITS} digits ({fit})"
 
 
 def declaration_text(method: Method) -> str:

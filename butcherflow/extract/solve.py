@@ -10,6 +10,7 @@ are then read as exact small-denominator rationals where they are within `EXACT_
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -23,8 +24,15 @@ from .probe import Run
 from .streams import Streams, tokens
 
 RESIDUAL_TOLERANCE = 1e-9  # relative residual of a linear combination, float64 fit
-EXACT_TOLERANCE = 1e-10  # |c − p/q| that reads c as the rational p/q
-MAX_DENOMINATOR = 64  # the largest denominator recognised (½, ⅓, ⅙, 2/3, ...)
+# A coefficient c is read as the rational p/q when |c − p/q| ≤ ε = EXACT_TOLERANCE·max(1, |c|)
+# and q ≤ min(MAX_DENOMINATOR, √(FALSE_EXACT / ε)). The fit is accurate to ~1e-15·max(1, |c|)
+# (float64, ≥ 8 equations per unknown), 100 times below ε. Fractions with q ≤ Q are ~1/Q² apart,
+# so a coefficient that is not such a rational falls within ε of one with probability about
+# Q²ε ≤ FALSE_EXACT: published rationals up to q = 10⁴ (Dormand-Prince's 2187/6784) are found
+# for |c| ≤ 1, smaller denominators for larger coefficients.
+EXACT_TOLERANCE = 1e-13
+MAX_DENOMINATOR = 10_000
+FALSE_EXACT = 1e-5
 FIXED_TOLERANCE = 1e-9  # spread across tokens under which a coefficient is one number
 
 
@@ -138,9 +146,11 @@ def fit(runs: Sequence[Run], states: Sequence[Tensor], streams: Streams) -> Fit:
 
 
 def recognise(x: float) -> Fraction | float:
-    """`x` as the rational p/q (q ≤ `MAX_DENOMINATOR`) within `EXACT_TOLERANCE`, else `x`."""
-    guess = Fraction(x).limit_denominator(MAX_DENOMINATOR)
-    return guess if abs(float(guess) - x) <= EXACT_TOLERANCE else float(x)
+    """`x` as a rational p/q within the module's tolerance (see `EXACT_TOLERANCE`), else `x`."""
+    tolerance = EXACT_TOLERANCE * max(1.0, abs(x))
+    largest = min(MAX_DENOMINATOR, int(math.sqrt(FALSE_EXACT / tolerance)))
+    guess = Fraction(x).limit_denominator(largest)
+    return guess if abs(float(guess) - x) <= tolerance else float(x)
 
 
 def entries(m: np.ndarray) -> list[list[Fraction | float]]:
