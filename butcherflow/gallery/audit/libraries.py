@@ -1,13 +1,15 @@
-"""Other people's layers as `bf.extract` reads them: x-transformers and hyper-connections, built
-from small configurations with random weights (nothing is downloaded).
+"""Other people's layers as `bf.extract` reads them: x-transformers, hyper-connections and
+transformers, built from small configurations with random weights (nothing is downloaded).
 
 Each function is a factory (`butcherflow extract butcherflow.gallery.audit.libraries:NAME`):
 it imports its library when called (the libraries are the `audit` extra, never imported by
 butcherflow at its top) and returns a `Target`. `LIBRARY_TARGETS` lists them with the package
 and class they audit, for the audit page and the tests.
 
-Every parameter is drawn at random (a fixed seed) unless a comment says why not: zero-initialised
-dynamic weights would hide whether a coefficient depends on the token.
+x-transformers and hyper-connections modules have every parameter drawn at random (a fixed
+seed) unless a comment says why not: zero-initialised dynamic weights would hide whether a
+coefficient depends on the token. transformers models keep their own random initialisation
+(seeded), and each layer is called with the arguments its model passes it (`layer_call`).
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def branches(types: str, inner: str = "", post: bool = False) -> dict[str, tuple
 
 
 def x_transformers_default(depth: int = 2, dim: int = D_MODEL, length: int = LENGTH) -> Target:
-    """`x_transformers.Encoder(depth=2)`: attention, feed-forward, attention, feed-forward."""
+    """`x_transformers.Encoder(depth=depth)`: attention, feed-forward, ..., one pair a layer."""
     return Target(
         _encoder(dim, depth=depth),
         (_state(BATCH, length, dim),),
