@@ -27,7 +27,7 @@ import pytest
 import sympy
 
 from butcherflow.errors import ExtractionError
-from butcherflow.extract import Extracted, extract
+from butcherflow.extract import Extracted
 
 pytest.importorskip("hyper_connections")
 
@@ -37,14 +37,7 @@ ROUND_OFF = 1e-13  # the round trip in float64
 
 
 def extracted(target: libraries.Target) -> Extracted:
-    return extract(
-        target.module,
-        *target.args,
-        fields=target.fields,
-        streams=target.streams,
-        frozen=target.frozen,
-        **target.kwargs,
-    )
+    return target.extract()
 
 
 def exact(rows: object) -> tuple[tuple[sympy.Expr, ...], ...]:

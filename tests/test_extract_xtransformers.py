@@ -40,14 +40,7 @@ ROUND_OFF = 1e-13  # the round trip in float64
 
 
 def extracted(target: libraries.Target) -> Extracted:
-    return extract(
-        target.module,
-        *target.args,
-        fields=target.fields,
-        streams=target.streams,
-        frozen=target.frozen,
-        **target.kwargs,
-    )
+    return target.extract()
 
 
 def steps(method: bf.Method) -> list[tuple[str, Fraction]]:

@@ -21,7 +21,6 @@ import torch
 
 from ..compiler import compile as compile_method
 from ..errors import ButcherflowError
-from ..extract import extract
 from ..extract.target import Target
 from ..gallery.audit.libraries import x_transformers_default, x_transformers_streams
 from . import write_section
@@ -82,14 +81,7 @@ def _time(case: Case, repeats: int) -> Row:
     extracting, verifying, difference, declaration = [], [], 0.0, ""
     for _ in range(repeats):
         start = time.perf_counter()
-        found = extract(
-            target.module,
-            *target.args,
-            fields=target.fields,
-            streams=target.streams,
-            frozen=target.frozen,
-            **target.kwargs,
-        )
+        found = target.extract()
         extracting.append(time.perf_counter() - start)
         start = time.perf_counter()
         difference = found.verify()

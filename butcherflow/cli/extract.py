@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..errors import ExtractionError
-from ..extract import extract
 from ..extract.render import round_trip_line, to_json, to_markdown
 from ..extract.streams import Streams
 from ..extract.target import FieldPaths, build_target
@@ -76,14 +76,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     fields = parse_fields(args.fields) if args.fields else target.fields
     streams = target.streams if args.streams is None else parse_streams(args.streams)
     frozen = target.frozen if args.frozen is None else tuple(args.frozen)
-    found = extract(
-        target.module,
-        *target.args,
-        fields=fields,
-        streams=streams,
-        frozen=frozen,
-        **target.kwargs,
-    )
+    found = replace(target, fields=fields, streams=streams, frozen=frozen).extract()
     difference = found.verify()
     if args.format == "json":
         print(to_json(found, difference))

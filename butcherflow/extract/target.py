@@ -20,6 +20,8 @@ from typing import Any, final
 from torch import nn
 
 from ..errors import ExtractionError
+from .api import extract
+from .result import Extracted
 from .streams import Streams
 
 FieldPaths = str | tuple[str, ...]
@@ -65,6 +67,17 @@ class Target:
                 f"{type(self.module).__name__}: a Target's args must be a non-empty tuple "
                 f"(the state first), got {self.args!r}"
             )
+
+    def extract(self) -> Extracted:
+        """`bf.extract` on this module, its call, fields, streams and frozen sub-modules."""
+        return extract(
+            self.module,
+            *self.args,
+            fields=self.fields,
+            streams=self.streams,
+            frozen=self.frozen,
+            **self.kwargs,
+        )
 
 
 def _split(spec: str) -> tuple[str, str]:

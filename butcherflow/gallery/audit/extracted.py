@@ -7,7 +7,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from ...errors import ExtractionError
-from ...extract import Extracted, extract
+from ...extract import Extracted
 from ...extract.render import round_trip_line
 from ...extract.result import declaration_text
 from ..text import cell, fence, table
@@ -154,14 +154,7 @@ def _run(target: LibraryTarget) -> tuple[Extracted | None, str, str, float | Non
     when `bf.extract` refuses."""
     made = target.factory()
     try:
-        found = extract(
-            made.module,
-            *made.args,
-            fields=made.fields,
-            streams=made.streams,
-            frozen=made.frozen,
-            **made.kwargs,
-        )
+        found = made.extract()
     except ExtractionError as refusal:
         return None, made.title, str(refusal), None
     return found, made.title, "", found.verify()
