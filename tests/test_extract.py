@@ -338,10 +338,37 @@ def test_extract_inverts_the_compiler_on_every_explicit_catalog_tableau(name: st
     weighted = {i for i in range(method.stages) if not method.b[i].is_zero}
     used = sorted(_needed_stages(method, weighted))
     declared = [[method.A[i][j] for j in used] + [method.b[i]] for i in used]
-    read = [list(found.method.A[k]) + [found.method.b[k]] for k in range(len(used))]
+    read = [[*found.method.A[k], found.method.b[k]] for k in range(len(used))]
     for row, got in zip(declared, read, strict=True):
         for exact, value in zip(row, got, strict=True):
             assert abs(float(exact) - float(value)) <= 1e-9 * max(1.0, abs(float(exact)))
             small = exact.is_Rational and exact.q <= 1000 and abs(exact) <= 10
             assert not small or exact == value
     assert found.verify() < 1e-11
+
+
+class AdamsBashforthStack(nn.Module):
+    """Six layers driven by AB2 across depth: y_{m+1} = y_m + 3/2 F_m(y_m) − 1/2 F_{m−1}(y_{m−1}),
+    the first layer a forward Euler step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(_mlp() for _ in range(6))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        previous = None
+        for layer in self.layers:
+            k = layer(x)
+            x = x + k if previous is None else x + 1.5 * k - 0.5 * previous
+            previous = k
+        return x
+
+
+def test_a_stack_across_depth_reads_as_the_catalog_multistep_method() -> None:
+    fields = {f"f{i}": f"layers.{i}" for i in range(6)}
+    found = bf.extract(AdamsBashforthStack().eval(), _x(), fields=fields)
+    ab2 = bf.catalog["adams-bashforth-2"]
+    assert isinstance(found.method, bf.LinearMultistep)
+    assert (found.method.alpha, found.method.beta) == (ab2.alpha, ab2.beta)
+    assert found.report.order == 2
+    assert found.verify() < 1e-13

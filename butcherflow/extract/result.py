@@ -14,7 +14,8 @@ from torch import Tensor, nn
 
 from ..analysis import Report
 from ..compiler import compile as compile_method
-from ..methods import ButcherTableau, GeneralLinear, Method, Splitting
+from ..compiler import compile_stack
+from ..methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, Splitting
 from ..nn import Field
 from .declare import NUMERIC_DIGITS, Declared, glm
 from .evaluate import evaluate_glm
@@ -191,6 +192,9 @@ class Extracted:
             elif not self.varies.token and isinstance(self.method, Splitting):
                 block = compile_method(self.method, fields=fields, share=True, **width)
                 out = block(s.state, check=False)
+            elif not self.varies.token and isinstance(self.method, LinearMultistep):
+                layers = [fields[g] for g in self.declared.stage_fields]
+                out = compile_stack(self.method, fields=layers, **width)(s.state, check=False)
             else:
                 stage = [fields[g] for g in self.declared.stage_fields]
                 coefficients: tuple[np.ndarray, ...] = (
