@@ -372,3 +372,22 @@ def test_a_stack_across_depth_reads_as_the_catalog_multistep_method() -> None:
     assert (found.method.alpha, found.method.beta) == (ab2.alpha, ab2.beta)
     assert found.report.order == 2
     assert found.verify() < 1e-13
+
+
+def test_a_twelve_layer_stack_with_its_proof_in_under_ten_seconds() -> None:
+    stack = nn.Sequential(*(PreNorm() for _ in range(12))).eval()
+    fields: dict[str, tuple[str, ...]] = {}
+    for i in range(12):
+        fields[f"attn{i}"] = (f"{i}.ln1", f"{i}.attn")
+        fields[f"mlp{i}"] = (f"{i}.ln2", f"{i}.mlp", f"{i}.out")
+    start = time.perf_counter()
+    found = bf.extract(stack, _x(), fields=fields)
+    assert time.perf_counter() - start < 10.0
+    assert isinstance(found.method, bf.Splitting) and len(found.method.steps) == 24
+
+
+def test_a_general_linear_method_rewires_a_layer_with_streams() -> None:
+    layer, x = StaticStreams(folded=False).eval(), torch.randn(4, 5, 2, D)
+    found = bf.extract(layer, x, fields={"f": "f"}, streams=2)
+    with torch.no_grad():
+        assert torch.allclose(found.rewire(found.method)(x), layer(x), atol=1e-6)

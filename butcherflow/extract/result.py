@@ -20,7 +20,7 @@ from ..nn import Field
 from .declare import NUMERIC_DIGITS, Declared, glm
 from .evaluate import evaluate_glm
 from .fields import ChainField, SumField
-from .probe import Call, Chain
+from .probe import Call, Chain, small_on_one_thread
 from .solve import EXACT_TOLERANCE, MAX_DENOMINATOR, RESIDUAL_TOLERANCE, Fit
 from .streams import Streams
 
@@ -186,7 +186,7 @@ class Extracted:
         s = self.session
         fields = self.declared_fields(self.field_modules())
         width: dict[str, Any] = {"d_model": int(s.state.shape[-1])}
-        with torch.no_grad():
+        with torch.no_grad(), small_on_one_thread(s.state):
             if not self.varies.token and isinstance(self.method, ButcherTableau):
                 out = compile_method(self.method, field=fields["F"], **width)(s.state, check=False)
             elif not self.varies.token and isinstance(self.method, Splitting):
