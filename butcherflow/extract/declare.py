@@ -133,7 +133,8 @@ def declare(
         sequential = all(_close(A[i, :i], b[:i]) for i in range(len(names)))
         consistent = _close(U, np.ones_like(U)) and _close(V, np.ones_like(V))
         if consistent and sequential:
-            steps = [(n, _text(recognise(float(c)))) for n, c in zip(names, b, strict=True)]
+            scale = float(np.abs(b).max())
+            steps = [(n, _text(recognise(float(c), scale))) for n, c in zip(names, b, strict=True)]
             method = Splitting(steps, substep="euler", name=f"{name}-extracted")
             return Declared(
                 method, {n: summed[n] for n in distinct}, tuple(names), exact, tuple(notes)
@@ -188,8 +189,9 @@ def _multistep(A: np.ndarray, b: np.ndarray, name: str) -> LinearMultistep | Non
         if not _close(system @ solution, target):
             continue
         a, c = solution[:k], solution[k:]
-        alpha = [_text(recognise(-float(a[k - 1 - j]))) for j in range(k)] + ["1"]
-        beta = [_text(recognise(float(c[k - 1 - j]))) for j in range(k)] + ["0"]
+        scale = float(np.abs(solution).max())
+        alpha = [_text(recognise(-float(a[k - 1 - j]), scale)) for j in range(k)] + ["1"]
+        beta = [_text(recognise(float(c[k - 1 - j]), scale)) for j in range(k)] + ["0"]
         return LinearMultistep(alpha, beta, name=f"{name}-extracted")
     return None
 
