@@ -391,3 +391,28 @@ def test_a_general_linear_method_rewires_a_layer_with_streams() -> None:
     found = bf.extract(layer, x, fields={"f": "f"}, streams=2)
     with torch.no_grad():
         assert torch.allclose(found.rewire(found.method)(x), layer(x), atol=1e-6)
+
+
+class TupleLayer(nn.Module):
+    """Returns (state, attention weights), as older transformers layers do; the state is passed
+    by keyword."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn, self.mlp = _mlp(), _mlp()
+
+    def forward(self, *, mask: torch.Tensor, hidden_states: torch.Tensor) -> tuple:
+        h = hidden_states + self.attn(hidden_states)
+        return h + self.mlp(h), mask
+
+
+def test_a_layer_returning_a_tuple_is_read_and_rewired_in_its_structure() -> None:
+    layer, x = TupleLayer().eval(), _x()
+    found = bf.extract(
+        layer, mask=torch.ones(2, 5), hidden_states=x, fields={"a": "attn", "m": "mlp"}
+    )
+    assert found.verify() < 1e-13
+    out = found.rewire(found.method)(mask=torch.ones(2, 5), hidden_states=x)
+    assert isinstance(out, tuple) and len(out) == 2 and out[1] is None
+    with torch.no_grad():
+        assert torch.equal(out[0], layer(mask=torch.ones(2, 5), hidden_states=x)[0])

@@ -155,6 +155,7 @@ def _extract(
         kwargs=call_kwargs,
         state=state,
         output=reference.output,
+        returned=reference.structure,
         stage_shapes=tuple(y.shape for y in reference.stage_inputs),
     )
     return Extracted(

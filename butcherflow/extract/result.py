@@ -111,7 +111,8 @@ class Session:
     - `original`: the user's module; `work`: its float64 copy the probes ran on.
     - `chains`, `templates`: the fields and each member's recorded call.
     - `args`, `kwargs`: the float64 call; `state`: its state tensor; `output`: the reference
-      output; `stage_shapes`: the shape of each stage value.
+      output; `returned`: the output as the module returned it (its structure); `stage_shapes`:
+      the shape of each stage value.
     """
 
     original: nn.Module
@@ -122,6 +123,7 @@ class Session:
     kwargs: dict[str, Any]
     state: Tensor
     output: Tensor
+    returned: Any
     stage_shapes: tuple[torch.Size, ...]
 
 
