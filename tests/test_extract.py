@@ -338,10 +338,81 @@ def test_extract_inverts_the_compiler_on_every_explicit_catalog_tableau(name: st
     weighted = {i for i in range(method.stages) if not method.b[i].is_zero}
     used = sorted(_needed_stages(method, weighted))
     declared = [[method.A[i][j] for j in used] + [method.b[i]] for i in used]
-    read = [list(found.method.A[k]) + [found.method.b[k]] for k in range(len(used))]
+    read = [[*found.method.A[k], found.method.b[k]] for k in range(len(used))]
     for row, got in zip(declared, read, strict=True):
         for exact, value in zip(row, got, strict=True):
             assert abs(float(exact) - float(value)) <= 1e-9 * max(1.0, abs(float(exact)))
             small = exact.is_Rational and exact.q <= 1000 and abs(exact) <= 10
             assert not small or exact == value
     assert found.verify() < 1e-11
+
+
+class AdamsBashforthStack(nn.Module):
+    """Six layers driven by AB2 across depth: y_{m+1} = y_m + 3/2 F_m(y_m) − 1/2 F_{m−1}(y_{m−1}),
+    the first layer a forward Euler step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(_mlp() for _ in range(6))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        previous = None
+        for layer in self.layers:
+            k = layer(x)
+            x = x + k if previous is None else x + 1.5 * k - 0.5 * previous
+            previous = k
+        return x
+
+
+def test_a_stack_across_depth_reads_as_the_catalog_multistep_method() -> None:
+    fields = {f"f{i}": f"layers.{i}" for i in range(6)}
+    found = bf.extract(AdamsBashforthStack().eval(), _x(), fields=fields)
+    ab2 = bf.catalog["adams-bashforth-2"]
+    assert isinstance(found.method, bf.LinearMultistep)
+    assert (found.method.alpha, found.method.beta) == (ab2.alpha, ab2.beta)
+    assert found.report.order == 2
+    assert found.verify() < 1e-13
+
+
+def test_a_twelve_layer_stack_with_its_proof_in_under_ten_seconds() -> None:
+    stack = nn.Sequential(*(PreNorm() for _ in range(12))).eval()
+    fields: dict[str, tuple[str, ...]] = {}
+    for i in range(12):
+        fields[f"attn{i}"] = (f"{i}.ln1", f"{i}.attn")
+        fields[f"mlp{i}"] = (f"{i}.ln2", f"{i}.mlp", f"{i}.out")
+    start = time.perf_counter()
+    found = bf.extract(stack, _x(), fields=fields)
+    assert time.perf_counter() - start < 10.0
+    assert isinstance(found.method, bf.Splitting) and len(found.method.steps) == 24
+
+
+def test_a_general_linear_method_rewires_a_layer_with_streams() -> None:
+    layer, x = StaticStreams(folded=False).eval(), torch.randn(4, 5, 2, D)
+    found = bf.extract(layer, x, fields={"f": "f"}, streams=2)
+    with torch.no_grad():
+        assert torch.allclose(found.rewire(found.method)(x), layer(x), atol=1e-6)
+
+
+class TupleLayer(nn.Module):
+    """Returns (state, attention weights), as older transformers layers do; the state is passed
+    by keyword."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn, self.mlp = _mlp(), _mlp()
+
+    def forward(self, *, mask: torch.Tensor, hidden_states: torch.Tensor) -> tuple:
+        h = hidden_states + self.attn(hidden_states)
+        return h + self.mlp(h), mask
+
+
+def test_a_layer_returning_a_tuple_is_read_and_rewired_in_its_structure() -> None:
+    layer, x = TupleLayer().eval(), _x()
+    found = bf.extract(
+        layer, mask=torch.ones(2, 5), hidden_states=x, fields={"a": "attn", "m": "mlp"}
+    )
+    assert found.verify() < 1e-13
+    out = found.rewire(found.method)(mask=torch.ones(2, 5), hidden_states=x)
+    assert isinstance(out, tuple) and len(out) == 2 and out[1] is None
+    with torch.no_grad():
+        assert torch.equal(out[0], layer(mask=torch.ones(2, 5), hidden_states=x)[0])

@@ -14,7 +14,16 @@ from torch import Tensor, nn
 from ..analysis import check
 from ..errors import ExtractionError
 from .declare import declare
-from .probe import Probe, Run, module_name, parse_fields, read, replace_input, tensor_input
+from .probe import (
+    Probe,
+    Run,
+    module_name,
+    parse_fields,
+    read,
+    replace_input,
+    small_on_one_thread,
+    tensor_input,
+)
 from .probe import to_float64 as float64
 from .result import Extracted, Session, variation
 from .solve import Fit, fit
@@ -53,7 +62,24 @@ def extract(
     - `seed`: of the random field values.
 
     **Returns:** an `Extracted` (`.method`, `.report`, `.varies`, `.verify()`, `.rewire()`).
+
+    A small state runs on one CPU thread (`probe.small_on_one_thread`).
     """
+    state = next((a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)), None)
+    with small_on_one_thread(state):
+        return _extract(module, args, kwargs, fields, streams, frozen, runs, seed)
+
+
+def _extract(
+    module: nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    fields: Mapping[str, str | Sequence[str]],
+    streams: Any,
+    frozen: Sequence[str],
+    runs: int,
+    seed: int,
+) -> Extracted:
     who = module_name(module)
     if not isinstance(module, nn.Module):
         raise ExtractionError(f"bf.extract takes an nn.Module, not {type(module).__name__}")
@@ -129,6 +155,7 @@ def extract(
         kwargs=call_kwargs,
         state=state,
         output=reference.output,
+        returned=reference.structure,
         stage_shapes=tuple(y.shape for y in reference.stage_inputs),
     )
     return Extracted(

@@ -24,7 +24,7 @@ from typing import final
 import numpy as np
 
 from ..errors import ExtractionError
-from ..methods import ButcherTableau, GeneralLinear, Method, Splitting
+from ..methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, Splitting
 from .solve import FIXED_TOLERANCE, all_exact, entries, recognise
 
 NUMERIC_DIGITS = 14  # significant digits of a coefficient the fit cannot read as a rational
@@ -131,12 +131,23 @@ def declare(
     if r == 1:
         b = B[0]
         sequential = all(_close(A[i, :i], b[:i]) for i in range(len(names)))
-        if _close(U, np.ones_like(U)) and _close(V, np.ones_like(V)) and sequential:
-            steps = [(n, _text(recognise(float(c)))) for n, c in zip(names, b, strict=True)]
+        consistent = _close(U, np.ones_like(U)) and _close(V, np.ones_like(V))
+        if consistent and sequential:
+            scale = float(np.abs(b).max())
+            steps = [(n, _text(recognise(float(c), scale))) for n, c in zip(names, b, strict=True)]
             method = Splitting(steps, substep="euler", name=f"{name}-extracted")
             return Declared(
                 method, {n: summed[n] for n in distinct}, tuple(names), exact, tuple(notes)
             )
+        stack = _multistep(A, b, name) if consistent and len(distinct) == len(names) else None
+        if stack is not None:
+            notes.append(
+                f"a stack across depth: call n evaluates field {names[0]}, ..., "
+                f"{names[-1]} in turn, the first {stack.steps - 1} by forward Euler (the "
+                "starter of bf.compile_stack)"
+            )
+            layers = {n: summed[n] for n in distinct}
+            return Declared(stack, layers, tuple(names), exact, tuple(notes))
         raise ExtractionError(
             f"{name}: fields {', '.join(distinct)} are combined as an additive method "
             f"(stage coefficients {_rows(A)}, weights {_rows(B)[0]}, state {_rows(U)}), which "
@@ -151,6 +162,38 @@ def declare(
             "distinct fields it is an additive method, whose order is not proved here"
         )
     return Declared(method, {n: summed[n] for n in distinct}, tuple(names), exact, tuple(notes))
+
+
+MAX_STEPS = 4  # the longest history a stack is read as a multistep method with
+
+
+def _multistep(A: np.ndarray, b: np.ndarray, name: str) -> LinearMultistep | None:
+    """A stack y_{m+1} = Σᵢ aᵢ y_{m−i} + Σᵢ cᵢ F_{m−i}(y_{m−i}) (i < k) with Euler starting
+    layers, read from the rows of (A; b): the state before call m is x + Σⱼ Rₘⱼ Kⱼ. The
+    smallest k ≤ `MAX_STEPS` whose recurrence holds exactly gives the k-step method
+    Σⱼ αⱼ y_{n+j} = Σⱼ βⱼ f_{n+j} (α_k = 1, explicit); None when none does."""
+    L = len(b)
+    R = np.vstack([A, b[None, :]])  # R[m]: the state before call m (R[L]: the output)
+    eye = np.eye(L)
+    for k in range(2, min(MAX_STEPS, L - 1) + 1):
+        if not all(_close(R[m + 1], R[m] + eye[m]) for m in range(k - 1)):
+            continue  # the first k − 1 layers are Euler steps
+        rows, rhs = [], []
+        for m in range(k - 1, L):
+            rows.append(np.stack([R[m - i] for i in range(k)] + [eye[m - i] for i in range(k)], 1))
+            rhs.append(R[m + 1])
+        system, target = np.concatenate(rows), np.concatenate(rhs)
+        if len(target) < 2 * k + 1 or np.linalg.matrix_rank(system) < 2 * k:
+            continue
+        solution, *_ = np.linalg.lstsq(system, target, rcond=None)
+        if not _close(system @ solution, target):
+            continue
+        a, c = solution[:k], solution[k:]
+        scale = float(np.abs(solution).max())
+        alpha = [_text(recognise(-float(a[k - 1 - j]), scale)) for j in range(k)] + ["1"]
+        beta = [_text(recognise(float(c[k - 1 - j]), scale)) for j in range(k)] + ["0"]
+        return LinearMultistep(alpha, beta, name=f"{name}-extracted")
+    return None
 
 
 def glm(U: np.ndarray, A: np.ndarray, B: np.ndarray, V: np.ndarray, name: str) -> GeneralLinear:

@@ -14,12 +14,13 @@ from torch import Tensor, nn
 
 from ..analysis import Report
 from ..compiler import compile as compile_method
-from ..methods import ButcherTableau, GeneralLinear, Method, Splitting
+from ..compiler import compile_stack
+from ..methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, Splitting
 from ..nn import Field
 from .declare import NUMERIC_DIGITS, Declared, glm
 from .evaluate import evaluate_glm
 from .fields import ChainField, SumField
-from .probe import Call, Chain
+from .probe import Call, Chain, small_on_one_thread
 from .solve import EXACT_TOLERANCE, MAX_DENOMINATOR, RESIDUAL_TOLERANCE, Fit
 from .streams import Streams
 
@@ -110,7 +111,8 @@ class Session:
     - `original`: the user's module; `work`: its float64 copy the probes ran on.
     - `chains`, `templates`: the fields and each member's recorded call.
     - `args`, `kwargs`: the float64 call; `state`: its state tensor; `output`: the reference
-      output; `stage_shapes`: the shape of each stage value.
+      output; `returned`: the output as the module returned it (its structure); `stage_shapes`:
+      the shape of each stage value.
     """
 
     original: nn.Module
@@ -121,6 +123,7 @@ class Session:
     kwargs: dict[str, Any]
     state: Tensor
     output: Tensor
+    returned: Any
     stage_shapes: tuple[torch.Size, ...]
 
 
@@ -185,12 +188,15 @@ class Extracted:
         s = self.session
         fields = self.declared_fields(self.field_modules())
         width: dict[str, Any] = {"d_model": int(s.state.shape[-1])}
-        with torch.no_grad():
+        with torch.no_grad(), small_on_one_thread(s.state):
             if not self.varies.token and isinstance(self.method, ButcherTableau):
                 out = compile_method(self.method, field=fields["F"], **width)(s.state, check=False)
             elif not self.varies.token and isinstance(self.method, Splitting):
                 block = compile_method(self.method, fields=fields, share=True, **width)
                 out = block(s.state, check=False)
+            elif not self.varies.token and isinstance(self.method, LinearMultistep):
+                layers = [fields[g] for g in self.declared.stage_fields]
+                out = compile_stack(self.method, fields=layers, **width)(s.state, check=False)
             else:
                 stage = [fields[g] for g in self.declared.stage_fields]
                 coefficients: tuple[np.ndarray, ...] = (

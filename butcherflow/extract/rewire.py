@@ -24,7 +24,7 @@ from ..methods import ButcherTableau, GeneralLinear, Method, Splitting
 from ..nn import Context, Field
 from .evaluate import evaluate_glm
 from .fields import ChainField, SumField
-from .probe import Call, Where, read, replace_input, tensor_input
+from .probe import Call, Where, first_output, read, replace_input, tensor_input, with_output
 from .streams import Streams, stage_shape, stream_count
 
 if TYPE_CHECKING:
@@ -108,14 +108,15 @@ class LayerField(Field):
         owner = self.rewired[0]
         args, kwargs = owner.current()
         args, kwargs = replace_input(args, kwargs, owner.where, y)
-        out = owner.original_forward(*args, **kwargs)
-        value = out if isinstance(out, Tensor) else out[0]
+        value = first_output(owner.original_forward(*args, **kwargs), owner.module_name)
         return value - y
 
 
 class Rewired(nn.Module):
     """A module computing `method` on the sub-modules of an extracted module; call it as the
-    original (`forward(*args, **kwargs)`), it returns the new state. Build it with
+    original (`forward(*args, **kwargs)`), it returns the new state in the structure the
+    original returned (a tensor; a tuple's other entries, such as attention weights, None).
+    Build it with
     `found.rewire(method)`.
 
     **Attributes:** `method` (the declaration computed), `integrator` (the compiled block or
@@ -134,6 +135,7 @@ class Rewired(nn.Module):
         self.method, self.streams, self.module_name = method, found.streams, found.module
         self.where = tensor_input(session.args, session.kwargs, found.module)
         self._call: tuple[tuple, dict] | None = None
+        self.returned = [session.returned]
         self.bindings = {
             chain.name: [
                 Binding(call, session.args, session.kwargs, f"{found.module}.{path}")
@@ -176,7 +178,7 @@ class Rewired(nn.Module):
                 raise
             return getattr(self._original[0], name)  # attributes a parent model reads
 
-    def forward(self, *args: Any, **kwargs: Any) -> Tensor:
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
         self._refuse_cache(args, kwargs)
         state = read(args, kwargs, self.where)
         self._call = (args, kwargs)
@@ -184,7 +186,7 @@ class Rewired(nn.Module):
             out: Tensor = self.integrator(state)
         finally:
             self._call = None
-        return out
+        return with_output(self.returned[0], out)
 
     def _refuse_cache(self, args: tuple, kwargs: Mapping[str, Any]) -> None:
         for name, bindings in self.bindings.items():

@@ -24,9 +24,10 @@ from .probe import Run
 from .streams import Streams, tokens
 
 RESIDUAL_TOLERANCE = 1e-9  # relative residual of a linear combination, float64 fit
-# A coefficient c is read as the rational p/q when |c − p/q| ≤ ε = EXACT_TOLERANCE·max(1, |c|)
-# and q ≤ min(MAX_DENOMINATOR, √(FALSE_EXACT / ε)). The fit is accurate to ~1e-15·max(1, |c|)
-# (float64, ≥ 8 equations per unknown), 100 times below ε. Fractions with q ≤ Q are ~1/Q² apart,
+# A coefficient c is read as the rational p/q when |c − p/q| ≤ ε = EXACT_TOLERANCE·max(1, |c|,
+# the largest coefficient of its combination) and q ≤ min(MAX_DENOMINATOR, √(FALSE_EXACT / ε)).
+# The fit is accurate to ~1e-15 of that scale (float64, ≥ 8 equations per unknown; 35-stage
+# Feagin-14 reaches ~4e-14), 10 to 100 times below ε. Fractions with q ≤ Q are ~1/Q² apart,
 # so a coefficient that is not such a rational falls within ε of one with probability about
 # Q²ε ≤ FALSE_EXACT: published rationals up to q = 10⁴ (Dormand-Prince's 2187/6784) are found
 # for |c| ≤ 1, smaller denominators for larger coefficients.
@@ -145,17 +146,18 @@ def fit(runs: Sequence[Run], states: Sequence[Tensor], streams: Streams) -> Fit:
     )
 
 
-def recognise(x: float) -> Fraction | float:
-    """`x` as a rational p/q within the module's tolerance (see `EXACT_TOLERANCE`), else `x`."""
-    tolerance = EXACT_TOLERANCE * max(1.0, abs(x))
+def recognise(x: float, scale: float = 1.0) -> Fraction | float:
+    """`x` as a rational p/q within the module's tolerance (see `EXACT_TOLERANCE`; `scale`: the
+    largest coefficient of the combination `x` belongs to), else `x`."""
+    tolerance = EXACT_TOLERANCE * max(1.0, abs(x), scale)
     largest = min(MAX_DENOMINATOR, int(math.sqrt(FALSE_EXACT / tolerance)))
     guess = Fraction(x).limit_denominator(largest)
     return guess if abs(float(guess) - x) <= tolerance else float(x)
 
 
 def entries(m: np.ndarray) -> list[list[Fraction | float]]:
-    """A matrix's entries, each recognised."""
-    return [[recognise(float(x)) for x in row] for row in m]
+    """A matrix's entries, each recognised at the scale of its row (one combination)."""
+    return [[recognise(float(x), float(np.abs(row).max(initial=0.0))) for x in row] for row in m]
 
 
 def all_exact(rows: Sequence[Sequence[Fraction | float]]) -> bool:
