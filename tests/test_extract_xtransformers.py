@@ -58,9 +58,10 @@ def test_default_stack_is_one_euler_step_per_branch_in_turn() -> None:
     assert found.verify() < ROUND_OFF
 
 
-def test_decoder_is_the_same_composition() -> None:
+def test_decoder_with_cross_attention_is_the_same_composition() -> None:
     found = extracted(libraries.x_transformers_decoder())
-    assert steps(found.method) == [("attn1", Fraction(1)), ("ff1", Fraction(1))]
+    one = Fraction(1)
+    assert steps(found.method) == [("attn1", one), ("cross1", one), ("ff1", one)]
     assert found.verify() < ROUND_OFF
 
 
@@ -85,9 +86,9 @@ def test_the_final_norm_is_refused_where_it_breaks_linearity() -> None:
     from x_transformers import Encoder
 
     encoder = libraries.randomise(Encoder(dim=16, depth=1, heads=2, attn_dim_head=8))
-    target = libraries.x_transformers_decoder()
+    state = libraries.x_transformers_default(depth=1).args[0]
     with pytest.raises(ExtractionError, match="final_norm"):
-        extract(encoder, *target.args, fields=libraries.branches("af"))
+        extract(encoder, state, fields=libraries.branches("af"))
 
 
 @pytest.mark.parametrize(

@@ -58,7 +58,10 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         "L3155–L3157, on by default) is the read-out after the integrator; extracted with it, "
         "the output is no linear combination and `bf.extract` names `final_norm`.",
     ),
-    "x-decoder": ("The causal stack composes its branches as the encoder does.",),
+    "x-decoder": (
+        "The causal stack with cross-attention composes its three branches as the encoder "
+        "does: one Euler step each, the cross-attention's context an argument of its field.",
+    ),
     "x-macaron": (
         "The paper's layer (Eq. 14–16) is Strang–Marchuk: half steps of one feed-forward G "
         "around attention, order 2. x-transformers builds two feed-forwards with their own "

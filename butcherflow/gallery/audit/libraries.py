@@ -92,19 +92,28 @@ def x_transformers_default(depth: int = 2, dim: int = D_MODEL, length: int = LEN
 
 
 def x_transformers_decoder() -> Target:
-    """`x_transformers.Decoder(depth=1)`: the causal stack, the same composition."""
+    """`x_transformers.Decoder(depth=1, cross_attend=True)`: the causal stack with cross-attention
+    over a context (passed as `context=`): self-attention, cross-attention, feed-forward."""
     from x_transformers import Decoder
 
-    module = randomise(
-        Decoder(
-            dim=D_MODEL, depth=1, heads=HEADS, attn_dim_head=DIM_HEAD, pre_norm_has_final_norm=False
-        )
+    decoder = Decoder(
+        dim=D_MODEL,
+        depth=1,
+        heads=HEADS,
+        attn_dim_head=DIM_HEAD,
+        cross_attend=True,
+        pre_norm_has_final_norm=False,
     )
+    context = torch.randn(BATCH, 3, D_MODEL, generator=torch.Generator().manual_seed(SEED + 2))
     return Target(
-        module,
+        randomise(decoder),
         (_state(BATCH, LENGTH, D_MODEL),),
-        branches("af"),
-        title="x_transformers.Decoder(dim=16, depth=1, heads=2, pre_norm_has_final_norm=False)",
+        branches("acf"),
+        kwargs={"context": context.to(torch.float64)},
+        title=(
+            "x_transformers.Decoder(dim=16, depth=1, heads=2, cross_attend=True, "
+            "pre_norm_has_final_norm=False)"
+        ),
     )
 
 
@@ -501,7 +510,7 @@ LIBRARY_TARGETS = (
     LibraryTarget(
         "x-decoder",
         "x-transformers",
-        "x_transformers.Decoder",
+        "x_transformers.Decoder(cross_attend=True)",
         "Vaswani et al. (2017), pre-norm",
         x_transformers_decoder,
     ),
