@@ -15,6 +15,7 @@ from .errors import (
     AnalysisError,
     ButcherflowError,
     DeclarationError,
+    ExtractionError,
     OrderClaimError,
     UnknownNameError,
 )
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from . import nn
     from .assemble import LanguageModel, Recipe, Seq2Seq, load_recipe, warm_start
     from .compiler import CompiledBlock, compile, compile_stack
+    from .extract import Extracted, extract
 
 # The public names that need torch, and the stage that defines each.
 _WITH_TORCH = {
@@ -45,6 +47,8 @@ _WITH_TORCH = {
     "CompiledBlock": ".compiler",
     "compile": ".compiler",
     "compile_stack": ".compiler",
+    "Extracted": ".extract",
+    "extract": ".extract",
 }
 
 
@@ -70,6 +74,8 @@ __all__ = [
     "CompiledBlock",
     "ContinuousDynamics",
     "DeclarationError",
+    "Extracted",
+    "ExtractionError",
     "GeneralLinear",
     "LanguageModel",
     "LinearMultistep",
@@ -85,6 +91,7 @@ __all__ = [
     "check",
     "compile",
     "compile_stack",
+    "extract",
     "load",
     "load_recipe",
     "nn",

@@ -83,5 +83,12 @@ class AnalysisError(ButcherflowError):
     """An analysis was asked for something it cannot answer (say, the order of a bad family)."""
 
 
+class ExtractionError(ButcherflowError, ValueError):
+    """`bf.extract` cannot read an integrator out of a module: a bad field path, a module in
+    training mode, an in-place update of the state, randomness, or a block that is not a linear
+    combination of its state and field values. The message names the module path and what would
+    be valid."""
+
+
 class ButcherflowWarning(UserWarning):
     """Something a user should know that is not a mistake (the CLI prints it as a `note:` line)."""

@@ -16,6 +16,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("analysis",),  # analyse: the proofs
     ("nn",),  # the building blocks of layers (never the compiler)
     ("compiler",),  # compile: declarations -> nn.Modules
+    ("extract",),  # the compiler's inverse: the integrator a PyTorch module computes
     ("assemble",),  # recipes -> Seq2Seq / LanguageModel
     ("data",),  # corpora, vocabularies, batching
     ("savedir",),  # a run's files and the trained model they hold

@@ -147,3 +147,20 @@ def test_a_proof_past_the_time_limit_is_a_timeout_row(monkeypatch: pytest.Monkey
     row = bench_order.time_check("rk4", 3)
     assert row.seconds is None and row.note.startswith("timeout")
     assert bench_order.targets(row) == [("< 2 s", False)]
+
+
+def test_extract_benchmark_rows_and_worst_cases(benchmarks_md: Path) -> None:
+    pytest.importorskip("x_transformers")
+    from butcherflow.bench.extract import Case, run_extract
+    from butcherflow.gallery.audit.libraries import x_transformers_default
+
+    cases = (
+        Case("layer", "one tiny layer", lambda: x_transformers_default(1)),
+        Case("stack", "two tiny layers", lambda: x_transformers_default(2)),
+    )
+    rows = run_extract(benchmarks_md, 1, "butcherflow bench extract --repeats 1", cases)
+    assert [r.declaration for r in rows] == ["splitting, order 1"] * 2
+    assert all(r.extract > 0 and r.difference < 1e-13 for r in rows)
+    text = benchmarks_md.read_text()
+    assert "kept" in text and "<!-- bench:extract:start -->" in text
+    assert "Worst layer: one tiny layer" in text and "Worst stack: two tiny layers" in text

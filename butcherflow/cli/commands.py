@@ -7,6 +7,7 @@ import argparse
 
 from .declarations import cmd_show
 from .docs import cmd_bench, cmd_gallery
+from .extract import add_command as add_extract
 from .pipeline import (
     THREADS_HELP,
     cmd_average,
@@ -35,6 +36,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--layers", type=int, default=6, help="multistep stacks: number of layers")
     p.add_argument("--vocab", type=int, default=32000, help="recipes: vocabulary size")
     p.set_defaults(run=cmd_show)
+
+    add_extract(sub)
 
     defaults = argparse.ArgumentDefaultsHelpFormatter
     p = sub.add_parser(
@@ -78,13 +81,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="run a benchmark and write docs/benchmarks.md")
     p.add_argument(
         "what",
-        choices=("order", "block", "streams", "beam", "floater", "train"),
+        choices=("order", "block", "streams", "beam", "floater", "train", "extract"),
         help="order: prove the whole catalog, timed, beside NodePy; block: compiled blocks vs "
         "hand-written loops, then streams; streams: hyper-connection stacks (n = 4, every "
         "coefficient policy) vs the residual stack; beam: beam search with incremental caches "
         "(eager and compiled) vs recomputing every prefix; floater: a training step with "
         "FLOATER positions vs sinusoidal positions; train: training tokens/s, FLOPs, MFU and "
-        "peak memory of recipes beside torch.nn.Transformer",
+        "peak memory of recipes beside torch.nn.Transformer; extract: bf.extract with its proof "
+        "on one layer and on a 12-layer stack",
     )
     p.add_argument("--output", default="docs/benchmarks.md", help="markdown file to update")
     p.add_argument("--repeats", type=int, default=3, help="timings are the median of repeats")

@@ -23,6 +23,7 @@ from ..methods.files import read_toml
 from ..savedir.checkpoint import read_commit
 from ..savedir.layout import BEST, CONFIG, read_config
 from ..savedir.trained import load_language_model, load_model
+from .readback import blocks, describe
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -116,8 +117,10 @@ LM_BASELINE = "lm-residual"  # the same for decoder-only recipes
 
 
 def _show_run(save_dir: str) -> None:
-    """A trained run (a translation model or a language model): its model, parameters and, for
-    general linear stacks, whether each layer's learned V is still power-bounded."""
+    """A trained run (a translation model or a language model): its model, parameters, for
+    general linear stacks whether each layer's learned V is still power-bounded, and what each
+    compiled block computes now (its learned coefficients read back by `bf.extract`, beside the
+    declaration it started from)."""
     checkpoint = "last" if read_commit(Path(save_dir), BEST) is None else "best"
     language_model = read_config(save_dir).get("task") == "language_model"
     load = load_language_model if language_model else load_model
@@ -139,6 +142,9 @@ def _show_run(save_dir: str) -> None:
         print("no general linear stack: no learned stream-mixing matrix V to report")
     for bound in bounds:
         print(f"  {bound}")
+    d_model = int(model.recipe.sizes["d_model"])
+    for side, index, block in blocks(model):
+        print("\n" + "\n".join(describe(side, index, block, d_model)))
 
 
 def _show_recipe(args: argparse.Namespace) -> None:

@@ -21,7 +21,7 @@ from typing import final
 from ..assemble import recipe_names
 from ..errors import ButcherflowError
 from ..methods import catalog
-from .audit import audit_page
+from .audit import audit_page, library_section
 from .model_page import VOCAB, model_page
 from .solver_block import BASE, LENGTH, STACK_LAYERS
 from .solver_page import IndexRow, solver_page
@@ -101,7 +101,8 @@ def build_gallery(
         model_rows = [model_page(n, work / "models", measured, by_name) for n in recipe_list]
         rows = tuple(solver_rows + model_rows)
         (work / "index.md").write_text(index_page(rows), encoding="utf-8")
-        (work / AUDIT_PAGE).write_text(audit_page(), encoding="utf-8")
+        audit = audit_page() + "\n" + library_section()
+        (work / AUDIT_PAGE).write_text(audit, encoding="utf-8")
         (work / MARKER).write_text("written by butcherflow gallery; replaced as a whole\n")
         if target.exists():
             old = target.with_name(f".{target.name}-old-{os.getpid()}")

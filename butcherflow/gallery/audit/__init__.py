@@ -12,6 +12,7 @@ the Macaron paper, the Conformer and x-transformers, `floater`); `records` holds
 is, and `page` renders them.
 """
 
+from .extracted import library_section
 from .floater import FLOATER_CODE, floater_entry
 from .macaron import (
     CONFORMER_SEPARATE,
@@ -54,6 +55,7 @@ __all__ = [
     "entries",
     "entry_section",
     "floater_entry",
+    "library_section",
     "macaron_entries",
     "ode_entries",
     "verdict",

@@ -1,0 +1,201 @@
+"""Fixed coefficients -> the declaration they are: a Butcher tableau, a splitting, or a general
+linear method.
+
+- Calls of distinct fields that read the same stage value and enter every later combination
+  with the same weight are one call of their summed field ("parallel" branches, as GPT-J's
+  attention and MLP): y + F_attn(y) + F_mlp(y) is Euler on F = F_attn + F_mlp. The methods
+  package has no additive family; a summed field is what the existing families hold exactly.
+- One field (or one summed field) with every stage reading y and the output keeping y: a
+  `ButcherTableau` (A, b); otherwise (a stage or the output scaling y) a `GeneralLinear`.
+- Distinct fields, each call reading everything before it with its output weight
+  (Yᵢ = y + Σ_{l<i} b_l K_l): a `Splitting` with Euler sub-steps, step i = (field, bᵢ).
+- Streams (r > 1): a `GeneralLinear` over the calls.
+Any other arrangement of distinct fields is an additive method butcherflow has no declaration
+for: refused with the coefficients, never forced into a family it is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import final
+
+import numpy as np
+
+from ..errors import ExtractionError
+from ..methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, Splitting
+from .solve import FIXED_TOLERANCE, all_exact, entries, recognise
+
+NUMERIC_DIGITS = 14  # significant digits of a coefficient the fit cannot read as a rational
+
+
+@final
+@dataclass(frozen=True)
+class Declared:
+    """A declaration and how its fields map to the module's.
+
+    - `method`: the declaration.
+    - `groups`: each field of the declaration (an operator of a splitting, `"F"` for the one
+      field of a tableau or GLM) -> the module's fields summed into it.
+    - `stage_fields`: per stage (call) of the declaration, its field.
+    - `exact`: every coefficient is a small-denominator rational.
+    - `notes`: what the reader should know.
+    """
+
+    method: Method
+    groups: dict[str, tuple[str, ...]]
+    stage_fields: tuple[str, ...]
+    exact: bool
+    notes: tuple[str, ...]
+
+
+def _close(a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(np.allclose(a, b, rtol=FIXED_TOLERANCE, atol=FIXED_TOLERANCE))
+
+
+def _parallel(U: np.ndarray, A: np.ndarray, B: np.ndarray, i: int, j: int) -> bool:
+    """Calls i and j read the same stage value and are weighted alike everywhere after."""
+    later = slice(j + 1, None)
+    return (
+        _close(U[i], U[j])
+        and _close(A[i], A[j])
+        and _close(A[later, i], A[later, j])
+        and _close(B[:, i], B[:, j])
+    )
+
+
+def group_calls(
+    U: np.ndarray, A: np.ndarray, B: np.ndarray, labels: Sequence[str]
+) -> list[list[int]]:
+    """Runs of adjacent calls of distinct fields that are parallel (`_parallel`)."""
+    groups: list[list[int]] = []
+    for j in range(len(labels)):
+        head = groups[-1] if groups else None
+        if (
+            head is not None
+            and labels[j] not in {labels[i] for i in head}
+            and all(_parallel(U, A, B, i, j) for i in head)
+        ):
+            head.append(j)
+        else:
+            groups.append([j])
+    return groups
+
+
+def _text(x: Fraction | float) -> str:
+    return str(x) if isinstance(x, Fraction) else format(x, f".{NUMERIC_DIGITS - 1}e")
+
+
+def _rows(m: np.ndarray) -> list[list[str]]:
+    return [[_text(x) for x in row] for row in entries(m)]
+
+
+def declare(
+    U: np.ndarray, A: np.ndarray, B: np.ndarray, V: np.ndarray, labels: Sequence[str], name: str
+) -> Declared:
+    """The declaration of fixed coefficients (one token's).
+
+    **Arguments:**
+
+    - `U` `(s, r)`, `A` `(s, s)`, `B` `(r, s)`, `V` `(r, r)`: the combination.
+    - `labels`: the field of each of the s calls.
+    - `name`: the module's name, for the declaration and messages.
+
+    **Returns:** a `Declared`; raises `ExtractionError` for distinct fields in an arrangement
+    no family holds.
+    """
+    groups = group_calls(U, A, B, labels)
+    heads = [g[0] for g in groups]
+    U, A, B = U[heads], A[np.ix_(heads, heads)], B[:, heads]
+    names = ["_".join(labels[i] for i in g) for g in groups]
+    exact = all(all_exact(entries(m)) for m in (U, A, B, V))
+    notes = []
+    summed = {n: tuple(labels[i] for i in g) for n, g in zip(names, groups, strict=True)}
+    for parts in summed.values():
+        if len(parts) > 1:
+            notes.append(
+                f"fields {', '.join(parts)} read the same stage value with equal weights: one "
+                f"field {' + '.join(parts)} (parallel branches)"
+            )
+    r, distinct = V.shape[0], list(dict.fromkeys(names))
+    if r == 1 and len(distinct) == 1:
+        if _close(U, np.ones_like(U)) and _close(V, np.ones_like(V)):
+            method: Method = ButcherTableau(_rows(A), _rows(B)[0], name=f"{name}-extracted")
+        else:
+            method = glm(U, A, B, V, f"{name}-extracted")
+            notes.append("the stages or the output scale the state: a general linear method")
+        return Declared(
+            method, {"F": summed[distinct[0]]}, ("F",) * len(names), exact, tuple(notes)
+        )
+    if r == 1:
+        b = B[0]
+        sequential = all(_close(A[i, :i], b[:i]) for i in range(len(names)))
+        consistent = _close(U, np.ones_like(U)) and _close(V, np.ones_like(V))
+        if consistent and sequential:
+            scale = float(np.abs(b).max())
+            steps = [(n, _text(recognise(float(c), scale))) for n, c in zip(names, b, strict=True)]
+            method = Splitting(steps, substep="euler", name=f"{name}-extracted")
+            return Declared(
+                method, {n: summed[n] for n in distinct}, tuple(names), exact, tuple(notes)
+            )
+        stack = _multistep(A, b, name) if consistent and len(distinct) == len(names) else None
+        if stack is not None:
+            notes.append(
+                f"a stack across depth: call n evaluates field {names[0]}, ..., "
+                f"{names[-1]} in turn, the first {stack.steps - 1} by forward Euler (the "
+                "starter of bf.compile_stack)"
+            )
+            layers = {n: summed[n] for n in distinct}
+            return Declared(stack, layers, tuple(names), exact, tuple(notes))
+        raise ExtractionError(
+            f"{name}: fields {', '.join(distinct)} are combined as an additive method "
+            f"(stage coefficients {_rows(A)}, weights {_rows(B)[0]}, state {_rows(U)}), which "
+            "no butcherflow family declares: neither sequential Euler steps (a splitting) nor "
+            "parallel branches of equal weight (a summed field)"
+        )
+    method = glm(U, A, B, V, f"{name}-extracted")
+    if len(distinct) > 1:
+        notes.append(
+            f"stages evaluate distinct fields ({', '.join(names)}): the report proves the "
+            "general linear method with one field f in every stage (the fields equal); with "
+            "distinct fields it is an additive method, whose order is not proved here"
+        )
+    return Declared(method, {n: summed[n] for n in distinct}, tuple(names), exact, tuple(notes))
+
+
+MAX_STEPS = 4  # the longest history a stack is read as a multistep method with
+
+
+def _multistep(A: np.ndarray, b: np.ndarray, name: str) -> LinearMultistep | None:
+    """A stack y_{m+1} = Σᵢ aᵢ y_{m−i} + Σᵢ cᵢ F_{m−i}(y_{m−i}) (i < k) with Euler starting
+    layers, read from the rows of (A; b): the state before call m is x + Σⱼ Rₘⱼ Kⱼ. The
+    smallest k ≤ `MAX_STEPS` whose recurrence holds exactly gives the k-step method
+    Σⱼ αⱼ y_{n+j} = Σⱼ βⱼ f_{n+j} (α_k = 1, explicit); None when none does."""
+    L = len(b)
+    R = np.vstack([A, b[None, :]])  # R[m]: the state before call m (R[L]: the output)
+    eye = np.eye(L)
+    for k in range(2, min(MAX_STEPS, L - 1) + 1):
+        if not all(_close(R[m + 1], R[m] + eye[m]) for m in range(k - 1)):
+            continue  # the first k − 1 layers are Euler steps
+        rows, rhs = [], []
+        for m in range(k - 1, L):
+            rows.append(np.stack([R[m - i] for i in range(k)] + [eye[m - i] for i in range(k)], 1))
+            rhs.append(R[m + 1])
+        system, target = np.concatenate(rows), np.concatenate(rhs)
+        if len(target) < 2 * k + 1 or np.linalg.matrix_rank(system) < 2 * k:
+            continue
+        solution, *_ = np.linalg.lstsq(system, target, rcond=None)
+        if not _close(system @ solution, target):
+            continue
+        a, c = solution[:k], solution[k:]
+        scale = float(np.abs(solution).max())
+        alpha = [_text(recognise(-float(a[k - 1 - j]), scale)) for j in range(k)] + ["1"]
+        beta = [_text(recognise(float(c[k - 1 - j]), scale)) for j in range(k)] + ["0"]
+        return LinearMultistep(alpha, beta, name=f"{name}-extracted")
+    return None
+
+
+def glm(U: np.ndarray, A: np.ndarray, B: np.ndarray, V: np.ndarray, name: str) -> GeneralLinear:
+    """The general linear method of coefficients (exact where recognised)."""
+    return GeneralLinear(_rows(A), _rows(U), _rows(B), _rows(V), name=name)

@@ -1,0 +1,325 @@
+"""What `bf.extract` returns: the declaration, its proof, how the coefficients vary, the round
+trip, and a readable summary."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, final
+
+import numpy as np
+import tomli_w
+import torch
+from torch import Tensor, nn
+
+from ..analysis import Report
+from ..compiler import compile as compile_method
+from ..compiler import compile_stack
+from ..methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, Splitting
+from ..nn import Field
+from .declare import NUMERIC_DIGITS, Declared, glm
+from .evaluate import evaluate_glm
+from .fields import ChainField, SumField
+from .probe import Call, Chain, small_on_one_thread
+from .solve import EXACT_TOLERANCE, MAX_DENOMINATOR, RESIDUAL_TOLERANCE, Fit
+from .streams import Streams
+
+if TYPE_CHECKING:
+    from .rewire import Rewired
+
+PROPERTY_TOLERANCE = 1e-9  # how close a per-token row sum must be to 1 to count as 1
+
+
+@final
+@dataclass(frozen=True)
+class Variation:
+    """Whether and how the coefficients vary.
+
+    - `token`: they differ between tokens of the input.
+    - `state`: they depend on the state (a run from another state gives others, or they are
+      read through `frozen` sub-modules).
+    - `U`, `A`, `B`, `V`: the per-token coefficients at the module's input, `(T, ...)`.
+    - `ranges`: per matrix, the smallest and largest entry over the tokens.
+    - `holds`: properties, each True when it holds at every token (within
+      `PROPERTY_TOLERANCE`): `"U 1 = 1"` (each stage reads y when all streams are y),
+      `"V 1 = 1"` (preconsistency with every input a copy of y), `"V doubly stochastic"`,
+      `"V power-bounded"` (‖V‖∞ ≤ 1 or spectral radius < 1); with one stream also
+      `"Σ b = 1"` when every call is of one field (a Runge-Kutta step's consistency).
+    - `worst`: per property, its largest violation over the tokens.
+    - `at_token`: per property, whether it holds at each token, `(T,)` bool.
+    """
+
+    token: bool
+    state: bool
+    U: np.ndarray
+    A: np.ndarray
+    B: np.ndarray
+    V: np.ndarray
+    ranges: dict[str, tuple[float, float]]
+    holds: dict[str, bool]
+    worst: dict[str, float]
+    at_token: dict[str, np.ndarray]
+
+    def __bool__(self) -> bool:
+        return self.token or self.state
+
+
+def variation(fit: Fit, state_dependent: bool) -> Variation:
+    """The `Variation` of a fit at the module's input."""
+    ones_r = np.ones(fit.streams)
+    tokens = fit.V.shape[0]
+    U_sum = np.abs(fit.U @ ones_r - 1).max(axis=1) if fit.stages else np.zeros(tokens)
+    V_rows = np.abs(fit.V @ ones_r - 1).max(axis=1)
+    V_cols = np.abs(fit.V.sum(axis=1) - 1).max(axis=1)
+    negative = np.maximum(0.0, -fit.V.min(axis=(1, 2)))
+    inf_norm = np.abs(fit.V).sum(axis=2).max(axis=1)
+    radius = np.abs(np.linalg.eigvals(fit.V)).max(axis=1)
+    # ‖V‖∞ ≤ 1 bounds every power; ρ(V) < 1 does too (up to a constant)
+    violation = {
+        "U 1 = 1": U_sum,
+        "V 1 = 1": V_rows,
+        "V doubly stochastic": np.maximum(np.maximum(V_rows, V_cols), negative),
+        "V power-bounded": np.minimum(inf_norm - 1, radius - 1 + 2 * PROPERTY_TOLERANCE),
+    }
+    if fit.streams == 1 and len(set(fit.labels)) == 1:  # one field: Runge-Kutta consistency
+        violation["Σ b = 1"] = np.abs(fit.B.sum(axis=(1, 2)) - 1)
+    at_token = {k: v <= PROPERTY_TOLERANCE for k, v in violation.items()}
+    worst = {k: float(v.max()) for k, v in violation.items()}
+    holds = {k: bool(v.all()) for k, v in at_token.items()}
+    ranges = {
+        k: (float(m.min()), float(m.max())) if m.size else (0.0, 0.0)
+        for k, m in (("U", fit.U), ("A", fit.A), ("B", fit.B), ("V", fit.V))
+    }
+    return Variation(
+        token=fit.spread() > 1e-9,
+        state=state_dependent,
+        U=fit.U,
+        A=fit.A,
+        B=fit.B,
+        V=fit.V,
+        ranges=ranges,
+        holds=holds,
+        worst=worst,
+        at_token=at_token,
+    )
+
+
+@dataclass(frozen=True)
+class Session:
+    """What extraction ran on, kept for `verify` and `rewire` (not part of the result's value).
+
+    - `original`: the user's module; `work`: its float64 copy the probes ran on.
+    - `chains`, `templates`: the fields and each member's recorded call.
+    - `args`, `kwargs`: the float64 call; `state`: its state tensor; `output`: the reference
+      output; `returned`: the output as the module returned it (its structure); `stage_shapes`:
+      the shape of each stage value.
+    """
+
+    original: nn.Module
+    work: nn.Module
+    chains: tuple[Chain, ...]
+    templates: dict[str, list[Call]]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    state: Tensor
+    output: Tensor
+    returned: Any
+    stage_shapes: tuple[torch.Size, ...]
+
+
+@final
+@dataclass(frozen=True)
+class Extracted:
+    """The integrator a module computes. Build it with `bf.extract`.
+
+    **Attributes:**
+
+    - `method`: the declaration (for coefficients varying per token: the one at the first
+      token; every token's is in `varies`).
+    - `report`: `bf.check(method)`.
+    - `varies`: a `Variation` (falsy when the coefficients are fixed).
+    - `fields`: field name -> the module's sub-module paths.
+    - `declared`: how the declaration's fields map to the module's (`groups`), and notes.
+    - `fit`: the per-token least-squares solution and its residuals.
+    - `module`: the module's class name; `streams`: the state's stream axis.
+    """
+
+    module: str
+    method: Method
+    report: Report
+    varies: Variation
+    fields: dict[str, tuple[str, ...]]
+    declared: Declared
+    fit: Fit
+    streams: Streams
+    session: Session = field(repr=False, compare=False)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.declared.notes
+
+    def field_modules(self, work: bool = True) -> dict[str, ChainField]:
+        """Each field as a `ChainField` on the module's own members, called as recorded
+        (`work`: on the float64 copy extraction ran on, else on the user's module)."""
+        root = self.session.work if work else self.session.original
+        found = {}
+        for chain in self.session.chains:
+            calls = self.session.templates[chain.name]
+            members = [root.get_submodule(p) for p in chain.paths]
+            found[chain.name] = ChainField(chain.name, members, calls.__getitem__)
+        return found
+
+    def declared_fields(self, chains: dict[str, ChainField]) -> dict[str, Field]:
+        """The declaration's fields (summed where the module's branches are parallel)."""
+        return {
+            group: chains[parts[0]] if len(parts) == 1 else SumField([chains[p] for p in parts])
+            for group, parts in self.declared.groups.items()
+        }
+
+    def verify(self) -> float:
+        """Run the declaration, compiled, on the module's own field sub-modules (float64) with
+        the same inputs, and compare with the module's output.
+
+        **Returns:** the largest relative difference, max |out − ref| / max |ref| (float64
+        round-off, ~1e-15, when the extraction is right). Tableaux and splittings compile with
+        `bf.compile`; a general linear method over one layer's streams, and coefficients that
+        vary per token, run through `evaluate.evaluate_glm` (the same equations per token).
+        """
+        s = self.session
+        fields = self.declared_fields(self.field_modules())
+        width: dict[str, Any] = {"d_model": int(s.state.shape[-1])}
+        with torch.no_grad(), small_on_one_thread(s.state):
+            if not self.varies.token and isinstance(self.method, ButcherTableau):
+                out = compile_method(self.method, field=fields["F"], **width)(s.state, check=False)
+            elif not self.varies.token and isinstance(self.method, Splitting):
+                block = compile_method(self.method, fields=fields, share=True, **width)
+                out = block(s.state, check=False)
+            elif not self.varies.token and isinstance(self.method, LinearMultistep):
+                layers = [fields[g] for g in self.declared.stage_fields]
+                out = compile_stack(self.method, fields=layers, **width)(s.state, check=False)
+            else:
+                stage = [fields[g] for g in self.declared.stage_fields]
+                coefficients: tuple[np.ndarray, ...] = (
+                    self.fit.U,
+                    self.fit.A,
+                    self.fit.B,
+                    self.fit.V,
+                )
+                if self.declared.stage_fields != tuple(self.fit.labels):
+                    coefficients = _merged(self.fit, self.declared)
+                out = evaluate_glm(coefficients, stage, s.stage_shapes, s.state, self.streams)
+        scale = float(s.output.abs().max()) or 1.0
+        return float((out - s.output).abs().max()) / scale
+
+    def at_token(self, token: int) -> GeneralLinear:
+        """The general linear method of one token (coefficients that vary per token).
+
+        **Arguments:** `token`: the index into the flattened leading axes of the state.
+
+        **Returns:** a numeric `GeneralLinear` (prove it with `bf.check`).
+        """
+        f = self.fit
+        return glm(f.U[token], f.A[token], f.B[token], f.V[token], f"{self.module}-token-{token}")
+
+    def rewire(self, method: Method, field: str | None = None) -> Rewired:
+        """A module computing `method` on this module's own sub-modules (see `rewire.rewire`)."""
+        from .rewire import rewire
+
+        return rewire(self, method, field=field)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary as plain data: fields, declaration (its file's table), coefficients'
+        precision, variation, notes and the report (`Report.to_json`'s content)."""
+        varies: dict[str, Any] = {"token": self.varies.token, "state": self.varies.state}
+        if self.varies:
+            varies |= {
+                "ranges": self.varies.ranges,
+                "holds": self.varies.holds,
+                "worst": self.varies.worst,
+            }
+        return {
+            "module": self.module,
+            "fields": {k: list(v) for k, v in self.fields.items()},
+            "declaration_fields": {k: list(v) for k, v in self.declared.groups.items()},
+            "declaration": self.method.to_table(),
+            "coefficients": self._precision(),
+            "exact": self.declared.exact,
+            "varies": varies,
+            "notes": list(self.notes),
+            "report": json.loads(self.report.to_json()),
+        }
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), indent=kwargs.pop("indent", 2), **kwargs)
+
+    def to_markdown(self) -> str:
+        lines = [f"## {self.module}: {self.method.family} `{self.method.name}`", ""]
+        lines += [f"- {line.strip()}" for line in self._summary()]
+        lines += ["", "```toml", declaration_text(self.method), "```", ""]
+        return "\n".join(lines) + self.report.to_markdown()
+
+    def _summary(self) -> list[str]:
+        lines = [f"  field {name}: {' -> '.join(paths)}" for name, paths in self.fields.items()]
+        for group, parts in self.declared.groups.items():
+            if len(parts) > 1 or group != parts[0]:
+                lines.append(f"  declaration field {group} = {' + '.join(parts)}")
+        lines.append("  coefficients: " + self._precision())
+        if self.varies:
+            lines.append(
+                f"  varies: per token {self.varies.token}, with the state {self.varies.state}; "
+                + ", ".join(
+                    f"{k} in [{lo:.4g}, {hi:.4g}]" for k, (lo, hi) in self.varies.ranges.items()
+                )
+            )
+            lines += [
+                f"  at every token: {k}: {'yes' if ok else 'no'} (worst {self.varies.worst[k]:.3g})"
+                for k, ok in self.varies.holds.items()
+            ]
+        return lines + [f"  note: {n}" for n in self.notes]
+
+    def __str__(self) -> str:
+        lines = [f"{self.module}: {self.method.family} '{self.method.name}'", *self._summary()]
+        lines += ["", declaration_text(self.method), "", str(self.report)]
+        return "\n".join(lines)
+
+    def _precision(self) -> str:
+        fit = (
+            f"float64 least squares per token, relative residual <= {RESIDUAL_TOLERANCE:g}; a "
+            f"rational p/q (q <= {MAX_DENOMINATOR}) is taken within "
+            f"{EXACT_TOLERANCE:g}·max(1, |c|) of the fit"
+        )
+        if self.declared.exact:
+            return f"exact ({fit})"
+        return f"rationals where recognised, the others numeric to {NUMERIC_DIGITS} digits ({fit})"
+
+
+def declaration_text(method: Method) -> str:
+    """The declaration as the lines of its TOML file, each array on one line."""
+    lines = []
+    for key, value in method.to_table().items():
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            lines.append(tomli_w.dumps({key: value}).rstrip())
+        else:
+            lines.append(f"{key} = {json.dumps(value, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def _merged(fit: Fit, declared: Declared) -> tuple[np.ndarray, ...]:
+    """The per-token coefficients with parallel calls merged as the declaration merges them."""
+    heads, seen = [], 0
+    for group in _group_sizes(fit.labels, declared):
+        heads.append(seen)
+        seen += group
+    idx = np.array(heads)
+    return fit.U[:, idx], fit.A[:, idx][:, :, idx], fit.B[:, :, idx], fit.V
+
+
+def _group_sizes(labels: tuple[str, ...], declared: Declared) -> list[int]:
+    sizes = []
+    for g in declared.stage_fields:
+        parts = declared.groups[g]
+        sizes.append(len(parts))
+    assert sum(sizes) == len(labels)
+    return sizes

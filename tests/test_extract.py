@@ -1,0 +1,418 @@
+"""`bf.extract` on hand-written blocks: the integrator each computes, its proof, the round trip
+through the compiler, and one clear line for every bad input."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import sympy
+import torch
+from torch import nn
+
+import butcherflow as bf
+
+D = 16
+
+
+def _mlp() -> nn.Module:
+    return nn.Sequential(nn.LayerNorm(D), nn.Linear(D, 32), nn.GELU(), nn.Linear(32, D))
+
+
+class PreNorm(nn.Module):
+    """The pre-norm Transformer layer: y + A(y), then + M(...): Lie-Trotter with Euler steps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ln1, self.attn = nn.LayerNorm(D), nn.Linear(D, D)
+        self.ln2, self.mlp = nn.LayerNorm(D), nn.Sequential(nn.Linear(D, 32), nn.GELU())
+        self.out = nn.Linear(32, D)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.out(self.mlp(self.ln2(x)))
+
+
+class Macaron(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ffn1, self.attn, self.ffn2 = _mlp(), _mlp(), _mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + 0.5 * self.ffn1(x)
+        x = x + self.attn(x)
+        return x + 0.5 * self.ffn2(x)
+
+
+class RK4(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.f = _mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        k1 = self.f(x)
+        k2 = self.f(x + k1 / 2)
+        k3 = self.f(x + k2 / 2)
+        k4 = self.f(x + k3)
+        return x + (k1 + 2 * k2 + 2 * k3 + k4) / 6
+
+
+class Parallel(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ln, self.attn, self.mlp = nn.LayerNorm(D), nn.Linear(D, D), _mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.ln(x)
+        return x + self.attn(h) + self.mlp(h)
+
+
+class LayerStages(nn.Module):
+    """The ODE Transformer's released RK2: stages store whole layers L(y) = y + F(y)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.f = _mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        l1 = x + self.f(x)
+        l2 = (x + l1) + self.f(x + l1)
+        return x + 0.5 * (l1 + l2)
+
+
+class PostNorm(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn, self.norm1 = nn.Linear(D, D), nn.LayerNorm(D)
+        self.mlp, self.norm2 = _mlp(), nn.LayerNorm(D)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.norm1(x + self.attn(x))
+        return self.norm2(x + self.mlp(x))
+
+
+def _x() -> torch.Tensor:
+    return torch.randn(2, 5, D, generator=torch.Generator().manual_seed(0))
+
+
+@pytest.fixture(autouse=True)
+def _seed() -> None:
+    torch.manual_seed(0)
+
+
+def test_a_pre_norm_layer_is_lie_trotter_with_euler_steps() -> None:
+    found = bf.extract(
+        PreNorm().eval(), _x(), fields={"attn": ("ln1", "attn"), "mlp": ("ln2", "mlp", "out")}
+    )
+    assert isinstance(found.method, bf.Splitting)
+    assert [(op, str(c)) for op, c in found.method.steps] == [("attn", "1"), ("mlp", "1")]
+    assert found.report.order == 1
+    assert found.verify() < 1e-13
+
+
+def test_macaron_is_strang() -> None:
+    found = bf.extract(
+        Macaron().eval(), _x(), fields={"ffn1": "ffn1", "attn": "attn", "ffn2": "ffn2"}
+    )
+    assert [(op, str(c)) for op, c in found.method.steps] == [
+        ("ffn1", "1/2"),
+        ("attn", "1"),
+        ("ffn2", "1/2"),
+    ]
+    assert found.verify() < 1e-13
+
+
+def test_a_hand_written_rk4_reads_as_the_catalog_rk4() -> None:
+    found = bf.extract(RK4().eval(), _x(), fields={"f": "f"})
+    rk4 = bf.catalog["rk4"]
+    assert isinstance(found.method, bf.ButcherTableau)
+    assert found.method.A == rk4.A and found.method.b == rk4.b
+    assert found.report.order == 4 and found.declared.exact
+    assert found.verify() < 1e-13
+
+
+def test_parallel_branches_are_euler_on_the_summed_field() -> None:
+    found = bf.extract(
+        Parallel().eval(), _x(), fields={"attn": ("ln", "attn"), "mlp": ("ln", "mlp")}
+    )
+    assert isinstance(found.method, bf.ButcherTableau) and found.method.stages == 1
+    assert found.declared.groups == {"F": ("attn", "mlp")}
+    assert found.verify() < 1e-13
+
+
+def test_layer_stages_read_as_the_general_linear_method_the_compiler_documents() -> None:
+    found = bf.extract(LayerStages().eval(), _x(), fields={"f": "f"})
+    expected = bf.GeneralLinear.from_layer_stages(bf.catalog["heun"])
+    assert isinstance(found.method, bf.GeneralLinear)
+    assert (found.method.A, found.method.U, found.method.B, found.method.V) == (
+        expected.A,
+        expected.U,
+        expected.B,
+        expected.V,
+    )
+    assert found.verify() < 1e-13
+
+
+def test_post_norm_is_refused_naming_the_norm() -> None:
+    with pytest.raises(bf.ExtractionError, match=r"input of call 2 .*linearity breaks in norm1"):
+        bf.extract(PostNorm().eval(), _x(), fields={"attn": "attn", "mlp": "mlp"})
+
+
+def test_the_summary_names_fields_declaration_and_proof() -> None:
+    text = str(bf.extract(RK4().eval(), _x(), fields={"f": "f"}))
+    assert "field f: f" in text and 'b = ["1/6", "1/3", "1/3", "1/6"]' in text and "order" in text
+
+
+def test_one_layer_with_its_proof_in_under_two_seconds() -> None:
+    layer = PreNorm().eval()
+    bf.extract(layer, _x(), fields={"attn": ("ln1", "attn"), "mlp": ("ln2", "mlp", "out")})
+    start = time.perf_counter()
+    bf.extract(layer, _x(), fields={"attn": ("ln1", "attn"), "mlp": ("ln2", "mlp", "out")})
+    assert time.perf_counter() - start < 2.0
+
+
+class InPlace(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.f = _mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x += self.f(x)
+        return x
+
+
+class Noisy(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.f = _mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.f(x) + 1e-3 * torch.randn_like(x)
+
+
+class NonTensor(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.f = _mlp()
+        self.g = nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.g(None)
+        return x + self.f(x)
+
+
+@pytest.mark.parametrize(
+    "module,fields,message",
+    [
+        (
+            PreNorm(),
+            {"attn": "atn"},
+            r"PreNorm: field 'attn' names 'atn', which is not a sub-module",
+        ),
+        (RK4().train(), {"f": "f"}, r"RK4 is in training mode.*call module.eval\(\)"),
+        (InPlace(), {"f": "f"}, r"InPlace updates its state in place"),
+        (Noisy(), {"f": "f"}, r"Noisy: two identical calls give different outputs"),
+        (NonTensor(), {"f": "f", "g": "g"}, r"NonTensor.g \(field 'g'\) is called with NoneType"),
+        (PreNorm(), {"attn": "attn", "x": "out.weight"}, r"names 'out.weight', which is not"),
+        (Macaron(), {"f": ("attn",), "g": ()}, r"field 'g' must be a sub-module path"),
+        (PreNorm(), {"mlp": ("ln2", "mlp")}, r"ends in 'mlp', which returns shape \(2, 5, 32\)"),
+    ],
+)
+def test_bad_inputs_get_one_line(module: nn.Module, fields: dict, message: str) -> None:
+    if not isinstance(module, RK4):
+        module.eval()
+    with pytest.raises(bf.ExtractionError, match=message) as caught:
+        bf.extract(module, _x(), fields=fields)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_field_that_is_never_called_is_named() -> None:
+    layer = PreNorm().eval()
+    layer.unused = nn.Linear(D, D)
+    with pytest.raises(bf.ExtractionError, match=r"field 'u' \(unused\) is never called"):
+        bf.extract(layer, _x(), fields={"attn": "attn", "u": "unused"})
+
+
+def test_rewire_with_the_found_method_reproduces_the_layer() -> None:
+    layer, x = Macaron().eval(), _x()
+    found = bf.extract(layer, x, fields={"ffn1": "ffn1", "attn": "attn", "ffn2": "ffn2"})
+    with torch.no_grad():
+        assert torch.equal(found.rewire(found.method)(x), layer(x))
+
+
+def test_rewire_to_rk4_on_one_field_computes_rk4() -> None:
+    layer, x = PreNorm().eval(), _x()
+    found = bf.extract(layer, x, fields={"attn": ("ln1", "attn"), "mlp": ("ln2", "mlp", "out")})
+    rewired = found.rewire(bf.catalog["rk4"], field="attn")
+    f = lambda y: layer.attn(layer.ln1(y))  # noqa: E731
+    with torch.no_grad():
+        k1 = f(x)
+        k2 = f(x + k1 / 2)
+        k3 = f(x + k2 / 2)
+        k4 = f(x + k3)
+        expected = x + (k1 + 2 * k2 + 2 * k3 + k4) / 6
+        assert torch.allclose(rewired(x), expected, atol=1e-6)
+
+
+def test_rewire_refuses_an_operator_that_names_no_field() -> None:
+    fields = {"attn": ("ln1", "attn"), "mlp": ("ln2", "mlp", "out")}
+    found = bf.extract(PreNorm().eval(), _x(), fields=fields)
+    with pytest.raises(
+        bf.ExtractionError, match=r"operator\(s\) A, B of 'lie-trotter'.*valid: attn"
+    ):
+        found.rewire(bf.catalog["lie-trotter"])
+
+
+class StaticStreams(nn.Module):
+    """Two streams, static hyper-connection weights: h = ½x₀ + ½x₁, out = V x + b F(h)."""
+
+    def __init__(self, folded: bool) -> None:
+        super().__init__()
+        self.f, self.folded = _mlp(), folded
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.folded:  # (batch·2, time, d), stream fastest
+            x = x.reshape(-1, 2, *x.shape[1:]).movedim(1, -2)
+        x0, x1 = x[..., 0, :], x[..., 1, :]
+        k = self.f(0.5 * x0 + 0.5 * x1)
+        out = torch.stack([x0 + k, 0.5 * x0 + 0.5 * x1 + 2 * k], dim=-2)
+        if self.folded:
+            out = out.movedim(-2, 1).reshape(-1, *out.shape[1:-2], out.shape[-1])
+        return out
+
+
+@pytest.mark.parametrize("folded", [False, True])
+def test_static_streams_read_as_an_exact_general_linear_method(folded: bool) -> None:
+    x = torch.randn(4, 5, 2, D) if not folded else torch.randn(8, 5, D)
+    streams = ("batch", 2) if folded else 2
+    found = bf.extract(StaticStreams(folded).eval(), x, fields={"f": "f"}, streams=streams)
+    m = found.method
+    assert isinstance(m, bf.GeneralLinear) and found.declared.exact
+    half = sympy.Rational(1, 2)
+    expected = bf.GeneralLinear([[0]], [[half, half]], [[1], [2]], [[1, 0], [half, half]])
+    assert (m.U, m.B, m.V) == (expected.U, expected.B, expected.V)
+    assert not found.varies and found.verify() < 1e-13
+
+
+class Gated(nn.Module):
+    """y + g·F(y) with a per-token sigmoid gate g read from the state through `gate`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.f, self.gate = _mlp(), nn.Linear(D, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + torch.sigmoid(self.gate(x)) * self.f(x)
+
+
+def test_a_state_gate_reads_per_token_weights() -> None:
+    layer, x = Gated().eval(), _x()
+    found = bf.extract(layer, x, fields={"f": "f"})
+    with torch.no_grad():
+        gate = torch.sigmoid(layer.gate(x)).reshape(-1).numpy()
+    assert found.varies.token and found.varies.state
+    assert abs(found.varies.B[:, 0, 0] - gate).max() < 1e-6  # float32 gate, float64 fit
+    assert found.verify() < 1e-13
+
+
+def _explicit_tableaux() -> list[object]:
+    params = []
+    for name in bf.catalog:
+        m = bf.catalog[name]
+        if isinstance(m, bf.ButcherTableau) and not m.is_implicit and not m.symbols:
+            marks = [pytest.mark.slow] if m.stages > 5 else []
+            params.append(pytest.param(name, marks=marks, id=name))
+    return params
+
+
+@pytest.mark.parametrize("name", _explicit_tableaux())
+def test_extract_inverts_the_compiler_on_every_explicit_catalog_tableau(name: str) -> None:
+    """Compile a catalog tableau (typed from its paper) onto a module, read it back: the same
+    coefficients (the stages the compiled block computes), exact rationals recognised."""
+    from butcherflow.compiler.runge_kutta import _needed_stages
+
+    method = bf.catalog[name]
+    field = nn.Sequential(nn.LayerNorm(8), nn.Linear(8, 8), nn.Tanh())
+    block = bf.compile(method, field=field, d_model=8).eval()
+    found = bf.extract(block, torch.randn(2, 3, 8), fields={"f": "program.field"})
+    weighted = {i for i in range(method.stages) if not method.b[i].is_zero}
+    used = sorted(_needed_stages(method, weighted))
+    declared = [[method.A[i][j] for j in used] + [method.b[i]] for i in used]
+    read = [[*found.method.A[k], found.method.b[k]] for k in range(len(used))]
+    for row, got in zip(declared, read, strict=True):
+        for exact, value in zip(row, got, strict=True):
+            assert abs(float(exact) - float(value)) <= 1e-9 * max(1.0, abs(float(exact)))
+            small = exact.is_Rational and exact.q <= 1000 and abs(exact) <= 10
+            assert not small or exact == value
+    assert found.verify() < 1e-11
+
+
+class AdamsBashforthStack(nn.Module):
+    """Six layers driven by AB2 across depth: y_{m+1} = y_m + 3/2 F_m(y_m) − 1/2 F_{m−1}(y_{m−1}),
+    the first layer a forward Euler step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(_mlp() for _ in range(6))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        previous = None
+        for layer in self.layers:
+            k = layer(x)
+            x = x + k if previous is None else x + 1.5 * k - 0.5 * previous
+            previous = k
+        return x
+
+
+def test_a_stack_across_depth_reads_as_the_catalog_multistep_method() -> None:
+    fields = {f"f{i}": f"layers.{i}" for i in range(6)}
+    found = bf.extract(AdamsBashforthStack().eval(), _x(), fields=fields)
+    ab2 = bf.catalog["adams-bashforth-2"]
+    assert isinstance(found.method, bf.LinearMultistep)
+    assert (found.method.alpha, found.method.beta) == (ab2.alpha, ab2.beta)
+    assert found.report.order == 2
+    assert found.verify() < 1e-13
+
+
+def test_a_twelve_layer_stack_with_its_proof_in_under_ten_seconds() -> None:
+    stack = nn.Sequential(*(PreNorm() for _ in range(12))).eval()
+    fields: dict[str, tuple[str, ...]] = {}
+    for i in range(12):
+        fields[f"attn{i}"] = (f"{i}.ln1", f"{i}.attn")
+        fields[f"mlp{i}"] = (f"{i}.ln2", f"{i}.mlp", f"{i}.out")
+    start = time.perf_counter()
+    found = bf.extract(stack, _x(), fields=fields)
+    assert time.perf_counter() - start < 10.0
+    assert isinstance(found.method, bf.Splitting) and len(found.method.steps) == 24
+
+
+def test_a_general_linear_method_rewires_a_layer_with_streams() -> None:
+    layer, x = StaticStreams(folded=False).eval(), torch.randn(4, 5, 2, D)
+    found = bf.extract(layer, x, fields={"f": "f"}, streams=2)
+    with torch.no_grad():
+        assert torch.allclose(found.rewire(found.method)(x), layer(x), atol=1e-6)
+
+
+class TupleLayer(nn.Module):
+    """Returns (state, attention weights), as older transformers layers do; the state is passed
+    by keyword."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn, self.mlp = _mlp(), _mlp()
+
+    def forward(self, *, mask: torch.Tensor, hidden_states: torch.Tensor) -> tuple:
+        h = hidden_states + self.attn(hidden_states)
+        return h + self.mlp(h), mask
+
+
+def test_a_layer_returning_a_tuple_is_read_and_rewired_in_its_structure() -> None:
+    layer, x = TupleLayer().eval(), _x()
+    found = bf.extract(
+        layer, mask=torch.ones(2, 5), hidden_states=x, fields={"a": "attn", "m": "mlp"}
+    )
+    assert found.verify() < 1e-13
+    out = found.rewire(found.method)(mask=torch.ones(2, 5), hidden_states=x)
+    assert isinstance(out, tuple) and len(out) == 2 and out[1] is None
+    with torch.no_grad():
+        assert torch.equal(out[0], layer(mask=torch.ones(2, 5), hidden_states=x)[0])
