@@ -143,8 +143,8 @@ def _show_run(save_dir: str) -> None:
     for bound in bounds:
         print(f"  {bound}")
     d_model = int(model.recipe.sizes["d_model"])
-    for side, index, block in blocks(model):
-        print("\n" + "\n".join(describe(side, index, block, d_model)))
+    for where, index, block in blocks(model):
+        print("\n" + "\n".join(describe(where, index, block, d_model)))
 
 
 def _show_recipe(args: argparse.Namespace) -> None:
