@@ -162,6 +162,17 @@ def test_bad_config_names_the_flag(changes: dict[str, Any], fragments: list[str]
         assert fragment in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("changes", "rule"),
+    [({"max_tokens": 0}, "an integer >= 1"), ({"threads": 0}, "an integer >= 1")],
+)
+def test_a_count_out_of_range_states_its_rule_once(changes: dict[str, Any], rule: str) -> None:
+    with pytest.raises(DeclarationError) as info:
+        TrainConfig("transformer-small", "bible:de-en", "out", **changes)
+    message = str(info.value)
+    assert message.count(">= 1") == 1 and rule in message and "(got 0)" in message
+
+
 def test_size_overrides_and_param_budget() -> None:
     base = TrainConfig("transformer-small", "x", "y", **SIZES)
     recipe = resolve_recipe(base, 200)
@@ -453,6 +464,32 @@ def test_time_budget_and_max_epoch_stop_with_a_checkpoint(tmp_path: Path) -> Non
     assert epoch["stopped"] == "max_epoch 1 reached" and epoch["epochs_done"] == 1
     commit = ckpt.read_commit(tmp_path / "epoch", "checkpoint_last")
     assert commit is not None and commit["update"] == epoch["updates"] and commit["epoch"] == 2
+
+
+def test_an_update_interval_replaces_the_epoch_end_validations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tiny run's epoch is about 10 updates. With --validate-interval-updates 4 it
+    validates at updates 4, 8, 12 and at its stop (14), not at the epoch's end; with
+    --no-epoch-checkpoints it commits no checkpoint_last there either (only at the stop)."""
+    saves: list[tuple[int, list[str]]] = []
+    real_save = loop.save
+
+    def save(run: Any, names: list[str]) -> None:
+        saves.append((run.progress.update, list(names)))
+        real_save(run, names)
+
+    monkeypatch.setattr(loop, "save", save)
+    run = config(tmp_path, max_update=14, save_interval_updates=0, no_epoch_checkpoints=True)
+    summary = train(run)
+    assert summary["epochs_done"] >= 1  # the run crossed an epoch's end
+    valid = [e["update"] for e in ckpt_log(tmp_path) if e.get("kind") == "valid"]
+    assert valid == [4, 8, 12, 14]
+    assert [u for u, names in saves if "checkpoint_last" in names] == [14]
+    saves.clear()
+    epoch_ends = train(config(tmp_path / "epochs", max_update=14, save_interval_updates=0))
+    last = [u for u, names in saves if "checkpoint_last" in names]
+    assert len(last) == 2 and last[-1] == 14 and epoch_ends["updates"] == 14  # epoch end, stop
 
 
 def test_patience_stops_after_that_many_validations_without_improvement(

@@ -244,9 +244,17 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         ("--time-budget", float, "stop with a checkpoint after this many seconds of this command"),
         ("--patience", int, "stop when valid loss has not improved for N validations (0: off)"),
         ("--seed", int, "initialisation, dropout and shuffling (default 1)"),
-        ("--save-interval-updates", int, "also save checkpoint_<update> every N updates"),
+        (
+            "--save-interval-updates",
+            int,
+            "also save checkpoint_<update> (and checkpoint_last) every N updates",
+        ),
         ("--keep-last-checkpoints", int, "keep the newest N interval checkpoints (default all)"),
-        ("--validate-interval-updates", int, "validate every N updates (default: epoch ends)"),
+        (
+            "--validate-interval-updates",
+            int,
+            "validate every N updates instead of at epoch ends (default: epoch ends)",
+        ),
         (
             "--log-interval",
             int,
@@ -268,6 +276,13 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument(name, type=kind, default=argparse.SUPPRESS, help=text)
     p.add_argument(
         "--compile", action="store_true", default=argparse.SUPPRESS, help="torch.compile"
+    )
+    p.add_argument(
+        "--no-epoch-checkpoints",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="no checkpoint_last at epoch ends: only at --save-interval-updates, a new best "
+        "and when the run stops (fairseq's flag)",
     )
     p.add_argument(
         "--allow-failed-claims",
