@@ -10,6 +10,7 @@ import torch
 from ..analysis import check
 from ..assemble import Seq2Seq, load_recipe, recipe_names, side_order
 from ..assemble.floater import describe_dynamics
+from ..assemble.recipe import Side
 from ..compiler import compile, example_fields, stream_bounds
 from ..methods import ContinuousDynamics, catalog
 from ..methods.files import read_toml
@@ -100,7 +101,7 @@ def _show_method(args: argparse.Namespace) -> None:
             f"FLOPs/token (length 64): {'data-dependent' if flops is None else f'{flops:,}'}"
         )
         print(f"order of the block as it trains: {report.block_order_text}")
-        print(block.code)
+        print(f"\n{block.code}")
     print(report)
 
 
@@ -121,6 +122,14 @@ def _show_run(save_dir: str) -> None:
         print(f"  {bound}")
 
 
+def _side_text(side: Side) -> str:
+    """`san+ffn`, or `fields A = ffn, B = san`, then the side's options if it has any."""
+    fields = side.fields or {}
+    what = side.field or "fields " + ", ".join(f"{k} = {v}" for k, v in fields.items())
+    options = ", ".join(f"{k} = {v}" for k, v in side.options.items())
+    return what + (f" ({options})" if options else "")
+
+
 def _show_recipe(args: argparse.Namespace) -> None:
     recipe = load_recipe(args.name)
     with torch.device("meta"):
@@ -129,8 +138,7 @@ def _show_recipe(args: argparse.Namespace) -> None:
     print(model.recipe.description)
     for where, side in (("encoder", recipe.encoder), ("decoder", recipe.decoder)):
         if side is not None:
-            what = side.field or dict(side.fields or {})
-            print(f"{where}: {side.layers} x {side.method} with {what} {dict(side.options)}")
+            print(f"{where}: {side.layers} x {side.method} with {_side_text(side)}")
             print(f"  order of its blocks as they train: {side_order(side)}")
     print(f"parameters: {model.num_parameters:,} (vocabulary {args.vocab:,})")
     if recipe.name != BASELINE:
@@ -140,4 +148,4 @@ def _show_recipe(args: argparse.Namespace) -> None:
     if model.floater is not None:
         print(model.floater.describe())
     first = model.encoder[0]
-    print(f"\nfirst encoder block ({type(first).__name__}):{first.code}")
+    print(f"\nfirst encoder block ({type(first).__name__}):\n\n{first.code}", end="")

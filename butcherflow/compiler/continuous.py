@@ -293,7 +293,6 @@ class ContinuousBlock(CompiledBlock):
         """The solve, spelled out: the step the solver repeats and the loop around it."""
         m = self.method
         lines = [
-            "",  # like torch.fx's generated code, which starts on a fresh line
             f"# {m.name}: y({m.t1}) = y({m.t0}) + ∫ F(t, y) dt, {_f_text(self)}",
         ]
         if m.adaptive:

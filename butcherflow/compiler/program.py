@@ -215,7 +215,8 @@ class CompiledBlock(nn.Module):
 
     @property
     def code(self) -> str:
-        return self.program.code
+        """The generated forward, as Python source (see `tidy_code`)."""
+        return tidy_code(self.program.code)
 
     @property
     def num_parameters(self) -> int:
@@ -286,6 +287,17 @@ class CompiledBlock(nn.Module):
             )
         out: Tensor = self.program(x, ctx)
         return out
+
+
+def tidy_code(code: str) -> str:
+    """Generated source as a reader gets it: no blank lines before the first line (torch.fx
+    starts its code with several), no trailing spaces, one newline at the end."""
+    lines = [line.rstrip() for line in code.splitlines()]
+    while lines and not lines[0]:
+        lines.pop(0)
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n"
 
 
 def class_name(method_name: str) -> str:

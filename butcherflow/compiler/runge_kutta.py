@@ -140,12 +140,15 @@ class RungeKuttaBlock(CompiledBlock):
 
         if declared.is_explicit and not gates:
             # Accumulate y_next as soon as each stage is final, so a stage tensor dies at its
-            # last use by a later stage instead of living until the end of the block.
+            # last use by a later stage instead of living until the end of the block. The
+            # partial sums are acc1, acc2, ... (after k1, k2, ...); the last one is y_next.
             acc = [builder.y]
+            last = max(weighted, default=-1)
 
             def accumulate(i: int, k: fx.Node) -> None:
                 if i in weighted:
-                    acc[0] = builder.combine(acc[0], [(coefficient(i), k)], name="y_next")
+                    name = "y_next" if i == last else f"acc{i + 1}"
+                    acc[0] = builder.combine(acc[0], [(coefficient(i), k)], name=name)
 
             self._stages(builder, h, needed, symbols, accumulate)
             out = acc[0]
