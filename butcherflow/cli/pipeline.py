@@ -10,6 +10,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from ..data import Vocabulary
 from ..devices import resolve_device, set_threads
 from ..errors import DeclarationError
 from ..experiments import EXPERIMENTS, run_experiment, write_reports
@@ -129,7 +130,25 @@ def cmd_translate(args: argparse.Namespace) -> int:
     )
     for output in outputs:
         print(output)
+    note = unknown_note(vocab, lines)
+    if note:
+        print(note, file=sys.stderr)
     return 0
+
+
+def unknown_note(vocab: Vocabulary, lines: Sequence[str]) -> str:
+    """A note for stderr when the input holds text the vocabulary never saw ("" otherwise):
+    the model reads those pieces as unknown, so what it makes of them is a guess."""
+    encoded = [vocab.encode(line) for line in lines]
+    unknown = [vocab.unknown(ids) for ids in encoded]
+    if not any(unknown):
+        return ""
+    lines_hit = sum(1 for count in unknown if count)
+    return (
+        f"note: {sum(unknown)} of {sum(map(len, encoded))} input pieces (in {lines_hit} of "
+        f"{len(lines)} line(s)) are unknown to this run's vocabulary (characters its training "
+        "corpus did not have); their translation is a guess"
+    )
 
 
 def generation_flags(p: argparse.ArgumentParser) -> None:
