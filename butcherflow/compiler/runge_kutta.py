@@ -234,7 +234,14 @@ class RungeKuttaBlock(CompiledBlock):
         parameters = self.method.parameters
         kind = parameters[gates[0]].kind
         init = [parameters[s].start for s in gates]
-        gate = shared if shared is not None else StageGate(self.d_model, len(stages), kind, init)
+        if shared is None:
+            why = "a stage gate is d_model wide"
+            field = holder.get_submodule("field")
+            width = self.d_model or field_width(field, needed_for=why)
+            assert width is not None
+            gate = StageGate(width, len(stages), kind, init)
+        else:
+            gate = shared
         require(
             (gate.stages, gate.kind, gate.outputs) == (len(stages), kind, len(gates)),
             f"the shared gate is a {gate.kind} gate over {gate.stages} stages with "
