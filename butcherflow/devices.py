@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from .errors import DeclarationError
+from .errors import DeclarationError, count_problem
 
 DEVICES = "auto, cpu, cuda or cuda:N"
 
@@ -83,7 +83,7 @@ def check_threads(threads: Any) -> None:
         return
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise DeclarationError(
-            "must be an integer >= 1",
+            count_problem(threads),
             key="--threads",
             value=threads,
             valid="an integer >= 1, or leave it out for torch's default "

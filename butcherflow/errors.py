@@ -68,6 +68,17 @@ class DeclarationError(ButcherflowError, ValueError):
         )
 
 
+def count_problem(value: Any) -> str:
+    """The `problem` of a DeclarationError for a count that failed its rule: `out of range`
+    for an integer, `not an integer` otherwise; the rule itself (`an integer >= 1`) is the
+    error's `valid`, so the message says it once."""
+    return (
+        "out of range"
+        if isinstance(value, int) and not isinstance(value, bool)
+        else ("not an integer")
+    )
+
+
 class UnknownNameError(ButcherflowError, KeyError):
     """A name that is not in the catalog (the message lists close matches)."""
 

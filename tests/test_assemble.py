@@ -213,6 +213,18 @@ def test_show_states_the_order_of_the_blocks_as_they_train(
     assert "gates = self.gate(k1, k2)" in out and "order at initialisation" in out
 
 
+def test_show_names_a_splittings_fields_and_no_empty_options(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["show", "macaron"]) == 0
+    out = capsys.readouterr().out
+    assert "encoder: 3 x strang with fields A = ffn, B = san\n" in out
+    assert "decoder: 3 x strang with fields A = ffn, B = san+ca\n" in out
+    assert "{" not in out.split("first encoder block")[0]
+    code = out.split("first encoder block (SplittingBlock):\n\n")[1]
+    assert code.startswith("def forward(self, y, ctx):\n")
+
+
 @pytest.mark.parametrize("name", recipe_names())
 def test_every_recipe_counts_its_parameters_on_the_meta_device(name: str) -> None:
     # Gates computed their starting logits with .item() once, which the meta device refuses.

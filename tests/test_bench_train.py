@@ -9,6 +9,8 @@ only by the elementwise axpys of the linear combinations (which the counter igno
 
 from __future__ import annotations
 
+import gzip
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -201,3 +203,35 @@ def test_bench_train_refuses_unknown_sizes_and_eager_without_compile(
     assert "--sizes" in capsys.readouterr().err
     assert main(["bench", "train", "--compare-eager"]) == 1
     assert "--compile" in capsys.readouterr().err
+
+
+def test_profile_writes_a_trace_per_model_and_names_where_the_time_goes(
+    benchmarks_md: Path, tmp_path: Path
+) -> None:
+    """`--profile DIR`: one more step per model under torch.profiler; the trace is gzipped
+    Chrome JSON with events in it, and the section lists each model's largest operators."""
+    folder = tmp_path / "profile"
+    rows = run_train_bench(
+        str(benchmarks_md),
+        "butcherflow bench train (test)",
+        data=f"{TINY}:de-en",
+        recipes=("transformer-small",),
+        vocab_size=200,
+        max_tokens=512,
+        updates=1,
+        warmup=1,
+        sizes={"d_model": 32, "n_heads": 2, "d_ffn": 64, "encoder_layers": 1, "decoder_layers": 1},
+        profile=str(folder),
+    )
+    assert [r.name for r in rows] == [
+        "transformer-small",
+        "torch.nn.Transformer (32/2/64, 1+1 layers)",
+    ]
+    trace = json.loads(gzip.decompress((folder / "transformer-small.json.gz").read_bytes()))
+    assert any(event.get("name") == "aten::mm" for event in trace["traceEvents"])
+    table = (folder / "torch.nn.Transformer_32_2_64_1_1_layers.txt").read_text()
+    assert "Self CPU" in table
+    assert all(0 < h.share <= 1 for r in rows for h in r.hotspots) and rows[0].hotspots
+    section = benchmarks_md.read_text()
+    assert f"--profile {folder}" in section
+    assert f"- transformer-small: `{rows[0].hotspots[0].name}`" in section

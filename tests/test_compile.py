@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -181,3 +183,41 @@ def test_coefficients_prepared_under_the_meta_device_stay_on_the_cpu() -> None:
         numbers = coefficients(tableau)
     assert {t.device.type for t in (numbers.A, numbers.b, numbers.c)} == {"cpu"}
     assert numbers.stages == [0, 1] and numbers.weighted == [1]
+
+
+class _Decay(torch.nn.Module):
+    """dy/dt = -y: a field without parameters (the README's "any module mapping y to dy")."""
+
+    def forward(self, y: torch.Tensor) -> torch.Tensor:
+        return -y
+
+
+def test_a_field_without_parameters_takes_its_width_from_the_first_call() -> None:
+    block = bf.compile("rk4", field=_Decay())
+    assert block.d_model is None
+    with pytest.raises(bf.DeclarationError, match="first input"):
+        block.flops_per_token()
+    y = torch.randn(2, 3, 5, dtype=torch.float64)
+    # one RK4 step of y' = -y: y·R(-1), R(z) = 1 + z + z²/2 + z³/6 + z⁴/24, R(-1) = 3/8
+    torch.testing.assert_close(block(y), 0.375 * y, rtol=1e-15, atol=0)
+    assert block.d_model == 5
+    assert block.flops_per_token() == 2 * 5 * 7  # seven axpys (3 stage inputs, 4 weights)
+
+
+def test_a_gate_needs_the_width_of_a_field_without_parameters_before_the_first_call() -> None:
+    with pytest.raises(bf.DeclarationError, match="stage gate is d_model wide") as info:
+        bf.compile("heun", field=_Decay(), coefficients="gated")
+    assert "pass d_model=" in str(info.value)
+    gated = bf.compile("heun", field=_Decay(), coefficients="gated", d_model=4)
+    assert gated(torch.randn(1, 2, 4)).shape == (1, 2, 4)
+
+
+def test_the_custom_field_example_of_the_docs_runs_as_it_says() -> None:
+    """docs/concepts.md's "Your own field" example: the padding keeps x, the rest is x·R(-1)."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "concepts.md").read_text("utf-8")
+    code = text.split("<!-- example: custom-field -->\n```python\n", 1)[1].split("```", 1)[0]
+    scope: dict[str, Any] = {}
+    exec(compile(code, "concepts.md", "exec"), scope)  # the docs' own example
+    x, y, pad = scope["x"], scope["y"], scope["pad"]
+    torch.testing.assert_close(y[pad], x[pad], rtol=0, atol=0)
+    torch.testing.assert_close(y[~pad], 0.375 * x[~pad])

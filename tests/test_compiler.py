@@ -638,6 +638,27 @@ def test_rk4_code_releases_each_stage() -> None:
     assert "def forward(self, y, ctx)" in code
 
 
+@pytest.mark.parametrize("name", ["rk4", "strang", "neural-ode-rk4", "leapfrog"])
+def test_the_code_starts_at_its_first_line_and_ends_clean(name: str) -> None:
+    """`block.code` as printed: no blank lines before `def`, no trailing spaces on any line,
+    one newline at the end; the explicit Runge-Kutta output is `y_next`, its partial sums
+    `acc1`, `acc2`, ... (no `y_next_3`)."""
+    method = bf.catalog[name]
+    sizes = {"d_model": 8, "n_heads": 2, "d_ffn": 16}
+    if isinstance(method, bf.LinearMultistep):
+        block = bf.compile_stack(method, fields=["ffn"] * 3, **sizes)
+    elif isinstance(method, bf.Splitting):
+        block = bf.compile(method, fields={"A": "ffn", "B": "san"}, **sizes)
+    else:
+        block = bf.compile(method, field="ffn", **sizes)
+    code = block.code
+    assert code.startswith(("def ", "# ")), repr(code[:40])
+    assert all(line == line.rstrip() for line in code.split("\n")), repr(code[-40:])
+    assert code.endswith("\n") and not code.endswith("\n\n")
+    if name == "rk4":
+        assert "y_next_" not in code and "return y_next\n" in code and "acc3 = " in code
+
+
 def test_midpoint_does_not_weight_its_zero_stage() -> None:
     # midpoint: b = (0, 1): k1 is needed for the stage input, but not added to the output
     code = bf.compile("midpoint", **named()).code

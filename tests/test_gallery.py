@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -88,9 +89,9 @@ def test_every_catalog_entry_has_its_page(gallery: tuple[Path, GalleryResult], n
             step = bf.compile(method.solver_tableau(), field="ffn", d_model=8, n_heads=1, d_ffn=8)
             assert boxes == step.field_calls  # one drawn step of the solve
         elif isinstance(method, (bf.LinearMultistep, bf.GeneralLinear)):
-            assert boxes == 6 * int(row.stages)  # the 6-layer stack, its field calls per layer
+            assert boxes == 6 * int(row.calls)  # the 6-layer stack, its field calls per layer
         else:
-            assert boxes == int(row.stages)
+            assert boxes == int(row.calls)
         assert row.params is not None and row.params > 0
     else:
         assert f"Not compiled: {why}" in text
@@ -155,7 +156,8 @@ def test_index_lists_every_entry(
         assert f"[{name}](models/{name}.md " in index
     assert len(result.rows) == len(swept_catalog) + len(RECIPES)
     rk4 = next(line for line in index.splitlines() if line.startswith("| [rk4]"))
-    assert "| 4 | 4 | 4 | 2.785 | 3,152,384 |" in rk4  # stages, order, effective, interval
+    # stages, field calls, order, effective order, interval, parameters
+    assert "| 4 | 4 | 4 | 4 | 2.785 | 3,152,384 |" in rk4
 
 
 def test_links_and_images_resolve(gallery: tuple[Path, GalleryResult]) -> None:
@@ -271,7 +273,7 @@ def test_diagram_shows_the_exact_weights() -> None:
     diagram = read_block(_blocks()["rk4"].program)
     sums = [" ".join(box.lines) for box in diagram.boxes if box.kind == "sum"]
     assert sums[:3] == ["y2 = y + 1/2·k1", "y3 = y + 1/2·k2", "y4 = y + k3"]
-    assert sums[-1].endswith("= y + 1/6·k1 + 1/3·k2 + 1/3·k3 + 1/6·k4")
+    assert sums[-1] == "y_next = y + 1/6·k1 + 1/3·k2 + 1/3·k3 + 1/6·k4"  # not y_next_3
     assert diagram.legend == (
         ("field", "ffn field: 1,104 parameters, one module shared by all 4 calls"),
     )
@@ -332,3 +334,53 @@ def test_site_check_finds_broken_links_and_foreign_resources(tmp_path: Path) -> 
     assert "missing anchor #nowhere" in problems
     assert "broken link <a href='gone/'>" in problems
     assert "loads from another host: https://cdn.example.org/x.js" in problems
+
+
+@pytest.mark.parametrize("name", ["backward-euler", "gauss-legendre-2"])
+def test_the_index_states_the_pages_stages_and_the_field_calls_apart(
+    gallery: tuple[Path, GalleryResult], name: str
+) -> None:
+    """An implicit method's index row: its stages as its page says them, and apart from them
+    the field calls its block makes (the fixed-point sweeps make more)."""
+    out, result = gallery
+    method = bf.catalog[name]
+    row = next(r for r in result.rows if r.name == name)
+    page = (out / "solvers" / f"{name}.md").read_text(encoding="utf-8")
+    assert row.stages == str(method.stages) and f"{method.stages}-stage" in page
+    assert int(row.calls) > method.stages
+    index = (out / "index.md").read_text(encoding="utf-8")
+    line = next(line for line in index.splitlines() if line.startswith(f"| [{name}]"))
+    assert f"| {row.stages} | {row.calls} | {row.order} |" in line
+    assert "| entry | family | stages | field calls | order |" in index
+
+
+@pytest.mark.parametrize("name", ["rk4", "heun", "adams-bashforth-2"])
+def test_the_stability_legend_stays_off_the_region_and_the_intervals(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The legend is drawn below the axes: its box overlaps neither the plotting area (where the
+    region and the intervals near the origin are) nor the axis labels."""
+    from butcherflow.gallery import plots
+
+    drawn: list[Any] = []
+    render = plots._svg
+    monkeypatch.setattr(plots, "_svg", lambda fig, **kw: drawn.append(fig) or render(fig, **kw))
+    method = bf.catalog[name]
+    if isinstance(method, bf.LinearMultistep):
+        report = bf.check(method)
+        alpha, beta = (list(map(float, v)) for v in (method.alpha, method.beta))
+        plots.multistep_stability_svg(alpha, beta, report.boundary_locus(), name)
+    else:
+        plots.stability_svg(bf.check(method).stability, name)
+    (fig,) = drawn
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)  # the figure was closed once written
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    (ax,) = fig.axes
+    (legend,) = fig.legends
+    box = legend.get_window_extent(renderer)
+    assert not box.overlaps(ax.get_window_extent(renderer))
+    assert not box.overlaps(ax.xaxis.label.get_window_extent(renderer))
+    assert box.y0 >= 0 and box.x0 >= 0 and box.x1 <= fig.bbox.x1

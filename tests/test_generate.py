@@ -652,6 +652,35 @@ def test_cli_translate_reads_stdin_and_keeps_the_lines(
     assert len(out.splitlines()) == 3
 
 
+def test_cli_translate_says_how_many_input_pieces_were_unknown(
+    trained: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Characters the tiny German corpus never had (Chinese) become unknown pieces; translate
+    still answers every line, and says on stderr how many pieces it could not read."""
+    import io
+
+    from butcherflow.cli import main
+    from butcherflow.savedir import load_model
+
+    lines = ["Und Gott sprach: 漢字 Licht!", "Und Gott sprach."]
+    _, vocab, _ = load_model(trained, "last")
+    ids = [vocab.encode(line) for line in lines]
+    unknown = sum(i == vocab.unk for row in ids for i in row)
+    assert unknown > 0 and all(i != vocab.unk for i in ids[1])
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(lines) + "\n"))
+    capsys.readouterr()
+    assert main(["translate", str(trained), "--checkpoint", "last", "--max-len-b", "4"]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 2
+    total = sum(map(len, ids))
+    assert f"note: {unknown} of {total} input pieces (in 1 of 2 line(s)) are unknown" in (
+        captured.err
+    )
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines[1] + "\n"))
+    assert main(["translate", str(trained), "--checkpoint", "last", "--max-len-b", "4"]) == 0
+    assert "unknown" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("argv", "fragment"),
     [

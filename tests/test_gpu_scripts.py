@@ -5,22 +5,29 @@ own command line and name recipes, presets and experiments that exist. Without t
 .gpu/ folder it stops with one line saying how to build it. `merge.py` puts a GPU machine's
 $OUT where the docs take it: GPU sections into docs/benchmarks.md (the CPU ones untouched), the
 `make test-gpu` summary, experiment reports beside the CPU ones and the results of finished
-runs into .gpu/results/.
+runs into .gpu/results/. `run.sh quick` (the headline figures in under 8 minutes) has its steps,
+each a command the CLI has, within its budget; a failing or overrunning step costs only itself;
+its folder merges, and the README's GPU figures are what `merge.headline` makes of
+docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shlex
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
+import torch
+from tiny_run import TINY
 
 from butcherflow.assemble import load_recipe
-from butcherflow.bench import write_section
+from butcherflow.bench import read_section, table_rows, write_section
 from butcherflow.cli import build_parser
 from butcherflow.experiments import get_experiment
 from butcherflow.experiments.catalog import PRESETS
@@ -142,3 +149,180 @@ def test_merge_puts_every_returned_file_in_its_place(tmp_path: Path) -> None:
     assert "- `FAILED tests/test_gpu.py::test_x - AssertionError`" in text
     assert (repo / "docs" / "experiments" / "gpu" / "truncation.md").is_file()
     assert (repo / ".gpu" / "results" / "truncation-results.tgz").is_file()
+
+
+# --- run.sh quick: the headline figures in one bounded command -----------------------------------
+
+QUICK_STEPS = ["test-gpu", "train-transformer-base", "train-ode-transformer-rk2-gated", "beam"]
+QUICK_MINUTES = 8  # issue 28: set-up included, on a bare H100
+SETUP_SECONDS = 10  # the set-up: one import of torch and butcherflow
+
+
+def quick_steps(out: Path, carried: Path) -> list[tuple[str, int, list[str]]]:
+    """`run.sh quick`'s steps in dry-run mode: (name, time limit in s, command)."""
+    done = run_script("quick", DRY_RUN="1", GPU_DIR=str(carried), OUT=str(out))
+    assert done.returncode == 0, done.stderr
+    steps: list[tuple[str, int, list[str]]] = []
+    for line in done.stdout.splitlines():
+        if line.startswith("# "):
+            name, limit = line[2:].split(": at most ")
+            steps.append((name, int(limit.removesuffix(" s")), []))
+        elif line.startswith("+ "):
+            assert steps and not steps[-1][2], f"a command outside a step, or two: {line}"
+            steps[-1][2].extend(shlex.split(line[2:]))
+    return steps
+
+
+def test_quick_has_its_steps_each_a_command_the_cli_has(carried: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    steps = quick_steps(out, carried)
+    assert [name for name, _, _ in steps] == QUICK_STEPS
+    limits = [limit for _, limit, _ in steps]
+    assert sum(limits) + SETUP_SECONDS + 5 * len(steps) <= QUICK_MINUTES * 60  # 5: kill-after
+    test, *trains, beam = (command for _, _, command in steps)
+    assert test[:2] == ["make", "test-gpu"]
+    recipes = []
+    for command in [*trains, beam]:
+        assert command[:3] == ["python3", "-m", "butcherflow"]
+        args = build_parser().parse_args(command[3:])
+        assert args.command == "bench" and args.device == "cuda"
+        if args.what == "train":
+            assert args.precision == "bf16" and args.sizes == "base"
+            assert args.compile and args.compare_eager and args.max_tokens >= 16384
+            assert args.profile == str(out / "profile")
+            recipes += args.recipes
+            for recipe in args.recipes:
+                load_recipe(recipe)
+    assert recipes == ["transformer-base", "ode-transformer-rk2-gated"]
+    assert build_parser().parse_args(beam[3:]).what == "beam"
+
+
+def test_quick_runs_every_step_when_one_fails_and_one_overruns(
+    carried: Path, tmp_path: Path
+) -> None:
+    """With stand-ins for python3 and make: the first training bench fails, the beam bench
+    outlives its limit; every step still runs, quick.txt says what became of each, and the
+    log of every step stays in $OUT."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake_python = bin_dir / "python3"
+    fake_python.write_text(
+        "#!/usr/bin/env bash\n"
+        'if [ "$1" = - ]; then cat >/dev/null; echo "fake GPU"; exit 0; fi\n'
+        'case "$*" in\n'
+        '  *transformer-base*) echo "CUDA out of memory" >&2; exit 1 ;;\n'
+        '  *"bench beam"*) exec sleep 30 ;;\n'
+        '  *) echo "bench $*" ;;\n'
+        "esac\n"
+    )
+    fake_make = bin_dir / "make"
+    fake_make.write_text("#!/usr/bin/env bash\necho '===== 3 passed in 1.0s ====='\n")
+    for fake in (fake_python, fake_make):
+        fake.chmod(0o755)
+    out = tmp_path / "out"
+    done = run_script(
+        "quick",
+        GPU_DIR=str(carried),
+        OUT=str(out),
+        PATH=f"{bin_dir}:{os.environ['PATH']}",
+        QUICK_BEAM="1",
+    )
+    assert done.returncode == 0, done.stderr
+    outcomes = dict(line.split(": ", 1) for line in (out / "quick.txt").read_text().splitlines())
+    assert list(outcomes) == QUICK_STEPS
+    assert outcomes["test-gpu"].startswith("done")
+    assert outcomes["train-transformer-base"].startswith("failed (exit 1)")
+    assert outcomes["train-ode-transformer-rk2-gated"].startswith("done")
+    assert outcomes["beam"].startswith("stopped at its limit")
+    assert "CUDA out of memory" in (out / "train-transformer-base.log").read_text()
+    assert "3 passed" in (out / "test-gpu.log").read_text()
+    assert (out / "benchmarks.md").is_file() and (out / "machine.txt").read_text() == "fake GPU\n"
+
+
+def train_section(benchmarks_md: Path, recipe: str) -> str:
+    """A real `bench train` section (tiny, CPU) for `recipe`, as the GPU run would key it."""
+    from butcherflow.bench.train import run_train_bench
+
+    run_train_bench(
+        str(benchmarks_md),
+        "butcherflow bench train (test)",
+        data=f"{TINY}:de-en",
+        recipes=(recipe,),
+        vocab_size=200,
+        max_tokens=512,
+        updates=1,
+        warmup=1,
+        sizes={"d_model": 32, "n_heads": 2, "d_ffn": 64, "encoder_layers": 1, "decoder_layers": 1},
+    )
+    body = read_section(benchmarks_md.read_text(), "train")
+    assert body is not None
+    # what the CUDA run adds: its device after the torch version, MFU against its peak
+    return body.replace(" torch thread(s)", " torch thread(s)", 1).replace(
+        f"torch {torch.__version__},", f"torch {torch.__version__}, NVIDIA H100 80GB HBM3,", 1
+    )
+
+
+def test_merge_takes_quicks_folder_and_the_readme_follows(
+    tmp_path: Path, benchmarks_md: Path
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / "docs").mkdir(parents=True)
+    benchmarks = repo / "docs" / "benchmarks.md"
+    write_section(benchmarks, "train-cuda-compiled-transformer-base", "Not yet measured")
+    readme = repo / "README.md"
+    readme.write_text(
+        "# x\n\n<!-- bench:gpu-figures:start -->\nold\n<!-- bench:gpu-figures:end -->\n"
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    for recipe in ("transformer-base", "ode-transformer-rk2-gated"):
+        body = train_section(benchmarks_md, "transformer-small").replace(
+            "| transformer-small |", f"| {recipe} |"
+        )
+        write_section(out / "benchmarks.md", f"train-cuda-compiled-{recipe}", body)
+    (out / "machine.txt").write_text("NVIDIA H100 80GB HBM3, torch 2.11.0\n")
+    (out / "test-gpu.log").write_text("===== 12 passed in 95.1s =====\n")
+    (out / "quick.txt").write_text("beam: stopped at its limit after 91 s (limit 90 s)\n")
+    (out / "profile").mkdir()
+    (out / "profile" / "transformer-base.txt").write_text("table")
+    for log in ("train-transformer-base.log", "bench.log"):
+        (out / log).write_text("a log\n")
+    done = subprocess.run(
+        [sys.executable, str(MERGE), str(out)],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "beam: stopped at its limit" in done.stdout
+    text = benchmarks.read_text()
+    assert "Not yet measured" not in text and "| ode-transformer-rk2-gated |" in text
+    row = table_rows(read_section(text, "train-cuda-compiled-transformer-base") or "")[0]
+    figures = read_section(readme.read_text(), "gpu-figures") or ""
+    assert figures == merge_module().headline(text)
+    assert (
+        "NVIDIA H100 80GB HBM3" in figures and f"trains {row['target tokens/s']} target" in figures
+    )
+    assert (
+        "ode-transformer-rk2-gated" in figures
+        and "`make test-gpu`: `12 passed in 95.1s`" in figures
+    )
+    assert (repo / ".gpu" / "profile" / "transformer-base.txt").is_file()
+    assert not (repo / "docs" / "experiments").exists()  # logs are not reports
+
+
+def merge_module() -> Any:
+    spec = importlib.util.spec_from_file_location("gpu_merge", MERGE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_readmes_gpu_figures_follow_from_the_benchmarks_file() -> None:
+    """The README states what docs/benchmarks.md holds: `merge.py` rewrites both together."""
+    text = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert read_section(readme, "gpu-figures") == merge_module().headline(text)

@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -48,6 +49,7 @@ from butcherflow.assemble import (
     recipe_names,
     recipe_to_toml,
 )
+from butcherflow.bench import read_section, table_rows
 from butcherflow.cli import main
 from butcherflow.devices import set_threads
 from butcherflow.savedir import checkpoint as ckpt
@@ -160,6 +162,17 @@ def test_bad_config_names_the_flag(changes: dict[str, Any], fragments: list[str]
         TrainConfig("transformer-small", "bible:de-en", "out", **changes)
     for fragment in fragments:
         assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("changes", "rule"),
+    [({"max_tokens": 0}, "an integer >= 1"), ({"threads": 0}, "an integer >= 1")],
+)
+def test_a_count_out_of_range_states_its_rule_once(changes: dict[str, Any], rule: str) -> None:
+    with pytest.raises(DeclarationError) as info:
+        TrainConfig("transformer-small", "bible:de-en", "out", **changes)
+    message = str(info.value)
+    assert message.count(">= 1") == 1 and rule in message and "(got 0)" in message
 
 
 def test_size_overrides_and_param_budget() -> None:
@@ -453,6 +466,32 @@ def test_time_budget_and_max_epoch_stop_with_a_checkpoint(tmp_path: Path) -> Non
     assert epoch["stopped"] == "max_epoch 1 reached" and epoch["epochs_done"] == 1
     commit = ckpt.read_commit(tmp_path / "epoch", "checkpoint_last")
     assert commit is not None and commit["update"] == epoch["updates"] and commit["epoch"] == 2
+
+
+def test_an_update_interval_replaces_the_epoch_end_validations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tiny run's epoch is about 10 updates. With --validate-interval-updates 4 it
+    validates at updates 4, 8, 12 and at its stop (14), not at the epoch's end; with
+    --no-epoch-checkpoints it commits no checkpoint_last there either (only at the stop)."""
+    saves: list[tuple[int, list[str]]] = []
+    real_save = loop.save
+
+    def save(run: Any, names: list[str]) -> None:
+        saves.append((run.progress.update, list(names)))
+        real_save(run, names)
+
+    monkeypatch.setattr(loop, "save", save)
+    run = config(tmp_path, max_update=14, save_interval_updates=0, no_epoch_checkpoints=True)
+    summary = train(run)
+    assert summary["epochs_done"] >= 1  # the run crossed an epoch's end
+    valid = [e["update"] for e in ckpt_log(tmp_path) if e.get("kind") == "valid"]
+    assert valid == [4, 8, 12, 14]
+    assert [u for u, names in saves if "checkpoint_last" in names] == [14]
+    saves.clear()
+    epoch_ends = train(config(tmp_path / "epochs", max_update=14, save_interval_updates=0))
+    last = [u for u, names in saves if "checkpoint_last" in names]
+    assert len(last) == 2 and last[-1] == 14 and epoch_ends["updates"] == 14  # epoch end, stop
 
 
 def test_patience_stops_after_that_many_validations_without_improvement(
@@ -835,13 +874,23 @@ def test_bench_train_writes_its_section(benchmarks_md: Path) -> None:
 
 def test_transformer_small_against_torch_is_stated_once() -> None:
     """One figure, one home: docs/benchmarks.md compares transformer-small with
-    torch.nn.Transformer only in the `bench train` section, which names its thread count."""
+    torch.nn.Transformer only in the CPU `bench train` section, which names its thread count.
+    The section is read as `bench train` writes it (its table, by column name), so that
+    rerunning the benchmark, whatever its columns, keeps this test true."""
     text = (TINY.parent.parent.parent / "docs" / "benchmarks.md").read_text(encoding="utf-8")
-    rows = [line for line in text.splitlines() if line.startswith("| transformer-small |")]
-    reference = [line for line in text.splitlines() if line.startswith("| torch.nn.Transformer")]
-    assert len(reference) == 1 and len([r for r in rows if r.count("|") == 5]) == 1
-    train = text.split("<!-- bench:train:start -->", 1)[1].split("<!-- bench:train:end -->")[0]
-    assert reference[0] in train and "torch thread(s)" in train
+    train = read_section(text, "train")
+    assert train is not None and "torch thread(s)" in train
+    rows = {row["model"]: row for row in table_rows(train)}
+    (reference,) = [name for name in rows if name.startswith("torch.nn.Transformer (")]
+    assert float(rows["transformer-small"]["vs torch.nn.Transformer"]) > 0
+    keys = re.findall(r"<!-- bench:([\w.+-]+):start -->", text)
+    compared = [
+        key
+        for key in keys
+        for row in table_rows(read_section(text, key) or "")
+        if row.get("model") == "transformer-small" and "vs torch.nn.Transformer" in row
+    ]
+    assert compared == ["train"] and text.count(f"| {reference} |") == 1
 
 
 @pytest.mark.slow

@@ -57,6 +57,37 @@ def write_section(path: str | Path, key: str, body: str) -> None:
     file.write_text(replace_section(old, key, body), encoding="utf-8")
 
 
+def read_section(text: str, key: str) -> str | None:
+    """The body of section `key` in `text` (a benchmarks file's content), or None if absent."""
+    start, end = f"<!-- bench:{key}:start -->", f"<!-- bench:{key}:end -->"
+    i, j = text.find(start), text.find(end)
+    return text[i + len(start) : j].strip() if i >= 0 and j > i else None
+
+
+def table_rows(body: str) -> list[dict[str, str]]:
+    """The rows of the first markdown table in `body`, each a mapping from the header's column
+    names to the row's cells (stripped); [] when `body` holds no table.
+
+    **Arguments:**
+
+    - `body`: a section's markdown, as a benchmark writes it.
+
+    **Returns:** one dict per row, in order.
+    """
+    lines = [line.strip() for line in body.splitlines()]
+    for i, line in enumerate(lines[:-1]):
+        if line.startswith("|") and lines[i + 1].startswith("|---"):
+            header = [cell.strip() for cell in line.strip("|").split("|")]
+            rows = []
+            for row in lines[i + 2 :]:
+                if not row.startswith("|"):
+                    break
+                cells = [c.strip() for c in row.strip("|").split("|")]
+                rows.append(dict(zip(header, cells, strict=False)))
+            return rows
+    return []
+
+
 def run_benchmark(args: argparse.Namespace) -> int:
     """Run the benchmark named by `args.what` (the `butcherflow bench` subcommand).
 
@@ -110,4 +141,4 @@ def run_benchmark(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["replace_section", "run_benchmark", "write_section"]
+__all__ = ["read_section", "replace_section", "run_benchmark", "table_rows", "write_section"]

@@ -7,8 +7,8 @@ training split, cut by `--max-tokens` as the loop cuts them. Each model takes th
 loop's own step (`forward_backward` with the label-smoothed loss, then `optimizer_step` with
 AdamW), so the figure is what `butcherflow train` gets. The models take turns batch by batch, so
 load on the machine hits them alike; the first `warmup` batches are not timed (nor is
-`torch.compile`'s compilation, which happens there). Throughput counts target tokens (non-pad,
-eos included), as fairseq does.
+`torch.compile`'s compilation, which happens there, once, with dynamic shapes: see `_prepare`).
+Throughput counts target tokens (non-pad, eos included), as fairseq does.
 
 FLOPs are the model's, counted from its compiled blocks (`flops_per_token`: linear layers and
 attention's quadratic part, each field call and combination term) for the non-pad tokens of each
@@ -28,12 +28,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import math
 import os
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, final
 
 import torch
@@ -60,6 +62,7 @@ from . import write_section
 from .block import TorchTransformer
 from .hardware import Peak, device_peak, process_peak_rss, resident_bytes
 from .order import machine
+from .profile import Hotspot, describe, profile_step
 
 RECIPES = ("transformer-small", "ode-transformer-rk2-gated")
 MIB = 1024 * 1024
@@ -78,6 +81,7 @@ class TrainRow:
     - `memory`: peak bytes (GPU: this model's, see the module docstring; CPU: None).
     - `reference`: the `torch.nn.Transformer` row at the same sizes (and compilation).
     - `eager`: with `compare_eager`, the eager row of the same model.
+    - `hotspots`: with `profile`, where one more step's time went (`bench.profile`).
     """
 
     name: str
@@ -88,6 +92,7 @@ class TrainRow:
     memory: int | None = None
     reference: str | None = None
     eager: str | None = None
+    hotspots: tuple[Hotspot, ...] = ()
 
     @property
     def tokens_per_s(self) -> float:
@@ -206,6 +211,7 @@ def bench_train(
     compile: bool = False,
     compare_eager: bool = False,
     sizes: Mapping[str, Any] | None = None,
+    profile: str | None = None,
 ) -> tuple[list[TrainRow], str, torch.device]:
     """Time training steps of each recipe and of `torch.nn.Transformer` at the same sizes.
 
@@ -219,6 +225,8 @@ def bench_train(
       turns (a "compiled / eager" column).
     - `sizes`: a run's overrides (`assemble.recipe.OVERRIDES`: `d_model`, `n_heads`, `d_ffn`,
       `dropout`, `encoder_layers`, `decoder_layers`), e.g. an experiment preset's.
+    - `profile`: a folder: after the timed steps, one more step of every model runs under the
+      profiler (`bench.profile`), its trace and operator table written there.
 
     **Returns:** `(rows, settings, device)`: one row per model, a line describing the settings
     and the device the models ran on.
@@ -288,7 +296,11 @@ def bench_train(
     tokens = sum(b.ntokens for b in batches[warmup:])
     rows = []
     for name, entry in entries.items():
-        assert entry.resident is not None
+        assert entry.resident is not None and entry.step is not None
+        hotspots: tuple[Hotspot, ...] = ()
+        if profile is not None:
+            one = functools.partial(entry.step, batches[-1])
+            hotspots = tuple(profile_step(one, target, Path(profile), name))
         rows.append(
             TrainRow(
                 name,
@@ -299,6 +311,7 @@ def bench_train(
                 entry.resident() + entry.transient if cuda else None,
                 entry.reference,
                 entry.eager,
+                hotspots,
             )
         )
     compiled_text = ", torch.compile" + (" (and eager copies)" if compare_eager else "")
@@ -330,7 +343,12 @@ def _prepare(
     params = list(model.parameters())
     optimizer = torch.optim.AdamW(params, lr=1e-4, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.0)
     scaler = torch.amp.GradScaler(target.type, enabled=amp is torch.float16)
-    run: nn.Module = torch.compile(model) if entry.compiled else model  # type: ignore[assignment]
+    # every batch has other lengths: `butcherflow train --compile` compiles once for the first
+    # shapes, then once more with the changed sizes dynamic, and keeps that graph; compiling it
+    # dynamic from the start reaches the same graph with one compilation instead of two
+    run: nn.Module = (
+        torch.compile(model, dynamic=True) if entry.compiled else model  # type: ignore[assignment]
+    )
 
     def step(batch: Batch) -> None:
         loss, _ = forward_backward(
@@ -378,7 +396,11 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
             if peak is not None
             else "MFU n/a: this GPU is not in bench.hardware.PEAKS"
         )
-        memory_text = "peak memory per model (parameters + AdamW state + its step's peak)"
+        total = torch.cuda.get_device_properties(target).total_memory
+        memory_text = (
+            "peak memory per model (parameters + AdamW state + its step's peak), "
+            f"of the device's {total / MIB:,.0f} MiB"
+        )
     else:
         peak_text = "MFU n/a on a CPU (no tensor-core peak)"
         memory_text = (
@@ -411,6 +433,16 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
             f"{_cell(per_token, '{:.3g}')} | {_cell(row.tflops, '{:.3g}')} | "
             f"{_cell(row.mfu(peak), '{:.1%}')} | {_cell(memory, '{:,.0f}')} |"
         )
+    profiled = [row for row in rows if row.hotspots]
+    if profiled:
+        where = "kernels by device time" if target.type == "cuda" else "operators by CPU time"
+        lines += [
+            "",
+            f"Where one more step's time goes (`--profile {options.get('profile')}`: a Chrome "
+            f"trace and the operator table per model; the largest {where}):",
+            "",
+            *(f"- {row.name}: {describe(list(row.hotspots))}" for row in profiled),
+        ]
     body = "\n".join(lines)
     print(body)
     key = train_section_key(target, bool(options.get("compile")), options.get("recipes", RECIPES))
@@ -462,6 +494,9 @@ def run_from_args(args: argparse.Namespace, given: str = "") -> int:
             value=True,
             valid="add --compile",
         )
+    if args.profile is not None:
+        options["profile"] = args.profile
+        command += f" --profile {args.profile}"
     if str(args.output) != "docs/benchmarks.md":
         command += f" --output {args.output}"
     options.setdefault("recipes", RECIPES)

@@ -111,6 +111,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     train.add_argument(
         "--sizes", default=None, help="an experiment preset's sizes: small, base or tiny"
     )
+    train.add_argument(
+        "--profile",
+        default=None,
+        metavar="DIR",
+        help="profile one more step of every model: Chrome traces and operator tables in DIR, "
+        "the largest operators in the section",
+    )
     p.set_defaults(run=cmd_bench)
 
     p = sub.add_parser("gallery", help="write the docs gallery: a page per catalog entry")

@@ -17,6 +17,7 @@ from ..assemble import (
     side_order,
 )
 from ..assemble.floater import describe_dynamics
+from ..assemble.recipe import Side
 from ..compiler import compile, example_fields, stream_bounds
 from ..methods import ContinuousDynamics, catalog
 from ..methods.files import read_toml
@@ -108,7 +109,7 @@ def _show_method(args: argparse.Namespace) -> None:
             f"FLOPs/token (length 64): {'data-dependent' if flops is None else f'{flops:,}'}"
         )
         print(f"order of the block as it trains: {report.block_order_text}")
-        print(block.code)
+        print(f"\n{block.code}")
     print(report)
 
 
@@ -147,6 +148,14 @@ def _show_run(save_dir: str) -> None:
         print("\n" + "\n".join(describe(where, index, block, d_model)))
 
 
+def _side_text(side: Side) -> str:
+    """`san+ffn`, or `fields A = ffn, B = san`, then the side's options if it has any."""
+    fields = side.fields or {}
+    what = side.field or "fields " + ", ".join(f"{k} = {v}" for k, v in fields.items())
+    options = ", ".join(f"{k} = {v}" for k, v in side.options.items())
+    return what + (f" ({options})" if options else "")
+
+
 def _show_recipe(args: argparse.Namespace) -> None:
     recipe = load_recipe(args.name)
     language_model = model_class(recipe) is LanguageModel
@@ -161,8 +170,7 @@ def _show_recipe(args: argparse.Namespace) -> None:
     print(model.recipe.description)
     for where, side in (("encoder", recipe.encoder), ("decoder", recipe.decoder)):
         if side is not None:
-            what = side.field or dict(side.fields or {})
-            print(f"{where}: {side.layers} x {side.method} with {what} {dict(side.options)}")
+            print(f"{where}: {side.layers} x {side.method} with {_side_text(side)}")
             print(f"  order of its blocks as they train: {side_order(side)}")
     print(f"parameters: {model.num_parameters:,} (vocabulary {args.vocab:,})")
     if recipe.name != baseline_name:
@@ -172,4 +180,4 @@ def _show_recipe(args: argparse.Namespace) -> None:
         print(model.floater.describe())
     where = "decoder" if language_model else "encoder"
     first = model.blocks[0] if isinstance(model, LanguageModel) else model.encoder[0]
-    print(f"\nfirst {where} block ({type(first).__name__}):{first.code}")
+    print(f"\nfirst {where} block ({type(first).__name__}):\n\n{first.code}", end="")

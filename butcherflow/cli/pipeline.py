@@ -11,6 +11,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from ..data import Vocabulary
 from ..devices import resolve_device, set_threads
 from ..errors import DeclarationError
 from ..experiments import EXPERIMENTS, run_experiment, write_reports
@@ -143,6 +144,9 @@ def cmd_translate(args: argparse.Namespace) -> int:
     )
     for output in outputs:
         print(output)
+    note = unknown_note(vocab, lines)
+    if note:
+        print(note, file=sys.stderr)
     return 0
 
 
@@ -193,6 +197,21 @@ def generate_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compile", action="store_true", help="torch.compile the decoding steps")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
+
+
+def unknown_note(vocab: Vocabulary, lines: Sequence[str]) -> str:
+    """A note for stderr when the input holds text the vocabulary never saw ("" otherwise):
+    the model reads those pieces as unknown, so what it makes of them is a guess."""
+    encoded = [vocab.encode(line) for line in lines]
+    unknown = [vocab.unknown(ids) for ids in encoded]
+    if not any(unknown):
+        return ""
+    lines_hit = sum(1 for count in unknown if count)
+    return (
+        f"note: {sum(unknown)} of {sum(map(len, encoded))} input pieces (in {lines_hit} of "
+        f"{len(lines)} line(s)) are unknown to this run's vocabulary (characters its training "
+        "corpus did not have); their translation is a guess"
+    )
 
 
 def generation_flags(p: argparse.ArgumentParser) -> None:
@@ -312,9 +331,17 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         ("--time-budget", float, "stop with a checkpoint after this many seconds of this command"),
         ("--patience", int, "stop when valid loss has not improved for N validations (0: off)"),
         ("--seed", int, "initialisation, dropout and shuffling (default 1)"),
-        ("--save-interval-updates", int, "also save checkpoint_<update> every N updates"),
+        (
+            "--save-interval-updates",
+            int,
+            "also save checkpoint_<update> (and checkpoint_last) every N updates",
+        ),
         ("--keep-last-checkpoints", int, "keep the newest N interval checkpoints (default all)"),
-        ("--validate-interval-updates", int, "validate every N updates (default: epoch ends)"),
+        (
+            "--validate-interval-updates",
+            int,
+            "validate every N updates instead of at epoch ends (default: epoch ends)",
+        ),
         (
             "--log-interval",
             int,
@@ -347,6 +374,13 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument(name, type=kind, default=argparse.SUPPRESS, help=text)
     p.add_argument(
         "--compile", action="store_true", default=argparse.SUPPRESS, help="torch.compile"
+    )
+    p.add_argument(
+        "--no-epoch-checkpoints",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="no checkpoint_last at epoch ends: only at --save-interval-updates, a new best "
+        "and when the run stops (fairseq's flag)",
     )
     p.add_argument(
         "--allow-failed-claims",

@@ -73,17 +73,21 @@ class NeuralODE(nn.Module):
     time_scale: nn.Parameter  # time = "embedding"
     embedding: SinusoidalPositions
 
-    def __init__(self, method: ContinuousDynamics, field: Field, d_model: int) -> None:
+    def __init__(self, method: ContinuousDynamics, field: Field, d_model: int | None) -> None:
         super().__init__()
         self.method, self.d_model = method, d_model
         prepare(method)
         self.field = field
         self.raw_module = isinstance(field, ModuleField)
         self.start, self.end = float(method.t0), float(method.t1)
+        if method.time != "none":
+            assert d_model is not None  # `field_width` asked for it
         if method.time == "concat" and not self.raw_module:
+            assert d_model is not None
             bound = 1.0 / math.sqrt(d_model + 1)
             self.time_weight = nn.Parameter(torch.empty(d_model).uniform_(-bound, bound))
         if method.time == "embedding":
+            assert d_model is not None
             self.time_scale = nn.Parameter(torch.ones(d_model))
             self.embedding = SinusoidalPositions(d_model, dtype=torch.float64)
 
@@ -206,7 +210,11 @@ def compile_continuous(method: ContinuousDynamics, options: ContinuousOptions) -
     return ContinuousBlock(
         method,
         built,
-        d_model=field_width(built, options.d_model),
+        d_model=field_width(
+            built,
+            options.d_model,
+            needed_for=None if method.time == "none" else f"time = {method.time!r} is d_model wide",
+        ),
         causal=built.needs_memory if options.causal is None else options.causal,
     )
 
@@ -229,7 +237,12 @@ class ContinuousBlock(CompiledBlock):
     """
 
     def __init__(
-        self, method: ContinuousDynamics, field: Field, *, d_model: int, causal: bool = False
+        self,
+        method: ContinuousDynamics,
+        field: Field,
+        *,
+        d_model: int | None,
+        causal: bool = False,
     ) -> None:
         super().__init__()
         method.layer.require(method)
@@ -281,19 +294,18 @@ class ContinuousBlock(CompiledBlock):
         assert self.method.tableau is not None and self.steps is not None
         field, memory = call_flops(self.field, length, memory_length)
         if self.method.time == "concat" and not self.ode.raw_module:
-            field += 2 * self.d_model  # y + t·w
+            field += 2 * self.width()  # y + t·w
         elif self.method.time == "embedding":
-            field += 4 * self.d_model  # sin/cos of d_model/2 angles each, s ⊙ PE, the add
+            field += 4 * self.width()  # sin/cos of d_model/2 angles each, s ⊙ PE, the add
         numbers = coefficients(self.method.tableau)
         terms = sum(len(numbers.reads[i]) for i in numbers.stages) + len(numbers.weighted)
-        return calls * field + self.steps * terms * 2 * self.d_model, calls * memory
+        return calls * field + self.steps * terms * 2 * self.width(), calls * memory
 
     @property
     def code(self) -> str:
         """The solve, spelled out: the step the solver repeats and the loop around it."""
         m = self.method
         lines = [
-            "",  # like torch.fx's generated code, which starts on a fresh line
             f"# {m.name}: y({m.t1}) = y({m.t0}) + ∫ F(t, y) dt, {_f_text(self)}",
         ]
         if m.adaptive:

@@ -54,7 +54,7 @@ from ..analysis.glm_stability import doubly_stochastic, power_bound
 from ..methods import GeneralLinear
 from ..nn import Field, make_field
 from .options import FieldSizes, FieldSpec, require_fields_list
-from .program import Coefficient, CompiledBlock, ProgramBuilder, require
+from .program import Coefficient, CompiledBlock, ProgramBuilder, field_width, require
 
 GLM_POLICIES = ("exact", "learned", "dynamic", "sinkhorn")
 SINKHORN_ITERATIONS = 20  # mHC's t_max
@@ -296,9 +296,12 @@ class GeneralLinearStack(CompiledBlock):
             module = make_field(spec, **options.sizes)
             holder.add_module(f"layer{m}", module)
             modules.append(module)
-        self.d_model = int(options.d_model or next(modules[0].parameters()).shape[-1])
+        why = "the stream mixing is d_model wide"
+        width = field_width(modules[0], options.d_model, needed_for=why)
+        assert width is not None
+        self.d_model = width
         for m in range(self.layers):
-            holder.add_module(f"mix{m}", StreamMixing(method, policy, self.d_model, iterations))
+            holder.add_module(f"mix{m}", StreamMixing(method, policy, width, iterations))
         holder.register_buffer("u", torch.tensor(u, dtype=torch.float64))
         holder.register_buffer("w", torch.tensor(w, dtype=torch.float64))
         self.causal = (

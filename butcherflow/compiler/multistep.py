@@ -26,7 +26,14 @@ from torch import nn
 from ..methods import ButcherTableau, LinearMultistep, Method, catalog
 from ..nn import Field, make_field
 from .options import FieldSizes, FieldSpec, require_fields_list
-from .program import Coefficient, CompiledBlock, ProgramBuilder, exact_parameter, require
+from .program import (
+    Coefficient,
+    CompiledBlock,
+    ProgramBuilder,
+    exact_parameter,
+    field_width,
+    require,
+)
 
 STACK_POLICIES = ("exact", "learned")
 
@@ -89,7 +96,7 @@ class MultistepStack(CompiledBlock):
             holder.add_module(f"layer{n}", module)
             modules.append(module)
         self.layers = len(modules)
-        self.d_model = int(options.d_model or next(modules[0].parameters()).shape[-1])
+        self.d_model = field_width(modules[0], options.d_model)
         causal = options.causal
         self.causal = any(m.needs_memory for m in modules) if causal is None else causal
         self.policy = coefficients

@@ -215,7 +215,8 @@ class CompiledBlock(nn.Module):
 
     @property
     def code(self) -> str:
-        return self.program.code
+        """The generated forward, as Python source (see `tidy_code`)."""
+        return tidy_code(self.program.code)
 
     @property
     def num_parameters(self) -> int:
@@ -234,8 +235,19 @@ class CompiledBlock(nn.Module):
                 token, memory = call_flops(module, length, memory_length)
                 per_token, per_memory = per_token + token, per_memory + memory
             elif node.op == "call_function" and node.target in (torch.add, operator.add):
-                per_token += 2 * self.d_model
+                per_token += 2 * self.width()
         return per_token, per_memory
+
+    def width(self) -> int:
+        """d_model, known from the first call when the field has no parameters."""
+        if self.d_model is None:
+            raise DeclarationError(
+                "the width of a field without parameters is read from the block's first input",
+                key="d_model",
+                value=None,
+                valid="call the block once, or compile it with d_model=...",
+            )
+        return self.d_model
 
     def flops_per_token(self, length: int = 64) -> int | None:
         """Estimated forward FLOPs per token at sequence `length`, a decoder's memory of the
@@ -243,7 +255,8 @@ class CompiledBlock(nn.Module):
         counts = self.flops(length, length)
         return None if counts is None else sum(counts)
 
-    d_model: int
+    # None until the first call for a field without parameters (`field_width`)
+    d_model: int | None
 
     def forward(
         self,
@@ -284,8 +297,21 @@ class CompiledBlock(nn.Module):
                 memory_key_padding_mask=memory_key_padding_mask,
                 cache=cache,
             )
+        if self.d_model is None and not torch.compiler.is_compiling():
+            self.d_model = int(x.shape[-1])
         out: Tensor = self.program(x, ctx)
         return out
+
+
+def tidy_code(code: str) -> str:
+    """Generated source as a reader gets it: no blank lines before the first line (torch.fx
+    starts its code with several), no trailing spaces, one newline at the end."""
+    lines = [line.rstrip() for line in code.splitlines()]
+    while lines and not lines[0]:
+        lines.pop(0)
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n"
 
 
 def class_name(method_name: str) -> str:
@@ -293,17 +319,34 @@ def class_name(method_name: str) -> str:
     return "".join(part.capitalize() for part in method_name.split("-")) + "Block"
 
 
-def field_width(module: nn.Module, d_model: int | None = None) -> int:
-    """d_model when given, else the last dimension of the module's first parameter."""
+def field_width(
+    module: nn.Module, d_model: int | None = None, needed_for: str | None = None
+) -> int | None:
+    """The state width d_model of a block built around `module`.
+
+    **Arguments:**
+
+    - `module`: the (first) field.
+    - `d_model`: the width the caller gave, if any.
+    - `needed_for`: why the block needs the width while it is built (weights that are
+      d_model wide), or None when it can wait for the first call.
+
+    **Returns:** `d_model` when given, else the last dimension of the module's first
+    parameter; for a field without parameters, None (the block reads the width from its first
+    input), unless `needed_for` says why it cannot wait, which is an error.
+    """
     if d_model is not None:
         return d_model
     for p in module.parameters():
         return int(p.shape[-1]) if p.dim() else 1
+    if needed_for is None:
+        return None
     raise DeclarationError(
-        "d_model is needed for a field without parameters",
+        f"a field without parameters does not show its width, and {needed_for} before the "
+        "first call",
         key="d_model",
         value=None,
-        valid="pass d_model=...",
+        valid="pass d_model=... (the width of y)",
     )
 
 

@@ -140,12 +140,15 @@ class RungeKuttaBlock(CompiledBlock):
 
         if declared.is_explicit and not gates:
             # Accumulate y_next as soon as each stage is final, so a stage tensor dies at its
-            # last use by a later stage instead of living until the end of the block.
+            # last use by a later stage instead of living until the end of the block. The
+            # partial sums are acc1, acc2, ... (after k1, k2, ...); the last one is y_next.
             acc = [builder.y]
+            last = max(weighted, default=-1)
 
             def accumulate(i: int, k: fx.Node) -> None:
                 if i in weighted:
-                    acc[0] = builder.combine(acc[0], [(coefficient(i), k)], name="y_next")
+                    name = "y_next" if i == last else f"acc{i + 1}"
+                    acc[0] = builder.combine(acc[0], [(coefficient(i), k)], name=name)
 
             self._stages(builder, h, needed, symbols, accumulate)
             out = acc[0]
@@ -231,7 +234,14 @@ class RungeKuttaBlock(CompiledBlock):
         parameters = self.method.parameters
         kind = parameters[gates[0]].kind
         init = [parameters[s].start for s in gates]
-        gate = shared if shared is not None else StageGate(self.d_model, len(stages), kind, init)
+        if shared is None:
+            why = "a stage gate is d_model wide"
+            field = holder.get_submodule("field")
+            width = self.d_model or field_width(field, needed_for=why)
+            assert width is not None
+            gate = StageGate(width, len(stages), kind, init)
+        else:
+            gate = shared
         require(
             (gate.stages, gate.kind, gate.outputs) == (len(stages), kind, len(gates)),
             f"the shared gate is a {gate.kind} gate over {gate.stages} stages with "

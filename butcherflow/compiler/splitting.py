@@ -157,7 +157,9 @@ class SplittingBlock(CompiledBlock):
                 holder.add_module(target, modules[target])
             targets.append(target)
         self.method, self.policy = method, coefficients
-        self.d_model = int(sizes.get("d_model") or field_width(next(iter(modules.values()))))
+        first = next(iter(modules.values()))
+        why = "a norm after each sub-step is d_model wide" if post_norm else None
+        self.d_model = sizes.get("d_model") or field_width(first, needed_for=why)
         needs_memory = any(isinstance(m, Field) and m.needs_memory for m in modules.values())
         self.causal = needs_memory if options.causal is None else options.causal
         builder = ProgramBuilder(holder)
@@ -177,6 +179,7 @@ class SplittingBlock(CompiledBlock):
             y = self._substep(builder, y, target, scale, f"{op.lower()}{k + 1}")
             if post_norm:
                 norm = f"norm{k}"
+                assert self.d_model is not None  # field_width asked for it
                 holder.add_module(norm, nn.LayerNorm(self.d_model))
                 y = builder.call_module(norm, (y,), name=f"y{k + 1}_normed")
         self.program = builder.finish(y, class_name=class_name(method.name))

@@ -88,6 +88,12 @@ class Vocabulary:
         text: str = self._processor.decode(kept)
         return text
 
+    def unknown(self, ids: Sequence[int]) -> int:
+        """How many of `ids` stand for text the vocabulary never saw: the unknown piece, and
+        the UTF-8 bytes that byte fallback spells an unseen character with."""
+        p = self._processor
+        return sum(1 for i in ids if p.is_unknown(int(i)) or p.is_byte(int(i)))
+
     def pieces(self, text: str) -> list[str]:
         """The subword pieces of `text` (for display)."""
         pieces: list[str] = self._processor.encode(text, out_type=str)

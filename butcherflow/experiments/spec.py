@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, final
 
 from ..assemble import Recipe, load_recipe, recipe_from_dict, recipe_to_toml
-from ..errors import DeclarationError
+from ..errors import DeclarationError, count_problem
 from ..train.config import TASKS
 
 if sys.version_info >= (3, 11):
@@ -284,7 +284,7 @@ class Experiment:
 def _check_count(value: Any, key: str, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise DeclarationError(
-            f"must be an integer >= {minimum}",
+            count_problem(value),
             key=key,
             value=value,
             valid=f"an integer >= {minimum}",

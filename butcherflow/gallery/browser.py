@@ -3,7 +3,10 @@
 `python -m butcherflow.gallery.browser SITE_DIR --screenshots DIR` serves the site on
 127.0.0.1, loads the front page, the gallery index and a few gallery pages, and fails when a
 page logs a console error, throws, fails to load a resource, or requests anything from another
-host. It also clicks a heading of the gallery's table and checks that the rows get sorted.
+host. It also clicks a heading of the gallery's table and checks that the rows get sorted, and
+on every page that no code block, table or figure reaches past the text column at the
+viewport's width (1280 px: a laptop), which would cut it off (Material hides the page's
+horizontal overflow).
 Full-page screenshots (PNG) of each page go to DIR for review.
 
 Chromium (Debian's `chromium` package) is driven through the DevTools protocol over a pipe
@@ -200,6 +203,28 @@ SORT_CHECK = """
 })()
 """
 
+# The boxes that would be cut off: a code block, a table's scroll box, a figure wider than the
+# text column (a box that scrolls inside itself is as wide as the column, not as its content).
+OVERFLOW_CHECK = """
+(function () {
+  var column = document.querySelector(".md-content");
+  if (!column) return "no .md-content";
+  var right = column.getBoundingClientRect().right + 1;
+  var wide = [];
+  var boxes = column.querySelectorAll("pre, .md-typeset__scrollwrap, .sortable, table, img, svg");
+  Array.prototype.forEach.call(boxes, function (box) {
+    if (box.tagName === "TABLE" && box.closest(".md-typeset__scrollwrap, .sortable")) return;
+    var edge = box.getBoundingClientRect();
+    if (edge.width > 0 && edge.right > right) {
+      var name = box.tagName.toLowerCase() + (box.id ? "#" + box.id : "");
+      wide.push(name + " ends at " + Math.round(edge.right) + " px, the column at " +
+                Math.round(right - 1) + " px");
+    }
+  });
+  return wide.length ? wide.length + " box(es): " + wide.slice(0, 3).join("; ") : "ok";
+})()
+"""
+
 
 def check_pages(
     site: str | Path,
@@ -297,6 +322,13 @@ def check_pages(
                 if answer != "ok":
                     result.errors.append(f"sorting the gallery's table: {answer}")
                 pipe.call("Runtime.evaluate", {"expression": "window.scrollTo(0, 0)"}, session)
+            answer = pipe.call(
+                "Runtime.evaluate",
+                {"expression": OVERFLOW_CHECK, "returnByValue": True},
+                session=session,
+            )["result"].get("value")
+            if answer != "ok":
+                result.errors.append(f"wider than the text column at {width} px: {answer}")
             metrics = pipe.call("Page.getLayoutMetrics", session=session)
             content = metrics.get("cssContentSize") or metrics["contentSize"]
             full = min(int(content["height"]), MAX_HEIGHT)

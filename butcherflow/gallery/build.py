@@ -148,6 +148,7 @@ def index_page(rows: Sequence[IndexRow]) -> str:
     lines = [
         "---",
         "hide:",
+        "  - navigation",
         "  - toc",
         "---",
         "",
@@ -159,8 +160,10 @@ def index_page(rows: Sequence[IndexRow]) -> str:
         "compiled block with its data-flow diagram and generated code. Click a column heading "
         "to sort.",
         "",
-        "- **stages**: field calls per block (or per layer of a multistep stack); models: "
-        "encoder + decoder layers.",
+        "- **stages**: the method's stages, as its page states them (— for a family without "
+        "stages: splittings, multistep methods); models: encoder + decoder layers.",
+        "- **field calls**: calls of the field per block as compiled (per layer of a multistep "
+        "stack; an implicit method's fixed-point iterations included); models: all blocks.",
         "- **order**: proved with exact sub-flows for splittings; **with sub-steps**: with the "
         "declared sub-step (what the layer computes).",
         "- **real stability interval**: r of the largest [−r, 0] of hλ where the step is stable "
@@ -173,16 +176,17 @@ def index_page(rows: Sequence[IndexRow]) -> str:
         "",
         '<div class="sortable" markdown>',
         "",
-        "| entry | family | stages | order | with sub-steps | real stability interval "
-        "| parameters | FLOPs/token |",
-        "| --- | --- | --: | --: | --: | --: | --: | --: |",
+        "| entry | family | stages | field calls | order | with sub-steps "
+        "| real stability interval | parameters | FLOPs/token |",
+        "| --- | --- | --: | --: | --: | --: | --: | --: | --: |",
     ]
     for row in sorted(rows, key=_sort_key):
         flag = " ⚠" if row.problem else ""
         flops = "—" if row.flops is None else f"{row.flops:,}"
         link = f'[{row.name}]({row.page} "{_title(row.title)}"){flag}'
         lines.append(
-            f"| {link} | {row.family} | {row.stages} | {row.order} | {row.substep_order} | "
+            f"| {link} | {row.family} | {row.stages} | {row.calls} | {row.order} | "
+            f"{row.substep_order} | "
             f"{row.interval} | {count(row.params)} | {flops} |"
         )
     lines += ["", "</div>", ""]

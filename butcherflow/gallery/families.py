@@ -77,7 +77,7 @@ class FamilyPage(abc.ABC):
         return None
 
     def stages(self, method: Any) -> str:
-        """The index's stage column for a declaration that did not compile."""
+        """The index's stage column: the stages the page names ("—": a family without)."""
         return "—"
 
     def problem(self, method: Any) -> str:

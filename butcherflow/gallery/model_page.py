@@ -191,14 +191,18 @@ def model_page(
                 ]
 
     flops_total: int | None = None
+    calls_total: int | None = None
     if model is not None:
         parts = [(n, f"{_params(m):,}") for n, m in model.named_children()]
         md += ["## Parameters by part", "", table(("module", "parameters"), parts, "lr"), ""]
-        flops_total = 0
+        flops_total = calls_total = 0
         for where in ("encoder", "decoder"):
             blocks = _blocks(model, where)
             if not blocks:
                 continue
+            calls = [b.field_calls for b in blocks]
+            if calls_total is not None:
+                calls_total = None if None in calls else calls_total + sum(c or 0 for c in calls)
             counts = [b.flops_per_token(LENGTH) for b in blocks]
             known = [c for c in counts if c is not None]
             side_flops = sum(known) if len(known) == len(counts) else None
@@ -238,6 +242,7 @@ def model_page(
         family="model",
         title=title,
         stages=stages,
+        calls="—" if calls_total is None else str(calls_total),
         order="—",
         substep_order="—",
         interval="—",

@@ -40,12 +40,12 @@ def _figure(width: float = 5.2, height: float = 4.2) -> tuple[Any, Any]:
     return fig, ax
 
 
-def _svg(fig: Any) -> str:
+def _svg(fig: Any, bottom: float = 0.12) -> str:
     import matplotlib.pyplot as plt
 
     buffer = io.StringIO()
     # fixed margins rather than tight_layout: one draw instead of two
-    fig.subplots_adjust(left=0.14, right=0.97, bottom=0.12, top=0.92)
+    fig.subplots_adjust(left=0.14, right=0.97, bottom=bottom, top=0.92)
     fig.savefig(buffer, format="svg", metadata={"Date": None})
     plt.close(fig)
     return buffer.getvalue()
@@ -54,6 +54,14 @@ def _svg(fig: Any) -> str:
 def _extent(*ends: float | None) -> float:
     finite = [e for e in ends if e is not None and math.isfinite(e) and e > 0]
     return max(finite) if finite else 0.0
+
+
+def _legend_below(fig: Any, ax: Any) -> str:
+    """The legend under the axes, outside them (inside, it covers the region near the origin,
+    where the intervals are), and the region plot as SVG."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    return _svg(fig, bottom=0.2)
 
 
 def _region(ax: Any, x: np.ndarray, y: np.ndarray, inside: np.ndarray, label: str) -> None:
@@ -88,7 +96,7 @@ def stability_svg(stability: StabilityFunction, title: str) -> str:
     with np.errstate(all="ignore"):
         values = np.abs(stability.evaluate(z))
     inside = np.nan_to_num(values, nan=np.inf) <= 1.0
-    fig, ax = _figure()
+    fig, ax = _figure(height=4.6)
     _region(ax, x, y, inside, "|R(z)| ≤ 1")
     if real is not None and real > 0:
         end = left if real == math.inf else -real
@@ -99,8 +107,7 @@ def stability_svg(stability: StabilityFunction, title: str) -> str:
     ax.set_xlim(left, right)
     ax.set_ylim(-span, span)
     ax.set_title(title)
-    ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
-    return _svg(fig)
+    return _legend_below(fig, ax)
 
 
 def _multistep_inside(alpha: Sequence[float], beta: Sequence[float], z: np.ndarray) -> np.ndarray:
@@ -143,15 +150,14 @@ def multistep_stability_svg(
     y = np.linspace(-span, span, GRID)
     z = x[None, :] + 1j * y[:, None]
     inside = _multistep_inside(alpha, beta, z)
-    fig, ax = _figure()
+    fig, ax = _figure(height=4.6)
     _region(ax, x, y, inside, "all roots of ρ(ζ) − zσ(ζ) in |ζ| ≤ 1")
     shown = np.where(np.abs(locus) <= 4 * span, locus, np.nan)
     ax.plot(shown.real, shown.imag, color="#e6550d", linewidth=1.0, label="boundary locus ρ/σ")
     ax.set_xlim(-span, span)
     ax.set_ylim(-span, span)
     ax.set_title(title)
-    ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
-    return _svg(fig)
+    return _legend_below(fig, ax)
 
 
 def _decades(ax: Any, axis: str, low: float, high: float) -> None:

@@ -44,7 +44,8 @@ class IndexRow:
     page: str  # path relative to the gallery folder
     family: str
     title: str
-    stages: str
+    stages: str  # the declaration's stages, as its page states them
+    calls: str  # field calls per block (per layer of a stack; a model: all its blocks)
     order: str
     substep_order: str
     interval: str
@@ -238,11 +239,8 @@ def _row(
     built: Built | None,
     problems: list[str],
 ) -> IndexRow:
-    stages = "—"
-    if built is not None and built.calls is not None:
-        stages = str(built.calls)
-    elif method is not None:
-        stages = page_for(method).stages(method)
+    stages = "—" if method is None else page_for(method).stages(method)
+    calls = "—" if built is None or built.calls is None else str(built.calls)
     order = effective = interval = "—"
     if report is not None:
         order = str(report.order)
@@ -255,6 +253,7 @@ def _row(
         family=family,
         title=title,
         stages=stages,
+        calls=calls,
         order=order,
         substep_order=effective,
         interval=interval,

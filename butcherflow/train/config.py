@@ -19,7 +19,7 @@ from ..assemble import LanguageModel, Recipe, apply_param_budget, load_recipe, m
 from ..assemble.declarations import pinned
 from ..assemble.recipe import OVERRIDES
 from ..devices import check_device, check_threads
-from ..errors import DeclarationError
+from ..errors import DeclarationError, count_problem
 
 TASKS = ("translation", "language_model")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -38,6 +38,7 @@ RESUMABLE_CHANGES = (
     "save_interval_updates",
     "keep_last_checkpoints",
     "validate_interval_updates",
+    "no_epoch_checkpoints",
     "log_interval",
     "tensorboard",
     "device",
@@ -76,9 +77,12 @@ class TrainConfig:
       consecutive validations; 0 = off): the stop rules; the first one reached stops the run with
       a checkpoint.
     - `seed`: initialisation, dropout and batch shuffling.
-    - `save_interval_updates` (0 = at epoch ends only), `keep_last_checkpoints` (-1 = all),
-      `validate_interval_updates` (0 = at epoch ends only), `log_interval` (updates per line of
-      `log.jsonl`).
+    - `save_interval_updates` (0 = none: `checkpoint_last` at epoch ends only),
+      `keep_last_checkpoints` (-1 = all), `validate_interval_updates` (validate every N updates
+      instead of at epoch ends; 0 = at epoch ends), `no_epoch_checkpoints` (fairseq's: no
+      `checkpoint_last` at epoch ends, only at interval saves and when the run stops),
+      `log_interval` (updates per line of `log.jsonl`). Whatever these say, a stopping run
+      validates and commits `checkpoint_last`.
     - `vocab_size`: size of the joint sentencepiece vocabulary.
     - `device` (`auto|cpu|cuda|cuda:N`), `precision` (`auto|fp32|bf16|fp16`), `compile`.
     - `threads`: torch's intra-op CPU threads (`set_threads`; None keeps torch's default).
@@ -115,6 +119,7 @@ class TrainConfig:
     save_interval_updates: int = 0
     keep_last_checkpoints: int = -1
     validate_interval_updates: int = 0
+    no_epoch_checkpoints: bool = False
     log_interval: int = 100
     vocab_size: int = 8000
     device: str = "auto"
@@ -149,7 +154,7 @@ class TrainConfig:
         _integer(self, "seed", minimum=0)
         _integer(self, "save_interval_updates", minimum=0, why="0 = at epoch ends only")
         _integer(self, "keep_last_checkpoints", minimum=-1, why="-1 = keep all")
-        _integer(self, "validate_interval_updates", minimum=0, why="0 = at epoch ends only")
+        _integer(self, "validate_interval_updates", minimum=0, why="0 = at epoch ends")
         _integer(self, "log_interval", minimum=1)
         _integer(self, "vocab_size", minimum=16, why="4 ids are special, BPE needs the rest")
         for name in OVERRIDES:
@@ -305,7 +310,7 @@ def _integer(config: TrainConfig, name: str, *, minimum: int, why: str = "") -> 
     value = getattr(config, name)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise DeclarationError(
-            f"must be an integer >= {minimum}",
+            count_problem(value),
             key=flag(name),
             value=value,
             valid=f"an integer >= {minimum}" + (f" ({why})" if why else ""),

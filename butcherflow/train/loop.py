@@ -146,15 +146,15 @@ def _train(run: Run, validate_bleu: BleuHook | None) -> dict[str, Any]:
             if run.meter.tokens and (progress.update % config.log_interval == 0 or end_of_epoch):
                 run.log({"kind": "train", **run.meter.take(lr, gnorm, progress.train_tokens)})
             stopped = stop_rule(run)
-            due = config.validate_interval_updates
+            every = config.validate_interval_updates  # replaces the epoch ends when given
+            due = progress.update % every == 0 if every else end_of_epoch
             is_best = False
             at_stop = stopped is not None and stopped != INTERRUPTED  # an interrupt saves at once
-            if progress.update not in (run.validated_at, 0) and (
-                end_of_epoch or at_stop or (due and progress.update % due == 0)
-            ):
+            if progress.update not in (run.validated_at, 0) and (due or at_stop):
                 is_best = validate_now(run, validate_bleu)
                 stopped = stopped or stop_rule(run, clock=False)  # patience: judged at validations
-            names = checkpoint_names(run, end_of_epoch or stopped is not None, is_best)
+            epoch_save = end_of_epoch and not config.no_epoch_checkpoints
+            names = checkpoint_names(run, epoch_save or stopped is not None, is_best)
             if names:
                 save(run, names)
             if stopped or end_of_epoch:

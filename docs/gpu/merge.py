@@ -10,6 +10,12 @@
 - `NAME.md`, `NAME.json`, `NAME.png`, `index.md`: into docs/experiments/gpu/, beside the CPU
   results, never over them.
 - `NAME-results.tgz`: into .gpu/results/, so that the next lease continues the experiment.
+- `quick.txt` (`run.sh quick`: each step's outcome) is printed; `profile/` (Chrome traces and
+  operator tables of one step per model) goes to .gpu/profile/, outside git: the section names
+  the largest kernels.
+
+Then the README's GPU figures (its section `gpu-figures`) are rewritten from docs/benchmarks.md
+by `headline`, so that they always say what the benchmarks file holds.
 """
 
 from __future__ import annotations
@@ -19,10 +25,15 @@ import shutil
 import sys
 from pathlib import Path
 
-from butcherflow.bench import write_section
+from butcherflow.bench import read_section, table_rows, write_section
 
 SECTION = re.compile(r"<!-- bench:([\w.+-]+):start -->\n(.*?)\n<!-- bench:\1:end -->", re.S)
 SUMMARY = re.compile(r"^=+ (.*\d+ (?:passed|failed|skipped|errors?).*?) =+$", re.M)
+DEVICE = re.compile(r"torch [^,;]+, ([^,;]+), \d+ torch thread")
+RESULT = re.compile(r"Result: `([^`]+)`")
+# issue 28's targets for transformer-base, compiled in bf16
+TARGET_RATIO, TARGET_MFU = 1.0, 0.40
+QUICK = "bash docs/gpu/run.sh quick"
 
 
 def merge_benchmarks(returned: Path, into: Path) -> list[str]:
@@ -54,6 +65,74 @@ def merge_tests(log: Path, machine: Path | None, into: Path) -> str:
     return summary
 
 
+def _train_row(text: str, recipe: str) -> tuple[dict[str, str], str] | None:
+    """The compiled row of `recipe` in its GPU section and the device named there."""
+    body = read_section(text, f"train-cuda-compiled-{recipe}") or ""
+    rows = [row for row in table_rows(body) if row.get("model") == recipe]
+    device = DEVICE.search(body)
+    return (rows[0], device.group(1)) if rows and device else None
+
+
+def _percent(cell: str) -> float | None:
+    return float(cell.rstrip("%")) / 100 if cell.endswith("%") else None
+
+
+def _met(value: float | None, target: float) -> str:
+    return "n/a" if value is None else ("met" if value >= target else "missed")
+
+
+def headline(text: str) -> str:
+    """The README's GPU figures, from the content of docs/benchmarks.md.
+
+    **Arguments:**
+
+    - `text`: docs/benchmarks.md as it stands.
+
+    **Returns:** the markdown of the README's `gpu-figures` section: the measured compiled bf16
+    rows of transformer-base and ode-transformer-rk2-gated beside `torch.nn.Transformer` with
+    issue 28's targets, the compiled beam search and `make test-gpu`'s result; or, while they
+    are not measured, which figures are missing and the one command that measures them.
+    """
+    base = _train_row(text, "transformer-base")
+    if base is None:
+        return (
+            "**GPU figures: not yet measured.** Training throughput, TFLOP/s, MFU and peak memory "
+            "of transformer-base and ode-transformer-rk2-gated beside `torch.nn.Transformer` "
+            "(compiled, bf16), compiled beam search and `make test-gpu` come from one command on "
+            f"one H100, `{QUICK}` (under 8 minutes; "
+            "[docs/benchmarks.md](docs/benchmarks.md#on-the-gpu))."
+        )
+    row, device = base
+    ratio = float(row["vs torch.nn.Transformer"] or "nan")
+    mfu = _percent(row["MFU"])
+    parts = [
+        f"transformer-base trains {row['target tokens/s']} target tokens/s, "
+        f"{ratio:.2f}× `torch.nn.Transformer` (target ≥ {TARGET_RATIO:g}×: "
+        f"{_met(ratio, TARGET_RATIO)}) at {row['MFU']} MFU (target ≥ {TARGET_MFU:.0%}: "
+        f"{_met(mfu, TARGET_MFU)}), {row['TFLOP/s']} TFLOP/s, peak memory "
+        f"{row['peak memory (MiB)']} MiB"
+    ]
+    gated = _train_row(text, "ode-transformer-rk2-gated")
+    if gated is not None:
+        g = gated[0]
+        parts.append(
+            f"ode-transformer-rk2-gated {g['target tokens/s']} tokens/s, "
+            f"{g['vs torch.nn.Transformer']}× `torch.nn.Transformer` at {g['MFU']} MFU"
+        )
+    beam = [r for r in table_rows(read_section(text, "beam-cuda") or "") if "compiled / eager" in r]
+    if beam:
+        parts.append(
+            f"compiled static-cache beam search {beam[0]['compiled / eager']} eager cached "
+            f"decoding ({beam[0]['model']})"
+        )
+    tests = RESULT.search(read_section(text, "test-gpu") or "")
+    parts.append(f"`make test-gpu`: `{tests.group(1)}`" if tests else "`make test-gpu`: not run")
+    return (
+        f"**GPU figures** ({device}, compiled, bf16, transformer-base sizes; `{QUICK}`, "
+        "[docs/benchmarks.md](docs/benchmarks.md#on-the-gpu)): " + "; ".join(parts) + "."
+    )
+
+
 def main(folder: Path) -> int:
     docs = Path("docs")
     if not (docs / "benchmarks.md").is_file():
@@ -69,10 +148,19 @@ def main(folder: Path) -> int:
             Path(".gpu/results").mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, Path(".gpu/results") / path.name)
             print(f"{path}: kept in .gpu/results/ for the next lease")
+        elif path.name == "quick.txt":
+            print(f"{path}:\n{path.read_text(encoding='utf-8').rstrip()}")
+        elif path.name == "profile" and path.is_dir():
+            shutil.copytree(path, Path(".gpu/profile"), dirs_exist_ok=True)
+            print(f"{path}: traces in .gpu/profile/")
         elif path.suffix in (".md", ".json", ".png"):
             (docs / "experiments" / "gpu").mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, docs / "experiments" / "gpu" / path.name)
             print(f"{path}: docs/experiments/gpu/{path.name}")
+    readme = Path("README.md")
+    if readme.is_file():
+        write_section(readme, "gpu-figures", headline((docs / "benchmarks.md").read_text("utf-8")))
+        print("README.md: GPU figures rewritten from docs/benchmarks.md")
     return 0
 
 

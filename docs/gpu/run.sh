@@ -9,6 +9,14 @@
 # and at .gpu/site), stops itself after $LIMIT seconds (default 560, inside a 10-minute limit
 # per command), and leaves what docs/ takes in $OUT (default ./gpu-out), at most 8 files:
 #
+#   quick                        the headline figures in under 8 minutes, set-up included:
+#                                make test-gpu, bench train compiled beside eager for
+#                                transformer-base and ode-transformer-rk2-gated (each beside
+#                                torch.nn.Transformer, bf16, base sizes, a one-step profile) and
+#                                bench beam; each step under its own time limit (QUICK_TEST,
+#                                QUICK_TRAIN, QUICK_BEAM seconds), a failed or stopped step
+#                                noted in quick.txt and the next one run.
+#                                -> test-gpu.log, benchmarks.md, profile/, quick.txt, *.log
 #   setup                        versions and the GPU, nothing else
 #   test                         make test-gpu (tests marked cuda)             -> test-gpu.log
 #   bench-train-eager            bench train, 5 recipes + torch.nn.Transformer, bf16, eager,
@@ -44,6 +52,19 @@ export PYTHONPATH="$PWD:$GPU_DIR/site${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 PY=python3
 BASE_TOKENS=16384 # padded positions per batch at transformer-base sizes: a full H100, one model
+# quick's batches (max_tokens bounds max(source, target length) x sentences, so a batch holds up
+# to twice as many padded positions): at base sizes an eager training step saves about 0.39 MiB
+# of activations per padded position for transformer-base and 0.49 MiB for
+# ode-transformer-rk2-gated (bf16 autocast, counted on the CPU through saved-tensor hooks), so
+# 49152 keeps the larger eager step near 46 GiB, plus about 5 GiB of logits and their gradients:
+# most of an 80 GB H100 with room for the allocator. QUICK_TOKENS=... changes it.
+QUICK_TOKENS=${QUICK_TOKENS:-49152}
+# seconds per step: 110 + 2 x 130 + 80 = 450 s; with the set-up (10 s) and 5 s per step to stop
+# after SIGINT, under 8 minutes. A training step compiles two models (ours and
+# torch.nn.Transformer, once each: dynamic shapes) before 23 steps of four models.
+QUICK_TEST=${QUICK_TEST:-110}
+QUICK_TRAIN=${QUICK_TRAIN:-130}
+QUICK_BEAM=${QUICK_BEAM:-80}
 RECIPES="transformer-base ode-transformer-rk2-gated ode-transformer-rk4 macaron floater"
 
 DRY_RUN=${DRY_RUN:-}
@@ -75,7 +96,7 @@ bounded() {
     return
   fi
   local status=0
-  timeout --signal=INT --kill-after=20 "$LIMIT" "$@" || status=$?
+  timeout --signal=INT --kill-after=5 "$LIMIT" "$@" || status=$?
   if [ "$status" -eq 124 ]; then
     echo "stopped after $LIMIT s (LIMIT): what finished is kept" >&2
   elif [ "$status" -ne 0 ]; then
@@ -83,9 +104,12 @@ bounded() {
   fi
 }
 
+# what every bench wrote so far is copied to $OUT after each, a failed one included
 bench() {
-  bounded $PY -m butcherflow bench "$@" 2>&1 | tee -a "$OUT/bench.log"
+  local status=0
+  bounded $PY -m butcherflow bench "$@" 2>&1 | tee -a "$OUT/bench.log" || status=$?
   if [ -z "$DRY_RUN" ]; then cp docs/benchmarks.md "$OUT/benchmarks.md"; fi
+  return "$status"
 }
 
 experiment() {
@@ -108,19 +132,55 @@ experiment() {
   done
 }
 
+# quick's step NAME SECONDS COMMAND...: run COMMAND (a function or program) under LIMIT=SECONDS,
+# log it to $OUT/NAME.log and note its outcome in $OUT/quick.txt; a failure is noted, not fatal
+step() {
+  local name=$1 seconds=$2 status=0 began=$SECONDS
+  shift 2
+  if [ -n "$DRY_RUN" ]; then
+    echo "# $name: at most $seconds s"
+    "$@"
+    return
+  fi
+  LIMIT=$seconds "$@" >"$OUT/$name.log" 2>&1 || status=$?
+  local outcome="done"
+  if grep -q "stopped after $seconds s" "$OUT/$name.log"; then
+    outcome="stopped at its limit"
+  elif [ "$status" -ne 0 ]; then
+    outcome="failed (exit $status)"
+  fi
+  echo "$name: $outcome after $((SECONDS - began)) s (limit $seconds s)" | tee -a "$OUT/quick.txt"
+}
+
+test_gpu() {
+  if command -v make >/dev/null; then
+    # the Makefile's own target; PY and an empty STAMP: nothing to install on this machine
+    bounded make test-gpu PY=$PY STAMP= 2>&1 | tee "$OUT/test-gpu.log"
+  else
+    bounded $PY -m pytest -m cuda -rs 2>&1 | tee "$OUT/test-gpu.log"
+  fi
+}
+
+quick_train() {
+  bench train --device cuda --precision bf16 --sizes base --max-tokens "$QUICK_TOKENS" \
+    --compile --compare-eager --recipes "$1" --profile "$OUT/profile"
+}
+
+quick() {
+  rm -f "$OUT/quick.txt"
+  step test-gpu "$QUICK_TEST" test_gpu
+  step train-transformer-base "$QUICK_TRAIN" quick_train transformer-base
+  step train-ode-transformer-rk2-gated "$QUICK_TRAIN" quick_train ode-transformer-rk2-gated
+  step beam "$QUICK_BEAM" bench beam --device cuda
+}
+
 figure=${1:-}
 shift || true
 setup
 case "$figure" in
   setup) ;;
-  test)
-    if command -v make >/dev/null; then
-      # the Makefile's own target; PY and an empty STAMP: nothing to install on this machine
-      bounded make test-gpu PY=$PY STAMP= 2>&1 | tee "$OUT/test-gpu.log"
-    else
-      bounded $PY -m pytest -m cuda -rs 2>&1 | tee "$OUT/test-gpu.log"
-    fi
-    ;;
+  quick) quick ;;
+  test) test_gpu ;;
   bench-train-eager)
     # shellcheck disable=SC2086
     bench train --device cuda --precision bf16 --sizes base --max-tokens $BASE_TOKENS \
@@ -134,7 +194,7 @@ case "$figure" in
   bench-beam) bench beam --device cuda ;;
   truncation | translation) experiment "$figure" "$@" ;;
   *)
-    echo "usage: bash docs/gpu/run.sh setup|test|bench-train-eager|bench-train-compiled" \
+    echo "usage: bash docs/gpu/run.sh quick|setup|test|bench-train-eager|bench-train-compiled" \
       "RECIPE|bench-beam|truncation [SEED...]|translation [SEED...]" >&2
     exit 2
     ;;
