@@ -1,0 +1,28 @@
+"""B-series of methods, the Butcher group, backward error analysis and geometric properties."""
+
+from .group import adjoint, compose, inverse, substitute
+from .modified import (
+    elementary_differentials,
+    evaluate,
+    evaluate_numpy,
+    modified_equation,
+    modifying_integrator,
+)
+from .series import BSeries, bseries, exact_flow, tableau_series, tree
+
+__all__ = [
+    "BSeries",
+    "adjoint",
+    "bseries",
+    "compose",
+    "elementary_differentials",
+    "evaluate",
+    "evaluate_numpy",
+    "exact_flow",
+    "inverse",
+    "modified_equation",
+    "modifying_integrator",
+    "substitute",
+    "tableau_series",
+    "tree",
+]

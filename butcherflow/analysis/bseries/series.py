@@ -1,0 +1,224 @@
+"""B-series as exact mappings tree → coefficient, and the B-series of a Runge-Kutta tableau.
+
+A B-series a stands for the formal step y ↦ a(∅)·y + Σ_t h^|t| a(t)/σ(t) F(t)(y), F(t) the
+elementary differential of the rooted tree t (Hairer, Lubich and Wanner, Geometric Numerical
+Integration, III.1). With this normalisation a Runge-Kutta method has a(t) = Φ(t), its
+elementary weight, and the exact flow has e(t) = 1/γ(t). Coefficients live in one exact sympy
+domain (QQ, an algebraic field such as QQ<√15> for Gauss-Legendre, a rational function field
+for families), the domain the order proof already uses (`weights.WeightTable`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, final
+
+import sympy
+from sympy.polys.domains import QQ
+
+from ...errors import AnalysisError
+from ...methods import ButcherTableau, LinearMultistep, Method, catalog
+from ..rk_order import tree_family
+from ..trees import PLAIN, Tree, TreeFamily
+from ..weights import WeightTable, entries_in_field
+
+
+@final
+class BSeries:
+    """A B-series truncated after trees of `order` nodes, exactly.
+
+    **Arguments:**
+
+    - `family`: the trees (`PLAIN`, or coloured trees for additive methods).
+    - `order`: the largest tree order held.
+    - `domain`: the exact sympy domain of the coefficients.
+    - `empty`: a(∅), a domain element (1 for a step of a method, 0 for a vector field).
+    - `values`: tree index → coefficient (a domain element) for every tree up to `order`.
+    - `name`: what the series is of (shown in `str`).
+
+    `series[tree]` is a(t) as a sympy number; `series[None]` is a(∅); iterating gives the trees.
+    """
+
+    __slots__ = ("domain", "empty", "family", "name", "order", "values")
+
+    def __init__(
+        self,
+        family: TreeFamily,
+        order: int,
+        domain: Any,
+        empty: Any,
+        values: Mapping[int, Any],
+        name: str = "",
+    ) -> None:
+        if order < 0:
+            raise AnalysisError(f"B-series order must be ≥ 0 (got {order})")
+        missing = [t.index for t in family.up_to(order) if t.index not in values]
+        if missing:
+            raise AnalysisError(f"B-series {name!r}: no coefficient for tree(s) {missing[:5]}")
+        self.family = family
+        self.order = order
+        self.domain = domain
+        self.empty = empty
+        self.values = dict(values)
+        self.name = name
+
+    def coefficient(self, tree: Tree | None) -> Any:
+        """a(t) as a domain element (None: the empty tree); 0 beyond the truncation order is an
+        error, not a value."""
+        if tree is None:
+            return self.empty
+        if tree.order > self.order:
+            raise AnalysisError(
+                f"B-series {self.name!r} is truncated at order {self.order}; tree "
+                f"{self.family.bracket(tree)} has {tree.order} nodes"
+            )
+        return self.values[tree.index]
+
+    def __getitem__(self, tree: Tree | None) -> sympy.Expr:
+        return self.domain.to_sympy(self.coefficient(tree))
+
+    def __iter__(self) -> Iterator[Tree]:
+        return iter(self.family.up_to(self.order))
+
+    def __len__(self) -> int:
+        return sum(len(self.family.of_order(k)) for k in range(1, self.order + 1))
+
+    def items(self) -> Iterator[tuple[Tree, sympy.Expr]]:
+        for tree in self:
+            yield tree, self[tree]
+
+    def trees(self, order: int) -> list[Tree]:
+        """The trees of exactly `order` nodes (≤ the truncation order)."""
+        return self.family.of_order(order)
+
+    def truncated(self, order: int) -> BSeries:
+        """The same series cut after trees of `order` nodes."""
+        if order > self.order:
+            raise AnalysisError(
+                f"B-series {self.name!r} holds trees up to order {self.order}, not {order}"
+            )
+        keep = {t.index: self.values[t.index] for t in self.family.up_to(order)}
+        return BSeries(self.family, order, self.domain, self.empty, keep, self.name)
+
+    def map(self, fn: Callable[[Tree, Any], Any], empty: Any, name: str = "") -> BSeries:
+        """A new series with coefficients `fn(tree, a(tree))` (domain elements)."""
+        values = {t.index: fn(t, self.values[t.index]) for t in self}
+        return BSeries(self.family, self.order, self.domain, empty, values, name or self.name)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BSeries) or other.family is not self.family:
+            return NotImplemented
+        if other.order != self.order:
+            return False
+        a, b = unify(self, other)
+        return bool(a.empty == b.empty) and all(a.values[t.index] == b.values[t.index] for t in a)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __str__(self) -> str:
+        head = f"B-series of {self.name} to order {self.order} (over {self.domain})"
+        lines = [head, f"  ∅: {self[None]}"]
+        lines += [f"  {self.family.bracket(t)}: {value}" for t, value in self.items()]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def unify(a: BSeries, b: BSeries) -> tuple[BSeries, BSeries]:
+    """Both series over one domain (the smallest holding both)."""
+    if a.domain == b.domain:
+        return a, b
+    domain = a.domain.unify(b.domain)
+
+    def lift(s: BSeries) -> BSeries:
+        if s.domain == domain:
+            return s
+        values = {k: domain.convert_from(v, s.domain) for k, v in s.values.items()}
+        empty = domain.convert_from(s.empty, s.domain)
+        return BSeries(s.family, s.order, domain, empty, values, s.name)
+
+    return lift(a), lift(b)
+
+
+def exact_flow(order: int, family: TreeFamily = PLAIN) -> BSeries:
+    """The B-series of the exact flow, e(t) = 1/γ(t), over QQ."""
+    values = {t.index: QQ(1, t.density) for t in family.up_to(order)}
+    return BSeries(family, order, QQ, QQ.one, values, "the exact flow")
+
+
+def tableau_series(tableau: ButcherTableau, order: int) -> BSeries:
+    """The B-series of a Runge-Kutta tableau, a(t) = Φ(t), in the field of its entries.
+
+    **Arguments:** `tableau`: the method (exact, numeric: its digits exactly, or a family);
+    `order`: the largest tree order.
+
+    **Returns:** the `BSeries`.
+    """
+    if tree_family(tableau)[1]:
+        raise AnalysisError(
+            f"{tableau.name}: c differs from the row sums of A (row_sum_c = false); B-series "
+            "here are of autonomous problems, where only the row sums enter"
+        )
+    field, A, b = entries_in_field(tableau)
+    table = WeightTable(PLAIN, {"y": A}, {"y": b}, domain=field)
+    trees = list(PLAIN.up_to(order))
+    table.prepare(trees)
+    values = {t.index: table.weight(t) for t in trees}
+    return BSeries(PLAIN, order, field, field.one, values, tableau.name)
+
+
+def bseries(method: Method | str, order: int) -> BSeries:
+    """The B-series of a method, tree by tree, exactly.
+
+    **Arguments:**
+
+    - `method`: a declaration or catalog name: a Runge-Kutta tableau.
+    - `order`: the largest tree order (number of nodes) to compute.
+
+    **Returns:** a `BSeries` (`series[tree]`, `str(series)`).
+    """
+    resolved = catalog.resolve(method)
+    if order < 1:
+        raise AnalysisError(f"bseries: order must be ≥ 1 (got {order})")
+    if isinstance(resolved, ButcherTableau):
+        return tableau_series(resolved, order)
+    if isinstance(resolved, LinearMultistep):
+        raise AnalysisError(
+            f"{resolved.name}: a linear multistep method has no one-step B-series (its step "
+            "needs k past values); ask for its order with bf.check, or declare it as a "
+            "GeneralLinear method to get the B-series relative to a starting procedure"
+        )
+    raise AnalysisError(
+        f"{resolved.name}: bseries is implemented for Runge-Kutta tableaux; a "
+        f"{resolved.family} declaration is not supported yet"
+    )
+
+
+def tree(notation: str | list[int]) -> Tree:
+    """The plain tree written in bracket notation (`"[τ, [τ]]"`) or as a level sequence
+    (`[1, 2, 3, 2]`: each node's depth in depth-first order, RootedTrees.jl's notation).
+
+    **Returns:** the `Tree` of `PLAIN`.
+    """
+    if isinstance(notation, str):
+        for t in PLAIN.up_to(max(1, notation.count("τ"))):
+            if PLAIN.bracket(t) == notation:
+                return t
+        raise AnalysisError(f"no rooted tree is written {notation!r} (use τ and [ ], '[τ, [τ]]')")
+    levels = list(notation)
+    if not levels or levels[0] != min(levels) or levels.count(levels[0]) != 1:
+        raise AnalysisError(f"not a level sequence of one rooted tree: {levels!r}")
+
+    def build(start: int) -> tuple[int, int]:
+        """(tree index, next position) of the subtree rooted at `start`."""
+        children, pos = [], start + 1
+        while pos < len(levels) and levels[pos] > levels[start]:
+            if levels[pos] != levels[start] + 1:
+                raise AnalysisError(f"not a level sequence: {levels!r} (a level skips)")
+            child, pos = build(pos)
+            children.append(child)
+        PLAIN.of_order(len(levels))  # generate the trees first
+        return PLAIN._key[("y", tuple(sorted(children)))], pos
+
+    index, _ = build(0)
+    return PLAIN.trees[index]
