@@ -1,0 +1,200 @@
+"""Geometric properties read off a B-series, and those of a Runge-Kutta tableau read off its
+entries.
+
+- Symplecticity (Hairer, Lubich and Wanner, Geometric Numerical Integration, VI.7): a B-series
+  method is symplectic iff a(u∘v) + a(v∘u) = a(u)·a(v) for all trees u, v (u∘v: v grafted on
+  the root of u); its order of symplecticity is the largest q with every condition of
+  |u| + |v| ≤ q met. A Runge-Kutta method with M = BA + AᵀB − bbᵀ = 0 is symplectic (Sanz-Serna
+  1988, Lasagni, Suris), and an irreducible one only then.
+- Energy preservation (Celledoni, McLachlan, Owren and Quispel, Found. Comput. Math. 10, 2010,
+  Theorem 2; Faou, Hairer and Pham, BIT 44, 2004): ⟨∇H, f̃⟩ = 0 for the modified field f̃ of
+  every Hamiltonian f = J⁻¹∇H. ⟨∇H, F(t)⟩ is ±E(ϑ), E an elementary Hamiltonian of the free
+  tree ϑ = t with one leaf (the ∇H) hung on its root, the sign (−1) per edge walked against its
+  direction; so the condition at order n is Σ_{t → ϑ} ±b(t)/σ(t) = 0 for every free tree ϑ of
+  n + 1 nodes whose E does not vanish identically (it does when ϑ has two isomorphic halves).
+- Symmetry: a = a*, the adjoint (`group.adjoint`); for a tableau also the certificate
+  a_{s+1−i,s+1−j} + a_ij = b_j, b_{s+1−i} = b_i (HLW V.2.2).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, final
+
+from ..trees import PLAIN, Tree
+from .group import adjoint
+from .modified import modified_equation
+from .series import BSeries
+
+
+@final
+@dataclass(frozen=True)
+class OrderVerdict:
+    """The order up to which a B-series condition family holds.
+
+    - `order`: the largest q with every condition up to q met (≤ `examined`).
+    - `examined`: the highest order whose conditions were checked.
+    - `failing`: a failing condition at q + 1, in words (None when none fails up to
+      `examined`).
+    """
+
+    order: int
+    examined: int
+    failing: str | None
+
+    @property
+    def holds(self) -> bool:
+        """No condition up to `examined` fails."""
+        return self.failing is None
+
+    def text(self, what: str) -> str:
+        if self.failing is None:
+            return f"{what} to order ≥ {self.examined} (every condition up to {self.examined})"
+        return f"{what} to order {self.order}; fails at {self.order + 1}: {self.failing}"
+
+
+def butcher_product(u: Tree, v: Tree) -> Tree:
+    """u∘v: the plain tree u with v grafted on its root."""
+    PLAIN.of_order(u.order + v.order)
+    return PLAIN.trees[PLAIN._key[(u.colour, tuple(sorted((*u.children, v.index))))]]
+
+
+def symplecticity_order(series: BSeries) -> OrderVerdict:
+    """Order of symplecticity of a step series (a(∅) = 1): the largest q with
+    a(u∘v) + a(v∘u) = a(u)·a(v) for every pair |u| + |v| ≤ q (up to the series' order)."""
+    K = series.domain
+    if series.empty != K.one:
+        return OrderVerdict(0, 0, f"a(∅) = {series[None]} ≠ 1")
+    values = series.values
+    for n in range(2, series.order + 1):
+        for k in range(1, n // 2 + 1):
+            for u in PLAIN.of_order(k):
+                for v in PLAIN.of_order(n - k):
+                    if k == n - k and v.index < u.index:
+                        continue
+                    uv, vu = butcher_product(u, v), butcher_product(v, u)
+                    residual = values[uv.index] + values[vu.index] - values[u.index] * values[v.index]
+                    if residual != K.zero:
+                        text = (
+                            f"a(u∘v) + a(v∘u) − a(u)a(v) = {K.to_sympy(residual)} for "
+                            f"u = {PLAIN.bracket(u)}, v = {PLAIN.bracket(v)}"
+                        )
+                        return OrderVerdict(n - 1, n, text)
+    return OrderVerdict(series.order, series.order, None)
+
+
+def symmetry_order(series: BSeries) -> OrderVerdict:
+    """The largest q with a*(t) = a(t) for every |t| ≤ q (a* the adjoint)."""
+    star = adjoint(series)
+    K = series.domain
+    for t in series:
+        if star.values[t.index] != series.values[t.index]:
+            diff = K.to_sympy(star.values[t.index] - series.values[t.index])
+            text = f"a*(t) − a(t) = {diff} at t = {PLAIN.bracket(t)}"
+            return OrderVerdict(t.order - 1, t.order, text)
+    return OrderVerdict(series.order, series.order, None)
+
+
+# --- energy preservation: free trees -------------------------------------------------------
+
+
+def _adjacency(tree: Tree) -> list[list[int]]:
+    """The tree with one extra leaf (node 0, the ∇H) on its root (node 1), as adjacency lists."""
+    adj: list[list[int]] = [[1], [0]]
+
+    def add(t: Tree, parent: int) -> None:
+        for child in t.children:
+            node = len(adj)
+            adj.append([parent])
+            adj[parent].append(node)
+            add(PLAIN.trees[child], node)
+
+    add(tree, 1)
+    return adj
+
+
+def _centres(adj: list[list[int]]) -> list[int]:
+    """The centre (one node) or bicentre (two adjacent nodes) of a free tree."""
+    degree = [len(n) for n in adj]
+    alive = set(range(len(adj)))
+    layer = [i for i in alive if degree[i] <= 1]
+    while len(alive) > 2:
+        alive.difference_update(layer)
+        nxt = []
+        for leaf in layer:
+            for other in adj[leaf]:
+                if other in alive:
+                    degree[other] -= 1
+                    if degree[other] == 1:
+                        nxt.append(other)
+        layer = nxt
+    return sorted(alive)
+
+
+def _code(adj: list[list[int]], node: int, parent: int) -> str:
+    """Canonical code of the subtree at `node` away from `parent` (AHU)."""
+    return "(" + "".join(sorted(_code(adj, c, node) for c in adj[node] if c != parent)) + ")"
+
+
+def _depth(adj: list[list[int]], start: int, goal: int) -> int:
+    seen, frontier, d = {start}, [start], 0
+    while goal not in seen:
+        d += 1
+        frontier = [c for n in frontier for c in adj[n] if c not in seen]
+        seen.update(frontier)
+    return d
+
+
+def energy_class(tree: Tree) -> tuple[str, int] | None:
+    """(free tree ϑ of t with its ∇H leaf, sign) with ⟨∇H, F(t)⟩ = sign·E(ϑ); None when E(ϑ)
+    vanishes identically (two isomorphic halves swapped by an edge reversal)."""
+    adj = _adjacency(tree)
+    centres = _centres(adj)
+    if len(centres) == 1:
+        (c,) = centres
+        return _code(adj, c, -1), (-1) ** _depth(adj, 0, c)
+    c1, c2 = centres
+    h1, h2 = _code(adj, c1, c2), _code(adj, c2, c1)
+    if h1 == h2:
+        return None
+    if h1 > h2:
+        c1, c2, h1, h2 = c2, c1, h2, h1
+    d1, d2 = _depth(adj, 0, c1), _depth(adj, 0, c2)
+    # edges oriented away from c1 across the centre; from the ∇H leaf on c2's side the
+    # central edge is walked against that orientation
+    sign = (-1) ** d1 if d1 < d2 else (-1) ** (d2 + 1)
+    return f"{h1}-{h2}", sign
+
+
+def energy_order(series: BSeries) -> OrderVerdict:
+    """Order of energy preservation for Hamiltonian problems: the largest q such that the
+    modified field's terms with trees of ≤ q nodes conserve every Hamiltonian."""
+    field = modified_equation(series, series.order)
+    K = field.domain
+    for n in range(1, series.order + 1):
+        sums: dict[str, Any] = defaultdict(lambda: K.zero)
+        members: dict[str, list[Tree]] = defaultdict(list)
+        for t in PLAIN.of_order(n):
+            found = energy_class(t)
+            if found is None:
+                continue
+            key, sign = found
+            term = K.quo(field.values[t.index], K(t.symmetry))
+            sums[key] += term if sign > 0 else -term
+            members[key].append(t)
+        for key, total in sums.items():
+            if total != K.zero:
+                trees = ", ".join(PLAIN.bracket(t) for t in members[key])
+                text = f"Σ ±b(t)/σ(t) = {K.to_sympy(total)} over the trees {trees}"
+                return OrderVerdict(n - 1, n, text)
+    return OrderVerdict(series.order, series.order, None)
+
+
+def reversal_certificate(A: Sequence[Sequence[Any]], b: Sequence[Any]) -> bool:
+    """a_{s+1−i,s+1−j} + a_ij = b_j and b_{s+1−i} = b_i: the tableau is symmetric (HLW V.2.2)."""
+    s = len(b)
+    if any(b[s - 1 - i] != b[i] for i in range(s)):
+        return False
+    return all(A[s - 1 - i][s - 1 - j] + A[i][j] == b[j] for i in range(s) for j in range(s))
