@@ -11,6 +11,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .analysis import Report, check
+from .analysis.bseries import (
+    BSeries,
+    bseries,
+    compose,
+    modified_equation,
+    modifying_integrator,
+    substitute,
+)
 from .errors import (
     AnalysisError,
     ButcherflowError,
@@ -65,6 +73,7 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 __all__ = [
     "AnalysisError",
+    "BSeries",
     "ButcherTableau",
     "ButcherflowError",
     "CompiledBlock",
@@ -81,12 +90,17 @@ __all__ = [
     "Splitting",
     "UnknownNameError",
     "__version__",
+    "bseries",
     "catalog",
     "check",
     "compile",
     "compile_stack",
+    "compose",
     "load",
     "load_recipe",
+    "modified_equation",
+    "modifying_integrator",
     "nn",
+    "substitute",
     "warm_start",
 ]

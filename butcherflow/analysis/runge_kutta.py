@@ -18,6 +18,7 @@ from ..errors import AnalysisError
 from ..methods import ButcherTableau
 from ..methods.parameters import initial_numbers, initial_values, relations
 from ..methods.precision import RESOLUTION, digits_hint
+from .bseries.verdicts import Geometry, tableau_geometry
 from .report import (
     Report,
     precision_text,
@@ -123,6 +124,9 @@ class RungeKuttaReport(Report):
             method, self.order, self._open_up_to() if self.undetermined else None
         )
         self.algebraically_stable = algebraically_stable(method)
+        self.geometry: Geometry = tableau_geometry(
+            method, self.order, self.stability.real_interval
+        )
         self.initial_is_lower_bound = False
         self.initial_order, self.initial_values = self._initial(deadline, max_order)
         self._explain(stage_decided)
@@ -294,6 +298,9 @@ class RungeKuttaReport(Report):
                 out.append(sympy.factor(table.to_sympy(res)))
         return out
 
+    def geometry_rows(self) -> list[tuple[str, Any]]:
+        return self.geometry.rows()
+
     @property
     def claims(self) -> dict[str, tuple[Any, Any]]:
         claims = super().claims
@@ -375,6 +382,7 @@ class RungeKuttaReport(Report):
             "a_stable": self.stability.a_stable,
             "l_stable": self.stability.l_stable,
             "algebraically_stable": self.algebraically_stable,
+            "geometry": self.geometry.to_dict(),
             "seconds": self.seconds,
         }
 
