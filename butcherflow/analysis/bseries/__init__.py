@@ -8,6 +8,12 @@ from .modified import (
     modified_equation,
     modifying_integrator,
 )
+from .properties import (
+    energy_order,
+    energy_preservation,
+    symmetry_order,
+    symplecticity_order,
+)
 from .series import BSeries, bseries, exact_flow, tableau_series, tree
 
 __all__ = [
@@ -16,6 +22,8 @@ __all__ = [
     "bseries",
     "compose",
     "elementary_differentials",
+    "energy_order",
+    "energy_preservation",
     "evaluate",
     "evaluate_numpy",
     "exact_flow",
@@ -23,6 +31,8 @@ __all__ = [
     "modified_equation",
     "modifying_integrator",
     "substitute",
+    "symmetry_order",
+    "symplecticity_order",
     "tableau_series",
     "tree",
 ]

@@ -23,6 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, final
 
+import sympy
+
+from ...errors import AnalysisError
 from ..trees import PLAIN, Tree
 from .group import adjoint
 from .modified import modified_equation
@@ -198,3 +201,35 @@ def reversal_certificate(A: Sequence[Sequence[Any]], b: Sequence[Any]) -> bool:
     if any(b[s - 1 - i] != b[i] for i in range(s)):
         return False
     return all(A[s - 1 - i][s - 1 - j] + A[i][j] == b[j] for i in range(s) for j in range(s))
+
+
+def hamiltonian_check(f: Sequence[Any], y: Sequence[Any]) -> None:
+    """Raise `AnalysisError` unless f = J⁻¹∇H for some H, y = (q, p) and J = [[0, I], [−I, 0]]:
+    then J·f = ∇H up to sign, whose Jacobian (the Hessian of H) is symmetric.
+
+    **Arguments:** `f`: sympy expressions in `y`; `y`: the 2d state symbols (q₁…q_d, p₁…p_d).
+    """
+    n = len(y)
+    if n % 2 or len(f) != n:
+        raise AnalysisError(
+            f"energy preservation: a Hamiltonian system has an even dimension with one f per "
+            f"state (got {len(f)} components for {n} symbols)"
+        )
+    d = n // 2
+    grad = [*(-sympy.sympify(x) for x in f[d:]), *(sympy.sympify(x) for x in f[:d])]
+    jac = sympy.Matrix(grad).jacobian(list(y))
+    for i in range(n):
+        for j in range(i + 1, n):
+            if sympy.simplify(jac[i, j] - jac[j, i]) != 0:
+                raise AnalysisError(
+                    "energy preservation is defined for Hamiltonian problems f = J⁻¹∇H, and "
+                    f"this f is not one: ∂(Jf)_{i}/∂y_{j} ≠ ∂(Jf)_{j}/∂y_{i} "
+                    f"({jac[i, j]} against {jac[j, i]}); ask for the modified equation instead"
+                )
+
+
+def energy_preservation(series: BSeries, f: Sequence[Any], y: Sequence[Any]) -> OrderVerdict:
+    """The energy preservation order of a method for a Hamiltonian problem f (checked to be
+    one, `hamiltonian_check`): the order for every Hamiltonian (`energy_order`)."""
+    hamiltonian_check(f, y)
+    return energy_order(series)

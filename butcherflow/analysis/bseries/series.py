@@ -10,6 +10,7 @@ for families), the domain the order proof already uses (`weights.WeightTable`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, final
 
@@ -18,7 +19,7 @@ from sympy.polys.domains import QQ
 
 from ...errors import AnalysisError
 from ...methods import ButcherTableau, LinearMultistep, Method, catalog
-from ..rk_order import tree_family
+from ..rk_order import DEFAULT_TIME_BUDGET, tree_family
 from ..trees import PLAIN, Tree, TreeFamily
 from ..weights import WeightTable, entries_in_field
 
@@ -146,11 +147,14 @@ def exact_flow(order: int, family: TreeFamily = PLAIN) -> BSeries:
     return BSeries(family, order, QQ, QQ.one, values, "the exact flow")
 
 
-def tableau_series(tableau: ButcherTableau, order: int) -> BSeries:
+def tableau_series(
+    tableau: ButcherTableau, order: int, time_budget: float = DEFAULT_TIME_BUDGET
+) -> BSeries:
     """The B-series of a Runge-Kutta tableau, a(t) = Φ(t), in the field of its entries.
 
     **Arguments:** `tableau`: the method (exact, numeric: its digits exactly, or a family);
-    `order`: the largest tree order.
+    `order`: the largest tree order; `time_budget`: seconds it may take (past it, an
+    `AnalysisError` says which order was reached).
 
     **Returns:** the `BSeries`.
     """
@@ -161,19 +165,29 @@ def tableau_series(tableau: ButcherTableau, order: int) -> BSeries:
         )
     field, A, b = entries_in_field(tableau)
     table = WeightTable(PLAIN, {"y": A}, {"y": b}, domain=field)
-    trees = list(PLAIN.up_to(order))
-    table.prepare(trees)
-    values = {t.index: table.weight(t) for t in trees}
+    deadline = time.monotonic() + time_budget
+    for k in range(1, order + 1):
+        if time.monotonic() > deadline:
+            raise AnalysisError(
+                f"{tableau.name}: the B-series to order {order} did not fit the time budget of "
+                f"{time_budget:g} s; it reached order {k - 1} ({len(list(PLAIN.up_to(k - 1)))} "
+                "trees): ask for that order, or give a larger time_budget"
+            )
+        table.prepare(PLAIN.of_order(k))
+    values = {t.index: table.weight(t) for t in PLAIN.up_to(order)}
     return BSeries(PLAIN, order, field, field.one, values, tableau.name)
 
 
-def bseries(method: Method | str, order: int) -> BSeries:
+def bseries(
+    method: Method | str, order: int, *, time_budget: float = DEFAULT_TIME_BUDGET
+) -> BSeries:
     """The B-series of a method, tree by tree, exactly.
 
     **Arguments:**
 
     - `method`: a declaration or catalog name: a Runge-Kutta tableau.
     - `order`: the largest tree order (number of nodes) to compute.
+    - `time_budget`: seconds it may take; past it an `AnalysisError` says what was reached.
 
     **Returns:** a `BSeries` (`series[tree]`, `str(series)`).
     """
@@ -181,7 +195,7 @@ def bseries(method: Method | str, order: int) -> BSeries:
     if order < 1:
         raise AnalysisError(f"bseries: order must be ≥ 1 (got {order})")
     if isinstance(resolved, ButcherTableau):
-        return tableau_series(resolved, order)
+        return tableau_series(resolved, order, time_budget)
     if isinstance(resolved, LinearMultistep):
         raise AnalysisError(
             f"{resolved.name}: a linear multistep method has no one-step B-series (its step "
