@@ -159,8 +159,7 @@ def test_rk4_not_symmetric_at_order_6() -> None:
 @st.composite
 def series_strategy(draw: st.DrawFn, order: int = 5) -> BSeries:
     values = {
-        t.index: QQ(draw(st.integers(-9, 9)), draw(st.integers(1, 5)))
-        for t in PLAIN.up_to(order)
+        t.index: QQ(draw(st.integers(-9, 9)), draw(st.integers(1, 5))) for t in PLAIN.up_to(order)
     }
     return BSeries(PLAIN, order, QQ, QQ.one, values, "random")
 
@@ -309,11 +308,14 @@ def test_ssp_coefficient_matches_nodepy_whole_catalog(name: str) -> None:
     if ours == math.inf:
         assert theirs > 50  # NodePy's bisection stops at its upper bound
     else:
-        assert ours == pytest.approx(theirs, abs=2e-3)
+        # NodePy bisects in float64 with a 3e-16 tolerance on the entries: with many stages
+        # its rounding moves the radius by up to a few parts in a thousand (SSPRK(16,3):
+        # 11.956 against the published and exact 12)
+        assert ours == pytest.approx(theirs, rel=1e-2, abs=2e-3)
 
 
 def test_multistep_has_no_bseries_one_line() -> None:
-    with pytest.raises(AnalysisError, match="multistep.*GeneralLinear") as info:
+    with pytest.raises(AnalysisError, match=r"multistep.*GeneralLinear") as info:
         bf.bseries("adams-bashforth-2", 4)
     assert "\n" not in str(info.value)
 

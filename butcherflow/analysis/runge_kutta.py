@@ -124,9 +124,7 @@ class RungeKuttaReport(Report):
             method, self.order, self._open_up_to() if self.undetermined else None
         )
         self.algebraically_stable = algebraically_stable(method)
-        self.geometry: Geometry = tableau_geometry(
-            method, self.order, self.stability.real_interval
-        )
+        self.geometry: Geometry = tableau_geometry(method, self.order, self.stability.real_interval)
         self.initial_is_lower_bound = False
         self.initial_order, self.initial_values = self._initial(deadline, max_order)
         self._explain(stage_decided)

@@ -22,7 +22,7 @@ import sympy
 
 from ...errors import AnalysisError
 from ...methods import Method
-from ..trees import PLAIN, Tree
+from ..trees import PLAIN
 from .group import _partitions
 from .series import BSeries, bseries, exact_flow, unify
 
@@ -111,9 +111,7 @@ def elementary_differentials(
             placeholders.append(w)
             last = derivatives[-1]
             derivatives.append([sum(sympy.diff(x, y[j]) * w[j] for j in range(n)) for x in last])
-        values = {
-            placeholders[k][j]: out[c][j] for k, c in enumerate(t.children) for j in range(n)
-        }
+        values = {placeholders[k][j]: out[c][j] for k, c in enumerate(t.children) for j in range(n)}
         out[t.index] = [sympy.expand(x.xreplace(values)) for x in derivatives[m]]
     return out
 

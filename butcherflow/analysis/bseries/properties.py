@@ -78,7 +78,9 @@ def symplecticity_order(series: BSeries) -> OrderVerdict:
                     if k == n - k and v.index < u.index:
                         continue
                     uv, vu = butcher_product(u, v), butcher_product(v, u)
-                    residual = values[uv.index] + values[vu.index] - values[u.index] * values[v.index]
+                    residual = (
+                        values[uv.index] + values[vu.index] - values[u.index] * values[v.index]
+                    )
                     if residual != K.zero:
                         text = (
                             f"a(u∘v) + a(v∘u) − a(u)a(v) = {K.to_sympy(residual)} for "

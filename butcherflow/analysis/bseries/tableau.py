@@ -75,11 +75,11 @@ def symplectic_matrix(tableau: ButcherTableau) -> MatrixVerdict:
             for j in range(i, s):
                 m = b[i] * A[i][j] + b[j] * A[j][i] - b[i] * b[j]
                 judged.append((f"M[{i}][{j}]", judge_element(K, m)))
-    bound = max((j.bound for _, j in judged), default=0.0)
+    bound = max((v.bound for _, v in judged), default=0.0)
     for wanted in (Verdict.FAILS, Verdict.UNDETERMINED):
-        for key, j in judged:
-            if j.verdict is wanted:
-                return MatrixVerdict(wanted, f"{key} = {_short(j.residual)}", bound)
+        for key, v in judged:
+            if v.verdict is wanted:
+                return MatrixVerdict(wanted, f"{key} = {_short(v.residual)}", bound)
     return MatrixVerdict(Verdict.MET, None, bound)
 
 

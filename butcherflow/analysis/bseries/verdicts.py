@@ -9,6 +9,7 @@ from typing import Any, final
 
 from ...methods import ButcherTableau
 from ...methods.precision import Verdict
+from ..weights import entries_in_field
 from .properties import (
     OrderVerdict,
     energy_order,
@@ -18,7 +19,6 @@ from .properties import (
 )
 from .series import tableau_series
 from .tableau import InternalStability, internal_stability, ssp_coefficient, symplectic_matrix
-from ..weights import entries_in_field
 
 # The highest tree order the report examines B-series conditions to (order 8 keeps every
 # catalog tableau's rows within a second or two; `bf.bseries` goes further on request).
@@ -92,9 +92,7 @@ def _order_text(found: OrderVerdict, order: int) -> str:
     return f"{found.order} (fails at {found.order + 1}: {found.failing})"
 
 
-def tableau_geometry(
-    tableau: ButcherTableau, order: int, real_interval: float | None
-) -> Geometry:
+def tableau_geometry(tableau: ButcherTableau, order: int, real_interval: float | None) -> Geometry:
     """The geometric rows of a tableau whose order is `order` (see `Geometry`).
 
     **Arguments:** `tableau`: the method; `order`: its proved order; `real_interval`: R with
