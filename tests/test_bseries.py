@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -359,3 +360,26 @@ def test_bseries_modified_equation_symplecticity_to_order_8_under_2s(name: str) 
     bf.modified_equation(series, 8)
     symplecticity_order(series)
     assert time.perf_counter() - start < 2.0
+
+
+@pytest.mark.parametrize(
+    ("fn", "total"),
+    [(bf.modified_equation, "19063/26880"), (bf.modifying_integrator, "5460293/241920")],
+)
+def test_midpoint_to_order_9_sums_match_bseries_jl_benchmark_page(fn: object, total: str) -> None:
+    # BSeries.jl's benchmarks page: Python BSeries, explicit midpoint, all trees up to order 9
+    series = fn("midpoint", 9)  # type: ignore[operator]
+    assert sum((v for _, v in series.items()), sympy.Integer(0)) == sympy.Rational(total)
+
+
+def test_bench_bseries_writes_its_section(tmp_path: Path) -> None:
+    from butcherflow.bench.bseries import run_bseries
+
+    output = tmp_path / "benchmarks.md"
+    rows = run_bseries(output=output, repeats=1, names=["heun", "gauss-legendre-2"])
+    text = output.read_text()
+    assert (
+        [r.ssp for r in rows],
+        "<!-- bench:bseries:start -->" in text,
+        "| modified equation | 19063/26880 | 19063/26880 (same)" in text,
+    ) == (["1", "0"], True, True)

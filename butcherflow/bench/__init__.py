@@ -86,6 +86,11 @@ def run_benchmark(args: argparse.Namespace) -> int:
             command += f" --device {args.device}"
         run_beam(output=args.output, repeats=args.repeats, command=command, device=args.device)
         return 0
+    if args.what == "bseries":
+        from .bseries import run_bseries
+
+        run_bseries(output=args.output, repeats=args.repeats, command=command)
+        return 0
     if args.what == "floater":
         from .floater import run_floater
 

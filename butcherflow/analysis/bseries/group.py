@@ -23,7 +23,7 @@ from typing import Any
 
 from ...errors import AnalysisError
 from ..trees import PLAIN, Tree, TreeFamily
-from .series import BSeries, unify
+from .series import Arithmetic, BSeries, unify
 
 Forest = tuple[int, ...]
 # root subtree (tree index) and the forest cut off -> count
@@ -87,10 +87,10 @@ def _partitions(family: TreeFamily, index: int) -> Partitions:
     return dict(out)
 
 
-def _product(domain: Any, a: BSeries, forest: Sequence[int]) -> Any:
-    out = domain.one
+def _product(ar: Arithmetic, values: dict[int, Any], forest: Sequence[int]) -> Any:
+    out = ar.one
     for i in forest:
-        out *= a.values[i]
+        out = ar.mul(out, values[i])
     return out
 
 
@@ -111,15 +111,15 @@ def compose(a: BSeries, b: BSeries) -> BSeries:
     a, b = unify(a, b)
     if a.empty != a.domain.one:
         raise AnalysisError(f"compose: the first series must have a(∅) = 1 (got {a[None]})")
-    K = a.domain
+    ar = Arithmetic(a.domain)
+    va, vb, b_empty = ar.values(a), ar.values(b), ar.convert(b.empty)
     values = {}
     for t in a.family.up_to(order):
-        total = b.empty * a.values[t.index]
+        total = ar.mul(b_empty, va[t.index])
         for (root, forest), n in _cuts(a.family, t.index).items():
-            total += K(n) * b.values[root] * _product(K, a, forest)
+            total += n * ar.mul(vb[root], _product(ar, va, forest))
         values[t.index] = total
-    name = f"({a.name})·({b.name})"
-    return BSeries(a.family, order, K, b.empty, values, name)
+    return ar.series(a.family, order, b_empty, values, f"({a.name})·({b.name})")
 
 
 def substitute(b: BSeries, a: BSeries) -> BSeries:
@@ -134,30 +134,32 @@ def substitute(b: BSeries, a: BSeries) -> BSeries:
     if a.family is not PLAIN:
         raise AnalysisError("substitute: implemented for plain (uncoloured) trees")
     a, b = unify(a, b)
-    K = a.domain
+    ar = Arithmetic(a.domain)
+    va, vb = ar.values(a), ar.values(b)
     values = {}
     for t in PLAIN.up_to(order):
-        total = K.zero
+        total = ar.zero
         for (root, skeleton, pieces), n in _partitions(PLAIN, t.index).items():
-            total += K(n) * a.values[skeleton] * b.values[root] * _product(K, b, pieces)
+            total += n * ar.mul(ar.mul(va[skeleton], vb[root]), _product(ar, vb, pieces))
         values[t.index] = total
-    return BSeries(PLAIN, order, K, a.empty, values, f"({b.name}) ⋆ ({a.name})")
+    return ar.series(PLAIN, order, ar.convert(a.empty), values, f"({b.name}) ⋆ ({a.name})")
 
 
 def inverse(a: BSeries) -> BSeries:
     """a⁻¹ in the Butcher group: a·a⁻¹ = the identity (a(∅) = 1)."""
     if a.empty != a.domain.one:
         raise AnalysisError(f"inverse: needs a(∅) = 1 (got {a[None]})")
-    K = a.domain
+    ar = Arithmetic(a.domain)
+    va = ar.values(a)
     values: dict[int, Any] = {}
     for t in a.family.up_to(a.order):
         # (a·b)(t) = a(t) + b(t) + Σ_{s ⊊ t, s ≠ ∅} b(s) Π a(forest) = 0
-        total = -a.values[t.index]
+        total = -va[t.index]
         for (root, forest), n in _cuts(a.family, t.index).items():
             if root != t.index:
-                total -= K(n) * values[root] * _product(K, a, forest)
+                total -= n * ar.mul(values[root], _product(ar, va, forest))
         values[t.index] = total
-    return BSeries(a.family, a.order, K, K.one, values, f"({a.name})⁻¹")
+    return ar.series(a.family, a.order, ar.one, values, f"({a.name})⁻¹")
 
 
 def adjoint(a: BSeries) -> BSeries:

@@ -24,7 +24,7 @@ from ...errors import AnalysisError
 from ...methods import Method
 from ..trees import PLAIN
 from .group import _partitions
-from .series import BSeries, bseries, exact_flow, unify
+from .series import Arithmetic, BSeries, bseries, exact_flow, unify
 
 
 def _series(method: Method | str | BSeries, order: int) -> BSeries:
@@ -44,18 +44,21 @@ def _solve(a: BSeries, target: BSeries, inner: BSeries, name: str) -> BSeries:
     lead = inner.values[PLAIN.of_order(1)[0].index]
     if lead == K.zero:
         raise AnalysisError(f"{a.name}: a(τ) = 0 (inconsistent method): no modified field")
+    ar = Arithmetic(K)
+    vi, vt = ar.values(inner), ar.values(target)
+    scale = ar.convert(K.quo(K.one, lead))
     values: dict[int, Any] = {}
     for t in PLAIN.up_to(inner.order):
-        rest = K.zero
+        rest = ar.zero
         for (root, skeleton, pieces), n in _partitions(PLAIN, t.index).items():
             if root == t.index:
                 continue  # the single piece t: b(t)·inner(τ), solved for
-            term = K(n) * inner.values[skeleton] * values[root]
+            term = ar.mul(vi[skeleton], values[root])
             for piece in pieces:
-                term *= values[piece]
-            rest += term
-        values[t.index] = K.quo(target.values[t.index] - rest, lead)
-    return BSeries(PLAIN, inner.order, K, K.zero, values, name)
+                term = ar.mul(term, values[piece])
+            rest += n * term
+        values[t.index] = ar.mul(vt[t.index] - rest, scale)
+    return ar.series(PLAIN, inner.order, ar.zero, values, name)
 
 
 def modified_equation(method: Method | str | BSeries, order: int) -> BSeries:
