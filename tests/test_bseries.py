@@ -279,9 +279,10 @@ def test_backward_euler_unconditionally_monotone() -> None:
 
 def _nodepy_radius(method: bf.ButcherTableau) -> float:
     rk = pytest.importorskip("nodepy.runge_kutta_method")
+    kind = rk.ExplicitRungeKuttaMethod if method.is_explicit else rk.RungeKuttaMethod
     A = np.array([[float(x) for x in row] for row in method.A])
     b = np.array([float(x) for x in method.b])
-    return float(rk.RungeKuttaMethod(A, b).absolute_monotonicity_radius())
+    return float(kind(A, b).absolute_monotonicity_radius())
 
 
 FAST_SSP = ["heun", "ssprk-10-4", "ssprk-3", "ssprk-9-3", "implicit-midpoint", "sdirk-2"]
@@ -383,3 +384,33 @@ def test_bench_bseries_writes_its_section(tmp_path: Path) -> None:
         "<!-- bench:bseries:start -->" in text,
         "| modified equation | 19063/26880 | 19063/26880 (same)" in text,
     ) == (["1", "0"], True, True)
+
+
+SPLITTINGS = [n for n in bf.catalog if isinstance(bf.catalog[n], bf.Splitting)]
+SLOW_SPLITTINGS = {"suzuki-4", "yoshida-4", "yoshida-4-rk4", "yoshida-6"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_SPLITTINGS else n for n in SPLITTINGS],
+)
+def test_coloured_tree_order_agrees_with_free_algebra_and_additive_proofs(name: str) -> None:
+    from butcherflow.analysis.bseries import series_order, splitting_series
+
+    method = bf.catalog[name]
+    report = bf.check(method)
+    exact = {op: "exact" for op in method.operators}  # type: ignore[attr-defined]
+    by_trees = series_order(splitting_series(method, report.order + 1, exact))[0]
+    substep = report.substep_order  # type: ignore[attr-defined]
+    with_substep = (
+        series_order(splitting_series(method, substep + 1))[0] if substep is not None else None
+    )
+    assert (by_trees, with_substep) == (report.order, substep)
+
+
+@pytest.mark.parametrize(("sub", "expected"), [("heun", 2), ("euler", 1), ("exact", 2)])
+def test_strang_with_a_different_sub_integrator_per_operator(sub: str, expected: int) -> None:
+    from butcherflow.analysis.bseries import series_order, splitting_series
+
+    series = splitting_series("strang", 4, {"A": "exact", "B": sub})
+    assert series_order(series)[0] == expected

@@ -61,12 +61,13 @@ def _median_time(fn: object, repeats: int) -> float:
 def _nodepy_radius(method: ButcherTableau) -> tuple[float | None, float | None]:
     if importlib.util.find_spec("nodepy") is None:
         return None, None
-    from nodepy.runge_kutta_method import RungeKuttaMethod
+    from nodepy.runge_kutta_method import ExplicitRungeKuttaMethod, RungeKuttaMethod
 
+    kind = ExplicitRungeKuttaMethod if method.is_explicit else RungeKuttaMethod
     A = np.array([[float(x) for x in row] for row in method.A])
     b = np.array([float(x) for x in method.b])
     start = time.perf_counter()
-    value = float(RungeKuttaMethod(A, b).absolute_monotonicity_radius())
+    value = float(kind(A, b).absolute_monotonicity_radius())
     return value, time.perf_counter() - start
 
 
@@ -141,12 +142,7 @@ def run_bseries(
             f"| {r.ssp_seconds:.3f} | {nodepy} | {nodepy_s} |"
         )
     missed = [r.name for r in rows if r.seconds >= TARGET]
-    differs = [
-        r.name
-        for r in rows
-        if r.nodepy_ssp is not None
-        and not _close(r.ssp, r.nodepy_ssp)
-    ]
+    differs = [r.name for r in rows if r.nodepy_ssp is not None and not _close(r.ssp, r.nodepy_ssp)]
     body = [
         "## B-series, modified equations and SSP coefficients",
         f"Command: `{command}`, run {date}.",
@@ -158,7 +154,8 @@ def run_bseries(
         f"Target < {TARGET:g} s: {len(rows) - len(missed)} of {len(rows)} met"
         + (f"; not met: {', '.join(missed)}." if missed else "."),
         "SSP coefficients that differ from NodePy's by more than 1e-3 (relative 1e-2): "
-        + (", ".join(differs) if differs else "none") + ".",
+        + (", ".join(differs) if differs else "none")
+        + ".",
         "\n".join(table),
         "### BSeries.jl's benchmark computations",
         "Explicit midpoint to order 9 (sum of all coefficients as the check). Their times are "

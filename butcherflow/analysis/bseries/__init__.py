@@ -15,6 +15,7 @@ from .properties import (
     symplecticity_order,
 )
 from .series import BSeries, bseries, exact_flow, tableau_series, tree
+from .splitting import series_order, splitting_series
 
 __all__ = [
     "BSeries",
@@ -30,6 +31,8 @@ __all__ = [
     "inverse",
     "modified_equation",
     "modifying_integrator",
+    "series_order",
+    "splitting_series",
     "substitute",
     "symmetry_order",
     "symplecticity_order",

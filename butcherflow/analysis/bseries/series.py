@@ -18,10 +18,12 @@ import sympy
 from sympy.polys.domains import QQ
 
 from ...errors import AnalysisError
-from ...methods import ButcherTableau, LinearMultistep, Method, catalog
+from ...methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, Splitting, catalog
+from ..additive import additive_tableau
+from ..glm_series import BSeries as StageSeries
+from ..number_field import NumberField
 from ..rk_order import DEFAULT_TIME_BUDGET, tree_family
 from ..trees import PLAIN, Tree, TreeFamily
-from ..number_field import NumberField
 from ..weights import WeightTable, entries_in_field
 
 
@@ -159,8 +161,9 @@ class Arithmetic:
         """Back to a domain element."""
         return x if self.field is None else self.field.element(self.field.reduce(x))
 
-    def series(self, family: TreeFamily, order: int, empty: Any, values: dict[int, Any],
-               name: str) -> BSeries:
+    def series(
+        self, family: TreeFamily, order: int, empty: Any, values: dict[int, Any], name: str
+    ) -> BSeries:
         out = {k: self.element(v) for k, v in values.items()}
         return BSeries(family, order, self.domain, self.element(empty), out, name)
 
@@ -218,24 +221,69 @@ def tableau_series(
     return BSeries(PLAIN, order, field, field.one, values, tableau.name)
 
 
+def splitting_series(method: Splitting, order: int) -> BSeries:
+    """The coloured B-series of a splitting advanced by its Runge-Kutta sub-step: the additive
+    Runge-Kutta method it computes (`additive.additive_tableau`), one colour per operator."""
+    sub = method.substep
+    if sub is None:
+        raise AnalysisError(
+            f"{method.name}: a splitting of exact sub-flows has no Runge-Kutta B-series here; "
+            "its order comes from the free algebra (bf.check), or declare a sub-step"
+        )
+    family = TreeFamily(method.operators)
+    big_A, big_b = additive_tableau(method.steps, sub.A, sub.b, sympy.Integer(0))
+    table = WeightTable(family, big_A, big_b)
+    trees = list(family.up_to(order))
+    table.prepare(trees)
+    values = {t.index: table.weight(t) for t in trees}
+    return BSeries(family, order, table.domain, table.domain.one, values, method.name)
+
+
+def general_linear_series(method: GeneralLinear, order: int) -> list[BSeries]:
+    """The B-series of each output of a general linear method, relative to its starting
+    procedure: output k at t is Σ_j B_kj η′_j(t) + Σ_m V_km ξ_m(t) (`glm_series`), its empty
+    tree V ξ(∅). Compare output k with the starting procedure advanced one step."""
+    stages = StageSeries(method)
+    K = stages.domain
+    out = []
+    for k in range(method.values):
+        empty = sum((v * x for v, x in zip(stages.V[k], stages.xi(None), strict=True)), K.zero)
+        values = {}
+        for t in PLAIN.up_to(order):
+            eta, xi = stages.eta_prime(t), stages.xi(t)
+            total = sum((x * y for x, y in zip(stages.B[k], eta, strict=True)), K.zero)
+            values[t.index] = total + sum(
+                (v * x for v, x in zip(stages.V[k], xi, strict=True)), K.zero
+            )
+        out.append(BSeries(PLAIN, order, K, empty, values, f"{method.name} output {k}"))
+    return out
+
+
 def bseries(
     method: Method | str, order: int, *, time_budget: float = DEFAULT_TIME_BUDGET
-) -> BSeries:
+) -> BSeries | list[BSeries]:
     """The B-series of a method, tree by tree, exactly.
 
     **Arguments:**
 
-    - `method`: a declaration or catalog name: a Runge-Kutta tableau.
+    - `method`: a declaration or catalog name: a Runge-Kutta tableau (plain trees), a splitting
+      with a Runge-Kutta sub-step (coloured trees, one colour per operator) or a general
+      linear method (one series per output, relative to its starting procedure).
     - `order`: the largest tree order (number of nodes) to compute.
     - `time_budget`: seconds it may take; past it an `AnalysisError` says what was reached.
 
-    **Returns:** a `BSeries` (`series[tree]`, `str(series)`).
+    **Returns:** a `BSeries` (`series[tree]`, `str(series)`); a list of them for a general
+    linear method.
     """
     resolved = catalog.resolve(method)
     if order < 1:
         raise AnalysisError(f"bseries: order must be ≥ 1 (got {order})")
     if isinstance(resolved, ButcherTableau):
         return tableau_series(resolved, order, time_budget)
+    if isinstance(resolved, Splitting):
+        return splitting_series(resolved, order)
+    if isinstance(resolved, GeneralLinear):
+        return general_linear_series(resolved, order)
     if isinstance(resolved, LinearMultistep):
         raise AnalysisError(
             f"{resolved.name}: a linear multistep method has no one-step B-series (its step "
@@ -243,8 +291,8 @@ def bseries(
             "GeneralLinear method to get the B-series relative to a starting procedure"
         )
     raise AnalysisError(
-        f"{resolved.name}: bseries is implemented for Runge-Kutta tableaux; a "
-        f"{resolved.family} declaration is not supported yet"
+        f"{resolved.name}: a {resolved.family} declaration has no B-series (Runge-Kutta "
+        "tableaux, splittings with a sub-step and general linear methods have)"
     )
 
 
