@@ -414,3 +414,35 @@ def test_strang_with_a_different_sub_integrator_per_operator(sub: str, expected:
 
     series = splitting_series("strang", 4, {"A": "exact", "B": sub})
     assert series_order(series)[0] == expected
+
+
+def test_lobatto_iiia_iiib_pair_is_symplectic_and_iiia_with_itself_is_not() -> None:
+    from butcherflow.analysis.bseries.verdicts import partitioned_symplectic
+
+    iiia, iiib = bf.catalog["lobatto-iiia-4"], bf.catalog["lobatto-iiib-4"]
+    pair = [partitioned_symplectic(x, y)[0] for x, y in ((iiia, iiib), (iiib, iiia), (iiia, iiia))]
+    assert pair == [True, True, False]
+
+
+def test_symplectic_euler_pair_is_symplectic() -> None:
+    from butcherflow.analysis.bseries.verdicts import partitioned_symplectic
+
+    assert partitioned_symplectic(bf.catalog["backward-euler"], bf.catalog["euler"])[0] is True
+
+
+def test_symplecticity_of_a_multistep_method_says_why_and_what_to_ask() -> None:
+    from butcherflow.analysis.bseries.verdicts import symplectic
+
+    with pytest.raises(AnalysisError, match="one-step maps.*ask for") as info:
+        symplectic("adams-bashforth-2")
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "symplectic", "symmetric"),
+    [("yoshida-4", "yes", "yes"), ("ruth-3", "yes", "no"), ("lie-trotter", None, "no")],
+)
+def test_splitting_rows(name: str, symplectic: str | None, symmetric: str) -> None:
+    rows = dict(bf.check(name).geometry_rows())
+    got = (rows["symplectic"].split()[0], rows["symmetric"].split()[0])
+    assert got[1] == symmetric and (symplectic is None or got[0] == symplectic)

@@ -96,9 +96,9 @@ def selected() -> list[str]:
     out = []
     for name in catalog:
         m = catalog[name]
-        if isinstance(m, ButcherTableau) and not m.symbols and not m.numeric:
-            if (m.order or 0) <= ORDER:
-                out.append(name)
+        exact = isinstance(m, ButcherTableau) and not m.symbols and not m.numeric
+        if exact and (m.order or 0) <= ORDER:
+            out.append(name)
     return out
 
 

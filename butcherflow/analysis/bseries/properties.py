@@ -97,7 +97,7 @@ def symmetry_order(series: BSeries) -> OrderVerdict:
     for t in series:
         if star.values[t.index] != series.values[t.index]:
             diff = K.to_sympy(star.values[t.index] - series.values[t.index])
-            text = f"a*(t) − a(t) = {diff} at t = {PLAIN.bracket(t)}"
+            text = f"a*(t) − a(t) = {diff} at t = {series.family.bracket(t)}"
             return OrderVerdict(t.order - 1, t.order, text)
     return OrderVerdict(series.order, series.order, None)
 

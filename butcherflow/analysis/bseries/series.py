@@ -261,19 +261,19 @@ def general_linear_series(method: GeneralLinear, order: int) -> list[BSeries]:
 
 def bseries(
     method: Method | str, order: int, *, time_budget: float = DEFAULT_TIME_BUDGET
-) -> BSeries | list[BSeries]:
+) -> BSeries:
     """The B-series of a method, tree by tree, exactly.
 
     **Arguments:**
 
     - `method`: a declaration or catalog name: a Runge-Kutta tableau (plain trees), a splitting
       with a Runge-Kutta sub-step (coloured trees, one colour per operator) or a general
-      linear method (one series per output, relative to its starting procedure).
+      linear method (its first output, relative to its starting procedure; every output:
+      `general_linear_series`).
     - `order`: the largest tree order (number of nodes) to compute.
     - `time_budget`: seconds it may take; past it an `AnalysisError` says what was reached.
 
-    **Returns:** a `BSeries` (`series[tree]`, `str(series)`); a list of them for a general
-    linear method.
+    **Returns:** a `BSeries` (`series[tree]`, `str(series)`).
     """
     resolved = catalog.resolve(method)
     if order < 1:
@@ -283,7 +283,7 @@ def bseries(
     if isinstance(resolved, Splitting):
         return splitting_series(resolved, order)
     if isinstance(resolved, GeneralLinear):
-        return general_linear_series(resolved, order)
+        return general_linear_series(resolved, order)[0]
     if isinstance(resolved, LinearMultistep):
         raise AnalysisError(
             f"{resolved.name}: a linear multistep method has no one-step B-series (its step "

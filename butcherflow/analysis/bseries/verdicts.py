@@ -7,7 +7,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, final
 
-from ...methods import ButcherTableau
+from ...errors import AnalysisError
+from ...methods import ButcherTableau, LinearMultistep, Method, Splitting, catalog
 from ...methods.precision import Verdict
 from ..weights import entries_in_field
 from .properties import (
@@ -18,11 +19,14 @@ from .properties import (
     symplecticity_order,
 )
 from .series import tableau_series
+from .splitting import splitting_series
 from .tableau import InternalStability, internal_stability, ssp_coefficient, symplectic_matrix
 
 # The highest tree order the report examines B-series conditions to (order 8 keeps every
 # catalog tableau's rows within a second or two; `bf.bseries` goes further on request).
 EXAMINED = 8
+# The same for the coloured trees of a splitting (one colour per operator: many more trees)
+SPLITTING_EXAMINED = 4
 
 
 @final
@@ -154,3 +158,102 @@ def tableau_geometry(tableau: ButcherTableau, order: int, real_interval: float |
     if out.ssp_value == math.inf:
         out.notes.append("absolutely monotonic for every step size (SSP coefficient ∞).")
     return out
+
+
+def partitioned_symplectic(first: ButcherTableau, second: ButcherTableau) -> tuple[bool, str]:
+    """Whether the partitioned Runge-Kutta method with tableau `first` (a, b) for one part and
+    `second` (â, b̂) for the other is symplectic: b = b̂ and b_i â_ij + b̂_j a_ji = b_i b̂_j
+    (Sun 1993, Suris; Hairer, Lubich and Wanner, Theorem VI.4.6), decided exactly.
+
+    **Arguments:** `first`, `second`: exact tableaux with the same number of stages.
+
+    **Returns:** `(symplectic, why)`.
+    """
+    if first.stages != second.stages:
+        raise AnalysisError(
+            f"partitioned pair: {first.name} has {first.stages} stages and {second.name} "
+            f"{second.stages}; the pair shares its stages"
+        )
+    if first.numeric or second.numeric or first.symbols or second.symbols:
+        raise AnalysisError("partitioned pair: exact tableaux without symbols are decided here")
+    K1, A, b = entries_in_field(first)
+    K2, A2, b2 = entries_in_field(second)
+    K = K1.unify(K2)
+    A = [[K.convert_from(x, K1) for x in row] for row in A]
+    b = [K.convert_from(x, K1) for x in b]
+    A2 = [[K.convert_from(x, K2) for x in row] for row in A2]
+    b2 = [K.convert_from(x, K2) for x in b2]
+    s = first.stages
+    for i in range(s):
+        if b[i] != b2[i]:
+            return False, f"b[{i}] = {K.to_sympy(b[i])} ≠ b̂[{i}] = {K.to_sympy(b2[i])}"
+    for i in range(s):
+        for j in range(s):
+            m = b[i] * A2[i][j] + b2[j] * A[j][i] - b[i] * b2[j]
+            if m != K.zero:
+                return False, f"b_{i} â_{i}{j} + b̂_{j} a_{j}{i} − b_{i} b̂_{j} = {K.to_sympy(m)}"
+    return True, "b = b̂ and b_i â_ij + b̂_j a_ji = b_i b̂_j for every i, j"
+
+
+def symplectic(method: Method | str) -> tuple[bool | None, str]:
+    """Whether a declaration is symplectic, with the proof in words.
+
+    **Arguments:** `method`: a declaration or catalog name: a Runge-Kutta tableau (the M = 0
+    test and its B-series), or a splitting (a composition of sub-steps).
+
+    **Returns:** `(True / False / None for undetermined, why)`; a family for which symplecticity
+    is not defined raises `AnalysisError` saying what to ask instead.
+    """
+    resolved = catalog.resolve(method)
+    if isinstance(resolved, ButcherTableau):
+        found = tableau_geometry(resolved, 0, None)
+        return found.symplectic, found.symplectic_why
+    if isinstance(resolved, Splitting):
+        return splitting_symplectic(resolved)
+    if isinstance(resolved, LinearMultistep):
+        raise AnalysisError(
+            f"{resolved.name}: symplecticity is a property of one-step maps y ↦ Φ_h(y), and a "
+            "linear multistep method maps k past values (none is symplectic, Tang 1993); ask "
+            "for its order and stability with bf.check, or declare its general linear form"
+        )
+    raise AnalysisError(
+        f"{resolved.name}: symplecticity is decided here for Runge-Kutta tableaux, partitioned "
+        f"pairs and splittings, not for a {resolved.family} declaration (a general linear "
+        "method's G-symplecticity is not implemented)"
+    )
+
+
+def splitting_symplectic(method: Splitting) -> tuple[bool | None, str]:
+    """A composition of symplectic maps is symplectic: exact sub-flows of Hamiltonian operator
+    fields are, and so are sub-steps by a symplectic tableau."""
+    sub = method.substep
+    if sub is None:
+        return True, "a composition of exact flows: symplectic when every operator is Hamiltonian"
+    verdict = symplectic_matrix(sub)
+    if verdict.verdict is Verdict.MET:
+        return True, f"a composition of {sub.name} sub-steps, which are symplectic (M = 0)"
+    return None, (
+        f"not established: the {sub.name} sub-step is not symplectic ({verdict.entry}), and "
+        "the composition's coloured conditions are not examined"
+    )
+
+
+def splitting_symmetric(method: Splitting) -> tuple[bool | None, str]:
+    """A palindromic sequence of symmetric sub-steps (exact flows, or a symmetric tableau) is
+    symmetric (Hairer, Lubich and Wanner, V.3)."""
+    steps = list(method.steps)
+    palindrome = steps == steps[::-1]
+    sub = method.substep
+    symmetric_sub = sub is None
+    if sub is not None and not sub.numeric and not sub.symbols:
+        _, A, b = entries_in_field(sub)
+        symmetric_sub = reversal_certificate(A, b)
+    if palindrome and symmetric_sub:
+        what = "exact sub-flows" if sub is None else f"symmetric {sub.name} sub-steps"
+        return True, f"palindromic steps of {what}"
+    # the coloured B-series of the composition against its adjoint
+    exact = {op: "exact" for op in method.operators} if sub is None else None
+    found = symmetry_order(splitting_series(method, SPLITTING_EXAMINED, exact))
+    if not found.holds:
+        return False, f"a* ≠ a at order {found.order + 1}: {found.failing}"
+    return None, f"a* = a to order {found.examined} (no certificate for all orders)"
