@@ -433,7 +433,7 @@ def test_symplectic_euler_pair_is_symplectic() -> None:
 def test_symplecticity_of_a_multistep_method_says_why_and_what_to_ask() -> None:
     from butcherflow.analysis.bseries.verdicts import symplectic
 
-    with pytest.raises(AnalysisError, match="one-step maps.*ask for") as info:
+    with pytest.raises(AnalysisError, match=r"one-step maps.*ask for") as info:
         symplectic("adams-bashforth-2")
     assert "\n" not in str(info.value)
 
