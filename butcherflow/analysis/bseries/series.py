@@ -22,7 +22,7 @@ from ...methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, S
 from ..additive import additive_tableau
 from ..glm_series import BSeries as StageSeries
 from ..number_field import NumberField
-from ..rk_order import DEFAULT_TIME_BUDGET, tree_family
+from ..rk_order import DEFAULT_TIME_BUDGET
 from ..trees import PLAIN, Tree, TreeFamily
 from ..weights import WeightTable, entries_in_field
 
@@ -195,17 +195,15 @@ def tableau_series(
 ) -> BSeries:
     """The B-series of a Runge-Kutta tableau, a(t) = Φ(t), in the field of its entries.
 
+    The series is that of autonomous problems y' = f(y), where only A and b enter (a declared
+    c that differs from the row sums of A matters for non-autonomous ones only, `rk_order`).
+
     **Arguments:** `tableau`: the method (exact, numeric: its digits exactly, or a family);
     `order`: the largest tree order; `time_budget`: seconds it may take (past it, an
     `AnalysisError` says which order was reached).
 
     **Returns:** the `BSeries`.
     """
-    if tree_family(tableau)[1]:
-        raise AnalysisError(
-            f"{tableau.name}: c differs from the row sums of A (row_sum_c = false); B-series "
-            "here are of autonomous problems, where only the row sums enter"
-        )
     field, A, b = entries_in_field(tableau)
     table = WeightTable(PLAIN, {"y": A}, {"y": b}, domain=field)
     deadline = time.monotonic() + time_budget
