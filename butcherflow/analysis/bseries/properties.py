@@ -19,17 +19,19 @@ entries.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, final
 
 import sympy
 
 from ...errors import AnalysisError
+from ...methods.precision import Verdict, judge_enclosure
 from ..trees import PLAIN, Tree
 from .group import adjoint
 from .modified import modified_equation
-from .series import BSeries
+from .series import BallField, BSeries
 
 
 @final
@@ -46,16 +48,62 @@ class OrderVerdict:
     order: int
     examined: int
     failing: str | None
+    undetermined: bool = False
 
     @property
     def holds(self) -> bool:
-        """No condition up to `examined` fails."""
+        """No condition up to `examined` fails or is undetermined."""
         return self.failing is None
+
+    @property
+    def fails(self) -> bool:
+        """A condition up to `examined` fails (not merely undetermined)."""
+        return self.failing is not None and not self.undetermined
 
     def text(self, what: str) -> str:
         if self.failing is None:
             return f"{what} to order ≥ {self.examined} (every condition up to {self.examined})"
-        return f"{what} to order {self.order}; fails at {self.order + 1}: {self.failing}"
+        how = "undetermined at this precision" if self.undetermined else "fails"
+        return f"{what} to order {self.order}; {how} at {self.order + 1}: {self.failing}"
+
+
+def _verdict(domain: Any, residual: Any, density: int, digits_zero: bool = False) -> Verdict:
+    """Met, fails or undetermined: exactly for an exact domain; for the balls of a numeric
+    declaration by `judge_enclosure` at scale 1/γ, met also when the digits' own residual is
+    exactly zero (`digits_zero`), as the order conditions are judged."""
+    if isinstance(domain, BallField):
+        return judge_enclosure(residual, Fraction(1, density), digits_zero).verdict
+    return Verdict.MET if residual == domain.zero else Verdict.FAILS
+
+
+def _show(domain: Any, residual: Any) -> str:
+    if isinstance(domain, BallField):
+        return f"{float(residual.mid()):.3g} ± {float(residual.rad()):.2g}"
+    return str(domain.to_sympy(residual))
+
+
+# (order, density, residual of a series, text with "{r}" where the residual goes)
+Condition = tuple[int, int, Callable[[BSeries], Any], str]
+
+
+def _first_open(
+    series: BSeries, digits: BSeries | None, conditions: Iterable[Condition]
+) -> OrderVerdict:
+    """Walk conditions `(order, density, residual(series), text)` in order of
+    `order`; the first not met stops the order (fails, or undetermined for balls).
+
+    `digits`: for a ball series, the exact series of the same digits, whose residual being
+    exactly zero counts as met (`_verdict`)."""
+    K = series.domain
+    for n, density, residual_of, text in conditions:
+        residual = residual_of(series)
+        zero = digits is not None and residual_of(digits) == digits.domain.zero
+        verdict = _verdict(K, residual, density, zero)
+        if verdict is not Verdict.MET:
+            undetermined = verdict is Verdict.UNDETERMINED
+            shown = text.replace("{r}", _show(K, residual))
+            return OrderVerdict(n - 1, n, shown, undetermined)
+    return OrderVerdict(series.order, series.order, None)
 
 
 def butcher_product(u: Tree, v: Tree) -> Tree:
@@ -64,42 +112,52 @@ def butcher_product(u: Tree, v: Tree) -> Tree:
     return PLAIN.trees[PLAIN._key[(u.colour, tuple(sorted((*u.children, v.index))))]]
 
 
-def symplecticity_order(series: BSeries) -> OrderVerdict:
+def symplecticity_order(series: BSeries, digits: BSeries | None = None) -> OrderVerdict:
     """Order of symplecticity of a step series (a(∅) = 1): the largest q with
-    a(u∘v) + a(v∘u) = a(u)·a(v) for every pair |u| + |v| ≤ q (up to the series' order)."""
-    K = series.domain
-    if series.empty != K.one:
-        return OrderVerdict(0, 0, f"a(∅) = {series[None]} ≠ 1")
-    values = series.values
-    for n in range(2, series.order + 1):
-        for k in range(1, n // 2 + 1):
-            for u in PLAIN.of_order(k):
-                for v in PLAIN.of_order(n - k):
-                    if k == n - k and v.index < u.index:
-                        continue
-                    uv, vu = butcher_product(u, v), butcher_product(v, u)
-                    residual = (
-                        values[uv.index] + values[vu.index] - values[u.index] * values[v.index]
-                    )
-                    if residual != K.zero:
-                        text = (
-                            f"a(u∘v) + a(v∘u) − a(u)a(v) = {K.to_sympy(residual)} for "
-                            f"u = {PLAIN.bracket(u)}, v = {PLAIN.bracket(v)}"
-                        )
-                        return OrderVerdict(n - 1, n, text)
-    return OrderVerdict(series.order, series.order, None)
+    a(u∘v) + a(v∘u) = a(u)·a(v) for every pair |u| + |v| ≤ q (up to the series' order).
+
+    **Arguments:** `series`: exact, or balls of a numeric declaration; `digits`: for balls, the
+    exact series of the digits (see `_first_open`)."""
+
+    def conditions() -> Iterator[Condition]:
+        yield 1, 1, lambda s: s.empty - s.domain.one, "a(∅) − 1 = {r}"
+        for n in range(2, series.order + 1):
+            for k in range(1, n // 2 + 1):
+                for u in PLAIN.of_order(k):
+                    for v in PLAIN.of_order(n - k):
+                        if k == n - k and v.index < u.index:
+                            continue
+                        uv, vu = butcher_product(u, v), butcher_product(v, u)
+
+                        def residual(
+                            s: BSeries, uv: Tree = uv, vu: Tree = vu, u: Tree = u, v: Tree = v
+                        ) -> Any:
+                            x = s.values
+                            return x[uv.index] + x[vu.index] - x[u.index] * x[v.index]
+
+                        label = f"u = {PLAIN.bracket(u)}, v = {PLAIN.bracket(v)}"
+                        text = f"a(u∘v) + a(v∘u) − a(u)a(v) = {{r}} for {label}"
+                        yield n, uv.density, residual, text
+
+    return _first_open(series, digits, conditions())
 
 
-def symmetry_order(series: BSeries) -> OrderVerdict:
+def symmetry_order(series: BSeries, digits: BSeries | None = None) -> OrderVerdict:
     """The largest q with a*(t) = a(t) for every |t| ≤ q (a* the adjoint)."""
-    star = adjoint(series)
-    K = series.domain
-    for t in series:
-        if star.values[t.index] != series.values[t.index]:
-            diff = K.to_sympy(star.values[t.index] - series.values[t.index])
-            text = f"a*(t) − a(t) = {diff} at t = {series.family.bracket(t)}"
-            return OrderVerdict(t.order - 1, t.order, text)
-    return OrderVerdict(series.order, series.order, None)
+    stars = {id(series): adjoint(series)}
+    if digits is not None:
+        stars[id(digits)] = adjoint(digits)
+
+    def conditions() -> Iterator[Condition]:
+        for t in series:
+
+            def residual(s: BSeries, t: Tree = t) -> Any:
+                return stars[id(s)].values[t.index] - s.values[t.index]
+
+            where = series.family.bracket(t)
+            yield t.order, t.density, residual, f"a*(t) − a(t) = {{r}} at t = {where}"
+
+    return _first_open(series, digits, conditions())
 
 
 # --- energy preservation: free trees -------------------------------------------------------
@@ -173,28 +231,36 @@ def energy_class(tree: Tree) -> tuple[str, int] | None:
     return f"{h1}-{h2}", sign
 
 
-def energy_order(series: BSeries) -> OrderVerdict:
+def energy_order(series: BSeries, digits: BSeries | None = None) -> OrderVerdict:
     """Order of energy preservation for Hamiltonian problems: the largest q such that the
     modified field's terms with trees of ≤ q nodes conserve every Hamiltonian."""
-    field = modified_equation(series, series.order)
-    K = field.domain
-    for n in range(1, series.order + 1):
-        sums: dict[str, Any] = defaultdict(lambda: K.zero)
-        members: dict[str, list[Tree]] = defaultdict(list)
-        for t in PLAIN.of_order(n):
-            found = energy_class(t)
-            if found is None:
-                continue
-            key, sign = found
-            term = K.quo(field.values[t.index], K(t.symmetry))
-            sums[key] += term if sign > 0 else -term
-            members[key].append(t)
-        for key, total in sums.items():
-            if total != K.zero:
-                trees = ", ".join(PLAIN.bracket(t) for t in members[key])
-                text = f"Σ ±b(t)/σ(t) = {K.to_sympy(total)} over the trees {trees}"
-                return OrderVerdict(n - 1, n, text)
-    return OrderVerdict(series.order, series.order, None)
+    fields = {id(series): modified_equation(series, series.order)}
+    if digits is not None:
+        fields[id(digits)] = modified_equation(digits, series.order)
+
+    def conditions() -> Iterator[Condition]:
+        for n in range(1, series.order + 1):
+            members: dict[str, list[tuple[Tree, int]]] = defaultdict(list)
+            for t in PLAIN.of_order(n):
+                found = energy_class(t)
+                if found is not None:
+                    members[found[0]].append((t, found[1]))
+            for group in members.values():
+
+                def residual(s: BSeries, group: list[tuple[Tree, int]] = group) -> Any:
+                    field = fields[id(s)]
+                    K = field.domain
+                    total = K.zero
+                    for t, sign in group:
+                        term = K.quo(field.values[t.index], K(t.symmetry))
+                        total += term if sign > 0 else -term
+                    return total
+
+                trees = ", ".join(PLAIN.bracket(t) for t, _ in group)
+                density = min(t.density for t, _ in group)
+                yield n, density, residual, f"Σ ±b(t)/σ(t) = {{r}} over the trees {trees}"
+
+    return _first_open(series, digits, conditions())
 
 
 def reversal_certificate(A: Sequence[Sequence[Any]], b: Sequence[Any]) -> bool:

@@ -14,15 +14,18 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, final
 
+import flint
 import sympy
 from sympy.polys.domains import QQ
 
 from ...errors import AnalysisError
 from ...methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, Splitting, catalog
+from ...methods.balls import ball
+from ...methods.precision import working_precision
 from ..additive import additive_tableau
 from ..glm_series import BSeries as StageSeries
 from ..number_field import NumberField
-from ..rk_order import DEFAULT_TIME_BUDGET
+from ..rk_order import DEFAULT_TIME_BUDGET, Conditions
 from ..trees import PLAIN, Tree, TreeFamily
 from ..weights import WeightTable, entries_in_field
 
@@ -129,6 +132,37 @@ class BSeries:
 
 
 @final
+class BallField:
+    """arb balls standing in for an exact domain, for a numeric splitting: every coefficient
+    is a ball holding its value for every splitting within the precision of its digits."""
+
+    is_AlgebraicField = False
+
+    def __init__(self, prec: int) -> None:
+        self.prec = prec
+        self.zero = flint.arb(0)
+        self.one = flint.arb(1)
+
+    def __call__(self, n: int) -> flint.arb:
+        return flint.arb(n)
+
+    def quo(self, a: flint.arb, b: flint.arb) -> flint.arb:
+        return a / b
+
+    def to_sympy(self, x: flint.arb) -> sympy.Expr:
+        return sympy.Float(float(x.mid()))
+
+    def convert_from(self, x: Any, domain: Any) -> flint.arb:
+        return x if isinstance(x, flint.arb) else ball(domain.to_sympy(x))
+
+    def unify(self, other: Any) -> BallField:
+        return self
+
+    def __str__(self) -> str:
+        return f"arb balls ({self.prec} bits)"
+
+
+@final
 class Arithmetic:
     """The arithmetic group operations run in: for an algebraic field, flint polynomials in θ
     reduced modulo its minimal polynomial (`number_field.NumberField`, in C: sympy's own
@@ -172,7 +206,8 @@ def unify(a: BSeries, b: BSeries) -> tuple[BSeries, BSeries]:
     """Both series over one domain (the smallest holding both)."""
     if a.domain == b.domain:
         return a, b
-    domain = a.domain.unify(b.domain)
+    balls = [d for d in (a.domain, b.domain) if isinstance(d, BallField)]
+    domain = balls[0] if balls else a.domain.unify(b.domain)
 
     def lift(s: BSeries) -> BSeries:
         if s.domain == domain:
@@ -216,6 +251,24 @@ def tableau_series(
             )
         table.prepare(PLAIN.of_order(k))
     values = {t.index: table.weight(t) for t in PLAIN.up_to(order)}
+    return BSeries(PLAIN, order, field, field.one, values, tableau.name)
+
+
+def tableau_ball_series(tableau: ButcherTableau, order: int) -> BSeries:
+    """The B-series of a numeric tableau in arb balls holding Φ(t) for every method within the
+    precision of its entries (`enclosure.WeightEnclosures`, as its order proof uses); compute
+    with it inside `flint.ctx.workprec(series.domain.prec)`."""
+    conditions = Conditions(tableau)
+    enclosures = conditions.balls
+    if enclosures is None:
+        raise AnalysisError(f"{tableau.name}: ball B-series are for numeric tableaux")
+    prec = working_precision(tableau.entries.values())
+    field = BallField(prec)
+    with flint.ctx.workprec(prec):
+        values = {
+            t.index: enclosures.residual(t) + flint.arb(flint.fmpq(1, t.density))
+            for t in PLAIN.up_to(order)
+        }
     return BSeries(PLAIN, order, field, field.one, values, tableau.name)
 
 

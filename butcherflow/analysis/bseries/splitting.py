@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any, final
+from typing import Any
 
 import flint
-import sympy
 
 from ...errors import AnalysisError
 from ...methods import ButcherTableau, Splitting, catalog
@@ -26,35 +25,7 @@ from ...methods.precision import Verdict, judge_enclosure, working_precision
 from ..trees import PLAIN, TreeFamily
 from ..weights import WeightTable, entries_in_field, smallest_domain
 from .group import compose
-from .series import BSeries
-
-
-@final
-class BallField:
-    """arb balls standing in for an exact domain, for a numeric splitting: every coefficient
-    is a ball holding its value for every splitting within the precision of its digits."""
-
-    is_AlgebraicField = False
-
-    def __init__(self, prec: int) -> None:
-        self.prec = prec
-        self.zero = flint.arb(0)
-        self.one = flint.arb(1)
-
-    def __call__(self, n: int) -> flint.arb:
-        return flint.arb(n)
-
-    def quo(self, a: flint.arb, b: flint.arb) -> flint.arb:
-        return a / b
-
-    def to_sympy(self, x: flint.arb) -> sympy.Expr:
-        return sympy.Float(float(x.mid()))
-
-    def convert_from(self, x: Any, domain: Any) -> flint.arb:
-        return x if isinstance(x, flint.arb) else ball(domain.to_sympy(x))
-
-    def __str__(self) -> str:
-        return f"arb balls ({self.prec} bits)"
+from .series import BallField, BSeries
 
 
 def _plain_index(family: TreeFamily, colour: str, order: int) -> dict[int, int]:

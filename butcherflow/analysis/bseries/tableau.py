@@ -53,7 +53,9 @@ class MatrixVerdict:
 
 
 def symplectic_matrix(tableau: ButcherTableau) -> MatrixVerdict:
-    """Judge M = BA + AᵀB − bbᵀ = 0, entry by entry (see `MatrixVerdict`)."""
+    """Judge M = BA + AᵀB − bbᵀ = 0, entry by entry (see `MatrixVerdict`): for a numeric
+    tableau an entry is met when its ball is narrower than the resolution, or when the digits'
+    own M entry is exactly zero (as order conditions are judged, `methods/precision.py`)."""
     s = tableau.stages
     judged: list[tuple[str, Judgement]] = []
     if tableau.numeric:
@@ -65,10 +67,14 @@ def symplectic_matrix(tableau: ButcherTableau) -> MatrixVerdict:
 
             A = [[x(f"A[{i}][{j}]") for j in range(s)] for i in range(s)]
             b = [x(f"b[{i}]") for i in range(s)]
+            K, Ad, bd = entries_in_field(tableau)  # the digits exactly
             for i in range(s):
                 for j in range(i, s):
                     m = b[i] * A[i][j] + b[j] * A[j][i] - b[i] * b[j]
-                    judged.append((f"M[{i}][{j}]", judge_enclosure(m, Fraction(1))))
+                    digits = bd[i] * Ad[i][j] + bd[j] * Ad[j][i] - bd[i] * bd[j]
+                    judged.append(
+                        (f"M[{i}][{j}]", judge_enclosure(m, Fraction(1), digits == K.zero))
+                    )
     else:
         K, A, b = entries_in_field(tableau)
         for i in range(s):

@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, final
 
+import flint
+
 from ...errors import AnalysisError
 from ...methods import ButcherTableau, LinearMultistep, Method, Splitting, catalog
 from ...methods.precision import Verdict
@@ -18,7 +20,7 @@ from .properties import (
     symmetry_order,
     symplecticity_order,
 )
-from .series import tableau_series
+from .series import BSeries, tableau_ball_series, tableau_series
 from .splitting import splitting_series
 from .tableau import InternalStability, internal_stability, ssp_coefficient, symplectic_matrix
 
@@ -93,7 +95,29 @@ def _yes(value: bool | None) -> str:
 def _order_text(found: OrderVerdict, order: int) -> str:
     if found.holds:
         return f"≥ {max(found.examined, order)} (every condition examined holds)"
+    if found.undetermined:
+        return (
+            f"{found.order}+ (undetermined at {found.order + 1} at this precision: {found.failing})"
+        )
     return f"{found.order} (fails at {found.order + 1}: {found.failing})"
+
+
+def _numeric_orders(out: Geometry, series: BSeries, digits: BSeries, order: int) -> None:
+    """The B-series rows of a numeric tableau, judged in balls: a condition the digits cannot
+    decide stops an order as undetermined, and never makes a property hold."""
+    found = symplecticity_order(series, digits)
+    if out.symplectic is not True:
+        out.symplectic_order_text = _order_text(found, order)
+        if found.fails:
+            out.symplectic = False
+    symmetric = symmetry_order(series, digits)
+    out.symmetric = False if symmetric.fails else None
+    out.symmetric_why = (
+        symmetric.text("a* = a")
+        if not symmetric.holds
+        else f"a* = a to order {symmetric.examined} within the precision; no certificate"
+    )
+    out.energy_text = _order_text(energy_order(series, digits), order)
 
 
 def tableau_geometry(tableau: ButcherTableau, order: int, real_interval: float | None) -> Geometry:
@@ -125,12 +149,13 @@ def tableau_geometry(tableau: ButcherTableau, order: int, real_interval: float |
     ssp = ssp_coefficient(tableau)
     out.ssp, out.ssp_value = ssp.text(), ssp.value
     out.internal = internal_stability(tableau, real_interval)
-    if tableau.numeric:
-        why = "a numeric tableau's B-series conditions are not judged in balls: give exact entries"
-        out.symplectic_order_text = out.energy_text = f"not examined ({why})"
-        out.symmetric_why = f"not examined ({why})"
-        return out
     limit = min(max(order + 2, 4), EXAMINED)
+    if tableau.numeric:
+        series = tableau_ball_series(tableau, limit)
+        digits = tableau_series(tableau, limit)  # the digits exactly: a zero residual is met
+        with flint.ctx.workprec(series.domain.prec):
+            _numeric_orders(out, series, digits, order)
+        return out
     series = tableau_series(tableau, limit)
     if out.symplectic is not True:
         found = symplecticity_order(series)
