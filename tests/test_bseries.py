@@ -464,3 +464,18 @@ def test_coarse_digits_leave_symmetry_and_energy_undetermined() -> None:
     )
     geometry = bf.check(rounded).geometry  # type: ignore[attr-defined]
     assert (geometry.symmetric, "undetermined" in geometry.energy_text) == (None, True)
+
+
+def test_internal_stability_polynomials_of_rk4_match_nodepy() -> None:
+    from butcherflow.analysis.bseries.tableau import internal_stability
+
+    rk = pytest.importorskip("nodepy.runge_kutta_method")
+    method = bf.catalog["rk4"]
+    A = [[float(x) for x in row] for row in method.A]
+    theirs = rk.ExplicitRungeKuttaMethod(np.array(A), np.array([float(x) for x in method.b]))
+    polys = theirs.internal_stability_polynomials(use_butcher=True)
+    z = sympy.Symbol("z")
+    ours = internal_stability(method, None).polynomials
+    expected = [[float(c) for c in np.poly1d(p).coeffs] for p in polys]  # stages 2..4, as ours
+    got = [[float(c) for c in sympy.Poly(p, z).all_coeffs()] for p in ours]
+    assert [np.allclose(g, e) for g, e in zip(got, expected, strict=True)] == [True] * 3

@@ -207,37 +207,39 @@ class InternalStability:
 
 
 def internal_stability(tableau: ButcherTableau, real_interval: float | None) -> InternalStability:
-    """The internal stability functions and their maximum over [−R, 0] (see the module)."""
+    """The internal stability functions and their maximum over [−R, 0] (see the module).
+
+    For an explicit tableau, Q_j(z) = Σ_k (bᵀA^k)_j z^(k+1) (A is nilpotent), computed exactly in
+    the field of the entries; an implicit one's are rational functions, which are not given.
+    """
     z = sympy.Symbol("z")
     s = tableau.stages
-    A = sympy.Matrix(tableau.A)
-    b = sympy.Matrix([tableau.b])
-    first = 1 if tableau.is_explicit else 0
-    if tableau.is_explicit:
-        inverse = sympy.eye(s)
-        power = sympy.eye(s)
-        for _ in range(s):
-            power = power * A * z
-            inverse += power
-    else:
-        inverse = (sympy.eye(s) - z * A).inv()
-    row = (z * b * inverse).applyfunc(sympy.cancel)
-    polys = [sympy.expand(row[j]) if tableau.is_explicit else row[j] for j in range(first, s)]
-    if real_interval is None or not tableau.is_explicit or tableau.symbols:
+    if not tableau.is_explicit or tableau.symbols:
         why = (
             "not computed: an implicit method's stage errors depend on how its stages are solved"
             if not tableau.is_explicit
-            else "not computed: no real stability interval"
+            else "not computed for parametrised families"
         )
-        return InternalStability(polys, real_interval, None, why)
+        return InternalStability([], real_interval, None, why)
+    K, A, b = entries_in_field(tableau)
+    rows = [list(b)]  # bᵀA^k, k = 0 … s − 1
+    for _ in range(s - 1):
+        last = rows[-1]
+        rows.append([sum((last[i] * A[i][j] for i in range(s)), K.zero) for j in range(s)])
+    coefficients = [[rows[k][j] for k in range(s)] for j in range(1, s)]  # stage 1 is y_n
+    polys = [
+        sympy.Add(*(K.to_sympy(c) * z ** (k + 1) for k, c in enumerate(cs) if c))
+        for cs in coefficients
+    ]
+    if real_interval is None or real_interval == math.inf:
+        return InternalStability(polys, real_interval, None, "not computed: no bounded interval")
     worst = 0.0
-    for p in polys:
-        coeffs = [float(c) for c in sympy.Poly(p, z).all_coeffs()] if p != 0 else [0.0]
-        poly = np.poly1d(coeffs)
+    for cs in coefficients:
+        poly = np.poly1d([*(float(K.to_sympy(c)) for c in reversed(cs)), 0.0])
         points = [-real_interval, 0.0]
         for r in poly.deriv().roots if poly.order > 0 else []:
             if abs(r.imag) < 1e-12 and -real_interval <= r.real <= 0.0:
                 points.append(r.real)
-        worst = max(worst, max(abs(poly(x)) for x in points))
+        worst = max(worst, *(abs(poly(x)) for x in points))
     how = "max over end points and critical points of each Q_j (float64)"
     return InternalStability(polys, real_interval, float(worst), how)

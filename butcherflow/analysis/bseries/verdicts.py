@@ -29,6 +29,8 @@ from .tableau import InternalStability, internal_stability, ssp_coefficient, sym
 EXAMINED = 8
 # The same for the coloured trees of a splitting (one colour per operator: many more trees)
 SPLITTING_EXAMINED = 4
+# A symmetric method has R(z)·R(−z) = 1, which no polynomial R of degree ≥ 1 satisfies
+EXPLICIT_NOT_SYMMETRIC = "an explicit method never is: its R(z) is a polynomial, R(z)R(−z) ≠ 1"
 
 
 @final
@@ -150,6 +152,20 @@ def tableau_geometry(tableau: ButcherTableau, order: int, real_interval: float |
     out.ssp, out.ssp_value = ssp.text(), ssp.value
     out.internal = internal_stability(tableau, real_interval)
     limit = min(max(order + 2, 4), EXAMINED)
+    if limit <= order:  # every condition up to the order holds for any method of that order
+        beyond = f"≥ {order} (its order; conditions beyond order {EXAMINED} are not examined)"
+        out.energy_text = beyond
+        if out.symplectic is not True:
+            out.symplectic_order_text = beyond
+        _, A, b = entries_in_field(tableau)
+        if tableau.is_explicit and order >= 1:
+            out.symmetric, out.symmetric_why = False, EXPLICIT_NOT_SYMMETRIC
+        elif not tableau.numeric and reversal_certificate(A, b):
+            out.symmetric = True
+            out.symmetric_why = "a_{s+1−i,s+1−j} + a_ij = b_j and b_{s+1−i} = b_i"
+        else:
+            out.symmetric_why = f"a* = a to order ≥ {order}; no certificate for all orders"
+        return out
     if tableau.numeric:
         series = tableau_ball_series(tableau, limit)
         digits = tableau_series(tableau, limit)  # the digits exactly: a zero residual is met
