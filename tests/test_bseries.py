@@ -479,3 +479,16 @@ def test_internal_stability_polynomials_of_rk4_match_nodepy() -> None:
     expected = [[float(c) for c in np.poly1d(p).coeffs] for p in polys]  # stages 2..4, as ours
     got = [[float(c) for c in sympy.Poly(p, z).all_coeffs()] for p in ours]
     assert [np.allclose(g, e) for g, e in zip(got, expected, strict=True)] == [True] * 3
+
+
+def test_order_star_of_rk4_has_five_sectors_at_zero() -> None:
+    # Wanner, Hairer, Nørsett (1978): order p gives p + 1 sectors of |R(z)e^(−z)| > 1 at 0
+    from butcherflow.gallery.plots import order_star_svg
+
+    report = bf.check("rk4")
+    angles = np.linspace(0, 2 * np.pi, 720, endpoint=False)
+    z = 0.3 * np.exp(1j * angles)
+    outside = np.abs(report.stability.evaluate(z) * np.exp(-z)) > 1  # type: ignore[attr-defined]
+    changes = int(np.count_nonzero(outside != np.roll(outside, 1)))
+    svg = order_star_svg(report.stability, 4, "rk4: order star")  # type: ignore[attr-defined]
+    assert (changes, svg.startswith("<?xml"), "order star" in svg) == (10, True, True)
