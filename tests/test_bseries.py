@@ -492,3 +492,16 @@ def test_order_star_of_rk4_has_five_sectors_at_zero() -> None:
     changes = int(np.count_nonzero(outside != np.roll(outside, 1)))
     svg = order_star_svg(report.stability, 4, "rk4: order star")  # type: ignore[attr-defined]
     assert (changes, svg.startswith("<?xml"), "order star" in svg) == (10, True, True)
+
+
+def test_general_linear_form_of_rk4_has_rk4s_bseries() -> None:
+    rk4 = bf.catalog["rk4"]
+    glm = bf.GeneralLinear(
+        A=[list(r) for r in rk4.A],  # type: ignore[attr-defined]
+        U=[[1]] * 4,
+        B=[list(rk4.b)],  # type: ignore[attr-defined]
+        V=[[1]],
+        start=["y(x)"],
+        name="rk4-as-glm",
+    )
+    assert bf.bseries(glm, 5) == bf.bseries(rk4, 5)
