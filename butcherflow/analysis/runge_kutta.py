@@ -7,6 +7,7 @@ entries themselves, with the same verdicts where a numeric declaration is judged
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Sequence
@@ -124,7 +125,6 @@ class RungeKuttaReport(Report):
             method, self.order, self._open_up_to() if self.undetermined else None
         )
         self.algebraically_stable = algebraically_stable(method)
-        self.geometry: Geometry = tableau_geometry(method, self.order, self.stability.real_interval)
         self.initial_is_lower_bound = False
         self.initial_order, self.initial_values = self._initial(deadline, max_order)
         self._explain(stage_decided)
@@ -295,6 +295,12 @@ class RungeKuttaReport(Report):
             if res != table.domain.zero:
                 out.append(sympy.factor(table.to_sympy(res)))
         return out
+
+    @functools.cached_property
+    def geometry(self) -> Geometry:
+        """Symplecticity, symmetry, energy preservation, SSP coefficient and internal stability
+        (`bseries.verdicts`), computed when first read: the order proof does not wait for them."""
+        return tableau_geometry(self.proved, self.order, self.stability.real_interval)
 
     def geometry_rows(self) -> list[tuple[str, Any]]:
         return self.geometry.rows()

@@ -29,6 +29,7 @@ import numpy as np
 import sympy
 from sympy.polys.matrices import DomainMatrix
 
+from ...errors import AnalysisError
 from ...methods import ButcherTableau
 from ...methods.balls import ball
 from ...methods.precision import Judgement, Verdict, judge_enclosure, working_precision
@@ -128,10 +129,17 @@ def ssp_coefficient(tableau: ButcherTableau) -> SSPCoefficient:
     K, A, b = entries_in_field(tableau)
     field = RealField.of(K)
     if field is None:
-        raise ValueError(f"{tableau.name}: the SSP coefficient needs real entries (got {K})")
+        raise AnalysisError(
+            f"{tableau.name}: the SSP coefficient needs real exact entries without symbols "
+            f"(their field is {K})"
+        )
     if any(field.sign(x) < 0 for x in (*b, *(a for row in A for a in row))):
         # K(I + rK)⁻¹ = K + O(r): a negative entry of K is negative for every small r > 0
         return SSPCoefficient(0.0, sympy.Integer(0), tableau.numeric)
+    if tableau.is_explicit:
+        radius = _explicit_radius(K, A, b, field)
+        found = None if radius in (0.0, math.inf) else _rational_from(radius, K, A, b)
+        return SSPCoefficient(radius, sympy.Integer(0) if radius == 0.0 else found, tableau.numeric)
     s = tableau.stages
     R = K[sympy.Symbol("_r")]  # polynomials in r over the field of the tableau
     r = R.gens[0]
@@ -161,6 +169,61 @@ def ssp_coefficient(tableau: ButcherTableau) -> SSPCoefficient:
     else:
         exact = _rational(radius, [*polys, det], K)
     return SSPCoefficient(radius, exact, tableau.numeric)
+
+
+def _explicit_radius(K: Any, A: list[list[Any]], b: list[Any], field: RealField) -> float:
+    """R for an explicit tableau: K is nilpotent, so (I + rK)⁻¹ = Σ_k (−r)^k K^k (det = 1),
+    and every entry is a polynomial whose coefficients are entries of the powers of K."""
+    polys = _explicit_polynomials(K, A, b)
+    radius = math.inf
+    for p in polys:
+        if radius == 0.0:
+            break
+        radius = min(radius, first_exit([-c for c in p], field))
+    return radius
+
+
+def _explicit_polynomials(K: Any, A: list[list[Any]], b: list[Any]) -> list[list[Any]]:
+    """The numerators of K(I + rK)⁻¹ and (I + rK)⁻¹e of an explicit tableau, as dense
+    polynomials in r (highest degree first)."""
+    s = len(b)
+    n = s + 1
+    rows = [[*A[i], K.zero] for i in range(s)] + [[*b, K.zero]]
+    kmat = DomainMatrix(rows, (n, n), K)
+    power = DomainMatrix.eye(n, K)
+    terms_k, terms_e = [], []  # (−1)^k K^(k+1) and (−1)^k K^k e, k = 0 … n − 1
+    for k in range(n):
+        sign = K.one if k % 2 == 0 else -K.one
+        terms_e.append([sign * sum(row, K.zero) for row in power.to_list()])
+        power = power * kmat
+        terms_k.append([[sign * x for x in row] for row in power.to_list()])
+    polys = []
+    for i in range(n):
+        for j in range(n):
+            polys.append(_strip([terms_k[k][i][j] for k in reversed(range(n))], K))
+        polys.append(_strip([terms_e[k][i] for k in reversed(range(n))], K))
+    return polys
+
+
+def _strip(dense: list[Any], K: Any) -> list[Any]:
+    while dense and dense[0] == K.zero:
+        dense = dense[1:]
+    return dense
+
+
+def _rational_from(radius: float, K: Any, A: list[list[Any]], b: list[Any]) -> sympy.Expr | None:
+    """R of an explicit tableau exactly when rational (a root of one of its polynomials)."""
+    guess = sympy.nsimplify(radius, rational=True, tolerance=1e-12)
+    if abs(float(guess) - radius) > 1e-9 * max(1.0, radius):
+        return None
+    point = K.convert(guess)
+    for dense in _explicit_polynomials(K, A, b):
+        value = K.zero
+        for c in dense:
+            value = value * point + c
+        if dense and value == K.zero:
+            return sympy.Rational(guess)
+    return None
 
 
 def _dense(p: Any, K: Any) -> list[Any]:
