@@ -34,14 +34,12 @@ Partitions = dict[tuple[int, int, Forest], int]
 
 def _graft(family: TreeFamily, root: Tree, child: int) -> int:
     """The tree `root` with one more child, `child` (an index), at its root."""
-    children = tuple(sorted((*root.children, child)))
-    return family._key[(root.colour, children)]
+    return family.find(root.colour, (*root.children, child)).index
 
 
 def _merge(family: TreeFamily, left: Tree, right: Tree) -> int:
     """The tree whose root has the children of both roots (colour of `left`)."""
-    children = tuple(sorted((*left.children, *right.children)))
-    return family._key[(left.colour, children)]
+    return family.find(left.colour, (*left.children, *right.children)).index
 
 
 @functools.cache

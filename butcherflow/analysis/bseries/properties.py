@@ -108,8 +108,7 @@ def _first_open(
 
 def butcher_product(u: Tree, v: Tree) -> Tree:
     """u∘v: the plain tree u with v grafted on its root."""
-    PLAIN.of_order(u.order + v.order)
-    return PLAIN.trees[PLAIN._key[(u.colour, tuple(sorted((*u.children, v.index))))]]
+    return PLAIN.find(u.colour, (*u.children, v.index))
 
 
 def symplecticity_order(series: BSeries, digits: BSeries | None = None) -> OrderVerdict:

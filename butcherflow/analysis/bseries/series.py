@@ -370,8 +370,7 @@ def tree(notation: str | list[int]) -> Tree:
                 raise AnalysisError(f"not a level sequence: {levels!r} (a level skips)")
             child, pos = build(pos)
             children.append(child)
-        PLAIN.of_order(len(levels))  # generate the trees first
-        return PLAIN._key[("y", tuple(sorted(children)))], pos
+        return PLAIN.find("y", children).index, pos
 
     index, _ = build(0)
     return PLAIN.trees[index]

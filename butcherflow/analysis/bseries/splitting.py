@@ -34,9 +34,7 @@ def _plain_index(family: TreeFamily, colour: str, order: int) -> dict[int, int]:
     for t in family.up_to(order):
         if t.colour != colour or any(c not in out for c in t.children):
             continue
-        children = tuple(sorted(out[c] for c in t.children))
-        PLAIN.of_order(t.order)
-        out[t.index] = PLAIN._key[("y", children)]
+        out[t.index] = PLAIN.find("y", [out[c] for c in t.children]).index
     return out
 
 
