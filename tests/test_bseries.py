@@ -292,7 +292,15 @@ def _nodepy_radius(method: bf.ButcherTableau) -> float:
     return float(kind(A, b).absolute_monotonicity_radius())
 
 
-FAST_SSP = ["heun", "ssprk-10-4", "ssprk-3", "ssprk-9-3", "implicit-midpoint", "sdirk-2"]
+FAST_SSP = [
+    "heun",
+    "ssprk-10-4",
+    "ssprk-3",
+    "ssprk-9-3",
+    "implicit-midpoint",
+    "sdirk-2",
+    "ssprk-5-4",
+]
 
 
 @pytest.mark.parametrize("name", FAST_SSP)
