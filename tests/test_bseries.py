@@ -513,3 +513,9 @@ def test_general_linear_form_of_rk4_has_rk4s_bseries() -> None:
         name="rk4-as-glm",
     )
     assert bf.bseries(glm, 5) == bf.bseries(rk4, 5)
+
+
+def test_modified_equation_of_a_coloured_series_is_refused() -> None:
+    with pytest.raises(AnalysisError, match="plain trees") as info:
+        bf.modified_equation(bf.bseries("strang", 3), 3)
+    assert "\n" not in str(info.value)

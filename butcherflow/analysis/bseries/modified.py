@@ -33,8 +33,15 @@ def _series(method: Method | str | BSeries, order: int) -> BSeries:
             raise AnalysisError(
                 f"B-series {method.name!r} holds trees up to order {method.order}, not {order}"
             )
-        return method.truncated(order)
-    return bseries(method, order)
+        found = method.truncated(order)
+    else:
+        found = bseries(method, order)
+    if found.family is not PLAIN:
+        raise AnalysisError(
+            f"{found.name}: modified equations are implemented for plain trees (one field f); "
+            "a splitting's coloured series needs the coloured substitution law, not implemented"
+        )
+    return found
 
 
 def _solve(a: BSeries, target: BSeries, inner: BSeries, name: str) -> BSeries:

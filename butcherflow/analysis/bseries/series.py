@@ -203,7 +203,12 @@ class Arithmetic:
 
 
 def unify(a: BSeries, b: BSeries) -> tuple[BSeries, BSeries]:
-    """Both series over one domain (the smallest holding both)."""
+    """Both series over one domain (the smallest holding both); they must share trees."""
+    if a.family is not b.family:
+        raise AnalysisError(
+            f"B-series {a.name!r} and {b.name!r} are over different trees (plain and coloured, "
+            "or different colours)"
+        )
     if a.domain == b.domain:
         return a, b
     balls = [d for d in (a.domain, b.domain) if isinstance(d, BallField)]
