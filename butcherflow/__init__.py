@@ -11,6 +11,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .analysis import Report, check
+from .analysis.bseries import (
+    BSeries,
+    bseries,
+    compose,
+    modified_equation,
+    modifying_integrator,
+    substitute,
+)
 from .errors import (
     AnalysisError,
     ButcherflowError,
@@ -69,6 +77,7 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 __all__ = [
     "AnalysisError",
+    "BSeries",
     "ButcherTableau",
     "ButcherflowError",
     "CompiledBlock",
@@ -87,13 +96,18 @@ __all__ = [
     "Splitting",
     "UnknownNameError",
     "__version__",
+    "bseries",
     "catalog",
     "check",
     "compile",
     "compile_stack",
+    "compose",
     "extract",
     "load",
     "load_recipe",
+    "modified_equation",
+    "modifying_integrator",
     "nn",
+    "substitute",
     "warm_start",
 ]

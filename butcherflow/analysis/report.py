@@ -284,8 +284,13 @@ class Report(abc.ABC):
         add the order for every parameter value and at initialisation)."""
         return str(self.order)
 
+    def geometry_rows(self) -> list[tuple[str, Any]]:
+        """The geometric properties (symplecticity, symmetry, energy, SSP, internal stability)
+        as table lines, for the families that define them; none by default."""
+        return []
+
     def all_rows(self) -> list[tuple[str, Any]]:
-        return [*self.rows(), ("layer", self.layer.how)]
+        return [*self.rows(), *self.geometry_rows(), ("layer", self.layer.how)]
 
     def header(self) -> str:
         title = self.method.title if self.method.title != self.method.name else ""

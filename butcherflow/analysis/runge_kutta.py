@@ -7,6 +7,7 @@ entries themselves, with the same verdicts where a numeric declaration is judged
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from ..errors import AnalysisError
 from ..methods import ButcherTableau
 from ..methods.parameters import initial_numbers, initial_values, relations
 from ..methods.precision import RESOLUTION, digits_hint
+from .bseries.verdicts import Geometry, tableau_geometry
 from .budget import DEFAULT_TIME_BUDGET, Deadline
 from .report import (
     Report,
@@ -299,6 +301,15 @@ class RungeKuttaReport(Report):
                 out.append(sympy.factor(table.to_sympy(res)))
         return out
 
+    @functools.cached_property
+    def geometry(self) -> Geometry:
+        """Symplecticity, symmetry, energy preservation, SSP coefficient and internal stability
+        (`bseries.verdicts`), computed when first read: the order proof does not wait for them."""
+        return tableau_geometry(self.proved, self.order, self.stability.real_interval)
+
+    def geometry_rows(self) -> list[tuple[str, Any]]:
+        return self.geometry.rows()
+
     @property
     def claims(self) -> dict[str, tuple[Any, Any]]:
         claims = super().claims
@@ -380,6 +391,7 @@ class RungeKuttaReport(Report):
             "a_stable": self.stability.a_stable,
             "l_stable": self.stability.l_stable,
             "algebraically_stable": self.algebraically_stable,
+            "geometry": self.geometry.to_dict(),
             "seconds": self.seconds,
         }
 

@@ -33,6 +33,7 @@ from ..methods.balls import ball
 from ..methods.numbers import Number
 from ..methods.precision import Judgement, digits_hint, judge_enclosure, working_precision
 from .additive import additive_tableau, search_substep_order
+from .bseries.verdicts import splitting_symmetric, splitting_symplectic
 from .budget import DEFAULT_TIME_BUDGET, Deadline
 from .enclosure import BallDomain
 from .free_algebra import FreeProduct, Word
@@ -320,6 +321,16 @@ class SplittingReport(Report):
             f"{self.substep_order} with {self.method.substep_name} sub-steps "
             f"({self.order} with exact sub-flows)"
         )
+
+    def geometry_rows(self) -> list[tuple[str, Any]]:
+        rows = []
+        for label, (value, why) in (
+            ("symplectic", splitting_symplectic(self.method)),
+            ("symmetric", splitting_symmetric(self.method)),
+        ):
+            shown = "undetermined" if value is None else "yes" if value else "no"
+            rows.append((label, f"{shown} ({why})"))
+        return rows
 
     def rows(self) -> list[tuple[str, Any]]:
         def shorten(items: list[tuple[str, sympy.Expr]], shown: int = 4) -> list[str]:

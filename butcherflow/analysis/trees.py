@@ -110,6 +110,13 @@ class TreeFamily:
             self._extend()
         return [self.trees[i] for i in self._by_order[n]]
 
+    def find(self, colour: str, children: Sequence[int]) -> Tree:
+        """The tree with this root colour and these children (indices, any order), generating
+        the trees of its order first when needed."""
+        kids = tuple(sorted(children))
+        self.of_order(1 + sum(self.trees[c].order for c in kids))
+        return self.trees[self._key[(colour, kids)]]
+
     def split(self, tree: Tree) -> tuple[Tree, Tree]:
         """(u, s): the tree without its smallest child s, and s (t = u + s; `tree` has children)."""
         rest = self._key[(tree.colour, tree.children[1:])]

@@ -36,7 +36,7 @@ from .explain import (
     power,
     splitting_equations,
 )
-from .plots import multistep_stability_svg, stability_svg
+from .plots import multistep_stability_svg, order_star_svg, stability_svg
 from .text import NUMERIC_DIGITS, Attempt, esc, exact, fence, table
 
 RK_PROBLEM = (
@@ -74,6 +74,10 @@ class FamilyPage(abc.ABC):
 
     def stability(self, method: Any, report: Any) -> str | None:
         """The stability region as SVG, or None where the family has none to draw."""
+        return None
+
+    def order_star(self, method: Any, report: Any) -> str | None:
+        """The order star as SVG, or None where the family has none to draw."""
         return None
 
     def stages(self, method: Any) -> str:
@@ -121,6 +125,12 @@ class RungeKuttaPage(FamilyPage):
         if method.symbols:
             return None
         return stability_svg(report.stability, f"{method.name}: |R(z)| ≤ 1")
+
+    def order_star(self, method: ButcherTableau, report: Any) -> str | None:
+        if method.symbols:
+            return None
+        title = f"{method.name}: order star"
+        return order_star_svg(report.stability, report.order, title)
 
     def stages(self, method: ButcherTableau) -> str:
         return str(method.stages)

@@ -3,6 +3,8 @@
 - `stability_svg`: the region |R(z)| ≤ 1 of a Runge-Kutta method, from its exact R(z).
 - `multistep_stability_svg`: the region of a linear multistep method (every root of
   ρ(ζ) − zσ(ζ) in the unit disc), with its boundary locus z(θ) = ρ(e^{iθ})/σ(e^{iθ}).
+- `order_star_svg`: the order star {z : |R(z)| > |e^z|} of a Runge-Kutta method (Wanner,
+  Hairer and Nørsett 1978): p + 1 sectors meet at 0 for a method of order p.
 - `convergence_svg`: global error against step size h = 1/N, log-log, beside the slope the proof
   predicts.
 """
@@ -108,6 +110,33 @@ def stability_svg(stability: StabilityFunction, title: str) -> str:
     ax.set_ylim(-span, span)
     ax.set_title(title)
     return _legend_below(fig, ax)
+
+
+def order_star_svg(stability: StabilityFunction, order: int, title: str) -> str:
+    """The order star A₊ = {z : |R(z)e^(−z)| > 1} of a Runge-Kutta method.
+
+    Around 0 the star has p + 1 sectors inside and p + 1 outside for order p (Wanner, Hairer
+    and Nørsett, BIT 18, 1978); an A-stable method's star leaves the imaginary axis outside.
+
+    **Arguments:** `stability`: the method's `StabilityFunction`; `order`: its proved order
+    (named in the legend); `title`: the plot's title.
+
+    **Returns:** an SVG document.
+    """
+    span = 4.0
+    x = np.linspace(-span, span, GRID)
+    y = np.linspace(-span, span, GRID)
+    z = x[None, :] + 1j * y[:, None]
+    with np.errstate(all="ignore"):
+        ratio = np.abs(stability.evaluate(z) * np.exp(-z))
+    inside = np.nan_to_num(ratio, nan=np.inf) > 1.0
+    fig, ax = _figure()
+    _region(ax, x, y, inside, f"|R(z)e^(−z)| > 1 (order {order}: {order + 1} sectors at 0)")
+    ax.set_xlim(-span, span)
+    ax.set_ylim(-span, span)
+    ax.set_title(title)
+    ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
+    return _svg(fig)
 
 
 def _multistep_inside(alpha: Sequence[float], beta: Sequence[float], z: np.ndarray) -> np.ndarray:

@@ -198,6 +198,18 @@ def _figures(method: Method, report: Report, attempt: Attempt, assets: Path) -> 
             "stay inside for the step to be stable.",
             "",
         ]
+    star = attempt.run("the order star", lambda: page.order_star(method, report))
+    if star is not None:
+        md += [
+            "### Order star",
+            "",
+            save_figure(assets, "order-star.svg", star, f"Order star of {name}"),
+            "",
+            "The shaded set where the step grows faster than the exact flow, |R(z)| > |e^z| "
+            "(Wanner, Hairer and Nørsett 1978): p + 1 shaded sectors meet at 0 for order p, "
+            "and an A-stable method leaves the imaginary axis unshaded.",
+            "",
+        ]
     member = generic_member(method)
     member_report = report if member is method else attempt.run("the member", lambda: check(member))
     curves: list[Convergence] | None = None

@@ -1,0 +1,308 @@
+"""Properties of a Runge-Kutta tableau read off its entries: the symplecticity matrix, the SSP
+coefficient and internal stability.
+
+- M = BA + AᵀB − bbᵀ (B = diag(b)): M = 0 makes the method symplectic and conserve quadratic
+  invariants (Sanz-Serna 1988; Lasagni 1988; Suris 1988); for a numeric tableau every entry of M
+  is judged like an order condition (`methods/precision.py`): exactly zero or an enclosure of
+  0 narrower than the resolution is met, an enclosure excluding 0 fails, the rest undetermined.
+- The SSP coefficient is Kraaijevanger's radius of absolute monotonicity (BIT 31, 1991): the
+  largest r with (I + rK) invertible, K(I + rK)⁻¹ ≥ 0 and (I + rK)⁻¹e ≥ 0 entrywise, for
+  K = [[A, 0], [bᵀ, 0]]. The admissible r form an interval [0, R]; every entry is a rational
+  function in r over the field of the tableau, and R is the first r > 0 where a numerator
+  turns negative or det(I + rK) vanishes, found exactly (`real_roots.first_exit`).
+- Internal stability (Ketcheson, Lóczi and Parsani, SIAM J. Numer. Anal. 52, 2014): a
+  perturbation of stage j reaches the step as Q_j(z) = z bᵀ(I − zA)⁻¹e_j; the maximal
+  amplification is max_j max |Q_j(x)| over the real stability interval [−R, 0]. For an explicit
+  method the Q_j are polynomials, maximised exactly up to floating point (end points and
+  critical points); the first stage of an explicit method is y_n itself and is left out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, final
+
+import flint
+import numpy as np
+import sympy
+from sympy.polys.matrices import DomainMatrix
+
+from ...errors import AnalysisError
+from ...methods import ButcherTableau
+from ...methods.balls import ball
+from ...methods.precision import Judgement, Verdict, judge_enclosure, working_precision
+from ..real_roots import RealField, first_exit
+from ..weights import entries_in_field, judge_element
+
+
+@final
+@dataclass(frozen=True)
+class MatrixVerdict:
+    """The verdict on M = BA + AᵀB − bbᵀ = 0.
+
+    - `verdict`: met (M = 0), fails (an entry is nonzero for every method within the
+      precision), undetermined (the digits cannot tell).
+    - `entry`: the first entry that fails or is undetermined, e.g. "M[0][0] = -1/36".
+    - `bound`: for a numeric tableau, the largest ball radius used (0.0 when exact).
+    """
+
+    verdict: Verdict
+    entry: str | None
+    bound: float
+
+
+def symplectic_matrix(tableau: ButcherTableau) -> MatrixVerdict:
+    """Judge M = BA + AᵀB − bbᵀ = 0, entry by entry (see `MatrixVerdict`): for a numeric
+    tableau an entry is met when its ball is narrower than the resolution, or when the digits'
+    own M entry is exactly zero (as order conditions are judged, `methods/precision.py`)."""
+    s = tableau.stages
+    judged: list[tuple[str, Judgement]] = []
+    if tableau.numeric:
+        numbers = tableau.entries
+        with flint.ctx.workprec(working_precision(numbers.values())):
+
+            def x(key: str) -> flint.arb:
+                return ball(numbers[key].value, numbers[key].rounding)
+
+            A = [[x(f"A[{i}][{j}]") for j in range(s)] for i in range(s)]
+            b = [x(f"b[{i}]") for i in range(s)]
+            K, Ad, bd = entries_in_field(tableau)  # the digits exactly
+            for i in range(s):
+                for j in range(i, s):
+                    m = b[i] * A[i][j] + b[j] * A[j][i] - b[i] * b[j]
+                    digits = bd[i] * Ad[i][j] + bd[j] * Ad[j][i] - bd[i] * bd[j]
+                    judged.append(
+                        (f"M[{i}][{j}]", judge_enclosure(m, Fraction(1), digits == K.zero))
+                    )
+    else:
+        K, A, b = entries_in_field(tableau)
+        for i in range(s):
+            for j in range(i, s):
+                m = b[i] * A[i][j] + b[j] * A[j][i] - b[i] * b[j]
+                judged.append((f"M[{i}][{j}]", judge_element(K, m)))
+    bound = max((v.bound for _, v in judged), default=0.0)
+    for wanted in (Verdict.FAILS, Verdict.UNDETERMINED):
+        for key, v in judged:
+            if v.verdict is wanted:
+                return MatrixVerdict(wanted, f"{key} = {_short(v.residual)}", bound)
+    return MatrixVerdict(Verdict.MET, None, bound)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    text = str(value)
+    return text if len(text) <= 40 else f"{float(sympy.N(value, 20)):.6g}"
+
+
+@final
+@dataclass(frozen=True)
+class SSPCoefficient:
+    """Kraaijevanger's radius of absolute monotonicity R of a tableau.
+
+    - `value`: R as a float (math.inf for unconditional monotonicity), its end isolated exactly.
+    - `exact`: R as an exact sympy number when it is rational (found and checked), else None.
+    - `digits`: True for a numeric tableau: R of the method its digits spell.
+    """
+
+    value: float
+    exact: sympy.Expr | None
+    digits: bool
+
+    def text(self) -> str:
+        if self.value == math.inf:
+            shown = "∞ (absolutely monotonic for every step)"
+        else:
+            shown = str(self.exact) if self.exact is not None else f"{self.value:.12g}"
+        return shown + (" (of the digits as given)" if self.digits else "")
+
+
+def ssp_coefficient(tableau: ButcherTableau) -> SSPCoefficient:
+    """The SSP coefficient (radius of absolute monotonicity) of a tableau, exactly.
+
+    **Arguments:** `tableau`: an explicit or implicit method without free symbols.
+
+    **Returns:** an `SSPCoefficient`.
+    """
+    K, A, b = entries_in_field(tableau)
+    field = RealField.of(K)
+    if field is None:
+        raise AnalysisError(
+            f"{tableau.name}: the SSP coefficient needs real exact entries without symbols "
+            f"(their field is {K})"
+        )
+    if any(field.sign(x) < 0 for x in (*b, *(a for row in A for a in row))):
+        # K(I + rK)⁻¹ = K + O(r): a negative entry of K is negative for every small r > 0
+        return SSPCoefficient(0.0, sympy.Integer(0), tableau.numeric)
+    if tableau.is_explicit:
+        radius = _explicit_radius(K, A, b, field)
+        found = None if radius in (0.0, math.inf) else _rational_from(radius, K, A, b)
+        return SSPCoefficient(radius, sympy.Integer(0) if radius == 0.0 else found, tableau.numeric)
+    s = tableau.stages
+    R = K[sympy.Symbol("_r")]  # polynomials in r over the field of the tableau
+    r = R.gens[0]
+
+    def const(x: Any) -> Any:
+        return R.ring.ground_new(x)
+
+    rows = [[*A[i], K.zero] for i in range(s)] + [[*b, K.zero]]
+    n = s + 1
+    shifted = [
+        [const(K.one if i == j else K.zero) + r * const(rows[i][j]) for j in range(n)]
+        for i in range(n)
+    ]
+    adj, det = DomainMatrix(shifted, (n, n), R).adj_det()
+    kmat = DomainMatrix([[const(x) for x in row] for row in rows], (n, n), R)
+    polys = [x for row in (kmat * adj).to_list() for x in row]
+    polys += [sum(row, R.zero) for row in adj.to_list()]  # (I + rK)⁻¹e, times det
+    radius = first_exit(_dense(-det, K), field)  # det(I + rK) > 0 from r = 0 up to here
+    for p in polys:
+        if radius == 0.0:
+            break
+        radius = min(radius, first_exit(_dense(-p, K), field))
+    if radius == 0.0:
+        exact: sympy.Expr | None = sympy.Integer(0)
+    elif radius == math.inf:
+        exact = None
+    else:
+        exact = _rational(radius, [*polys, det], K)
+    return SSPCoefficient(radius, exact, tableau.numeric)
+
+
+def _explicit_radius(K: Any, A: list[list[Any]], b: list[Any], field: RealField) -> float:
+    """R for an explicit tableau: K is nilpotent, so (I + rK)⁻¹ = Σ_k (−r)^k K^k (det = 1),
+    and every entry is a polynomial whose coefficients are entries of the powers of K."""
+    polys = _explicit_polynomials(K, A, b)
+    radius = math.inf
+    for p in polys:
+        if radius == 0.0:
+            break
+        radius = min(radius, first_exit([-c for c in p], field))
+    return radius
+
+
+def _explicit_polynomials(K: Any, A: list[list[Any]], b: list[Any]) -> list[list[Any]]:
+    """The numerators of K(I + rK)⁻¹ and (I + rK)⁻¹e of an explicit tableau, as dense
+    polynomials in r (highest degree first)."""
+    s = len(b)
+    n = s + 1
+    rows = [[*A[i], K.zero] for i in range(s)] + [[*b, K.zero]]
+    kmat = DomainMatrix(rows, (n, n), K)
+    power = DomainMatrix.eye(n, K)
+    terms_k, terms_e = [], []  # (−1)^k K^(k+1) and (−1)^k K^k e, k = 0 … n − 1
+    for k in range(n):
+        sign = K.one if k % 2 == 0 else -K.one
+        terms_e.append([sign * sum(row, K.zero) for row in power.to_list()])
+        power = power * kmat
+        terms_k.append([[sign * x for x in row] for row in power.to_list()])
+    polys = []
+    for i in range(n):
+        for j in range(n):
+            polys.append(_strip([terms_k[k][i][j] for k in reversed(range(n))], K))
+        polys.append(_strip([terms_e[k][i] for k in reversed(range(n))], K))
+    return polys
+
+
+def _strip(dense: list[Any], K: Any) -> list[Any]:
+    while dense and dense[0] == K.zero:
+        dense = dense[1:]
+    return dense
+
+
+def _rational_from(radius: float, K: Any, A: list[list[Any]], b: list[Any]) -> sympy.Expr | None:
+    """R of an explicit tableau exactly when rational (a root of one of its polynomials)."""
+    guess = sympy.nsimplify(radius, rational=True, tolerance=1e-12)
+    if abs(float(guess) - radius) > 1e-9 * max(1.0, radius):
+        return None
+    point = K.convert(guess)
+    for dense in _explicit_polynomials(K, A, b):
+        value = K.zero
+        for c in dense:
+            value = value * point + c
+        if dense and value == K.zero:
+            return sympy.Rational(guess)
+    return None
+
+
+def _dense(p: Any, K: Any) -> list[Any]:
+    """A polynomial in r as a dense list over the field K, highest degree first."""
+    coeffs = p.to_dict()
+    if not coeffs:
+        return []
+    degree = max(k[0] for k in coeffs)
+    return [coeffs.get((d,), K.zero) for d in range(degree, -1, -1)]
+
+
+def _rational(radius: float, polys: list[Any], K: Any) -> sympy.Expr | None:
+    """R exactly when it is rational: a nearby rational that is a root of one of the
+    polynomials bounding it (the float is then that root, isolated exactly)."""
+    guess = sympy.nsimplify(radius, rational=True, tolerance=1e-12)
+    if abs(float(guess) - radius) > 1e-9 * max(1.0, radius):
+        return None
+    point = K.convert(guess)
+    for p in polys:
+        value = K.zero
+        dense = _dense(p, K)
+        for c in dense:
+            value = value * point + c
+        if dense and value == K.zero:
+            return sympy.Rational(guess)
+    return None
+
+
+@final
+@dataclass(frozen=True)
+class InternalStability:
+    """Internal stability of a tableau over its real stability interval.
+
+    - `polynomials`: Q_j(z) = z bᵀ(I − zA)⁻¹e_j (sympy, in z), one per stage counted.
+    - `interval`: R with [−R, 0] the real stability interval the maximum is taken over.
+    - `amplification`: max_j max_{x ∈ [−R, 0]} |Q_j(x)| (float; None when not computed).
+    - `how`: how the maximum was found.
+    """
+
+    polynomials: list[sympy.Expr]
+    interval: float | None
+    amplification: float | None
+    how: str
+
+
+def internal_stability(tableau: ButcherTableau, real_interval: float | None) -> InternalStability:
+    """The internal stability functions and their maximum over [−R, 0] (see the module).
+
+    For an explicit tableau, Q_j(z) = Σ_k (bᵀA^k)_j z^(k+1) (A is nilpotent), computed exactly in
+    the field of the entries; an implicit one's are rational functions, which are not given.
+    """
+    z = sympy.Symbol("z")
+    s = tableau.stages
+    if not tableau.is_explicit or tableau.symbols:
+        why = (
+            "not computed: an implicit method's stage errors depend on how its stages are solved"
+            if not tableau.is_explicit
+            else "not computed for parametrised families"
+        )
+        return InternalStability([], real_interval, None, why)
+    K, A, b = entries_in_field(tableau)
+    rows = [list(b)]  # bᵀA^k, k = 0 … s − 1
+    for _ in range(s - 1):
+        last = rows[-1]
+        rows.append([sum((last[i] * A[i][j] for i in range(s)), K.zero) for j in range(s)])
+    coefficients = [[rows[k][j] for k in range(s)] for j in range(1, s)]  # stage 1 is y_n
+    polys = [
+        sympy.Add(*(K.to_sympy(c) * z ** (k + 1) for k, c in enumerate(cs) if c))
+        for cs in coefficients
+    ]
+    if real_interval is None or real_interval == math.inf:
+        return InternalStability(polys, real_interval, None, "not computed: no bounded interval")
+    worst = 0.0
+    for cs in coefficients:
+        poly = np.poly1d([*(float(K.to_sympy(c)) for c in reversed(cs)), 0.0])
+        points = [-real_interval, 0.0]
+        for r in poly.deriv().roots if poly.order > 0 else []:
+            if abs(r.imag) < 1e-12 and -real_interval <= r.real <= 0.0:
+                points.append(r.real)
+        worst = max(worst, *(abs(poly(x)) for x in points))
+    how = "max over end points and critical points of each Q_j (float64)"
+    return InternalStability(polys, real_interval, float(worst), how)

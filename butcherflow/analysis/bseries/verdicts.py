@@ -1,0 +1,300 @@
+"""The geometric rows of a Runge-Kutta report: symplecticity, symmetry, energy preservation,
+SSP coefficient and internal stability, each with the proof beside it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, final
+
+import flint
+
+from ...errors import AnalysisError
+from ...methods import ButcherTableau, LinearMultistep, Method, Splitting, catalog
+from ...methods.precision import Verdict
+from ..weights import entries_in_field
+from .properties import (
+    OrderVerdict,
+    energy_order,
+    reversal_certificate,
+    symmetry_order,
+    symplecticity_order,
+)
+from .series import BSeries, tableau_ball_series, tableau_series
+from .splitting import splitting_series
+from .tableau import InternalStability, internal_stability, ssp_coefficient, symplectic_matrix
+
+# The highest tree order the report examines B-series conditions to (order 8 keeps every
+# catalog tableau's rows within a second or two; `bf.bseries` goes further on request).
+EXAMINED = 8
+# The same for the coloured trees of a splitting (one colour per operator: many more trees)
+SPLITTING_EXAMINED = 4
+# A symmetric method has R(z)·R(−z) = 1, which no polynomial R of degree ≥ 1 satisfies
+EXPLICIT_NOT_SYMMETRIC = "an explicit method never is: its R(z) is a polynomial, R(z)R(−z) ≠ 1"
+
+
+@final
+@dataclass
+class Geometry:
+    """What a report says about a tableau's geometric properties (see the docs' concepts).
+
+    - `symplectic`: True / False / None (undetermined or not examined), with `symplectic_why`.
+    - `symplectic_order`: the order of symplecticity (None: ∞ or not examined), in `_text`.
+    - `symmetric`: True / False / None, with `symmetric_why`.
+    - `energy_text`: the order of energy preservation for Hamiltonian problems, in words.
+    - `ssp`: the SSP coefficient in words (None for families).
+    - `internal`: internal stability (None for families).
+    """
+
+    symplectic: bool | None = None
+    symplectic_why: str = "not examined"
+    symplectic_order_text: str = "—"
+    symmetric: bool | None = None
+    symmetric_why: str = "not examined"
+    energy_text: str = "—"
+    ssp: str | None = None
+    ssp_value: float | None = None
+    internal: InternalStability | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def rows(self) -> list[tuple[str, Any]]:
+        internal = self.internal
+        amplification: Any = None
+        if internal is not None:
+            amplification = (
+                internal.how
+                if internal.amplification is None
+                else f"{internal.amplification:.6g} over [−{internal.interval:.6g}, 0]"
+            )
+        return [
+            ("symplectic", f"{_yes(self.symplectic)} ({self.symplectic_why})"),
+            ("order of symplecticity", self.symplectic_order_text),
+            ("symmetric", f"{_yes(self.symmetric)} ({self.symmetric_why})"),
+            ("energy preservation order", self.energy_text),
+            ("SSP coefficient", self.ssp),
+            ("internal amplification", amplification),
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        internal = self.internal
+        return {
+            "symplectic": self.symplectic,
+            "symplectic_why": self.symplectic_why,
+            "symplecticity_order": self.symplectic_order_text,
+            "symmetric": self.symmetric,
+            "symmetric_why": self.symmetric_why,
+            "energy_preservation_order": self.energy_text,
+            "ssp_coefficient": self.ssp_value,
+            "internal_amplification": None if internal is None else internal.amplification,
+            "internal_stability_polynomials": [] if internal is None else internal.polynomials,
+        }
+
+
+def _yes(value: bool | None) -> str:
+    return "undetermined" if value is None else "yes" if value else "no"
+
+
+def _order_text(found: OrderVerdict, order: int) -> str:
+    if found.holds:
+        return f"≥ {max(found.examined, order)} (every condition examined holds)"
+    if found.undetermined:
+        return (
+            f"{found.order}+ (undetermined at {found.order + 1} at this precision: {found.failing})"
+        )
+    return f"{found.order} (fails at {found.order + 1}: {found.failing})"
+
+
+def _numeric_orders(out: Geometry, series: BSeries, digits: BSeries, order: int) -> None:
+    """The B-series rows of a numeric tableau, judged in balls: a condition the digits cannot
+    decide stops an order as undetermined, and never makes a property hold."""
+    found = symplecticity_order(series, digits)
+    if out.symplectic is not True:
+        out.symplectic_order_text = _order_text(found, order)
+        if found.fails:
+            out.symplectic = False
+    symmetric = symmetry_order(series, digits)
+    out.symmetric = False if symmetric.fails else None
+    out.symmetric_why = (
+        symmetric.text("a* = a")
+        if not symmetric.holds
+        else f"a* = a to order {symmetric.examined} within the precision; no certificate"
+    )
+    out.energy_text = _order_text(energy_order(series, digits), order)
+
+
+def tableau_geometry(tableau: ButcherTableau, order: int, real_interval: float | None) -> Geometry:
+    """The geometric rows of a tableau whose order is `order` (see `Geometry`).
+
+    **Arguments:** `tableau`: the method; `order`: its proved order; `real_interval`: R with
+    [−R, 0] its real stability interval (None when unknown).
+
+    **Returns:** a `Geometry`.
+    """
+    out = Geometry()
+    if tableau.symbols:
+        out.symplectic_why = out.symmetric_why = "not examined for parametrised families"
+        return out
+    matrix = symplectic_matrix(tableau)
+    if matrix.verdict is Verdict.MET:
+        out.symplectic = True
+        out.symplectic_why = "M = BA + AᵀB − bbᵀ = 0" + (
+            f" within the precision of the entries (±{matrix.bound:.2g})" if tableau.numeric else ""
+        )
+        out.symplectic_order_text = "∞ (M = 0)"
+    elif matrix.verdict is Verdict.UNDETERMINED:
+        out.symplectic_why = f"M = 0 is undetermined at this precision ({matrix.entry})"
+    else:
+        out.symplectic = False
+        out.symplectic_why = f"M ≠ 0: {matrix.entry}"
+        if tableau.is_explicit:
+            out.symplectic_why += "; an explicit method never is (Mᵢᵢ = −bᵢ²)"
+    ssp = ssp_coefficient(tableau)
+    out.ssp, out.ssp_value = ssp.text(), ssp.value
+    out.internal = internal_stability(tableau, real_interval)
+    limit = min(max(order + 2, 4), EXAMINED)
+    if limit <= order:  # every condition up to the order holds for any method of that order
+        beyond = f"≥ {order} (its order; conditions beyond order {EXAMINED} are not examined)"
+        out.energy_text = beyond
+        if out.symplectic is not True:
+            out.symplectic_order_text = beyond
+        _, A, b = entries_in_field(tableau)
+        if tableau.is_explicit and order >= 1:
+            out.symmetric, out.symmetric_why = False, EXPLICIT_NOT_SYMMETRIC
+        elif not tableau.numeric and reversal_certificate(A, b):
+            out.symmetric = True
+            out.symmetric_why = "a_{s+1−i,s+1−j} + a_ij = b_j and b_{s+1−i} = b_i"
+        else:
+            out.symmetric_why = f"a* = a to order ≥ {order}; no certificate for all orders"
+        return out
+    if tableau.numeric:
+        series = tableau_ball_series(tableau, limit)
+        digits = tableau_series(tableau, limit)  # the digits exactly: a zero residual is met
+        with flint.ctx.workprec(series.domain.prec):
+            _numeric_orders(out, series, digits, order)
+        return out
+    series = tableau_series(tableau, limit)
+    if out.symplectic is not True:
+        found = symplecticity_order(series)
+        out.symplectic_order_text = _order_text(found, order)
+        if not found.holds:
+            out.symplectic = False
+            out.symplectic_why += f"; its B-series fails at order {found.order + 1}"
+        elif out.symplectic is False and not tableau.is_explicit:
+            out.symplectic = None  # M ≠ 0 proves it only for an irreducible method
+            out.symplectic_why += f"; its B-series conditions hold to order {found.examined}"
+    _, A, b = entries_in_field(tableau)
+    if reversal_certificate(A, b):
+        out.symmetric = True
+        out.symmetric_why = "a_{s+1−i,s+1−j} + a_ij = b_j and b_{s+1−i} = b_i"
+    else:
+        found = symmetry_order(series)
+        out.symmetric = False if not found.holds else None
+        out.symmetric_why = (
+            f"a* ≠ a at order {found.order + 1}: {found.failing}"
+            if not found.holds
+            else f"a* = a to order {found.examined}; no certificate for all orders"
+        )
+    found = energy_order(series)
+    out.energy_text = _order_text(found, order)
+    if out.ssp_value == math.inf:
+        out.notes.append("absolutely monotonic for every step size (SSP coefficient ∞).")
+    return out
+
+
+def partitioned_symplectic(first: ButcherTableau, second: ButcherTableau) -> tuple[bool, str]:
+    """Whether the partitioned Runge-Kutta method with tableau `first` (a, b) for one part and
+    `second` (â, b̂) for the other is symplectic: b = b̂ and b_i â_ij + b̂_j a_ji = b_i b̂_j
+    (Sun 1993, Suris; Hairer, Lubich and Wanner, Theorem VI.4.6), decided exactly.
+
+    **Arguments:** `first`, `second`: exact tableaux with the same number of stages.
+
+    **Returns:** `(symplectic, why)`.
+    """
+    if first.stages != second.stages:
+        raise AnalysisError(
+            f"partitioned pair: {first.name} has {first.stages} stages and {second.name} "
+            f"{second.stages}; the pair shares its stages"
+        )
+    if first.numeric or second.numeric or first.symbols or second.symbols:
+        raise AnalysisError("partitioned pair: exact tableaux without symbols are decided here")
+    K1, A, b = entries_in_field(first)
+    K2, A2, b2 = entries_in_field(second)
+    K = K1.unify(K2)
+    A = [[K.convert_from(x, K1) for x in row] for row in A]
+    b = [K.convert_from(x, K1) for x in b]
+    A2 = [[K.convert_from(x, K2) for x in row] for row in A2]
+    b2 = [K.convert_from(x, K2) for x in b2]
+    s = first.stages
+    for i in range(s):
+        if b[i] != b2[i]:
+            return False, f"b[{i}] = {K.to_sympy(b[i])} ≠ b̂[{i}] = {K.to_sympy(b2[i])}"
+    for i in range(s):
+        for j in range(s):
+            m = b[i] * A2[i][j] + b2[j] * A[j][i] - b[i] * b2[j]
+            if m != K.zero:
+                return False, f"b_{i} â_{i}{j} + b̂_{j} a_{j}{i} − b_{i} b̂_{j} = {K.to_sympy(m)}"
+    return True, "b = b̂ and b_i â_ij + b̂_j a_ji = b_i b̂_j for every i, j"
+
+
+def symplectic(method: Method | str) -> tuple[bool | None, str]:
+    """Whether a declaration is symplectic, with the proof in words.
+
+    **Arguments:** `method`: a declaration or catalog name: a Runge-Kutta tableau (the M = 0
+    test and its B-series), or a splitting (a composition of sub-steps).
+
+    **Returns:** `(True / False / None for undetermined, why)`; a family for which symplecticity
+    is not defined raises `AnalysisError` saying what to ask instead.
+    """
+    resolved = catalog.resolve(method)
+    if isinstance(resolved, ButcherTableau):
+        found = tableau_geometry(resolved, 0, None)
+        return found.symplectic, found.symplectic_why
+    if isinstance(resolved, Splitting):
+        return splitting_symplectic(resolved)
+    if isinstance(resolved, LinearMultistep):
+        raise AnalysisError(
+            f"{resolved.name}: symplecticity is a property of one-step maps y ↦ Φ_h(y), and a "
+            "linear multistep method maps k past values (none is symplectic, Tang 1993); ask "
+            "for its order and stability with bf.check, or declare its general linear form"
+        )
+    raise AnalysisError(
+        f"{resolved.name}: symplecticity is decided here for Runge-Kutta tableaux, partitioned "
+        f"pairs and splittings, not for a {resolved.family} declaration (a general linear "
+        "method's G-symplecticity is not implemented)"
+    )
+
+
+def splitting_symplectic(method: Splitting) -> tuple[bool | None, str]:
+    """A composition of symplectic maps is symplectic: exact sub-flows of Hamiltonian operator
+    fields are, and so are sub-steps by a symplectic tableau."""
+    sub = method.substep
+    if sub is None:
+        return True, "a composition of exact flows: symplectic when every operator is Hamiltonian"
+    verdict = symplectic_matrix(sub)
+    if verdict.verdict is Verdict.MET:
+        return True, f"a composition of {sub.name} sub-steps, which are symplectic (M = 0)"
+    return None, (
+        f"not established: the {sub.name} sub-step is not symplectic ({verdict.entry}), and "
+        "the composition's coloured conditions are not examined"
+    )
+
+
+def splitting_symmetric(method: Splitting) -> tuple[bool | None, str]:
+    """A palindromic sequence of symmetric sub-steps (exact flows, or a symmetric tableau) is
+    symmetric (Hairer, Lubich and Wanner, V.3)."""
+    steps = list(method.steps)
+    palindrome = steps == steps[::-1]
+    sub = method.substep
+    symmetric_sub = sub is None
+    if sub is not None and not sub.numeric and not sub.symbols:
+        _, A, b = entries_in_field(sub)
+        symmetric_sub = reversal_certificate(A, b)
+    if palindrome and symmetric_sub:
+        what = "exact sub-flows" if sub is None else f"symmetric {sub.name} sub-steps"
+        return True, f"palindromic steps of {what}"
+    # the coloured B-series of the composition against its adjoint
+    exact = {op: "exact" for op in method.operators} if sub is None else None
+    found = symmetry_order(splitting_series(method, SPLITTING_EXAMINED, exact))
+    if not found.holds:
+        return False, f"a* ≠ a at order {found.order + 1}: {found.failing}"
+    return None, f"a* = a to order {found.examined} (no certificate for all orders)"
