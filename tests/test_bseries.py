@@ -519,3 +519,11 @@ def test_modified_equation_of_a_coloured_series_is_refused() -> None:
     with pytest.raises(AnalysisError, match="plain trees") as info:
         bf.modified_equation(bf.bseries("strang", 3), 3)
     assert "\n" not in str(info.value)
+
+
+def test_geometric_rows_are_bounded_by_the_report_budget() -> None:
+    """The rows read after the proof get what the report left of its time budget: none here."""
+    report = bf.check("gauss-legendre-2", time_budget=0.0)
+    rows = dict(report.geometry_rows())
+    assert "not decided within the time budget" in rows["symmetric"]
+    assert rows["energy preservation order"] == "not decided within the time budget"

@@ -134,6 +134,8 @@ class RungeKuttaReport(Report):
             self.notes.append(
                 f"softmax weights sum to 1 for every token: proved with {symbol} = {value}."
             )
+        # the geometric rows, computed when first read, get what is left of the budget
+        self._geometry_budget = max(deadline.at - time.monotonic(), 0.0)
         self.seconds = time.perf_counter() - start
 
     def _open_up_to(self) -> int:
@@ -304,8 +306,10 @@ class RungeKuttaReport(Report):
     @functools.cached_property
     def geometry(self) -> Geometry:
         """Symplecticity, symmetry, energy preservation, SSP coefficient and internal stability
-        (`bseries.verdicts`), computed when first read: the order proof does not wait for them."""
-        return tableau_geometry(self.proved, self.order, self.stability.real_interval)
+        (`bseries.verdicts`), computed when first read (the order proof does not wait for them)
+        within what the rest of the report left of its time budget."""
+        deadline = Deadline.after(self._geometry_budget)
+        return tableau_geometry(self.proved, self.order, self.stability.real_interval, deadline)
 
     def geometry_rows(self) -> list[tuple[str, Any]]:
         return self.geometry.rows()

@@ -23,9 +23,10 @@ from ...methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, S
 from ...methods.balls import ball
 from ...methods.precision import working_precision
 from ..additive import additive_tableau
+from ..budget import DEFAULT_TIME_BUDGET
 from ..glm_series import BSeries as StageSeries
 from ..number_field import NumberField
-from ..rk_order import DEFAULT_TIME_BUDGET, Conditions
+from ..rk_order import Conditions
 from ..trees import PLAIN, Tree, TreeFamily
 from ..weights import WeightTable, entries_in_field
 

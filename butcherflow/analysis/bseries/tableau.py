@@ -33,6 +33,7 @@ from ...errors import AnalysisError
 from ...methods import ButcherTableau
 from ...methods.balls import ball
 from ...methods.precision import Judgement, Verdict, judge_enclosure, working_precision
+from ..budget import Deadline
 from ..real_roots import RealField, first_exit
 from ..weights import entries_in_field, judge_element
 
@@ -119,13 +120,14 @@ class SSPCoefficient:
         return shown + (" (of the digits as given)" if self.digits else "")
 
 
-def ssp_coefficient(tableau: ButcherTableau) -> SSPCoefficient:
+def ssp_coefficient(tableau: ButcherTableau, deadline: Deadline | None = None) -> SSPCoefficient:
     """The SSP coefficient (radius of absolute monotonicity) of a tableau, exactly.
 
     **Arguments:** `tableau`: an explicit or implicit method without free symbols.
 
     **Returns:** an `SSPCoefficient`.
     """
+    deadline = deadline or Deadline.never()
     K, A, b = entries_in_field(tableau)
     field = RealField.of(K)
     if field is None:
@@ -137,7 +139,7 @@ def ssp_coefficient(tableau: ButcherTableau) -> SSPCoefficient:
         # K(I + rK)⁻¹ = K + O(r): a negative entry of K is negative for every small r > 0
         return SSPCoefficient(0.0, sympy.Integer(0), tableau.numeric)
     if tableau.is_explicit:
-        radius = _explicit_radius(K, A, b, field)
+        radius = _explicit_radius(K, A, b, field, deadline)
         found = None if radius in (0.0, math.inf) else _rational_from(radius, K, A, b)
         return SSPCoefficient(radius, sympy.Integer(0) if radius == 0.0 else found, tableau.numeric)
     s = tableau.stages
@@ -157,11 +159,11 @@ def ssp_coefficient(tableau: ButcherTableau) -> SSPCoefficient:
     kmat = DomainMatrix([[const(x) for x in row] for row in rows], (n, n), R)
     polys = [x for row in (kmat * adj).to_list() for x in row]
     polys += [sum(row, R.zero) for row in adj.to_list()]  # (I + rK)⁻¹e, times det
-    radius = first_exit(_dense(-det, K), field)  # det(I + rK) > 0 from r = 0 up to here
+    radius = first_exit(_dense(-det, K), field, deadline)  # det(I + rK) > 0 from r = 0 up to here
     for p in polys:
         if radius == 0.0:
             break
-        radius = min(radius, first_exit(_dense(-p, K), field))
+        radius = min(radius, first_exit(_dense(-p, K), field, deadline))
     if radius == 0.0:
         exact: sympy.Expr | None = sympy.Integer(0)
     elif radius == math.inf:
@@ -171,7 +173,9 @@ def ssp_coefficient(tableau: ButcherTableau) -> SSPCoefficient:
     return SSPCoefficient(radius, exact, tableau.numeric)
 
 
-def _explicit_radius(K: Any, A: list[list[Any]], b: list[Any], field: RealField) -> float:
+def _explicit_radius(
+    K: Any, A: list[list[Any]], b: list[Any], field: RealField, deadline: Deadline
+) -> float:
     """R for an explicit tableau: K is nilpotent, so (I + rK)⁻¹ = Σ_k (−r)^k K^k (det = 1),
     and every entry is a polynomial whose coefficients are entries of the powers of K."""
     polys = _explicit_polynomials(K, A, b)
@@ -179,7 +183,7 @@ def _explicit_radius(K: Any, A: list[list[Any]], b: list[Any], field: RealField)
     for p in polys:
         if radius == 0.0:
             break
-        radius = min(radius, first_exit([-c for c in p], field))
+        radius = min(radius, first_exit([-c for c in p], field, deadline))
     return radius
 
 

@@ -12,6 +12,7 @@ import flint
 from ...errors import AnalysisError
 from ...methods import ButcherTableau, LinearMultistep, Method, Splitting, catalog
 from ...methods.precision import Verdict
+from ..budget import DEFAULT_TIME_BUDGET, NOT_DECIDED, Deadline, OutOfTime
 from ..weights import entries_in_field
 from .properties import (
     OrderVerdict,
@@ -122,18 +123,51 @@ def _numeric_orders(out: Geometry, series: BSeries, digits: BSeries, order: int)
     out.energy_text = _order_text(energy_order(series, digits), order)
 
 
-def tableau_geometry(tableau: ButcherTableau, order: int, real_interval: float | None) -> Geometry:
-    """The geometric rows of a tableau whose order is `order` (see `Geometry`).
+def tableau_geometry(
+    tableau: ButcherTableau, order: int, real_interval: float | None, deadline: Deadline
+) -> Geometry:
+    """The geometric rows of a tableau whose order is `order` (see `Geometry`), within the
+    report's time budget: rows not reached before `deadline` say `NOT_DECIDED`.
 
     **Arguments:** `tableau`: the method; `order`: its proved order; `real_interval`: R with
-    [−R, 0] its real stability interval (None when unknown).
+    [−R, 0] its real stability interval (None when unknown); `deadline`: the report's.
 
     **Returns:** a `Geometry`.
     """
     out = Geometry()
+    try:
+        _decide_geometry(out, tableau, order, real_interval, deadline)
+    except OutOfTime:
+        _not_decided(out)
+        out.notes.append(deadline.note)
+    return out
+
+
+def _not_decided(out: Geometry) -> None:
+    """The rows still at their defaults say that the budget ran out before them."""
+    if out.symplectic_why == "not examined":
+        out.symplectic_why = NOT_DECIDED
+    if out.symplectic_order_text == "—":
+        out.symplectic_order_text = NOT_DECIDED
+    if out.symmetric_why == "not examined":
+        out.symmetric_why = NOT_DECIDED
+    if out.energy_text == "—":
+        out.energy_text = NOT_DECIDED
+    if out.ssp is None:
+        out.ssp = NOT_DECIDED
+
+
+def _decide_geometry(
+    out: Geometry,
+    tableau: ButcherTableau,
+    order: int,
+    real_interval: float | None,
+    deadline: Deadline,
+) -> None:
+    """Fill `out` row by row, checking `deadline` between rows (see `tableau_geometry`)."""
     if tableau.symbols:
         out.symplectic_why = out.symmetric_why = "not examined for parametrised families"
-        return out
+        return
     matrix = symplectic_matrix(tableau)
     if matrix.verdict is Verdict.MET:
         out.symplectic = True
@@ -148,9 +182,12 @@ def tableau_geometry(tableau: ButcherTableau, order: int, real_interval: float |
         out.symplectic_why = f"M ≠ 0: {matrix.entry}"
         if tableau.is_explicit:
             out.symplectic_why += "; an explicit method never is (Mᵢᵢ = −bᵢ²)"
-    ssp = ssp_coefficient(tableau)
+    deadline.check()
+    ssp = ssp_coefficient(tableau, deadline)
     out.ssp, out.ssp_value = ssp.text(), ssp.value
+    deadline.check()
     out.internal = internal_stability(tableau, real_interval)
+    deadline.check()
     limit = min(max(order + 2, 4), EXAMINED)
     if limit <= order:  # every condition up to the order holds for any method of that order
         beyond = f"≥ {order} (its order; conditions beyond order {EXAMINED} are not examined)"
@@ -165,14 +202,15 @@ def tableau_geometry(tableau: ButcherTableau, order: int, real_interval: float |
             out.symmetric_why = "a_{s+1−i,s+1−j} + a_ij = b_j and b_{s+1−i} = b_i"
         else:
             out.symmetric_why = f"a* = a to order ≥ {order}; no certificate for all orders"
-        return out
+        return
     if tableau.numeric:
         series = tableau_ball_series(tableau, limit)
         digits = tableau_series(tableau, limit)  # the digits exactly: a zero residual is met
         with flint.ctx.workprec(series.domain.prec):
             _numeric_orders(out, series, digits, order)
-        return out
+        return
     series = tableau_series(tableau, limit)
+    deadline.check()
     if out.symplectic is not True:
         found = symplecticity_order(series)
         out.symplectic_order_text = _order_text(found, order)
@@ -182,6 +220,7 @@ def tableau_geometry(tableau: ButcherTableau, order: int, real_interval: float |
         elif out.symplectic is False and not tableau.is_explicit:
             out.symplectic = None  # M ≠ 0 proves it only for an irreducible method
             out.symplectic_why += f"; its B-series conditions hold to order {found.examined}"
+    deadline.check()
     _, A, b = entries_in_field(tableau)
     if reversal_certificate(A, b):
         out.symmetric = True
@@ -194,11 +233,12 @@ def tableau_geometry(tableau: ButcherTableau, order: int, real_interval: float |
             if not found.holds
             else f"a* = a to order {found.examined}; no certificate for all orders"
         )
+    deadline.check()
     found = energy_order(series)
     out.energy_text = _order_text(found, order)
     if out.ssp_value == math.inf:
         out.notes.append("absolutely monotonic for every step size (SSP coefficient ∞).")
-    return out
+    return
 
 
 def partitioned_symplectic(first: ButcherTableau, second: ButcherTableau) -> tuple[bool, str]:
@@ -236,18 +276,21 @@ def partitioned_symplectic(first: ButcherTableau, second: ButcherTableau) -> tup
     return True, "b = b̂ and b_i â_ij + b̂_j a_ji = b_i b̂_j for every i, j"
 
 
-def symplectic(method: Method | str) -> tuple[bool | None, str]:
+def symplectic(
+    method: Method | str, time_budget: float = DEFAULT_TIME_BUDGET
+) -> tuple[bool | None, str]:
     """Whether a declaration is symplectic, with the proof in words.
 
     **Arguments:** `method`: a declaration or catalog name: a Runge-Kutta tableau (the M = 0
-    test and its B-series), or a splitting (a composition of sub-steps).
+    test and its B-series), or a splitting (a composition of sub-steps); `time_budget`: seconds
+    it may take (past it, the verdict says it was not decided).
 
     **Returns:** `(True / False / None for undetermined, why)`; a family for which symplecticity
     is not defined raises `AnalysisError` saying what to ask instead.
     """
     resolved = catalog.resolve(method)
     if isinstance(resolved, ButcherTableau):
-        found = tableau_geometry(resolved, 0, None)
+        found = tableau_geometry(resolved, 0, None, Deadline.after(time_budget))
         return found.symplectic, found.symplectic_why
     if isinstance(resolved, Splitting):
         return splitting_symplectic(resolved)
