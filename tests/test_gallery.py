@@ -336,7 +336,7 @@ def test_site_check_finds_broken_links_and_foreign_resources(tmp_path: Path) -> 
     assert "loads from another host: https://cdn.example.org/x.js" in problems
 
 
-@pytest.mark.parametrize("name", ["backward-euler", "gauss-legendre-2"])
+@pytest.mark.parametrize("name", ["sdirk-2", "gauss-legendre-2"])
 def test_the_index_states_the_pages_stages_and_the_field_calls_apart(
     gallery: tuple[Path, GalleryResult], name: str
 ) -> None:

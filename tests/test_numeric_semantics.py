@@ -9,7 +9,6 @@ last one; a condition is met, fails or is undetermined (methods/precision.py).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -21,6 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import butcherflow as bf
+from butcherflow.analysis.budget import Deadline
 from butcherflow.analysis.multistep import dahlquist_barrier
 from butcherflow.analysis.rk_order import Conditions, explicit_barrier, order_bound
 from butcherflow.analysis.search import Search
@@ -248,7 +248,7 @@ def test_symmetric_compositions_keep_order_two_and_lose_it_when_nudged(x: Fracti
 
 def order_only(tableau: bf.ButcherTableau) -> Search[Any]:
     """The order search alone (no stability analysis), as `bf.check` runs it."""
-    return Conditions(tableau).search(order_bound(tableau), deadline=math.inf)
+    return Conditions(tableau).search(order_bound(tableau), deadline=Deadline.never())
 
 
 # -- the catalog, nudged -------------------------------------------------------------------------
