@@ -416,3 +416,24 @@ def test_a_layer_returning_a_tuple_is_read_and_rewired_in_its_structure() -> Non
     assert isinstance(out, tuple) and len(out) == 2 and out[1] is None
     with torch.no_grad():
         assert torch.equal(out[0], layer(mask=torch.ones(2, 5), hidden_states=x)[0])
+
+
+def test_verify_is_a_real_comparison_a_changed_field_is_seen() -> None:
+    found = bf.extract(RK4().eval(), _x(), fields={"f": "f"})
+    with torch.no_grad():
+        found.session.work.get_submodule("f.1").weight.mul_(2)  # the copy verify runs on
+    assert found.verify() > 1e-3
+
+
+class WeightedParallel(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn, self.mlp = _mlp(), _mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.attn(x) + 0.5 * self.mlp(x)
+
+
+def test_parallel_branches_of_unequal_weight_are_refused_as_additive() -> None:
+    with pytest.raises(bf.ExtractionError, match=r"additive method .*weights \['1', '1/2'\]"):
+        bf.extract(WeightedParallel().eval(), _x(), fields={"attn": "attn", "mlp": "mlp"})
