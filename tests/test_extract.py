@@ -351,7 +351,9 @@ def test_extract_inverts_the_compiler_on_every_explicit_catalog_tableau(name: st
             assert abs(float(exact) - float(value)) <= 1e-9 * max(1.0, abs(float(exact)))
             small = exact.is_Rational and exact.q <= 1000 and abs(exact) <= 10
             assert not small or exact == value
-    assert found.verify() < 1e-11
+    # a numeric reading keeps 14 digits: entries near 200 (Verner's efficient pairs) move the
+    # output by ~1e-10 of its size
+    assert found.verify() < (1e-12 if found.declared.exact else 1e-9)
 
 
 class AdamsBashforthStack(nn.Module):
