@@ -310,3 +310,8 @@ def test_a_llama_layer_as_rk2_on_the_whole_layer_refuses_a_kv_cache() -> None:
         assert model(input_ids=ids, use_cache=False).logits.shape == (2, 7, 64)
         with pytest.raises(bf.ExtractionError, match=r"calls field 'attn' 2 times.*use_cache"):
             model.generate(ids[:, :3], max_new_tokens=2, do_sample=False)
+
+
+def test_deepseek_v4_each_token_is_proved_on_its_own(deepseek: bf.Extracted) -> None:
+    report = bf.check(deepseek.at_token(3))
+    assert report.order == 0 and report.zero_stable is True

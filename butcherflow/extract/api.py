@@ -83,6 +83,8 @@ def _extract(
     who = module_name(module)
     if not isinstance(module, nn.Module):
         raise ExtractionError(f"bf.extract takes an nn.Module, not {type(module).__name__}")
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ExtractionError(f"{who}: runs={runs!r}; valid: a positive number of probe runs")
     _require_eval(module, who)
     work = copy.deepcopy(module).to(torch.float64)
     call_args, call_kwargs = float64(args), float64(kwargs)

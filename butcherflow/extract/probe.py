@@ -100,23 +100,24 @@ def parse_fields(module: nn.Module, fields: Any) -> tuple[Chain, ...]:
                 f"(got {spec!r})"
             )
         for path in paths:
-            _submodule(module, path, name)
+            _submodule(module, path, f"field '{name}'")
         chains.append(Chain(name, paths))
     return tuple(chains)
 
 
-def _submodule(module: nn.Module, path: str, field_name: str) -> nn.Module:
+def _submodule(module: nn.Module, path: str, role: str) -> nn.Module:
+    """The sub-module at `path`; `role` (`"field 'attn'"`, `"frozen"`) names it in errors."""
     try:
         found = module.get_submodule(path)
     except AttributeError:
         children = ", ".join(n for n, _ in module.named_children()) or "none"
         raise ExtractionError(
-            f"{module_name(module)}: field '{field_name}' names '{path}', which is not a "
+            f"{module_name(module)}: {role} names '{path}', which is not a "
             f"sub-module; valid paths start from its children: {children}"
         ) from None
     if found is module:
         raise ExtractionError(
-            f"{module_name(module)}: field '{field_name}' names the module itself; name a "
+            f"{module_name(module)}: {role} names the module itself; name a "
             "sub-module (an attention, an MLP, a norm before it)"
         )
     return found
@@ -212,9 +213,11 @@ class Probe:
         self, module: nn.Module, chains: Sequence[Chain], frozen: Sequence[str], seed: int
     ) -> None:
         self.module, self.chains = module, tuple(chains)
+        if isinstance(frozen, str):
+            frozen = (frozen,)
         self.frozen = {path: _submodule(module, path, "frozen") for path in frozen}
         self.generator = torch.Generator().manual_seed(seed)
-        self.replay: dict[str, list[Any]] = {path: [] for path in frozen}
+        self.replay: dict[str, list[Any]] = {path: [] for path in self.frozen}
         self.templates: dict[str, list[Call]] = {}  # per field, each member's first call
         members = {p for c in chains for p in c.paths}
         # dropout is the identity in eval mode: never where linearity breaks

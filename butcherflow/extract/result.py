@@ -182,8 +182,9 @@ class Extracted:
 
         **Returns:** the largest relative difference, max |out − ref| / max |ref| (float64
         round-off, ~1e-15, when the extraction is right). Tableaux and splittings compile with
-        `bf.compile`; a general linear method over one layer's streams, and coefficients that
-        vary per token, run through `evaluate.evaluate_glm` (the same equations per token).
+        `bf.compile`, a multistep stack with `bf.compile_stack`; a general linear method over
+        one layer's streams (the stack compiler adds a read-in and a read-out), and coefficients
+        that vary per token, run through `evaluate.evaluate_glm` (the same equations per token).
         """
         s = self.session
         fields = self.declared_fields(self.field_modules())
