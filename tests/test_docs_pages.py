@@ -34,7 +34,7 @@ def test_every_readme_bullet_starts_its_own_line() -> None:
     assert glued == []
 
 
-@pytest.mark.parametrize("page", ["index.md", "concepts.md"])
+@pytest.mark.parametrize("page", ["index.md", "concepts.md", "guide.md"])
 def test_code_blocks_fit_a_1280_px_page(page: str) -> None:
     fenced, long = False, []
     for number, line in enumerate((DOCS / page).read_text(encoding="utf-8").splitlines(), 1):
