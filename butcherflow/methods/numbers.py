@@ -1,6 +1,6 @@
 """Parsing of declaration entries, and what the digits of a numeric entry promise.
 
-One semantics for every family (README and docs/concepts.md say the same):
+One semantics for every family (docs/guide.md and docs/concepts.md say the same):
 
 - **Exact** entries are ints, `fractions.Fraction`s, strings such as `"1/6"`, `"sqrt(6)/36"`,
   `"1/(2 - 2**(1/3))"`, `"1/2 + sqrt(3)*cos(pi/18)/3"` (trigonometric values of rational

@@ -45,7 +45,7 @@ class MatrixVerdict:
 
     - `verdict`: met (M = 0), fails (an entry is nonzero for every method within the
       precision), undetermined (the digits cannot tell).
-    - `entry`: the first entry that fails or is undetermined, e.g. "M[0][0] = -1/36".
+    - `entry`: the first entry that fails or is undetermined, e.g. `"M[0][0] = -1/36"`.
     - `bound`: for a numeric tableau, the largest ball radius used (0.0 when exact).
     """
 
