@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import butcherflow as bf
-from butcherflow.analysis.splitting import SplittingReport
+from butcherflow.analysis.splitting.report import SplittingReport
 from butcherflow.cli import main
 from butcherflow.methods.files import from_dict
 

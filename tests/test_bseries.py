@@ -29,7 +29,7 @@ from butcherflow.analysis.bseries import (
     tree,
 )
 from butcherflow.analysis.bseries.tableau import ssp_coefficient
-from butcherflow.analysis.trees import PLAIN
+from butcherflow.analysis.exact.trees import PLAIN
 from butcherflow.errors import AnalysisError
 
 MIDPOINT = {  # explicit midpoint, modified equation b(t) (BSeries.jl docs/tests, level sequences)

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import butcherflow as bf
-from butcherflow.analysis.rk_order import Conditions
-from butcherflow.analysis.trees import Tree, TreeFamily
+from butcherflow.analysis.exact.trees import Tree, TreeFamily
+from butcherflow.analysis.runge_kutta.order import Conditions
 
 ORDER = 5
 rationals = st.fractions(min_value=-3, max_value=3, max_denominator=10**4)

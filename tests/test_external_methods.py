@@ -27,9 +27,9 @@ import pytest
 import sympy
 
 import butcherflow as bf
-from butcherflow.analysis.multistep import MultistepReport, analyse_multistep
+from butcherflow.analysis.multistep.report import MultistepReport, analyse_multistep
 from butcherflow.analysis.report import show
-from butcherflow.analysis.splitting import SplittingReport, analyse_splitting
+from butcherflow.analysis.splitting.report import SplittingReport, analyse_splitting
 
 lm = pytest.importorskip("nodepy.linear_multistep_method")
 

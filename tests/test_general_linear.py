@@ -11,8 +11,8 @@ import sympy
 from catalog_sweep import sweep
 
 import butcherflow as bf
-from butcherflow.analysis.general_linear import analyse_general_linear
-from butcherflow.analysis.glm_stability import power_bound, zero_stability
+from butcherflow.analysis.general_linear.report import analyse_general_linear
+from butcherflow.analysis.general_linear.stability import power_bound, zero_stability
 from butcherflow.analysis.report import raised_by
 from butcherflow.methods.general_linear import GeneralLinear
 

@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import butcherflow as bf
-from butcherflow.analysis.general_linear import GeneralLinearReport, analyse_general_linear
-from butcherflow.analysis.multistep import analyse_multistep
+from butcherflow.analysis.enclosure.common import same_ends
+from butcherflow.analysis.general_linear.report import GeneralLinearReport, analyse_general_linear
+from butcherflow.analysis.multistep.report import analyse_multistep
 from butcherflow.analysis.report import show
-from butcherflow.analysis.stability_enclosure import same_ends
 from butcherflow.methods.general_linear import GeneralLinear
 from tests.test_published_glms import (
     DIMSIM,

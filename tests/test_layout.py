@@ -133,3 +133,36 @@ def test_the_readme_layout_follows_the_stages() -> None:
     listed = re.findall(r"^butcherflow/(\w+)/", block, flags=re.MULTILINE)
     packages = [n for names in STAGES for n in names if (PACKAGE / n).is_dir()]
     assert listed == packages
+
+
+# analysis/ by family and by concern: what every family shares sits at the top or in exact/ and
+# enclosure/, each family's proofs in its own folder
+ANALYSIS_SHARED = {"check", "report", "search", "budget", "convergence"}
+ANALYSIS_FOLDERS = {
+    "exact",
+    "enclosure",
+    "runge_kutta",
+    "splitting",
+    "multistep",
+    "general_linear",
+    "continuous",
+    "bseries",
+}
+
+
+def test_analysis_is_laid_out_by_family_and_concern() -> None:
+    analysis = PACKAGE / "analysis"
+    modules = {p.stem for p in analysis.glob("*.py")} - {"__init__"}
+    folders = {p.name for p in analysis.iterdir() if (p / "__init__.py").is_file()}
+    assert modules == ANALYSIS_SHARED
+    assert folders == ANALYSIS_FOLDERS
+
+
+def test_no_folder_is_a_pile_of_flat_files() -> None:
+    """A folder of thirty flat files wants sub-folders: none holds more than 16 modules."""
+    crowded = {
+        str(folder.relative_to(PACKAGE)): n
+        for folder in PACKAGE.rglob("*")
+        if folder.is_dir() and (n := len(list(folder.glob("*.py")))) > 16
+    }
+    assert crowded == {}

@@ -19,8 +19,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import butcherflow as bf
-from butcherflow.analysis.multistep import MultistepReport, analyse_multistep
-from butcherflow.analysis.root_condition import ZETA, root_condition
+from butcherflow.analysis.exact.root_condition import ZETA, root_condition
+from butcherflow.analysis.multistep.report import MultistepReport, analyse_multistep
 from butcherflow.errors import AnalysisError, OrderClaimError
 
 t = sympy.Symbol("t")

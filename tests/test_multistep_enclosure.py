@@ -19,9 +19,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import butcherflow as bf
-from butcherflow.analysis.multistep import MultistepReport, analyse_multistep
+from butcherflow.analysis.enclosure.schur import schur
+from butcherflow.analysis.multistep.report import MultistepReport, analyse_multistep
 from butcherflow.analysis.report import show
-from butcherflow.analysis.schur_enclosure import schur
 
 ROW = "real stability interval [-r, 0]: r"
 AB3 = [Fraction(5, 12), Fraction(-4, 3), Fraction(23, 12), Fraction(0)]

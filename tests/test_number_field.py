@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from sympy.polys.domains import QQ
 
 import butcherflow as bf
-from butcherflow.analysis.number_field import NumberField
-from butcherflow.analysis.rk_order import Conditions
-from butcherflow.analysis.trees import PLAIN
-from butcherflow.analysis.weights import smallest_domain
+from butcherflow.analysis.exact.number_field import NumberField
+from butcherflow.analysis.exact.trees import PLAIN
+from butcherflow.analysis.exact.weights import smallest_domain
+from butcherflow.analysis.runge_kutta.order import Conditions
 
 # QQ<√6>, a degree-4 field from two radicals, and a nested radical whose generator is not an
 # algebraic integer (minimal polynomial 7x⁴ − 70x² + 135).

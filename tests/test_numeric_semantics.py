@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 import butcherflow as bf
 from butcherflow.analysis.budget import Deadline
-from butcherflow.analysis.multistep import dahlquist_barrier
-from butcherflow.analysis.rk_order import Conditions, explicit_barrier, order_bound
+from butcherflow.analysis.multistep.report import dahlquist_barrier
+from butcherflow.analysis.runge_kutta.order import Conditions, explicit_barrier, order_bound
 from butcherflow.analysis.search import Search
 from butcherflow.methods.base import CoefficientMethod
 from butcherflow.methods.files import from_dict

@@ -49,7 +49,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from butcherflow.analysis.convergence import convergence
-from butcherflow.analysis.general_linear import analyse_general_linear
+from butcherflow.analysis.general_linear.report import analyse_general_linear
 from butcherflow.methods.general_linear import GeneralLinear
 
 TOLERANCE = 0.3  # measured slope against the proved order (tests/test_convergence.py)

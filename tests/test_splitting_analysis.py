@@ -19,12 +19,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import butcherflow as bf
-from butcherflow.analysis.splitting import (
+from butcherflow.analysis.exact.weights import smallest_domain
+from butcherflow.analysis.splitting.report import (
     SplittingReport,
     additive_tableau,
     analyse_splitting,
 )
-from butcherflow.analysis.weights import smallest_domain
 
 SETTINGS = settings(
     max_examples=30,

@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 from sympy.polys.domains import QQ
 
 import butcherflow as bf
-from butcherflow.analysis import algebraic_stability, real_roots
-from butcherflow.analysis import stability as stab
-from butcherflow.analysis.stability import algebraically_stable, stability_function
+from butcherflow.analysis.exact import real_roots
+from butcherflow.analysis.runge_kutta import algebraic_stability
+from butcherflow.analysis.runge_kutta import stability as stab
+from butcherflow.analysis.runge_kutta.stability import algebraically_stable, stability_function
 
 z = sympy.Symbol("z")
 RK4_A = [[0, 0, 0, 0], ["1/2", 0, 0, 0], [0, "1/2", 0, 0], [0, 0, 1, 0]]

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import butcherflow as bf
-from butcherflow.analysis.stability_enclosure import _centred
+from butcherflow.analysis.runge_kutta.stability_enclosure import _centred
 from butcherflow.methods import ButcherTableau
 
 RK4_A = [[0, 0, 0, 0], ["1/2", 0, 0, 0], [0, "1/2", 0, 0], [0, 0, 1, 0]]

@@ -16,12 +16,12 @@ from ..methods import (
     catalog,
 )
 from .budget import DEFAULT_TIME_BUDGET
-from .continuous import analyse_continuous
-from .general_linear import GeneralLinearReport, analyse_general_linear
-from .multistep import analyse_multistep
+from .continuous.report import analyse_continuous
+from .general_linear.report import GeneralLinearReport, analyse_general_linear
+from .multistep.report import analyse_multistep
 from .report import Report
-from .runge_kutta import analyse_tableau
-from .splitting import analyse_splitting
+from .runge_kutta.report import analyse_tableau
+from .splitting.report import analyse_splitting
 
 # Each family's analysis, called as analyse(method, max_order=..., time_budget=...). A new family
 # adds its line here: no registration happens anywhere else.

@@ -123,8 +123,8 @@ OPEN_ROW = "undetermined (see notes)"
 def digits_reading(rounding: float, what: str = "interval", moved: str = "its end") -> str:
     """What a numeric declaration's reading is where it is not enclosed (multistep A(α), an
     interval read as "none" that no ball bounds; Runge-Kutta, multistep and general linear
-    interval ends are enclosed, `stability_enclosure.py`, `multistep_enclosure.py`,
-    `glm_enclosure.py`)."""
+    interval ends are enclosed, `runge_kutta/stability_enclosure.py`, `multistep/enclosure.py`,
+    `general_linear/enclosure.py`)."""
     return (
         f"it is the {what} of the method the digits spell: how far their rounding "
         f"(±{rounding:.2g}) moves {moved} is not bounded"

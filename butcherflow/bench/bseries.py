@@ -21,7 +21,7 @@ import sympy
 from ..analysis.bseries import bseries, modified_equation, modifying_integrator
 from ..analysis.bseries.properties import symplecticity_order
 from ..analysis.bseries.tableau import ssp_coefficient
-from ..analysis.weights import clear_cache
+from ..analysis.exact.weights import clear_cache
 from ..methods import ButcherTableau, catalog
 from . import write_section
 from .order import machine

@@ -30,7 +30,7 @@ import numpy as np
 from sympy.core.cache import clear_cache
 
 from ..analysis import check
-from ..analysis import weights as weights_module
+from ..analysis.exact import weights as weights_module
 from ..methods import ButcherTableau, LinearMultistep, Method, catalog, load
 from . import write_section
 

@@ -49,8 +49,8 @@ import torch.fx as fx
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from ..analysis.glm_series import preconsistency
-from ..analysis.glm_stability import doubly_stochastic, power_bound
+from ..analysis.general_linear.series import preconsistency
+from ..analysis.general_linear.stability import doubly_stochastic, power_bound
 from ..methods import GeneralLinear
 from ..nn import Field, make_field
 from .options import FieldSizes, FieldSpec, require_fields_list

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.convergence import Convergence
-from ..analysis.stability import StabilityFunction
+from ..analysis.runge_kutta.stability import StabilityFunction
 
 GRID = 241  # points per axis of the region plots
 

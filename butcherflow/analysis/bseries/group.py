@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...errors import AnalysisError
-from ..trees import PLAIN, Tree, TreeFamily
+from ..exact.trees import PLAIN, Tree, TreeFamily
 from .series import Arithmetic, BSeries, unify
 
 Forest = tuple[int, ...]

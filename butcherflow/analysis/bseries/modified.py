@@ -22,7 +22,7 @@ import sympy
 
 from ...errors import AnalysisError
 from ...methods import Method
-from ..trees import PLAIN
+from ..exact.trees import PLAIN
 from .group import _partitions
 from .series import Arithmetic, BSeries, bseries, exact_flow, unify
 

@@ -28,7 +28,7 @@ import sympy
 
 from ...errors import AnalysisError
 from ...methods.precision import Verdict, judge_enclosure
-from ..trees import PLAIN, Tree
+from ..exact.trees import PLAIN, Tree
 from .group import adjoint
 from .modified import modified_equation
 from .series import BallField, BSeries

@@ -22,13 +22,13 @@ from ...errors import AnalysisError
 from ...methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, Splitting, catalog
 from ...methods.balls import ball
 from ...methods.precision import working_precision
-from ..additive import additive_tableau
 from ..budget import DEFAULT_TIME_BUDGET
-from ..glm_series import BSeries as StageSeries
-from ..number_field import NumberField
-from ..rk_order import Conditions
-from ..trees import PLAIN, Tree, TreeFamily
-from ..weights import WeightTable, entries_in_field
+from ..exact.number_field import NumberField
+from ..exact.trees import PLAIN, Tree, TreeFamily
+from ..exact.weights import WeightTable, entries_in_field
+from ..general_linear.series import BSeries as StageSeries
+from ..runge_kutta.order import Conditions
+from ..splitting.additive import additive_tableau
 
 
 @final
@@ -237,7 +237,8 @@ def tableau_series(
     """The B-series of a Runge-Kutta tableau, a(t) = Φ(t), in the field of its entries.
 
     The series is that of autonomous problems y' = f(y), where only A and b enter (a declared
-    c that differs from the row sums of A matters for non-autonomous ones only, `rk_order`).
+    c that differs from the row sums of A matters for non-autonomous ones only,
+    `runge_kutta/order.py`).
 
     **Arguments:** `tableau`: the method (exact, numeric: its digits exactly, or a family);
     `order`: the largest tree order; `time_budget`: seconds it may take (past it, an
@@ -298,8 +299,8 @@ def splitting_series(method: Splitting, order: int) -> BSeries:
 
 def general_linear_series(method: GeneralLinear, order: int) -> list[BSeries]:
     """The B-series of each output of a general linear method, relative to its starting
-    procedure: output k at t is Σ_j B_kj η′_j(t) + Σ_m V_km ξ_m(t) (`glm_series`), its empty
-    tree V ξ(∅). Compare output k with the starting procedure advanced one step."""
+    procedure: output k at t is Σ_j B_kj η′_j(t) + Σ_m V_km ξ_m(t) (`general_linear/series.py`),
+    its empty tree V ξ(∅). Compare output k with the starting procedure advanced one step."""
     stages = StageSeries(method)
     K = stages.domain
     out = []

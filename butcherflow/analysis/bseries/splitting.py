@@ -22,8 +22,8 @@ from ...errors import AnalysisError
 from ...methods import ButcherTableau, Splitting, catalog
 from ...methods.balls import ball
 from ...methods.precision import Verdict, judge_enclosure, working_precision
-from ..trees import PLAIN, TreeFamily
-from ..weights import WeightTable, entries_in_field, smallest_domain
+from ..exact.trees import PLAIN, TreeFamily
+from ..exact.weights import WeightTable, entries_in_field, smallest_domain
 from .group import compose
 from .series import BallField, BSeries
 

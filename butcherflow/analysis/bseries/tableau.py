@@ -34,8 +34,8 @@ from ...methods import ButcherTableau
 from ...methods.balls import ball
 from ...methods.precision import Judgement, Verdict, judge_enclosure, working_precision
 from ..budget import Deadline
-from ..real_roots import RealField, first_exit
-from ..weights import entries_in_field, judge_element
+from ..exact.real_roots import RealField, first_exit
+from ..exact.weights import entries_in_field, judge_element
 
 
 @final

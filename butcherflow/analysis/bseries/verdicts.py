@@ -13,7 +13,7 @@ from ...errors import AnalysisError
 from ...methods import ButcherTableau, LinearMultistep, Method, Splitting, catalog
 from ...methods.precision import Verdict
 from ..budget import DEFAULT_TIME_BUDGET, NOT_DECIDED, Deadline, OutOfTime
-from ..weights import entries_in_field
+from ..exact.weights import entries_in_field
 from .properties import (
     OrderVerdict,
     energy_order,

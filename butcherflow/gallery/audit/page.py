@@ -9,8 +9,8 @@ from typing import Any
 import tomli_w
 
 from ...analysis import Report, check
-from ...analysis.general_linear import GeneralLinearReport
-from ...analysis.splitting import SplittingReport
+from ...analysis.general_linear.report import GeneralLinearReport
+from ...analysis.splitting.report import SplittingReport
 from ...experiments import EXPERIMENTS
 from ...methods import Method
 from ..text import cell, fence, table

@@ -14,11 +14,11 @@ from typing import Any
 import flint
 import sympy
 
-from ..methods import ButcherTableau
-from ..methods.balls import ball
-from ..methods.numbers import Number
-from ..methods.precision import Verdict, judge_enclosure, working_precision
-from .weights import tableau_field
+from ...methods import ButcherTableau
+from ...methods.balls import ball
+from ...methods.numbers import Number
+from ...methods.precision import Verdict, judge_enclosure, working_precision
+from ..exact.weights import tableau_field
 
 
 def stage_residuals(

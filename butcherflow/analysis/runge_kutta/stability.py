@@ -11,7 +11,7 @@ containing 0, i.e. of where P(u) = N(−u)² − D(−u)² ≤ 0 and F(w) = |N(i
 factor by factor; over QQ<θ>, from arb balls of their coefficients, or from their norm over QQ
 where those do not separate them); the sign of P or F between two of them is the sign of an
 algebraic number, decided with rational interval arithmetic on an isolating interval of the
-field's generator (`real_roots.py`). Every step checks the report's `Deadline`: a row it stops
+field's generator (`exact/real_roots.py`). Every step checks the report's `Deadline`: a row it stops
 says "not decided within the time budget".
 A-stability adds a Routh-Hurwitz test of the poles in the same field, and algebraic stability is
 an LDLᵀ elimination with exact signs. Nothing is approximated except the printed interval ends.
@@ -25,8 +25,8 @@ L-stability's R(∞) = 0 is a condition like any order condition: its value is e
 arithmetic over every method within the entries' precision and judged by the same rule
 (`methods/precision.py`), so the rounding of a published γ neither makes nor unmakes it.
 Finally the intervals and A-stability decided from the digits are kept only where every method
-within the precision shares them (`stability_enclosure.py`); the others are undetermined, and
-an end wider than the six digits printed says where it lies.
+within the precision shares them (`runge_kutta/stability_enclosure.py`); the others are
+undetermined, and an end wider than the six digits printed says where it lies.
 """
 
 from __future__ import annotations
@@ -44,15 +44,16 @@ from sympy.polys.domains import QQ
 from sympy.polys.euclidtools import dup_gcd
 from sympy.polys.matrices import DomainMatrix
 
-from ..methods import ButcherTableau
-from ..methods.balls import ball
-from ..methods.precision import Judgement, Verdict, judge_enclosure, working_precision
+from ...methods import ButcherTableau
+from ...methods.balls import ball
+from ...methods.precision import Judgement, Verdict, judge_enclosure, working_precision
+from ..budget import NOT_DECIDED, Deadline, OutOfTime
+from ..enclosure.common import Enclosure, same_ends, spread_text
+from ..exact.number_field import NumberField, to_sympy
+from ..exact.real_roots import Dense, RealField, first_exit, hurwitz, is_rational, rational_part
+from ..exact.weights import entries_in_field, smallest_domain
 from .algebraic_stability import algebraically_stable as algebraically_stable
-from .budget import NOT_DECIDED, Deadline, OutOfTime
-from .number_field import NumberField, to_sympy
-from .real_roots import Dense, RealField, first_exit, hurwitz, is_rational, rational_part
-from .stability_enclosure import Enclosure, enclose_stability, same_ends, spread_text
-from .weights import entries_in_field, smallest_domain
+from .stability_enclosure import enclose_stability
 
 z = sympy.Symbol("z")
 _SHOWN_DIGITS = 17  # significant digits of R(z) printed for a numeric tableau
@@ -332,8 +333,9 @@ class StabilityFunction:
 
     def _enclose(self, tableau: ButcherTableau, order: int) -> None:
         """Keep a numeric tableau's decided rows only where every method within the precision
-        of its entries shares them (`stability_enclosure.py`); the others are undetermined, and
-        an end that the digits' own method misses is replaced by the one they all share."""
+        of its entries shares them (`runge_kutta/stability_enclosure.py`); the others are
+        undetermined, and an end that the digits' own method misses is replaced by the one they all
+        share."""
         found = enclose_stability(tableau, order, self.real_interval, self.imaginary_interval)
         real = (math.inf, math.inf) if found.a_stable else found.real  # the half-plane's axis
         lost, moved = [], []

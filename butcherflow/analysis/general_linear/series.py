@@ -18,16 +18,16 @@ from typing import Any, final
 import flint
 import sympy
 
-from ..methods.balls import ball
-from ..methods.general_linear import GeneralLinear, StartTerm
-from ..methods.precision import (
+from ...methods.balls import ball
+from ...methods.general_linear import GeneralLinear, StartTerm
+from ...methods.precision import (
     Verdict,
     judge_enclosure,
     working_precision,
 )
-from .enclosure import BallDomain
-from .trees import PLAIN, Tree
-from .weights import judge_element, smallest_domain
+from ..enclosure.weights import BallDomain
+from ..exact.trees import PLAIN, Tree
+from ..exact.weights import judge_element, smallest_domain
 
 
 def _start_coefficient(terms: Sequence[StartTerm], tree: Tree | None, advance: int) -> Any:

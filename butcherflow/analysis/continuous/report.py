@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, final
 
-from ..methods import ContinuousDynamics
-from .budget import DEFAULT_TIME_BUDGET
-from .report import Report
-from .runge_kutta import RungeKuttaReport, analyse_tableau
+from ...methods import ContinuousDynamics
+from ..budget import DEFAULT_TIME_BUDGET
+from ..report import Report
+from ..runge_kutta.report import RungeKuttaReport, analyse_tableau
 
 
 @final

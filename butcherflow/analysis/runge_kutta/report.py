@@ -1,8 +1,8 @@
 """The report of a Runge-Kutta method: order, stage order, error constant and stability.
 
-The order comes from `rk_order` (exact proofs for exact tableaux; ball-arithmetic verdicts met /
-fails / undetermined for numeric ones, `precision.py`). Every other row is computed from the
-entries themselves, with the same verdicts where a numeric declaration is judged.
+The order comes from `runge_kutta/order.py` (exact proofs for exact tableaux; ball-arithmetic
+verdicts met / fails / undetermined for numeric ones, `precision.py`). Every other row is computed
+from the entries themselves, with the same verdicts where a numeric declaration is judged.
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from typing import Any, final
 
 import sympy
 
-from ..errors import AnalysisError
-from ..methods import ButcherTableau
-from ..methods.parameters import initial_numbers, initial_values, relations
-from ..methods.precision import RESOLUTION, digits_hint
-from .bseries.verdicts import Geometry, tableau_geometry
-from .budget import DEFAULT_TIME_BUDGET, Deadline
-from .report import (
+from ...errors import AnalysisError
+from ...methods import ButcherTableau
+from ...methods.parameters import initial_numbers, initial_values, relations
+from ...methods.precision import RESOLUTION, digits_hint
+from ..bseries.verdicts import Geometry, tableau_geometry
+from ..budget import DEFAULT_TIME_BUDGET, Deadline
+from ..exact.trees import Tree
+from ..report import (
     Report,
     precision_text,
     raised_by,
@@ -30,16 +31,15 @@ from .report import (
     trained_order_text,
     undetermined_note,
 )
-from .rk_order import (
+from ..search import Search
+from .order import (
     Conditions,
     FailingConditions,
     order_bound,
     tree_family,
 )
-from .search import Search
 from .stability import StabilityFunction, algebraically_stable, stability_function
 from .stage_order import stage_order
-from .trees import Tree
 
 # Failing conditions that all miss by less than this look like the rounding of a published
 # method (fractions or floats that approximate its printed digits), not like a wrong method.

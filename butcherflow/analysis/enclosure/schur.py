@@ -1,51 +1,13 @@
 """The end of the real stability interval of every method in a box, for methods whose stability
 is that of a polynomial Π(w, x) = Σⱼ Pⱼ(x) wʲ at z = −x: all roots w strictly inside the unit
-disc. A linear multistep method's π = ρ + xσ (`multistep_enclosure`), a general linear method's
-det(I − zA)·det(wI − M(z)) (`glm_enclosure`). Each Pⱼ is a polynomial in x with arb-ball
-coefficients holding every method of the box.
+disc. A linear multistep method's π = ρ + xσ (`multistep/enclosure.py`), a general linear method's
+det(I − zA)·det(wI − M(z)) (`general_linear/enclosure.py`). Each Pⱼ is a polynomial in x with
+arb-ball coefficients holding every method of the box.
 
-The end r is *enclosed* as in `stability_enclosure.py`: every such method is stable on
-[−r(1 − δ), 0) and has a root strictly outside the unit disc at −r(1 + δ), for the smallest δ
-tried from 10⁻¹² up to 10⁻¹, each side then moved in by bisection. An unbounded r is certified
-on [−1, 0) and, as tⁿΠ(w, 1/t), on t in [0, 1] (z → −∞ included). Where strict certificates
-fail, roots within 2⁻²⁶ (1.5·10⁻⁸) of the circle may count as on it, as |R|² − 1 ≤ 1.5·10⁻⁸
-does for RK: the same tests on Π(Rw), R = 1 + 2⁻²⁶ (the float trapezoid's σ has its root at −1,
-and a neighbour with β₀ = ½ + 2⁻⁴⁵ ends near z = −10¹³).
-
-**Stability at a point, for every method in a box** (`schur`). The Schur transform of p of
-degree n, Tp(x) = (p(x) − k p*(x))/x with p*(x) = xⁿp(1/x) and k = p₀/pₙ, has degree n − 1.
-(i) If |p₀| < |pₙ|, p has all its roots in the open disc iff Tp has: on |x| = 1, |k p*| =
-|k||p| < |p| wherever p ≠ 0, so by Rouché x·Tp has as many roots inside as p, and a root of p on
-the circle is one of Tp. Every step certifying |p₀| < |pₙ| (the balls' bounds) down to a
-constant therefore proves all roots strictly inside. (ii) If p has every root in the *closed*
-disc (and degree n), then p(sx), s > 1, has every root in the open one, so each step of its
-fraction-free chain (pₙp − p₀p*)/x has |lead| > |constant|; these are polynomials in the
-coefficients, and s → 1 gives |lead| ≥ |constant| for p itself. The normalised chain is the
-fraction-free one times nonzero factors while the steps are certified as in (i), so a step
-certifying |p₀| > |pₙ| after such steps proves a root strictly *outside* the disc (or, at the
-first step, a leading coefficient 0: a root at infinity, or no method there), unstable whatever
-the circle holds. Each coefficient's ball is taken independently (a superset of the box). On a
-piece of the axis the chain runs in mean-value form (`_schur`): at the piece's midpoint, plus
-its derivative in x over the piece times the half-width (leads certified nonzero on the piece
-keep each step's coefficients smooth there), which narrows as the piece's square, not its width;
-the ratio k = p₀/pₙ is enclosed the same way (its derivative (p₀′ − k pₙ′)/pₙ on the piece), and
-|k| < 1 on the piece is |p₀| < |pₙ| for every polynomial there (|k| > 1: |p₀| > |pₙ|).
-
-**Near z = 0** (`near_zero`) the root w = 1 of P₀ sits on the circle and no ball test can
-decide. Write Π = P₀ + xP₁ + x²Q(w, x), Q = Σ_{m≥2} x^(m−2)P_m. For every method with P₀(1) = 0
-(ρ(1) = 0, or V with the eigenvalue 1: preconsistency, which the digits meet), P₀ = (w − 1)ρ̃
-with ρ̃ⱼ = Σ_{i>j} P₀ᵢ, and with c = P₁(1)/ρ̃(1) (the principal root moves as w ≈ 1 − cx),
-cρ̃ − P₁ vanishes at 1: cρ̃ − P₁ = (w − 1)h. Compare Π with f = (w − 1 + xc)ρ̃:
-Π − f = −x(w − 1)h + x²Q, and Q = Q(1, x) + (w − 1)Q̃ (Q̃ the tail sums of Q's coefficients in
-w). On |w| = 1, with d = |w − 1| (so Re(w − 1) = −d²/2), |w − 1 + xc|² = d²(1 − xc) + x²c²
-≥ d²/2 + x²c² when 0 < xc ≤ 1/2, so for λ² + μ² ≤ 1, |f| ≥ m(λd/√2 + μxc) with m = min |ρ̃| on
-the circle (Cauchy-Schwarz), while |Π − f| ≤ x·d·(H + xQ̃ₘ) + x²q with H = Σ|hⱼ|, Q̃ₘ and q
-bounds of |Q̃| and |Q(1, ·)| for x up to the reach. Where x(H + xQ̃ₘ) < λm/√2 and xq < μmc
-(each strict, or its term zero), |Π − f| < |f| on the circle for 0 < x (at w = 1, f = xcρ̃(1)
-≠ 0), and Rouché gives Π as many roots inside as f, all of them: 1 − xc ∈ [½, 1) and ρ̃'s,
-certified strictly inside by (i) (Π then has full degree). Without Q (a multistep method)
-λ = 1, μ = 0; otherwise λ = μ = 1/√2. The bounds grow with the reach, so the reach is found in
-one step down from 1/(2c): the bounds at 1/(2c) hold at any smaller reach.
+The end r is enclosed (stable on [−r(1 − δ), 0), a root strictly outside the disc at
+−r(1 + δ)) with Schur-Cohn steps in arb balls (`schur`) and a Rouché argument next to z = 0
+(`near_zero`); the proofs are in docs/concepts.md, "Schur-Cohn enclosures of a real stability
+interval".
 """
 
 from __future__ import annotations
@@ -54,8 +16,8 @@ import math
 
 import flint
 
-from ..methods.precision import RESOLUTION
-from .stability_enclosure import DELTAS, PIECES, Enclosure
+from ...methods.precision import RESOLUTION
+from .common import DELTAS, PIECES, Enclosure, padded
 
 Balls = list[flint.arb]  # coefficients, lowest power first
 Family = list[flint.arb_poly]  # Π's coefficient of wʲ as a polynomial in x = −z, j ascending
@@ -146,7 +108,7 @@ def _end(family: Family, reach: float, end: float) -> tuple[Enclosure | None, st
         if not _certified(family, reach, 1.0):
             return None, "the balls cannot certify every method stable on [−1, 0)"
         n = max(P.degree() for P in family)
-        turned = [flint.arb_poly(_padded(P.coeffs(), n + 1)[::-1]) for P in family]
+        turned = [flint.arb_poly(padded(P.coeffs(), n + 1)[::-1]) for P in family]
         if not _certified(turned, 0.0, 1.0):  # z = −1/t: tⁿΠ(w, 1/t), t in [0, 1]
             return None, (
                 "the balls cannot certify every method stable on (−∞, −1]: neighbours within "
@@ -161,10 +123,6 @@ def _end(family: Family, reach: float, end: float) -> tuple[Enclosure | None, st
     return None, (
         "no δ up to 10% certifies every method stable on [−r(1 − δ), 0) and unstable at −r(1 + δ)"
     )
-
-
-def _padded(coefficients: list[flint.arb], length: int) -> list[flint.arb]:
-    return list(coefficients) + [flint.arb(0)] * (length - len(coefficients))
 
 
 def unstable_at(family: Family, x: float) -> bool:

@@ -21,21 +21,21 @@ from typing import Any, final, overload
 import flint
 import sympy
 
-from ..methods import ButcherTableau
-from ..methods.balls import ball
-from ..methods.numbers import Number
-from ..methods.precision import (
+from ...methods import ButcherTableau
+from ...methods.balls import ball
+from ...methods.numbers import Number
+from ...methods.precision import (
     Judgement,
     Verdict,
     judge_enclosure,
     known_to_double,
     working_precision,
 )
-from .budget import Deadline
-from .enclosure import WeightEnclosures
-from .search import Search, search_order
-from .trees import PLAIN, Tree, TreeFamily
-from .weights import WeightTable, tableau_field
+from ..budget import Deadline
+from ..enclosure.weights import WeightEnclosures
+from ..exact.trees import PLAIN, Tree, TreeFamily
+from ..exact.weights import WeightTable, tableau_field
+from ..search import Search, search_order
 
 # Bits of the balls that screen an exact tableau's failing conditions. 192 rather than 128: the
 # error norm reads the residuals of order p + 1 off these balls when they are known to double

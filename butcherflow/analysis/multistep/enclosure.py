@@ -1,13 +1,13 @@
 """The real stability interval of a numeric linear multistep method, enclosed over every method
 within the precision of its coefficients.
 
-`boundary_locus.py` reads the interval [−r, 0] of the method the digits spell. Neighbouring
-methods, as close to the digits as their rounding allows, may end elsewhere: Adams-Bashforth 3
-typed to three digits reads r = 0.545405, and moving β₁ by 4·10⁻³ (inside the rounding of
-"-1.33") gives 0.544811. Here every αⱼ, βⱼ is an arb ball (the digits ± their rounding; exact
-entries exact), and the end r is *enclosed* as in `stability_enclosure.py`: every such method is
-stable on [−r(1 − δ), 0) and has a root strictly outside the unit disc at −r(1 + δ), for the
-smallest δ tried from 10⁻¹² up to 10⁻¹, each side then moved in by bisection. An unbounded r
+`multistep/boundary_locus.py` reads the interval [−r, 0] of the method the digits spell.
+Neighbouring methods, as close to the digits as their rounding allows, may end elsewhere:
+Adams-Bashforth 3 typed to three digits reads r = 0.545405, and moving β₁ by 4·10⁻³ (inside the
+rounding of "-1.33") gives 0.544811. Here every αⱼ, βⱼ is an arb ball (the digits ± their rounding;
+exact entries exact), and the end r is *enclosed* as in `runge_kutta/stability_enclosure.py`: every
+such method is stable on [−r(1 − δ), 0) and has a root strictly outside the unit disc at −r(1 + δ),
+for the smallest δ tried from 10⁻¹² up to 10⁻¹, each side then moved in by bisection. An unbounded r
 is certified on [−1, 0) and, as σ + tρ with t = −1/z, on t in [0, 1] (z → −∞ included).
 Where strict certificates fail, roots within 2⁻²⁶ (1.5·10⁻⁸) of the circle may count as on
 it, as |R|² − 1 ≤ 1.5·10⁻⁸ does for RK: the same tests on π(Rζ), R = 1 + 2⁻²⁶ (the float
@@ -15,7 +15,7 @@ trapezoid's σ has its root at −1, and a neighbour with β₀ = ½ + 2⁻⁴�
 A(α) is not enclosed here.
 
 The Schur-Cohn steps in balls, the δ ladder and the Rouché argument next to z = 0 are
-`schur_enclosure`'s, on π = ρ + xσ at z = −x (the coefficients αⱼ + xβⱼ): next to z = 0 it
+`enclosure/schur.py`'s, on π = ρ + xσ at z = −x (the coefficients αⱼ + xβⱼ): next to z = 0 it
 covers every method with ρ(1) = 0 (C₀, which the digits meet; RK enclosures likewise keep the
 conditions the digits meet), π being affine in x (f = (ζ − 1 + xc)ρ̃, c = σ(1)/ρ̃(1)).
 """
@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import flint
 
-from ..methods import LinearMultistep
-from ..methods.balls import ball
-from ..methods.precision import working_precision
-from .schur_enclosure import enclose_axis, unstable_at
-from .stability_enclosure import Enclosure
+from ...methods import LinearMultistep
+from ...methods.balls import ball
+from ...methods.precision import working_precision
+from ..enclosure.common import Enclosure
+from ..enclosure.schur import enclose_axis, unstable_at
 
 
 def enclose_real_interval(

@@ -1,9 +1,9 @@
 """The real stability interval of a numeric general linear method, enclosed over every method
 within the precision of its entries.
 
-`glm_stability.real_stability_interval` reads the interval [−r, 0] of the method the digits
-spell. Here every entry of A, U, B, V is an arb ball (the digits ± their rounding; exact entries
-exact, exact zeros exactly zero), and the end is enclosed by `schur_enclosure` on
+`general_linear/stability.py: real_stability_interval` reads the interval [−r, 0] of the method the
+digits spell. Here every entry of A, U, B, V is an arb ball (the digits ± their rounding; exact
+entries exact, exact zeros exactly zero), and the end is enclosed by `enclosure/schur.py` on
 
     Φ(w, z) = det [[I − zA, U], [zB, wI − V]] = det(I − zA)·det(wI − M(z)),
 
@@ -36,11 +36,11 @@ import random
 import flint
 import numpy as np
 
-from ..methods.balls import ball
-from ..methods.general_linear import GeneralLinear
-from ..methods.precision import working_precision
-from .schur_enclosure import enclose_axis
-from .stability_enclosure import Enclosure
+from ...methods.balls import ball
+from ...methods.general_linear import GeneralLinear
+from ...methods.precision import working_precision
+from ..enclosure.common import Enclosure
+from ..enclosure.schur import enclose_axis
 
 Entries = dict[str, list[list[flint.arb]]]  # "A", "U", "B", "V": rows of balls
 

@@ -1,24 +1,24 @@
 """The stability intervals and A-stability of a numeric tableau, enclosed over every method within
 the precision of its entries.
 
-`stability.py` decides the rows for the method the digits spell. Neighbouring methods, as close
-to the digits as their rounding allows, may differ: RK4 typed to three digits spells a method
-whose imaginary interval is [−2.83i, 2.83i], but moving b₃ by 4·10⁻⁴ (inside the rounding of
+`runge_kutta/stability.py` decides the rows for the method the digits spell. Neighbouring methods,
+as close to the digits as their rounding allows, may differ: RK4 typed to three digits spells a
+method whose imaginary interval is [−2.83i, 2.83i], but moving b₃ by 4·10⁻⁴ (inside the rounding of
 `"0.333"`) leaves it none. Here P(u) = N(−u)² − D(−u)² and F(w) = |N(iy)|² − |D(iy)|² (w = y²)
 are built in arb balls from the entries' balls, with the terms of degree ≤ p taken as order p
-makes them (as in `stability.py`). A coefficient is an exact zero only where every such method has
-it zero: by the order, or by the structure of the tableau (its exact zeros, and a row of A typed as
-b digit for digit, or a column of b_j, which rounding moves with b: `_tied_to_b`). One that is zero
-for the digits alone, or within the resolution at which conditions are met, stays a ball holding 0:
-methods within the precision that meet the same conditions can give it either sign (Merson 4's y⁶
-term; det A of a matrix with proportional rows, whose neighbours have a pole near −1/e in the left
-half-plane). A point counts as stable when |R|² − 1 ≤ 1.5·10⁻⁸ (P ≤ 2⁻²⁶·D², the resolution of met
-conditions), and just right of 0 by the exact sign of the lowest term. An end r of the digits'
-interval is then *enclosed*: every method within the precision has its end in [r(1 − δ), r(1 + δ)]
-when it is stable on (0, r(1 − δ)] (certified by bisection with mean-value enclosures) and not at
-r(1 + δ). δ is tried from 10⁻¹² up to 10⁻¹ in steps of √10; beyond that the row is undetermined. An
-unbounded interval is certified on [0, 1] and, for t = 1/s, on s in (0, 1]; "none" needs the lowest
-term certainly positive.
+makes them (as in `runge_kutta/stability.py`). A coefficient is an exact zero only where every such
+method has it zero: by the order, or by the structure of the tableau (its exact zeros, and a row of
+A typed as b digit for digit, or a column of b_j, which rounding moves with b: `_tied_to_b`). One
+that is zero for the digits alone, or within the resolution at which conditions are met, stays a
+ball holding 0: methods within the precision that meet the same conditions can give it either sign
+(Merson 4's y⁶ term; det A of a matrix with proportional rows, whose neighbours have a pole near
+−1/e in the left half-plane). A point counts as stable when |R|² − 1 ≤ 1.5·10⁻⁸ (P ≤ 2⁻²⁶·D², the
+resolution of met conditions), and just right of 0 by the exact sign of the lowest term. An end r
+of the digits' interval is then *enclosed*: every method within the precision has its end in [r(1 −
+δ), r(1 + δ)] when it is stable on (0, r(1 − δ)] (certified by bisection with mean-value
+enclosures) and not at r(1 + δ). δ is tried from 10⁻¹² up to 10⁻¹ in steps of √10; beyond that the
+row is undetermined. An unbounded interval is certified on [0, 1] and, for t = 1/s, on s in (0, 1];
+"none" needs the lowest term certainly positive.
 
 N and D are det(I − z(A − 1bᵀ)) and det(I − zA) over the stages R depends on (a stage with an
 exactly zero weight that no used stage reads is dropped), without the common factor the exact
@@ -38,13 +38,10 @@ from typing import final
 import flint
 import numpy as np
 
-from ..methods import ButcherTableau
-from ..methods.balls import ball
-from ..methods.precision import RESOLUTION, working_precision
-
-DELTAS = tuple(10.0 ** (-k / 2) for k in range(24, 1, -1))  # relative half-widths, finest first
-PIECES = 4000  # bisection budget for one certificate
-Enclosure = tuple[float, float]  # (lo, hi) of an interval end r; (inf, inf): unbounded
+from ...methods import ButcherTableau
+from ...methods.balls import ball
+from ...methods.precision import RESOLUTION, working_precision
+from ..enclosure.common import DELTAS, PIECES, Enclosure, padded
 
 
 @final
@@ -116,21 +113,6 @@ def enclose_stability(
             polynomial=all(c.is_zero() for c in D[1:]) and any(not c.contains(0) for c in N[1:]),
             poles_right=_poles_right(N, D),
         )
-
-
-def spread_text(enclosure: Enclosure | None, numeric: bool = True) -> str:
-    """Where the end lies for every method within a numeric declaration's precision (for an
-    exact one, `numeric=False`: where its own end lies), when that is wider than the six digits
-    printed."""
-    within = " within the precision" if numeric else ""
-    if enclosure is None or enclosure[0] == enclosure[1] or same_ends(list(enclosure)):
-        return ""
-    return f" (end between {enclosure[0]:.6g} and {enclosure[1]:.6g}{within})"
-
-
-def same_ends(ends: list[float]) -> bool:
-    """Interval ends that agree to the six digits the report prints (inf and 0 exactly)."""
-    return all(math.isclose(x, ends[0], rel_tol=1e-6) for x in ends)
 
 
 def _used_stages(a: list[list[flint.arb]], w: list[flint.arb]) -> list[int]:
@@ -397,8 +379,8 @@ def _around(G: flint.arb_poly, S: flint.arb_poly, end: float) -> Enclosure | Non
         return None
     if end == math.inf:
         n = max(G.length(), S.length()) - 1  # G and S on [1, ∞) as s^n G(1/s) on (0, 1]
-        turned_g = flint.arb_poly(_padded(_coefficients(G), n + 1)[::-1])
-        turned_s = flint.arb_poly(_padded(_coefficients(S), n + 1)[::-1])
+        turned_g = flint.arb_poly(padded(_coefficients(G), n + 1)[::-1])
+        turned_s = flint.arb_poly(padded(_coefficients(S), n + 1)[::-1])
         certified = _below(G, S, 0.0, 1.0) and _below(turned_g, turned_s, 0.0, 1.0)
         return (math.inf, math.inf) if certified else None
     for delta in DELTAS:
@@ -408,10 +390,6 @@ def _around(G: flint.arb_poly, S: flint.arb_poly, end: float) -> Enclosure | Non
         ):
             return lo, hi
     return None
-
-
-def _padded(coefficients: list[flint.arb], length: int) -> list[flint.arb]:
-    return list(coefficients) + [flint.arb(0)] * (length - len(coefficients))
 
 
 def _below(G: flint.arb_poly, S: flint.arb_poly, lo: float, hi: float, finest: float = 0.0) -> bool:

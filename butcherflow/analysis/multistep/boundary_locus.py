@@ -13,7 +13,7 @@ from itertools import combinations
 
 import numpy as np
 
-from ..methods import LinearMultistep
+from ...methods import LinearMultistep
 
 
 def locus(rho_c: np.ndarray, sigma_c: np.ndarray, theta: np.ndarray) -> np.ndarray:

@@ -19,8 +19,8 @@ from typing import Any, final
 
 import flint
 
-from ..methods.balls import ball
-from .trees import Tree, TreeFamily, by_colour
+from ...methods.balls import ball
+from ..exact.trees import Tree, TreeFamily, by_colour
 
 Vector = list[flint.arb]
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import sympy
 
-from ..methods import ButcherTableau
-from .real_roots import RealField
-from .weights import entries_in_field
+from ...methods import ButcherTableau
+from ..exact.real_roots import RealField
+from ..exact.weights import entries_in_field
 
 
 def _positive_semidefinite(M: list[list[Any]], field: RealField) -> bool:

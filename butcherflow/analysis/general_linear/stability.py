@@ -14,10 +14,10 @@ import sympy
 from sympy.polys.domains import QQ
 from sympy.polys.matrices import DomainMatrix
 
-from ..methods.general_linear import GeneralLinear
-from .budget import Deadline
-from .real_roots import first_failure
-from .root_condition import DIGITS, ZETA, place_roots, root_condition
+from ...methods.general_linear import GeneralLinear
+from ..budget import Deadline
+from ..exact.real_roots import first_failure
+from ..exact.root_condition import DIGITS, ZETA, place_roots, root_condition
 
 Z = sympy.Symbol("z")
 W = sympy.Symbol("w")  # an eigenvalue of M(z)
@@ -186,7 +186,7 @@ def real_stability_interval(method: GeneralLinear, deadline: Deadline) -> tuple[
     `deadline`: the report's; `OutOfTime` past it, between two pieces.
 
     **Returns:** `(r, how)`: r is `math.inf` when unbounded; `how` says how it was read, for the
-    report's notes (a numeric declaration's end is then enclosed, `glm_enclosure`).
+    report's notes (a numeric declaration's end is then enclosed, `general_linear/enclosure.py`).
     """
     A, U, B, V, approximated = _rational_matrices(method)
     rounding = 10.0 ** (10 - DIGITS) if approximated else 0.0

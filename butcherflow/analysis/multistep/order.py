@@ -18,12 +18,12 @@ from typing import Any
 import flint
 import sympy
 
-from ..methods import LinearMultistep
-from ..methods.balls import ball
-from ..methods.precision import Judgement, judge_enclosure, judge_exact, working_precision
-from .budget import Deadline
-from .root_condition import ZETA
-from .search import search_order
+from ...methods import LinearMultistep
+from ...methods.balls import ball
+from ...methods.precision import Judgement, judge_enclosure, judge_exact, working_precision
+from ..budget import Deadline
+from ..exact.root_condition import ZETA
+from ..search import search_order
 
 
 def condition(alpha: Sequence[sympy.Expr], beta: Sequence[sympy.Expr], q: int) -> sympy.Expr:

@@ -27,21 +27,21 @@ from typing import Any, final
 import flint
 import sympy
 
-from ..errors import AnalysisError
-from ..methods import ButcherTableau, Splitting
-from ..methods.balls import ball
-from ..methods.numbers import Number
-from ..methods.precision import Judgement, digits_hint, judge_enclosure, working_precision
+from ...errors import AnalysisError
+from ...methods import ButcherTableau, Splitting
+from ...methods.balls import ball
+from ...methods.numbers import Number
+from ...methods.precision import Judgement, digits_hint, judge_enclosure, working_precision
+from ..bseries.verdicts import splitting_symmetric, splitting_symplectic
+from ..budget import DEFAULT_TIME_BUDGET, Deadline
+from ..enclosure.weights import BallDomain
+from ..exact.free_algebra import FreeProduct, Word
+from ..exact.number_field import to_sympy
+from ..exact.trees import TreeFamily
+from ..exact.weights import judge_element, smallest_domain
+from ..report import Report, precision_text, raised_by, resolution_text, shown_open
+from ..search import search_order
 from .additive import additive_tableau, search_substep_order
-from .bseries.verdicts import splitting_symmetric, splitting_symplectic
-from .budget import DEFAULT_TIME_BUDGET, Deadline
-from .enclosure import BallDomain
-from .free_algebra import FreeProduct, Word
-from .number_field import to_sympy
-from .report import Report, precision_text, raised_by, resolution_text, shown_open
-from .search import search_order
-from .trees import TreeFamily
-from .weights import judge_element, smallest_domain
 
 DEFAULT_CAP = 8  # search limit when the declaration claims no order (compositions have no barrier)
 

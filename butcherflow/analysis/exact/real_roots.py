@@ -6,8 +6,8 @@ the sign of the polynomial between two of them is the sign of an algebraic numbe
 rational interval arithmetic on an isolating interval of θ. The cost grows polynomially with the
 degree and the size of the coefficients (sympy's resultants over fields of degree 24 and its
 root isolation of 1e40-sized coefficients took minutes), and every loop checks the report's
-`Deadline`. `stability.py` reads the interval ends and the Routh-Hurwitz test of the poles from
-here; `algebraic_stability.py` the signs of its pivots.
+`Deadline`. `runge_kutta/stability.py` reads the interval ends and the Routh-Hurwitz test of the
+poles from here; `algebraic_stability.py` the signs of its pivots.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from sympy.polys.densebasic import dup_strip
 from sympy.polys.densetools import dup_clear_denoms, dup_eval
 from sympy.polys.domains import QQ
 
-from .budget import Deadline
+from ..budget import Deadline
 
 Dense = list[Any]  # a dense polynomial over a domain, highest degree first (sympy's dup)
 # An isolated real root: a rational interval [lo, hi] holding it and no other root, and the sign

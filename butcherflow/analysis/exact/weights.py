@@ -25,9 +25,9 @@ from sympy.polys.constructor import construct_domain
 from sympy.polys.domains import QQ
 from sympy.polys.numberfields.subfield import primitive_element
 
-from ..methods import ButcherTableau
-from ..methods.precision import Judgement, Verdict, judge_exact
-from .enclosure import column_products
+from ...methods import ButcherTableau
+from ...methods.precision import Judgement, Verdict, judge_exact
+from ..enclosure.weights import column_products
 from .number_field import NumberField, to_sympy
 from .trees import Tree, TreeFamily, by_colour
 
@@ -197,7 +197,7 @@ class WeightTable:
         else:
             self.domain, converted = smallest_domain(flat)
         self.stages = len(next(iter(b.values())))
-        # A number field computes on flint polynomials in its generator (`number_field.py`);
+        # A number field computes on flint polynomials in its generator (`exact/number_field.py`);
         # QQ's elements are flint rationals already.
         self._field = NumberField.of(self.domain)
         if self._field is not None:

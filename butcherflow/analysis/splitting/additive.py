@@ -3,7 +3,7 @@ coloured trees.
 
 The composition advances each operator's field by the declared sub-step in turn; written out, it
 is an additive Runge-Kutta method over the fields {f_X} (`additive_tableau`), one colour per
-operator, and its order is proved with coloured trees (`weights.py`). A numeric declaration's
+operator, and its order is proved with coloured trees (`exact/weights.py`). A numeric declaration's
 elementary weights are enclosed in balls holding every splitting and sub-step within the
 precision of their entries (`enclosure.WeightEnclosures`).
 """
@@ -17,14 +17,14 @@ from typing import Any
 import flint
 import sympy
 
-from ..methods import ButcherTableau, Splitting
-from ..methods.balls import ball
-from ..methods.precision import Judgement, judge_enclosure
-from .budget import Deadline
-from .enclosure import WeightEnclosures
-from .search import Search, search_order
-from .trees import Tree, TreeFamily
-from .weights import WeightTable, judge_element
+from ...methods import ButcherTableau, Splitting
+from ...methods.balls import ball
+from ...methods.precision import Judgement, judge_enclosure
+from ..budget import Deadline
+from ..enclosure.weights import WeightEnclosures
+from ..exact.trees import Tree, TreeFamily
+from ..exact.weights import WeightTable, judge_element
+from ..search import Search, search_order
 
 
 def additive_tableau(

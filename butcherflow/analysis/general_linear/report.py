@@ -13,8 +13,9 @@ For a GLM (A, U, B, V) with r inputs and s stages (`methods/general_linear.py`):
   circle). A doubly stochastic V (mHC) is power-bounded because ‖Vⁿ‖∞ = 1 for every n.
 - **Stability matrix** M(z) = V + zB(I − zA)⁻¹U; the method is stable at z when M(z) is
   power-bounded. Its real stability interval ends at a real root of polynomials found exactly
-  (`glm_stability.real_stability_interval`), each piece between them decided exactly; a numeric
-  declaration's end is then enclosed over every method within the precision (`glm_enclosure`).
+  (`general_linear/stability.py: real_stability_interval`), each piece between them decided
+  exactly; a numeric declaration's end is then enclosed over every method within the precision
+  (`general_linear/enclosure.py`).
 - **Order** relative to the stated starting procedure ξ, by B-series over rooted trees: the stages
   have the B-series η(t) = A η′(t) + U ξ(t), with η′([t₁…t_m]) = η(t₁)⋯η(t_m), and the outputs
   B η′(t) + V ξ(t) must equal the starting procedure advanced by one step, E ξ(t), where an input
@@ -32,8 +33,9 @@ For a GLM (A, U, B, V) with r inputs and s stages (`methods/general_linear.py`):
 Learned coefficients: the proof is of the declaration (the initialisation); a trained model's
 V is checked for power-boundedness separately (`power_bound`).
 
-Homes: the B-series and preconsistency are `glm_series.py`; zero-stability, M(z), the real
-interval and `power_bound` are `glm_stability.py`; this module is the order search and the report.
+Homes: the B-series and preconsistency are `general_linear/series.py`; zero-stability, M(z), the
+real interval and `power_bound` are `general_linear/stability.py`; this module is the order search
+and the report.
 """
 
 from __future__ import annotations
@@ -45,27 +47,19 @@ from typing import Any, final
 
 import flint
 
-from ..methods.general_linear import GeneralLinear
-from ..methods.precision import (
+from ...methods.general_linear import GeneralLinear
+from ...methods.precision import (
     RESOLUTION,
     Judgement,
     Verdict,
     digits_hint,
     judge_enclosure,
 )
-from .budget import DEFAULT_TIME_BUDGET, NOT_DECIDED, Deadline, OutOfTime
-from .convergence import SLOPE_TOLERANCE, Convergence, convergence
-from .glm_enclosure import candidates_after_none, enclose_real_interval
-from .glm_series import BSeries, judge_preconsistency, series_of
-from .glm_stability import (
-    power_bound,
-    real_stability_interval,
-    spectral_rounding,
-    stability_matrix,
-    unpinned_copies,
-    zero_stability,
-)
-from .report import (
+from ..budget import DEFAULT_TIME_BUDGET, NOT_DECIDED, Deadline, OutOfTime
+from ..convergence import SLOPE_TOLERANCE, Convergence, convergence
+from ..enclosure.common import Enclosure, spread_text
+from ..exact.weights import judge_element
+from ..report import (
     DECIDE,
     OPEN_ROW,
     Report,
@@ -77,9 +71,17 @@ from .report import (
     tolerance_text,
     undetermined_note,
 )
-from .search import search_order
-from .stability_enclosure import Enclosure, spread_text
-from .weights import judge_element
+from ..search import search_order
+from .enclosure import candidates_after_none, enclose_real_interval
+from .series import BSeries, judge_preconsistency, series_of
+from .stability import (
+    power_bound,
+    real_stability_interval,
+    spectral_rounding,
+    stability_matrix,
+    unpinned_copies,
+    zero_stability,
+)
 
 DEFAULT_CAP = 8
 
@@ -99,7 +101,8 @@ class GeneralLinearReport(Report):
     `stopped` (why the search ended without a failure, or None), `stability_matrix` M(z),
     `real_interval` (the digits' method's end; None where a numeric declaration's cannot be
     enclosed), `real_enclosure` (for a numeric declaration, (lo, hi) holding the end of every
-    method within the precision whose V has the eigenvalue 1, `glm_enclosure`), `notes`.
+    method within the precision whose V has the eigenvalue 1, `general_linear/enclosure.py`),
+    `notes`.
     """
 
     method: GeneralLinear
@@ -184,7 +187,8 @@ class GeneralLinearReport(Report):
 
     def _enclose(self) -> None:
         """A numeric declaration's interval end enclosed over the methods within its precision
-        (`glm_enclosure`), or undetermined where that fails; "none" stays the digits' reading."""
+        (`general_linear/enclosure.py`), or undetermined where that fails; "none" stays the digits'
+        reading."""
         method, end = self.method, self.real_interval
         rounding = float(method.rounding)
         if end == 0 and self.preconsistent:
@@ -220,7 +224,7 @@ class GeneralLinearReport(Report):
             self.real_interval = None
             self.notes.append(
                 f"real stability interval undetermined: {why} (the digits' method reads "
-                f"{end:.6g}; arb balls of the entries, `glm_enclosure`)"
+                f"{end:.6g}; arb balls of the entries, `general_linear/enclosure.py`)"
             )
             return
         self._enclosed(found, widened)
@@ -248,7 +252,8 @@ class GeneralLinearReport(Report):
                 else ""
             )
             + " (the eigenvalues of M(z) as roots of det(I − zA)·det(wI − M(z)), Schur-Cohn steps "
-            "in arb balls on pieces of the axis, Rouché's theorem next to z = 0; `glm_enclosure`)"
+            "in arb balls on pieces of the axis, Rouché's theorem next to z = 0; "
+            "`general_linear/enclosure.py`)"
         )
 
     def _order(

@@ -1,11 +1,11 @@
 """Linear multistep methods: the report on order, error constant, root condition and A(α).
 
 The method Σⱼ αⱼ y_{n+j} = h Σⱼ βⱼ f_{n+j} (j = 0..k) is analysed in three parts, each in its
-own module: the order conditions C_q (`multistep_order`), zero-stability as the root condition
+own module: the order conditions C_q (`multistep/order.py`), zero-stability as the root condition
 on ρ(ζ) = Σⱼ αⱼ ζ^j (`root_condition`, exact for rational coefficients), and A(α) and the real
 stability interval read in float64 from the boundary locus z(θ) = ρ(e^{iθ}) / σ(e^{iθ})
 (`boundary_locus`); for a numeric declaration the interval's end is then enclosed over every
-method within the precision of its coefficients (`multistep_enclosure`), while A(α) stays the
+method within the precision of its coefficients (`multistep/enclosure.py`), while A(α) stays the
 reading of the method its digits spell. This module assembles them into a `MultistepReport`.
 """
 
@@ -19,24 +19,14 @@ from typing import Any, final
 import numpy as np
 import sympy
 
-from ..errors import AnalysisError
-from ..methods import LinearMultistep
-from ..methods.parameters import initial_numbers
-from ..methods.precision import RESOLUTION
-from .boundary_locus import a_alpha_angle, float_coefficients, locus, real_interval
-from .budget import DEFAULT_TIME_BUDGET, NOT_DECIDED, Deadline
-from .multistep_enclosure import enclose_real_interval, unstable_below
-from .multistep_order import (
-    condition,
-    dahlquist_barrier,
-    error_constant_radius,
-    judge_condition,
-    raising_notes,
-    reversed_reading,
-    search_multistep_order,
-    vanishes,
-)
-from .report import (
+from ...errors import AnalysisError
+from ...methods import LinearMultistep
+from ...methods.parameters import initial_numbers
+from ...methods.precision import RESOLUTION
+from ..budget import DEFAULT_TIME_BUDGET, NOT_DECIDED, Deadline
+from ..enclosure.common import Enclosure, spread_text
+from ..exact.root_condition import ZETA, Root, root_condition
+from ..report import (
     OPEN_ROW,
     Report,
     ball_text,
@@ -47,8 +37,18 @@ from .report import (
     trained_order_text,
     undetermined_note,
 )
-from .root_condition import ZETA, Root, root_condition
-from .stability_enclosure import Enclosure, spread_text
+from .boundary_locus import a_alpha_angle, float_coefficients, locus, real_interval
+from .enclosure import enclose_real_interval, unstable_below
+from .order import (
+    condition,
+    dahlquist_barrier,
+    error_constant_radius,
+    judge_condition,
+    raising_notes,
+    reversed_reading,
+    search_multistep_order,
+    vanishes,
+)
 
 SCALE = "(size of C_q's terms)"  # what a condition's resolution is relative to
 
@@ -88,7 +88,7 @@ class MultistepReport(Report):
       reach of its rounding: the digits cannot tell a shorter one from none, or when its end
       cannot be enclosed over the methods within the precision).
     - `real_enclosure`: for a numeric declaration, (lo, hi) holding the end of every method
-      within the precision with ρ(1) = 0 (`multistep_enclosure`; (inf, inf): unbounded for
+      within the precision with ρ(1) = 0 (`multistep/enclosure.py`; (inf, inf): unbounded for
       all; (0, x) where the digits read none: every method has a root outside the circle at
       z = −x; for an exact method that reads none, (0, x) likewise for the method itself);
       None when not enclosed (other exact declarations, undetermined, a "none" no ball
@@ -430,7 +430,7 @@ def _exact_none(method: LinearMultistep, tiny: float, notes: list[str]) -> Enclo
     notes.append(
         f"real stability interval: the float64 locus reads none (it ignores crossings within "
         f"{tiny:.2g} of z = 0); Schur steps in arb balls find a root strictly outside |ζ| = 1 at "
-        f"z = -{above:.2g}, so the interval ends in [0, {above:.2g}) (`multistep_enclosure`)"
+        f"z = -{above:.2g}, so the interval ends in [0, {above:.2g}) (`multistep/enclosure.py`)"
     )
     return (0.0, above)
 
@@ -439,7 +439,7 @@ def _enclosed(
     method: LinearMultistep, interval: float | None, a_alpha: float | None, notes: list[str]
 ) -> tuple[float | None, float | None, Enclosure | None, bool]:
     """A numeric declaration's interval end enclosed over the methods within its precision
-    (`multistep_enclosure`), or undetermined where that fails; a "none" is bounded above by a
+    (`multistep/enclosure.py`), or undetermined where that fails; a "none" is bounded above by a
     point where every method is certainly unstable (`unstable_below`), else it stays, with
     A(α), a reading of the digits' method (notes say so).
 
@@ -459,7 +459,7 @@ def _enclosed(
                 "real stability interval: the digits' method reads none; every method within "
                 f"the precision has a root strictly outside |ζ| = 1 at z = -{above:.2g}, so each "
                 f"one's ends in [0, {above:.2g}) (arb balls of the coefficients, "
-                "`multistep_enclosure`)"
+                "`multistep/enclosure.py`)"
             )
     elif interval is not None:
         met = judge_condition(method, 0, condition(method.alpha, method.beta, 0)).met
@@ -467,7 +467,7 @@ def _enclosed(
         if found is None:
             notes.append(
                 f"real stability interval undetermined: {why} (the digits' method reads "
-                f"{interval:.6g}; arb balls of the coefficients, `multistep_enclosure`)"
+                f"{interval:.6g}; arb balls of the coefficients, `multistep/enclosure.py`)"
             )
             interval, a_alpha = None, None
         else:
@@ -488,7 +488,7 @@ def _enclosed(
                     else ""
                 )
                 + " (Schur-Cohn steps in arb balls on pieces of the axis, Rouché's theorem next "
-                "to z = 0; `multistep_enclosure`)"
+                "to z = 0; `multistep/enclosure.py`)"
             )
     if a_alpha is not None:
         notes.append(f"A(α): {digits_reading(rounding, 'A(α) angle', 'it')}")

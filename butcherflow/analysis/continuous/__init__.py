@@ -1,0 +1,1 @@
+"""Continuous dynamics: the order is the solver's."""

@@ -1,0 +1,1 @@
+"""Arb-ball enclosures shared by every family: elementary weights, Schur-Cohn steps."""

@@ -1,0 +1,1 @@
+"""Exact arithmetic every family shares: trees, weights, number fields, real roots."""

@@ -1,0 +1,1 @@
+"""General linear methods: B-series from the starting procedure, stability."""

@@ -1,0 +1,1 @@
+"""Linear multistep methods: order, error constant, root condition, stability interval."""

@@ -1,0 +1,1 @@
+"""Runge-Kutta tableaux: order, stage order, stability, algebraic stability."""

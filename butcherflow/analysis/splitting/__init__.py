@@ -1,0 +1,1 @@
+"""Splittings: order with exact sub-flows (free algebra) and with sub-steps (additive trees)."""
