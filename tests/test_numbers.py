@@ -1,4 +1,4 @@
-"""Exact parsing of coefficients (`butcherflow.methods.numbers.parse_number`)."""
+"""Exact parsing of coefficients (`butcherflow.methods.entries.numbers.parse_number`)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import butcherflow as bf
-from butcherflow.methods.balls import enclose
-from butcherflow.methods.numbers import (
+from butcherflow.methods.entries.balls import enclose
+from butcherflow.methods.entries.numbers import (
     Number,
     covering_text,
     is_zero,
@@ -434,7 +434,7 @@ def test_explosive_expressions_fail_fast() -> None:
         """
         import sys
         import butcherflow as bf
-        from butcherflow.methods.numbers import parse_number
+        from butcherflow.methods.entries.numbers import parse_number
         for raw in sys.argv[1:]:
             try:
                 parse_number(raw, "b[0]")

@@ -25,9 +25,9 @@ from butcherflow.analysis.multistep.report import dahlquist_barrier
 from butcherflow.analysis.runge_kutta.order import Conditions, explicit_barrier, order_bound
 from butcherflow.analysis.search import Search
 from butcherflow.methods.base import CoefficientMethod
+from butcherflow.methods.entries.numbers import float_rounding, parse_number
 from butcherflow.methods.files import from_dict
 from butcherflow.methods.general_linear import GeneralLinear
-from butcherflow.methods.numbers import float_rounding, parse_number
 
 SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 Matrix = list[list[Fraction]]

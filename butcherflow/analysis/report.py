@@ -15,7 +15,7 @@ import sympy
 from ..errors import OrderClaimError
 from ..methods import Method
 from ..methods.base import Layer
-from ..methods.precision import RESOLUTION
+from ..methods.entries.precision import RESOLUTION
 
 
 def show(value: Any) -> str:

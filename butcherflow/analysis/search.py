@@ -2,8 +2,8 @@
 
 An order is established when every condition up to it is met. The first order with a failing
 condition bounds the order for certain; undetermined conditions (a numeric declaration whose
-digits cannot decide them, `methods/precision.py`) leave the order open between the two, and the
-search looks two orders further for a failure before it reports them.
+digits cannot decide them, `methods/entries/precision.py`) leave the order open between the two,
+and the search looks two orders further for a failure before it reports them.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, final
 
-from ..methods.precision import Judgement, Verdict
+from ..methods.entries.precision import Judgement, Verdict
 from .budget import Deadline
 
 Item = TypeVar("Item")

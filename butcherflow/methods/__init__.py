@@ -2,10 +2,10 @@
 
 from .base import Layer, Method
 from .continuous import ContinuousDynamics
+from .entries.numbers import Number, parse_number
 from .files import Catalog, catalog, load
 from .general_linear import GeneralLinear
 from .multistep import LinearMultistep
-from .numbers import Number, parse_number
 from .parameters import Parameter
 from .splitting import Splitting
 from .tableau import POLICIES, ButcherTableau

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, final
 import sympy
 
 from ..errors import DeclarationError
-from .numbers import Number, parse_number
+from .entries.numbers import Number, parse_number
 from .parameters import Parameter
 
 NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -233,7 +233,7 @@ class Method(abc.ABC):
 class CoefficientMethod(Method):
     """Abstract base of the families declared by their coefficients (Runge-Kutta, splitting,
     multistep, general linear). Each coefficient is exact, numeric (a float's or decimal's
-    digits, `methods/numbers.py`) or an expression in a family's symbols.
+    digits, `methods/entries/numbers.py`) or an expression in a family's symbols.
 
     A concrete family sets `rounding`, the most that any coefficient's digits leave open (0 when
     every coefficient is exact), and states its coefficients once (`coefficient_values`);

@@ -14,7 +14,7 @@ import sympy
 
 from ..errors import DeclarationError
 from .base import Layer, Method
-from .numbers import parse_number
+from .entries.numbers import parse_number
 from .tableau import ButcherTableau
 
 # torchdiffeq's adaptive methods and the catalog tableau each one runs (for its proved order).

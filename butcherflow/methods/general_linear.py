@@ -27,8 +27,8 @@ import sympy
 
 from ..errors import DeclarationError
 from .base import CoefficientMethod, Layer, Method
+from .entries.numbers import Number, as_list, parse_number, parse_precision, raw_list, substitute
 from .multistep import LinearMultistep
-from .numbers import Number, as_list, parse_number, parse_precision, raw_list, substitute
 from .tableau import ButcherTableau
 
 # One input of the starting procedure: (coefficient, kind, shift θ) with kind "y" (y(x + θh)) or

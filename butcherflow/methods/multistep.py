@@ -10,7 +10,7 @@ from typing import Any, final
 import sympy
 
 from .base import CoefficientMethod, Layer
-from .numbers import (
+from .entries.numbers import (
     Number,
     is_zero,
     judged,

@@ -32,7 +32,7 @@ from typing import Any, final
 import sympy
 
 from ..errors import DeclarationError
-from .numbers import Number, parse_number
+from .entries.numbers import Number, parse_number
 
 KINDS = {
     "learned": "a learned scalar",

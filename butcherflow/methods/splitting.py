@@ -13,7 +13,7 @@ import sympy
 
 from ..errors import DeclarationError
 from .base import CoefficientMethod, Layer, check_order
-from .numbers import (
+from .entries.numbers import (
     Number,
     as_list,
     is_zero,

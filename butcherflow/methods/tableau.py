@@ -13,7 +13,7 @@ import sympy
 
 from ..errors import DeclarationError
 from .base import CoefficientMethod, Layer, check_order
-from .numbers import (
+from .entries.numbers import (
     Number,
     as_list,
     ball,
@@ -24,9 +24,9 @@ from .numbers import (
     raw_list,
     substitute,
 )
+from .entries.precision import Verdict, judge_enclosure, working_precision
+from .entries.typeset import butcher_array
 from .parameters import KINDS, Parameter, parse_parameters, raw_parameters
-from .precision import Verdict, judge_enclosure, working_precision
-from .typeset import butcher_array
 
 # Coefficient policies (ODE Transformer Table 10), each stated as the declaration it compiles to
 # (`ButcherTableau.with_coefficients`): the compiler knows only declarations and parameters.

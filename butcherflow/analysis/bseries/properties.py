@@ -27,7 +27,7 @@ from typing import Any, final
 import sympy
 
 from ...errors import AnalysisError
-from ...methods.precision import Verdict, judge_enclosure
+from ...methods.entries.precision import Verdict, judge_enclosure
 from ..exact.trees import PLAIN, Tree
 from .group import adjoint
 from .modified import modified_equation

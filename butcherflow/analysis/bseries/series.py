@@ -20,8 +20,8 @@ from sympy.polys.domains import QQ
 
 from ...errors import AnalysisError
 from ...methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, Splitting, catalog
-from ...methods.balls import ball
-from ...methods.precision import working_precision
+from ...methods.entries.balls import ball
+from ...methods.entries.precision import working_precision
 from ..budget import DEFAULT_TIME_BUDGET
 from ..exact.number_field import NumberField
 from ..exact.trees import PLAIN, Tree, TreeFamily

@@ -20,8 +20,8 @@ import flint
 
 from ...errors import AnalysisError
 from ...methods import ButcherTableau, Splitting, catalog
-from ...methods.balls import ball
-from ...methods.precision import Verdict, judge_enclosure, working_precision
+from ...methods.entries.balls import ball
+from ...methods.entries.precision import Verdict, judge_enclosure, working_precision
 from ..exact.trees import PLAIN, TreeFamily
 from ..exact.weights import WeightTable, entries_in_field, smallest_domain
 from .group import compose

@@ -3,8 +3,8 @@ coefficient and internal stability.
 
 - M = BA + AᵀB − bbᵀ (B = diag(b)): M = 0 makes the method symplectic and conserve quadratic
   invariants (Sanz-Serna 1988; Lasagni 1988; Suris 1988); for a numeric tableau every entry of M
-  is judged like an order condition (`methods/precision.py`): exactly zero or an enclosure of
-  0 narrower than the resolution is met, an enclosure excluding 0 fails, the rest undetermined.
+  is judged like an order condition (`methods/entries/precision.py`): exactly zero or an enclosure
+  of 0 narrower than the resolution is met, an enclosure excluding 0 fails, the rest undetermined.
 - The SSP coefficient is Kraaijevanger's radius of absolute monotonicity (BIT 31, 1991): the
   largest r with (I + rK) invertible, K(I + rK)⁻¹ ≥ 0 and (I + rK)⁻¹e ≥ 0 entrywise, for
   K = [[A, 0], [bᵀ, 0]]. The admissible r form an interval [0, R]; every entry is a rational
@@ -31,8 +31,8 @@ from sympy.polys.matrices import DomainMatrix
 
 from ...errors import AnalysisError
 from ...methods import ButcherTableau
-from ...methods.balls import ball
-from ...methods.precision import Judgement, Verdict, judge_enclosure, working_precision
+from ...methods.entries.balls import ball
+from ...methods.entries.precision import Judgement, Verdict, judge_enclosure, working_precision
 from ..budget import Deadline
 from ..exact.real_roots import RealField, first_exit
 from ..exact.weights import entries_in_field, judge_element
@@ -57,7 +57,7 @@ class MatrixVerdict:
 def symplectic_matrix(tableau: ButcherTableau) -> MatrixVerdict:
     """Judge M = BA + AᵀB − bbᵀ = 0, entry by entry (see `MatrixVerdict`): for a numeric
     tableau an entry is met when its ball is narrower than the resolution, or when the digits'
-    own M entry is exactly zero (as order conditions are judged, `methods/precision.py`)."""
+    own M entry is exactly zero (as order conditions are judged, `methods/entries/precision.py`)."""
     s = tableau.stages
     judged: list[tuple[str, Judgement]] = []
     if tableau.numeric:

@@ -11,7 +11,7 @@ import flint
 
 from ...errors import AnalysisError
 from ...methods import ButcherTableau, LinearMultistep, Method, Splitting, catalog
-from ...methods.precision import Verdict
+from ...methods.entries.precision import Verdict
 from ..budget import DEFAULT_TIME_BUDGET, NOT_DECIDED, Deadline, OutOfTime
 from ..exact.weights import entries_in_field
 from .properties import (

@@ -16,7 +16,7 @@ import math
 
 import flint
 
-from ...methods.precision import RESOLUTION
+from ...methods.entries.precision import RESOLUTION
 from .common import DELTAS, PIECES, Enclosure, padded
 
 Balls = list[flint.arb]  # coefficients, lowest power first

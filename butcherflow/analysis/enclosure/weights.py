@@ -19,7 +19,7 @@ from typing import Any, final
 
 import flint
 
-from ...methods.balls import ball
+from ...methods.entries.balls import ball
 from ..exact.trees import Tree, TreeFamily, by_colour
 
 Vector = list[flint.arb]

@@ -15,7 +15,7 @@ import sympy
 from sympy.polys.domains import QQ
 from sympy.polys.numberfields.minpoly import minpoly
 
-from ...methods.precision import known_to_double
+from ...methods.entries.precision import known_to_double
 
 
 @final

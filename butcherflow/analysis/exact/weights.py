@@ -26,7 +26,7 @@ from sympy.polys.domains import QQ
 from sympy.polys.numberfields.subfield import primitive_element
 
 from ...methods import ButcherTableau
-from ...methods.precision import Judgement, Verdict, judge_exact
+from ...methods.entries.precision import Judgement, Verdict, judge_exact
 from ..enclosure.weights import column_products
 from .number_field import NumberField, to_sympy
 from .trees import Tree, TreeFamily, by_colour

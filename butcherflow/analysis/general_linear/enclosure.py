@@ -36,9 +36,9 @@ import random
 import flint
 import numpy as np
 
-from ...methods.balls import ball
+from ...methods.entries.balls import ball
+from ...methods.entries.precision import working_precision
 from ...methods.general_linear import GeneralLinear
-from ...methods.precision import working_precision
 from ..enclosure.common import Enclosure
 from ..enclosure.schur import enclose_axis
 

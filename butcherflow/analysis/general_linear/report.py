@@ -47,14 +47,14 @@ from typing import Any, final
 
 import flint
 
-from ...methods.general_linear import GeneralLinear
-from ...methods.precision import (
+from ...methods.entries.precision import (
     RESOLUTION,
     Judgement,
     Verdict,
     digits_hint,
     judge_enclosure,
 )
+from ...methods.general_linear import GeneralLinear
 from ..budget import DEFAULT_TIME_BUDGET, NOT_DECIDED, Deadline, OutOfTime
 from ..convergence import SLOPE_TOLERANCE, Convergence, convergence
 from ..enclosure.common import Enclosure, spread_text

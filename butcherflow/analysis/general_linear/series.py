@@ -18,13 +18,13 @@ from typing import Any, final
 import flint
 import sympy
 
-from ...methods.balls import ball
-from ...methods.general_linear import GeneralLinear, StartTerm
-from ...methods.precision import (
+from ...methods.entries.balls import ball
+from ...methods.entries.precision import (
     Verdict,
     judge_enclosure,
     working_precision,
 )
+from ...methods.general_linear import GeneralLinear, StartTerm
 from ..enclosure.weights import BallDomain
 from ..exact.trees import PLAIN, Tree
 from ..exact.weights import judge_element, smallest_domain
@@ -126,8 +126,8 @@ def _add(x: list[Any], y: list[Any]) -> list[Any]:
 @dataclass(frozen=True)
 class Preconsistency:
     """Butcher's preconsistency of a GLM, V u = u and U u = 1, judged entry by entry as the
-    order conditions are (`methods/precision.py`): exactly for exact entries; for numeric ones
-    in balls holding every method within their precision (met, fails, or undetermined when the
+    order conditions are (`methods/entries/precision.py`): exactly for exact entries; for numeric
+    ones in balls holding every method within their precision (met, fails, or undetermined when the
     digits cannot tell).
 
     - `holds`: True (every entry met), False (one fails), None (none fails, some undetermined).

@@ -25,8 +25,8 @@ from __future__ import annotations
 import flint
 
 from ...methods import LinearMultistep
-from ...methods.balls import ball
-from ...methods.precision import working_precision
+from ...methods.entries.balls import ball
+from ...methods.entries.precision import working_precision
 from ..enclosure.common import Enclosure
 from ..enclosure.schur import enclose_axis, unstable_at
 

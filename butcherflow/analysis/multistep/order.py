@@ -19,8 +19,8 @@ import flint
 import sympy
 
 from ...methods import LinearMultistep
-from ...methods.balls import ball
-from ...methods.precision import Judgement, judge_enclosure, judge_exact, working_precision
+from ...methods.entries.balls import ball
+from ...methods.entries.precision import Judgement, judge_enclosure, judge_exact, working_precision
 from ..budget import Deadline
 from ..exact.root_condition import ZETA
 from ..search import search_order

@@ -21,8 +21,8 @@ import sympy
 
 from ...errors import AnalysisError
 from ...methods import LinearMultistep
+from ...methods.entries.precision import RESOLUTION
 from ...methods.parameters import initial_numbers
-from ...methods.precision import RESOLUTION
 from ..budget import DEFAULT_TIME_BUDGET, NOT_DECIDED, Deadline
 from ..enclosure.common import Enclosure, spread_text
 from ..exact.root_condition import ZETA, Root, root_condition

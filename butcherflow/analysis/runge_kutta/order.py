@@ -22,9 +22,9 @@ import flint
 import sympy
 
 from ...methods import ButcherTableau
-from ...methods.balls import ball
-from ...methods.numbers import Number
-from ...methods.precision import (
+from ...methods.entries.balls import ball
+from ...methods.entries.numbers import Number
+from ...methods.entries.precision import (
     Judgement,
     Verdict,
     judge_enclosure,

@@ -17,8 +17,8 @@ import sympy
 
 from ...errors import AnalysisError
 from ...methods import ButcherTableau
+from ...methods.entries.precision import RESOLUTION, digits_hint
 from ...methods.parameters import initial_numbers, initial_values, relations
-from ...methods.precision import RESOLUTION, digits_hint
 from ..bseries.verdicts import Geometry, tableau_geometry
 from ..budget import DEFAULT_TIME_BUDGET, Deadline
 from ..exact.trees import Tree

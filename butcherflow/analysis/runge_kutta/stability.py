@@ -23,7 +23,7 @@ leave the order between p and q (undetermined conditions), the intervals and A-s
 worked out for every order in that range and are undetermined (None) unless all agree. And
 L-stability's R(∞) = 0 is a condition like any order condition: its value is enclosed in ball
 arithmetic over every method within the entries' precision and judged by the same rule
-(`methods/precision.py`), so the rounding of a published γ neither makes nor unmakes it.
+(`methods/entries/precision.py`), so the rounding of a published γ neither makes nor unmakes it.
 Finally the intervals and A-stability decided from the digits are kept only where every method
 within the precision shares them (`runge_kutta/stability_enclosure.py`); the others are
 undetermined, and an end wider than the six digits printed says where it lies.
@@ -45,8 +45,8 @@ from sympy.polys.euclidtools import dup_gcd
 from sympy.polys.matrices import DomainMatrix
 
 from ...methods import ButcherTableau
-from ...methods.balls import ball
-from ...methods.precision import Judgement, Verdict, judge_enclosure, working_precision
+from ...methods.entries.balls import ball
+from ...methods.entries.precision import Judgement, Verdict, judge_enclosure, working_precision
 from ..budget import NOT_DECIDED, Deadline, OutOfTime
 from ..enclosure.common import Enclosure, same_ends, spread_text
 from ..exact.number_field import NumberField, to_sympy

@@ -39,8 +39,8 @@ import flint
 import numpy as np
 
 from ...methods import ButcherTableau
-from ...methods.balls import ball
-from ...methods.precision import RESOLUTION, working_precision
+from ...methods.entries.balls import ball
+from ...methods.entries.precision import RESOLUTION, working_precision
 from ..enclosure.common import DELTAS, PIECES, Enclosure, padded
 
 

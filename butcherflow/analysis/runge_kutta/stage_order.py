@@ -15,9 +15,9 @@ import flint
 import sympy
 
 from ...methods import ButcherTableau
-from ...methods.balls import ball
-from ...methods.numbers import Number
-from ...methods.precision import Verdict, judge_enclosure, working_precision
+from ...methods.entries.balls import ball
+from ...methods.entries.numbers import Number
+from ...methods.entries.precision import Verdict, judge_enclosure, working_precision
 from ..exact.weights import tableau_field
 
 

@@ -18,8 +18,8 @@ import flint
 import sympy
 
 from ...methods import ButcherTableau, Splitting
-from ...methods.balls import ball
-from ...methods.precision import Judgement, judge_enclosure
+from ...methods.entries.balls import ball
+from ...methods.entries.precision import Judgement, judge_enclosure
 from ..budget import Deadline
 from ..enclosure.weights import WeightEnclosures
 from ..exact.trees import Tree, TreeFamily

@@ -5,10 +5,10 @@ which states the ordering convention); with a Runge-Kutta sub-step, the composit
 additive Runge-Kutta method over the fields {f_X} (`additive_tableau`), and its order is proved
 with coloured trees (`additive`). This module assembles both into a `SplittingReport`.
 
-A numeric declaration (floats, decimals) is judged like every other (`methods/precision.py`):
-each word coefficient and elementary weight is enclosed in ball arithmetic holding every
-splitting within the precision of the coefficients, and each condition is met, fails or is
-undetermined.
+A numeric declaration (floats, decimals) is judged like every other
+(`methods/entries/precision.py`): each word coefficient and elementary weight is enclosed in ball
+arithmetic holding every splitting within the precision of the coefficients, and each condition is
+met, fails or is undetermined.
 
 "Order with the sub-step" is the order of the composition when each sub-flow is advanced by the
 declared Runge-Kutta step (what a compiled layer computes). It is not Butcher's *effective*
@@ -29,9 +29,9 @@ import sympy
 
 from ...errors import AnalysisError
 from ...methods import ButcherTableau, Splitting
-from ...methods.balls import ball
-from ...methods.numbers import Number
-from ...methods.precision import Judgement, digits_hint, judge_enclosure, working_precision
+from ...methods.entries.balls import ball
+from ...methods.entries.numbers import Number
+from ...methods.entries.precision import Judgement, digits_hint, judge_enclosure, working_precision
 from ..bseries.verdicts import splitting_symmetric, splitting_symplectic
 from ..budget import DEFAULT_TIME_BUDGET, Deadline
 from ..enclosure.weights import BallDomain

@@ -38,7 +38,7 @@ import flint
 import sympy
 from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
-from ..errors import DeclarationError
+from ...errors import DeclarationError
 from .balls import TRIG, ball, enclose, upper_fraction
 from .limits import (
     MAX_DIGITS,

@@ -13,7 +13,7 @@ from typing import Any
 
 import sympy
 
-from ..errors import DeclarationError
+from ...errors import DeclarationError
 from .balls import TRIG
 
 MAX_EXPONENT = 300  # of a decimal literal

@@ -28,7 +28,7 @@ import re
 import unicodedata
 from typing import Any
 
-from ..errors import DeclarationError
+from ...errors import DeclarationError
 
 _MINUS = {ch: "-" for ch in "\u2212\u2010\u2011\u2012\u2013\ufe63\uff0d"}
 _TIMES = {"\u00d7": "*", "\u00b7": "*", "\u22c5": "*", "\u2219": "*"}

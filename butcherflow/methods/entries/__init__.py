@@ -1,0 +1,1 @@
+"""The number kernel: parsing entries (exact, typeset, numeric), their precision and balls."""
