@@ -16,7 +16,6 @@ from .base import CoefficientMethod, Layer, check_order
 from .entries.numbers import (
     Number,
     as_list,
-    ball,
     is_zero,
     judged,
     parse_precision,
@@ -40,9 +39,7 @@ def _node_verdict(c: Number, row: Sequence[Number]) -> Verdict:
     if not (c.numeric or any(x.numeric for x in row)) or diff.free_symbols:
         return Verdict.MET if sympy.simplify(diff) == 0 else Verdict.FAILS
     with flint.ctx.workprec(working_precision([c, *row])):
-        enclosure = ball(c.value, c.rounding) - sum(
-            (ball(x.value, x.rounding) for x in row), flint.arb(0)
-        )
+        enclosure = c.ball() - sum((x.ball() for x in row), flint.arb(0))
         return judge_enclosure(enclosure, Fraction(1), lambda: diff == 0).verdict
 
 

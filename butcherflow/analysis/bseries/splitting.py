@@ -20,7 +20,6 @@ import flint
 
 from ...errors import AnalysisError
 from ...methods import ButcherTableau, Splitting, catalog
-from ...methods.entries.balls import ball
 from ...methods.entries.precision import Verdict, judge_enclosure, working_precision
 from ..exact.trees import PLAIN, TreeFamily
 from ..exact.weights import WeightTable, entries_in_field, smallest_domain
@@ -119,7 +118,7 @@ def _composed(
         weights[op] = {t.index: domain.convert_from(table.weight(t), K) for t in PLAIN.up_to(order)}
     numbers = split.step_numbers
     steps = [
-        (op, ball(x.value, x.rounding) if isinstance(domain, BallField) else domain.from_sympy(c))
+        (op, x.ball() if isinstance(domain, BallField) else domain.from_sympy(c))
         for (op, c), x in zip(split.steps, numbers, strict=True)
     ]
     zeros = {t.index: domain.zero for t in family.up_to(order)}

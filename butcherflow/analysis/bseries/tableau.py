@@ -31,7 +31,6 @@ from sympy.polys.matrices import DomainMatrix
 
 from ...errors import AnalysisError
 from ...methods import ButcherTableau
-from ...methods.entries.balls import ball
 from ...methods.entries.precision import Judgement, Verdict, judge_enclosure, working_precision
 from ..budget import Deadline
 from ..exact.real_roots import RealField, first_exit
@@ -65,7 +64,7 @@ def symplectic_matrix(tableau: ButcherTableau) -> MatrixVerdict:
         with flint.ctx.workprec(working_precision(numbers.values())):
 
             def x(key: str) -> flint.arb:
-                return ball(numbers[key].value, numbers[key].rounding)
+                return numbers[key].ball()
 
             A = [[x(f"A[{i}][{j}]") for j in range(s)] for i in range(s)]
             b = [x(f"b[{i}]") for i in range(s)]

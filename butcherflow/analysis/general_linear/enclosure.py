@@ -36,7 +36,6 @@ import random
 import flint
 import numpy as np
 
-from ...methods.entries.balls import ball
 from ...methods.entries.precision import working_precision
 from ...methods.general_linear import GeneralLinear
 from ..enclosure.common import Enclosure
@@ -168,7 +167,7 @@ def _shapes(s: int, r: int) -> list[tuple[str, int, int]]:
 def _balls(method: GeneralLinear, key: str, rows: int, cols: int) -> list[list[flint.arb]]:
     """The block `key`'s entries as balls: the digits ± their rounding."""
     numbers = [[method.numbers[f"{key}[{i}][{j}]"] for j in range(cols)] for i in range(rows)]
-    return [[ball(x.value, x.rounding) for x in row] for row in numbers]
+    return [[x.ball() for x in row] for row in numbers]
 
 
 def _unit(k: int, n: int) -> flint.acb:

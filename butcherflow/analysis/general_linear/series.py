@@ -18,7 +18,6 @@ from typing import Any, final
 import flint
 import sympy
 
-from ...methods.entries.balls import ball
 from ...methods.entries.precision import (
     Verdict,
     judge_enclosure,
@@ -63,7 +62,7 @@ class BSeries:
         if balls:
             self.domain = BallDomain()
             numbers = [method.numbers[k] for k in keys]
-            conv = [ball(x.value, x.rounding) for x in numbers]
+            conv = [x.ball() for x in numbers]
         else:
             flat = [method.numbers[k].value for k in keys]
             self.domain, conv = smallest_domain([*flat, sympy.Rational(1, 2)])

@@ -25,7 +25,6 @@ from __future__ import annotations
 import flint
 
 from ...methods import LinearMultistep
-from ...methods.entries.balls import ball
 from ...methods.entries.precision import working_precision
 from ..enclosure.common import Enclosure
 from ..enclosure.schur import enclose_axis, unstable_at
@@ -50,8 +49,8 @@ def enclose_real_interval(
     """
     numbers = [*method.alpha_numbers, *method.beta_numbers]
     with flint.ctx.workprec(working_precision(numbers)):
-        alpha = [ball(x.value, x.rounding) for x in method.alpha_numbers]
-        beta = [ball(x.value, x.rounding) for x in method.beta_numbers]
+        alpha = [x.ball() for x in method.alpha_numbers]
+        beta = [x.ball() for x in method.beta_numbers]
         family = [flint.arb_poly([a, b]) for a, b in zip(alpha, beta, strict=True)]
         unrooted = (
             None
@@ -72,8 +71,8 @@ def unstable_below(method: LinearMultistep) -> float | None:
     An exact method's balls are points: the same ladder bounds its own end."""
     numbers = [*method.alpha_numbers, *method.beta_numbers]
     with flint.ctx.workprec(working_precision(numbers)):
-        alpha = [ball(x.value, x.rounding) for x in method.alpha_numbers]
-        beta = [ball(x.value, x.rounding) for x in method.beta_numbers]
+        alpha = [x.ball() for x in method.alpha_numbers]
+        beta = [x.ball() for x in method.beta_numbers]
         family = [flint.arb_poly([a, b]) for a, b in zip(alpha, beta, strict=True)]
         for m in range(24, -1, -1):
             if unstable_at(family, 10.0 ** (-m / 2)):

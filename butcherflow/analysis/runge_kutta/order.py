@@ -116,7 +116,7 @@ class Conditions:
             with flint.ctx.workprec(prec):
 
                 def balls(vector: Sequence[Number]) -> list[flint.arb]:
-                    return [ball(x.value, x.rounding) for x in vector]
+                    return [x.ball() for x in vector]
 
                 colours = self.family.colours
                 self.balls = _enclosures(self.family, entries, balls, leaves, colours, prec)

@@ -45,7 +45,6 @@ from sympy.polys.euclidtools import dup_gcd
 from sympy.polys.matrices import DomainMatrix
 
 from ...methods import ButcherTableau
-from ...methods.entries.balls import ball
 from ...methods.entries.precision import Judgement, Verdict, judge_enclosure, working_precision
 from ..budget import NOT_DECIDED, Deadline, OutOfTime
 from ..enclosure.common import Enclosure, same_ends, spread_text
@@ -172,8 +171,8 @@ def _value_at_infinity(tableau: ButcherTableau, K: Any, N: Dense, D: Dense) -> J
     numbers += [tableau.entries[f"b[{i}]"] for i in range(s)]
     k = len(_reversed_charpoly(entries_in_field(tableau)[1], K)) - 1
     with flint.ctx.workprec(working_precision(numbers)):
-        a = [[ball(x.value, x.rounding) for x in numbers[i * s : (i + 1) * s]] for i in range(s)]
-        w = [ball(x.value, x.rounding) for x in numbers[s * s :]]
+        a = [[x.ball() for x in numbers[i * s : (i + 1) * s]] for i in range(s)]
+        w = [x.ball() for x in numbers[s * s :]]
         shifted = [[a[i][j] - w[j] for j in range(s)] for i in range(s)]
         top_n = flint.arb_mat(shifted).charpoly().coeffs()[s - k]  # det(xI − M) read backwards
         top_d = flint.arb_mat(a).charpoly().coeffs()[s - k]

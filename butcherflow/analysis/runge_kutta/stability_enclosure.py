@@ -39,7 +39,6 @@ import flint
 import numpy as np
 
 from ...methods import ButcherTableau
-from ...methods.entries.balls import ball
 from ...methods.entries.precision import RESOLUTION, working_precision
 from ..enclosure.common import DELTAS, PIECES, Enclosure, padded
 
@@ -163,7 +162,7 @@ def _top_trimmed(p: list[flint.arb]) -> list[flint.arb]:
 
 def _ball(tableau: ButcherTableau, key: str) -> flint.arb:
     number = tableau.entries[key]
-    return ball(number.value, number.rounding)
+    return number.ball()
 
 
 Tied = frozenset[tuple[int, int]]  # entries (i, j) of A that are b_j: M_ij = a_ij − b_j is 0

@@ -15,7 +15,6 @@ import flint
 import sympy
 
 from ...methods import ButcherTableau
-from ...methods.entries.balls import ball
 from ...methods.entries.numbers import Number
 from ...methods.entries.precision import Verdict, judge_enclosure, working_precision
 from ..exact.weights import tableau_field
@@ -58,7 +57,7 @@ def stage_order(tableau: ButcherTableau, cap: int) -> tuple[int, bool]:
 
     prec = working_precision(numbers)
     with flint.ctx.workprec(prec):
-        balls = split([ball(x.value, x.rounding) for x in numbers]) if tableau.numeric else None
+        balls = split([x.ball() for x in numbers]) if tableau.numeric else None
     for k in range(1, cap + 1):
         inv_k = domain.convert(sympy.Rational(1, k))
         exact = stage_residuals(*split(conv), k, inv_k, domain.one)

@@ -18,7 +18,6 @@ import flint
 import sympy
 
 from ...methods import ButcherTableau, Splitting
-from ...methods.entries.balls import ball
 from ...methods.entries.precision import Judgement, judge_enclosure
 from ..budget import Deadline
 from ..enclosure.weights import WeightEnclosures
@@ -112,14 +111,10 @@ def _ball_weights(
     s = sub.stages
     with flint.ctx.workprec(prec):
         steps = [
-            (op, ball(x.value, x.rounding))
-            for (op, _), x in zip(method.steps, method.step_numbers, strict=True)
+            (op, x.ball()) for (op, _), x in zip(method.steps, method.step_numbers, strict=True)
         ]
         e = sub.entries
-        A = [
-            [ball(e[f"A[{i}][{j}]"].value, e[f"A[{i}][{j}]"].rounding) for j in range(s)]
-            for i in range(s)
-        ]
-        b = [ball(e[f"b[{i}]"].value, e[f"b[{i}]"].rounding) for i in range(s)]
+        A = [[e[f"A[{i}][{j}]"].ball() for j in range(s)] for i in range(s)]
+        b = [e[f"b[{i}]"].ball() for i in range(s)]
         big_A, big_b = additive_tableau(steps, A, b, flint.arb(0))
     return WeightEnclosures(family, big_A, big_b, prec=prec)

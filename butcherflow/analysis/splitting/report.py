@@ -29,7 +29,6 @@ import sympy
 
 from ...errors import AnalysisError
 from ...methods import ButcherTableau, Splitting
-from ...methods.entries.balls import ball
 from ...methods.entries.numbers import Number
 from ...methods.entries.precision import Judgement, digits_hint, judge_enclosure, working_precision
 from ..bseries.verdicts import splitting_symmetric, splitting_symplectic
@@ -100,7 +99,7 @@ class SplittingReport(Report):
         self._sizes: FreeProduct | None = None
         if not self.exact and not self.symbolic:
             with flint.ctx.workprec(self._prec):
-                factors = [ball(x.value, x.rounding) for x in method.step_numbers]
+                factors = [x.ball() for x in method.step_numbers]
                 self._balls = FreeProduct(list(zip(letters, factors, strict=True)), BallDomain())
                 # the size of each word's terms: its coefficient in Π exp(|c_i| X_i)
                 sizes = [(x, abs(c)) for x, c in self._balls.factors]

@@ -106,6 +106,11 @@ class Number:
             return self
         return Number(self.value, precision, self.raw)
 
+    def ball(self) -> flint.arb:
+        """This entry as an arb ball at the current working precision: its value, widened by
+        its rounding (a point ball for an exact entry)."""
+        return ball(self.value, self.rounding)
+
 
 def _literal_rounding(literal: str) -> Fraction:
     """Half a unit in the last digit given, e.g. `"0.1667"` -> 5e-5, `"1.5e-3"` -> 5e-5 * 1e-3."""
