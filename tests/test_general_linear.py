@@ -337,7 +337,7 @@ def test_subs_keeps_start_and_precision_of_a_general_linear_method() -> None:
     member = family.subs({"a": 1})
     assert member.start == family.start and member.precision == family.precision
     assert member.to_table()["start"] == ["y(x)", "h*f(x)"]
-    assert member.A == ((0, 0), (1, 0)) and member.numbers["B[0][0]"] is family.numbers["B[0][0]"]
+    assert member.A == ((0, 0), (1, 0)) and member.entries["B[0][0]"] is family.entries["B[0][0]"]
 
 
 def test_subs_refuses_a_name_that_is_no_symbol(declaration_error) -> None:

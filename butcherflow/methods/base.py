@@ -241,6 +241,15 @@ class CoefficientMethod(Method):
     """
 
     rounding: Fraction
+    # Every coefficient as parsed (value, rounding, raw form), keyed as the declaration and its
+    # error messages name it: "A[0][1]", "b[2]" (Runge-Kutta, general linear), "alpha[0]",
+    # "beta[1]" (multistep), "steps[3][1]" (splitting), in the declaration's order.
+    entries: dict[str, Number]
+
+    def entries_under(self, key: str) -> list[Number]:
+        """The parsed entries under one key of the declaration, in order: `"alpha"` gives
+        alpha[0], alpha[1], ...; `"A"` gives A's entries row by row."""
+        return [x for k, x in self.entries.items() if k.startswith(f"{key}[")]
 
     @property
     @abc.abstractmethod

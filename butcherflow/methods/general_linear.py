@@ -159,7 +159,6 @@ class GeneralLinear(CoefficientMethod):
     B: tuple[tuple[sympy.Expr, ...], ...]
     V: tuple[tuple[sympy.Expr, ...], ...]
     start: tuple[tuple[StartTerm, ...], ...]
-    numbers: dict[str, Number]
     precision: Fraction | None
 
     def __init__(
@@ -228,7 +227,7 @@ class GeneralLinear(CoefficientMethod):
             B=values("B", r, s),
             V=values("V", r, r),
             start=parsed,
-            numbers=numbers,
+            entries=numbers,
             rounding=max((x.rounding for x in numbers.values()), default=Fraction(0)),
             precision=declared,
         )
@@ -245,10 +244,7 @@ class GeneralLinear(CoefficientMethod):
 
     def rounding_of(self, key: str) -> Fraction:
         """The most that the digits of matrix `key` ("A", "U", "B" or "V") leave open."""
-        return max(
-            (x.rounding for k, x in self.numbers.items() if k.startswith(f"{key}[")),
-            default=Fraction(0),
-        )
+        return max((x.rounding for x in self.entries_under(key)), default=Fraction(0))
 
     @property
     def is_explicit(self) -> bool:
@@ -282,7 +278,7 @@ class GeneralLinear(CoefficientMethod):
 
     @property
     def coefficient_values(self) -> list[sympy.Expr]:
-        return [x.value for x in self.numbers.values()]
+        return [x.value for x in self.entries.values()]
 
     def subs(self, values: Mapping[Any, Any]) -> GeneralLinear:
         """A member of a parametrised family: substitute values for the symbols (entries as in
@@ -293,7 +289,7 @@ class GeneralLinear(CoefficientMethod):
         def put(key: str, rows: int, cols: int) -> list[list[Number]]:
             return [
                 [
-                    substitute(self.numbers[f"{key}[{i}][{j}]"], mapping, f"{key}[{i}][{j}]", src)
+                    substitute(self.entries[f"{key}[{i}][{j}]"], mapping, f"{key}[{i}][{j}]", src)
                     for j in range(cols)
                 ]
                 for i in range(rows)
@@ -407,12 +403,12 @@ def _from_multistep(cls: type[GeneralLinear], m: LinearMultistep) -> GeneralLine
         """±x/α_k, carrying the rounding of both: each entry keeps its own digits (exact α
         stay exact beside numeric β, so V's eigenvalues are judged at α's rounding)."""
         ratio = Number(sign * entry / top, raw=f"{sign}*entry/top")
-        return substitute(ratio, {entry: x, top: m.alpha_numbers[-1]}, "alpha", m.source)
+        return substitute(ratio, {entry: x, top: m.entries[f"alpha[{k}]"]}, "alpha", m.source)
 
     # Inputs, newest first: y_{n+k-1} .. y_n, then h f_{n+k-1} .. h f_n; one stage, y_{n+k}.
-    stage_row = [scaled(m.alpha_numbers[j], -1) for j in reversed(range(k))]
-    stage_row += [scaled(m.beta_numbers[j], 1) for j in reversed(range(k))]
-    implicit = scaled(m.beta_numbers[-1], 1)
+    stage_row = [scaled(m.entries[f"alpha[{j}]"], -1) for j in reversed(range(k))]
+    stage_row += [scaled(m.entries[f"beta[{j}]"], 1) for j in reversed(range(k))]
+    implicit = scaled(m.entries[f"beta[{k}]"], 1)
     r = 2 * k
     V: list[list[Any]] = [stage_row]
     V += [[1 if j == i else 0 for j in range(r)] for i in range(k - 1)]  # y values shift down

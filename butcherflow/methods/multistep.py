@@ -48,8 +48,6 @@ class LinearMultistep(CoefficientMethod):
     beta: tuple[sympy.Expr, ...]
     zero_stable: bool | None
     precision: Fraction | None  # the declared precision, if any
-    alpha_numbers: tuple[Number, ...]  # the entries as parsed, with their precision
-    beta_numbers: tuple[Number, ...]
 
     def __init__(
         self,
@@ -102,8 +100,10 @@ class LinearMultistep(CoefficientMethod):
             zero_stable=zero_stable,
             precision=declared,
             rounding=max(x.rounding for x in (*a, *b)),
-            alpha_numbers=a,
-            beta_numbers=b,
+            entries={
+                **{f"alpha[{j}]": x for j, x in enumerate(a)},
+                **{f"beta[{j}]": x for j, x in enumerate(b)},
+            },
         )
         declared_parameters = parse_parameters(
             parameters, self.symbols, kinds=("learned",), source=self.source
@@ -146,14 +146,15 @@ class LinearMultistep(CoefficientMethod):
         left, and a declared precision)."""
         mapping = self.member_values(values)
 
-        def put(key: str, numbers: tuple[Number, ...]) -> list[Number]:
+        def put(key: str) -> list[Number]:
             return [
-                substitute(x, mapping, f"{key}[{j}]", self.source) for j, x in enumerate(numbers)
+                substitute(x, mapping, f"{key}[{j}]", self.source)
+                for j, x in enumerate(self.entries_under(key))
             ]
 
         return LinearMultistep(
-            put("alpha", self.alpha_numbers),
-            put("beta", self.beta_numbers),
+            put("alpha"),
+            put("beta"),
             name=self.name,
             parameters=raw_parameters(
                 {s: p for s, p in self._parameters.items() if s not in mapping}

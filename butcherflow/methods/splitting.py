@@ -73,7 +73,6 @@ class Splitting(CoefficientMethod):
     operators: tuple[str, ...]
     substep_order: int | None
     precision: Fraction | None  # the declared precision, if any
-    step_numbers: tuple[Number, ...]  # the steps' coefficients as parsed (with their precision)
     _alternating: dict[str, tuple[Number, ...]] | None  # the lists as declared, zeros kept
 
     def __init__(
@@ -120,7 +119,7 @@ class Splitting(CoefficientMethod):
             substep_order=check_order(substep_order, "substep_order", src),
             precision=declared,
             rounding=max((x.rounding for x in numbers), default=Fraction(0)),
-            step_numbers=numbers,
+            entries={f"steps[{k}][1]": x for k, x in enumerate(numbers)},
             _alternating=None
             if lists is None
             else {op: judged(xs, declared) for op, xs in lists.items()},
@@ -170,7 +169,9 @@ class Splitting(CoefficientMethod):
         return Splitting(
             [
                 (op, substitute(x, mapping, f"steps[{k}][1]", self.source))
-                for k, ((op, _), x) in enumerate(zip(self.steps, self.step_numbers, strict=True))
+                for k, ((op, _), x) in enumerate(
+                    zip(self.steps, self.entries.values(), strict=True)
+                )
             ],
             **common,
         )

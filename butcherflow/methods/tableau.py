@@ -120,7 +120,6 @@ class ButcherTableau(CoefficientMethod):
     row_sum_c: bool
     iterations: int | None
     precision: Fraction | None
-    entries: dict[str, Number]
     undetermined_nodes: tuple[str, ...]
     _parameters: dict[sympy.Symbol, Parameter]
     _zero: tuple[tuple[bool, ...], ...]

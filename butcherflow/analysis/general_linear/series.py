@@ -61,10 +61,10 @@ class BSeries:
         self.domain: Any
         if balls:
             self.domain = BallDomain()
-            numbers = [method.numbers[k] for k in keys]
+            numbers = [method.entries[k] for k in keys]
             conv = [x.ball() for x in numbers]
         else:
-            flat = [method.numbers[k].value for k in keys]
+            flat = [method.entries[k].value for k in keys]
             self.domain, conv = smallest_domain([*flat, sympy.Rational(1, 2)])
         pos = 0
 
@@ -147,7 +147,7 @@ def series_of(method: GeneralLinear) -> tuple[BSeries, BSeries | None, int]:
     """The exact B-series, the ball one for numeric entries (else None), and the working
     precision in bits the balls were made at."""
     series = BSeries(method)
-    prec = working_precision(method.numbers.values())
+    prec = working_precision(method.entries.values())
     with flint.ctx.workprec(prec):
         balls = BSeries(method, balls=True) if method.numeric else None
     return series, balls, prec

@@ -103,7 +103,7 @@ def unpinned_copies(method: GeneralLinear, u: Sequence[sympy.Expr]) -> bool:
     r = len(method.V)
     blocks = _blocks(method)
     for i in range(r):
-        free = [j for j in range(r) if blocks[i][j] and method.numbers[f"V[{i}][{j}]"].rounding > 0]
+        free = [j for j in range(r) if blocks[i][j] and method.entries[f"V[{i}][{j}]"].rounding > 0]
         if len(free) > 1 or (len(free) == 1 and u[free[0]] == 0):
             return True
     return False
@@ -122,7 +122,7 @@ def spectral_rounding(method: GeneralLinear) -> Fraction:
     blocks = _blocks(method)
     return max(
         (
-            method.numbers[f"V[{i}][{j}]"].rounding
+            method.entries[f"V[{i}][{j}]"].rounding
             for i in range(r)
             for j in range(r)
             if blocks[i][j]

@@ -290,7 +290,7 @@ def analyse_multistep(
             roots = [(v, m, sympy.Abs(v)) for v, m in solved.items()]
     else:
         # ρ is α's alone: exact α decide the root condition exactly, whatever digits β carries
-        alpha_rounding = max(x.rounding for x in method.alpha_numbers)
+        alpha_rounding = max(x.rounding for x in method.entries_under("alpha"))
         zero_stable, roots, how, weakly = root_condition(rho, float(alpha_rounding))
         notes.append(how)
     barrier = dahlquist_barrier(k, method.is_explicit) if zero_stable else 2 * k
@@ -471,7 +471,7 @@ def _enclosed(
             )
             interval, a_alpha = None, None
         else:
-            rooted = met and any(x.numeric for x in method.alpha_numbers)
+            rooted = met and any(x.numeric for x in method.entries_under("alpha"))
             shown = (
                 "the whole negative axis"
                 if found[1] == math.inf

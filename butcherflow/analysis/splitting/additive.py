@@ -111,7 +111,7 @@ def _ball_weights(
     s = sub.stages
     with flint.ctx.workprec(prec):
         steps = [
-            (op, x.ball()) for (op, _), x in zip(method.steps, method.step_numbers, strict=True)
+            (op, x.ball()) for (op, _), x in zip(method.steps, method.entries.values(), strict=True)
         ]
         e = sub.entries
         A = [[e[f"A[{i}][{j}]"].ball() for j in range(s)] for i in range(s)]

@@ -93,13 +93,13 @@ class SplittingReport(Report):
         self.coefficient_sums: dict[str, sympy.Expr] = {
             op: to_sympy(domain, x) for op, x in sums.items()
         }
-        self._numbers = [*method.step_numbers, *(_substep_numbers(sub) if sub else [])]
+        self._numbers = [*method.entries.values(), *(_substep_numbers(sub) if sub else [])]
         self._prec = working_precision(self._numbers)
         self._balls: FreeProduct | None = None
         self._sizes: FreeProduct | None = None
         if not self.exact and not self.symbolic:
             with flint.ctx.workprec(self._prec):
-                factors = [x.ball() for x in method.step_numbers]
+                factors = [x.ball() for x in method.entries.values()]
                 self._balls = FreeProduct(list(zip(letters, factors, strict=True)), BallDomain())
                 # the size of each word's terms: its coefficient in Π exp(|c_i| X_i)
                 sizes = [(x, abs(c)) for x, c in self._balls.factors]
