@@ -436,7 +436,7 @@ def _continuous_curves(
 
 
 def _multistep_curves(method: LinearMultistep, report: Report, coarser: int) -> list[Convergence]:
-    if not getattr(report, "zero_stable", False):
+    if not report.zero_stable:
         return []
     # at least 4k steps, so that the plot does not show the exact starting values alone
     error = lambda n, ar: lmm_error(method, n, ar)  # noqa: E731
@@ -453,7 +453,7 @@ def _splitting_curves(method: Splitting, report: Report, coarser: int) -> list[C
         )
     ]
     if method.substep is not None:
-        effective = int(getattr(report, "substep_order", report.order))
+        effective = report.order if report.substep_order is None else report.substep_order
         curves.append(
             _curve(
                 f"{method.name} ({method.substep_name} sub-steps)",
@@ -469,7 +469,7 @@ def _general_linear_curves(
     method: GeneralLinear, report: Report, coarser: int
 ) -> list[Convergence]:
     # a method that is not zero-stable diverges however small h is; order 0 has no slope
-    if getattr(report, "zero_stable", None) is not True or report.order < 1:
+    if report.zero_stable is not True or report.order < 1:
         return []
     label = f"{method.name} (exact starting values)"
     return [_curve(label, report.order, lambda n, ar: glm_error(method, n, ar), coarser)]

@@ -192,10 +192,12 @@ class Report(abc.ABC):
     """Abstract base of the order reports.
 
     Subclasses set `method`, `order`, `notes`, `stopped` (why the order search ended without a
-    failing condition: "max_order", "time budget", or None) and `undetermined` (the conditions
-    of order `order + 1` the digits leave open, as (condition, residual, bound)), or override
-    `search_end`; and implement `rows()` (the table's lines, in order) and `to_dict()`
-    (everything, for JSON).
+    failing condition: "max_order", "time budget", or None), `undetermined` (the conditions
+    of order `order + 1` the digits leave open, as (condition, residual, bound)) and
+    `zero_stable`, or override `search_end`; implement `exact`, `rows()` (the table's lines, in
+    order) and `to_dict()` (everything, for JSON); and override the rows every family shares
+    where theirs differ from the default: `failing`, `failing_what`, `substep_order`,
+    `real_stability_interval`.
     """
 
     method: Method
@@ -203,6 +205,39 @@ class Report(abc.ABC):
     notes: list[str]
     stopped: str | None
     undetermined: Sequence[tuple[str, Any, float]]
+    # Whether the method converges at all as h -> 0 (the root condition; a one-step method is
+    # zero-stable); None where symbols or digits leave it open.
+    zero_stable: bool | None
+
+    @property
+    @abc.abstractmethod
+    def exact(self) -> bool:
+        """The proof used exact arithmetic (False: a numeric declaration, judged at the
+        precision of its entries)."""
+
+    @property
+    def failing(self) -> Sequence[tuple[str, Any]]:
+        """The first failing conditions, (condition, residual), as `failing_what` names them;
+        empty where none fails or the family's search lists none."""
+        return ()
+
+    @property
+    def failing_what(self) -> str:
+        """What `failing` lists, in words: `"trees at order 5"`."""
+        return f"trees at order {self.order + 1}"
+
+    @property
+    def substep_order(self) -> int | None:
+        """The order with the declared sub-steps (what a splitting's layer computes); None for
+        the families without sub-steps."""
+        return None
+
+    @property
+    def real_stability_interval(self) -> float | None:
+        """r of the real stability interval [-r, 0] of the step applied to y' = λy (`math.inf`
+        when unbounded); None where the family has no such step or the digits leave it
+        open."""
+        return None
 
     @property
     def claimed_order(self) -> int | None:

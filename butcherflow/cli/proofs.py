@@ -55,7 +55,7 @@ def order_table(reports: Sequence[Report]) -> str:
     header = f"{'method':<24} {'family':<12} {'claimed':>7} {'proved':>6} {'sub-step':>9}  verdict"
     lines = [header, "-" * len(header)]
     for r in reports:
-        effective = getattr(r, "substep_order", None)
+        effective = r.substep_order
         verdict = "ok" if r.claim_holds else "CLAIM FAILS: " + r.mismatch_message()
         lines.append(
             f"{r.method.name:<24} {r.method.family:<12} "

@@ -236,8 +236,7 @@ def accuracy_continuous(method: ContinuousDynamics, report: Report) -> list[str]
     )
     if method.adaptive:
         return [text + " (the adaptive solver picks h to meet its tolerances).", ""]
-    interval = getattr(getattr(report, "solver", None), "stability", None)
-    real = None if interval is None else interval.real_interval
+    real = report.real_stability_interval
     if method.grid == "positions":
         step = method.delta / method.steps if method.step_size is None else method.step_size
         size = float(step)

@@ -164,22 +164,9 @@ def solver_page(name: str, folder: Path, measured: Mapping[str, Sequence[Measure
 
 
 def _failing(report: Report) -> tuple[str, list[tuple[str, Any]], bool] | None:
-    numeric = not bool(getattr(report, "exact", True))
-    if getattr(report, "failing_trees", None):
-        return (
-            f"coloured trees at order {report.substep_order + 1}",  # type: ignore[attr-defined]
-            list(report.failing_trees),  # type: ignore[attr-defined]
-            numeric,
-        )
-    if getattr(report, "failing_words", None):
-        return (
-            f"words at order {report.order + 1}",
-            list(report.failing_words),  # type: ignore[attr-defined]
-            numeric,
-        )
-    if getattr(report, "failing", None):
-        return (f"trees at order {report.order + 1}", list(report.failing), numeric)  # type: ignore[attr-defined]
-    return None
+    if not report.failing:
+        return None
+    return report.failing_what, list(report.failing), not report.exact
 
 
 def _figures(method: Method, report: Report, attempt: Attempt, assets: Path) -> list[str]:
@@ -237,7 +224,7 @@ def _figures(method: Method, report: Report, attempt: Attempt, assets: Path) -> 
                     (curve.label, n, f"{e:.3e}", "" if math.isnan(slope) else f"{slope:.2f}")
                 )
         md += [table(("integrated", "steps N", "error at t = 1", "slope"), rows, "lrrr"), ""]
-    elif curves == [] and getattr(member_report, "zero_stable", True) is False:
+    elif curves == [] and member_report is not None and member_report.zero_stable is False:
         md += ["No convergence plot: the method is not zero-stable, so it diverges.", ""]
     return md
 
@@ -256,7 +243,7 @@ def _row(
     order = effective = interval = "—"
     if report is not None:
         order = str(report.order)
-        effective = str(getattr(report, "substep_order", report.order))
+        effective = str(report.order if report.substep_order is None else report.substep_order)
         interval = _interval(report)
     return IndexRow(
         name=name,
@@ -277,14 +264,7 @@ def _row(
 
 def _interval(report: Report) -> str:
     """r of the real stability interval [−r, 0], as text ("∞" when unbounded)."""
-    value: float | None = None
-    stability = getattr(report, "stability", None)
-    if stability is not None:
-        value = stability.real_interval
-    elif hasattr(report, "real_interval"):
-        value = report.real_interval
-    elif hasattr(report, "solver"):
-        value = report.solver.stability.real_interval
+    value = report.real_stability_interval
     if value is None:
         return "—"
     return "∞" if value == math.inf else f"{value:.4g}"

@@ -34,6 +34,7 @@ class ContinuousReport(Report):
         tableau = method.solver_tableau()
         self.solver: RungeKuttaReport = analyse_tableau(tableau, time_budget=time_budget)
         self.order = self.solver.order
+        self.zero_stable = True  # a one-step solver
         self.notes = []
         if method.adaptive:
             self.notes.append(
@@ -57,6 +58,15 @@ class ContinuousReport(Report):
                 f"positions: token i sits at t = i·{method.delta}; longer sequences integrate "
                 "further, with no maximum length."
             )
+
+    @property
+    def exact(self) -> bool:
+        return self.solver.exact
+
+    @property
+    def real_stability_interval(self) -> float | None:
+        """The solver's: the flow is integrated by its tableau."""
+        return self.solver.real_stability_interval
 
     def rows(self) -> list[tuple[str, Any]]:
         m = self.method

@@ -127,7 +127,7 @@ class GeneralLinearReport(Report):
             method.V, float(spectral_rounding(method)), unpinned_copies(method, pre.u)
         )
         self.notes.append(f"zero-stability: {how}")
-        self.failing: list[tuple[str, Any]] = []
+        self._failing: list[tuple[str, Any]] = []
         self.undetermined: list[tuple[str, Any, float]] = []
         self.tolerance: float | None = None
         self.order = 0
@@ -301,7 +301,7 @@ class GeneralLinearReport(Report):
         self.order_upper = found.upper
         self.order_is_lower_bound = found.is_lower_bound
         self.stopped = found.stopped
-        self.failing = [(label, j.residual) for label, j in found.failing]
+        self._failing = [(label, j.residual) for label, j in found.failing]
         self.undetermined = [(label, j.residual, j.bound) for label, j in found.undetermined]
         judged = found.failing + found.undetermined
         self.tolerance = max((j.bound for _, j in judged), default=0.0) if balls else None
@@ -347,6 +347,18 @@ class GeneralLinearReport(Report):
                 "that V damps this one's starting error."
             )
         return curve
+
+    @property
+    def exact(self) -> bool:
+        return not self.method.numeric
+
+    @property
+    def failing(self) -> list[tuple[str, Any]]:
+        return self._failing
+
+    @property
+    def real_stability_interval(self) -> float | None:
+        return self.real_interval
 
     @property
     def measured_order(self) -> float | None:

@@ -120,6 +120,14 @@ class MultistepReport(Report):
     out_of_time: bool = False
 
     @property
+    def exact(self) -> bool:
+        return not self.method.numeric
+
+    @property
+    def real_stability_interval(self) -> float | None:
+        return self.real_interval
+
+    @property
     def order_is_lower_bound(self) -> bool:
         return self.order_upper != self.order
 

@@ -102,7 +102,7 @@ class RungeKuttaReport(Report):
         self._conditions = Conditions(method)
         found = self._conditions.search(self.order_bound, deadline, max_order)
         self._set_order(found)
-        self.exact = not method.numeric
+        self.zero_stable = True  # a one-step method
         self.domain = self._conditions.domain
         self.tolerance = (
             max((j.bound for _, j in found.failing + found.undetermined), default=0.0)
@@ -149,7 +149,7 @@ class RungeKuttaReport(Report):
         self.order_upper = found.upper
         self.stopped = found.stopped
         self.order_is_lower_bound = found.upper != found.order
-        self.failing: Sequence[tuple[str, Any]] = FailingConditions(family, found.failing)
+        self._failing: Sequence[tuple[str, Any]] = FailingConditions(family, found.failing)
         self.undetermined = [
             (family.bracket(t), j.residual, j.bound) for t, j in found.undetermined
         ]
@@ -167,6 +167,18 @@ class RungeKuttaReport(Report):
         found = Conditions(member).search(order_bound(member), deadline, max_order)
         self.initial_is_lower_bound = bool(found.undetermined)
         return found.order, {str(s): n.raw for s, n in numbers.items()}
+
+    @property
+    def exact(self) -> bool:
+        return not self.proved.numeric
+
+    @property
+    def failing(self) -> Sequence[tuple[str, Any]]:
+        return self._failing
+
+    @property
+    def real_stability_interval(self) -> float | None:
+        return self.stability.real_interval
 
     @property
     def block_order_text(self) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any, final
 
@@ -78,7 +79,8 @@ class SplittingReport(Report):
         self.method = method
         self.notes: list[str] = []
         sub = method.substep
-        self.exact = not method.numeric and not (sub and sub.numeric)
+        self._exact = not method.numeric and not (sub and sub.numeric)
+        self.zero_stable = True  # a one-step method
         self.symbolic = any(c.free_symbols for _, c in method.steps)
         ops = method.operators
         self._letter = {op: i for i, op in enumerate(ops)}
@@ -125,7 +127,7 @@ class SplittingReport(Report):
         self.stopped = found.stopped
         self._failing_judgements = [j for _, j in found.failing]
 
-        self.substep_order: int = self.order
+        self._substep_order = self.order
         self.substep_order_is_lower_bound = self.order_is_lower_bound
         self.substep_stopped = self.stopped
         self.failing_trees: list[tuple[str, Any]] = []
@@ -206,7 +208,7 @@ class SplittingReport(Report):
             capped=capped,
             prec=self._prec if numeric else None,
         )
-        self.substep_order = found.order
+        self._substep_order = found.order
         self.substep_order_is_lower_bound = found.is_lower_bound
         self.substep_stopped = found.stopped
         self.failing_trees = [(family.bracket(t), j.residual) for t, j in found.failing]
@@ -310,6 +312,25 @@ class SplittingReport(Report):
         if key == "substep_order":
             return len(self.undetermined_trees), self.substep_stopped
         return super().search_end(key)
+
+    @property
+    def exact(self) -> bool:
+        return self._exact
+
+    @property
+    def substep_order(self) -> int:
+        return self._substep_order
+
+    @property
+    def failing(self) -> Sequence[tuple[str, Any]]:
+        """The sub-steps' failing coloured trees, else the exact flows' failing words."""
+        return self.failing_trees or self.failing_words
+
+    @property
+    def failing_what(self) -> str:
+        if self.failing_trees:
+            return f"coloured trees at order {self.substep_order + 1}"
+        return f"words at order {self.order + 1}"
 
     @property
     def block_order_text(self) -> str:
