@@ -30,6 +30,7 @@ import torch
 from torch import Tensor, nn
 
 from ..analysis import check
+from ..compiler.dlcl import DLCLStack
 from ..compiler.multistep import MultistepStack
 from ..errors import DeclarationError, UnknownNameError
 from ..methods import ContinuousDynamics, catalog
@@ -89,10 +90,10 @@ def attention_modules(module: nn.Module) -> list[tuple[MultiheadAttention, bool]
 
 
 def layer_groups(side: nn.ModuleList) -> list[nn.Module]:
-    """One module per layer: the blocks of a side, or the layers of a multistep stack."""
+    """One module per layer: the blocks of a side, or the layers of a multistep or DLCL stack."""
     groups: list[nn.Module] = []
     for block in side:
-        if isinstance(block, MultistepStack):
+        if isinstance(block, (MultistepStack, DLCLStack)):
             groups += [block.program.get_submodule(f"layer{n}") for n in range(block.layers)]
         else:
             groups.append(block)

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, ClassVar, final
+from typing import Any, ClassVar, Protocol, final
 
 import sympy
 
@@ -68,6 +68,18 @@ def check_text(value: Any, key: str, source: str | Path | None) -> str:
     return value
 
 
+class Named(Protocol):
+    """What an error about a declaration names: a catalog family's or a stack construct's
+    (`compiler/dlcl.py`) name, family and file."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def family(self) -> str: ...
+    @property
+    def source(self) -> str | None: ...
+
+
 @final
 @dataclass(frozen=True)
 class Layer:
@@ -85,7 +97,7 @@ class Layer:
     key: str | None = None
     valid: str | None = None
 
-    def require(self, method: Method) -> None:
+    def require(self, method: Named) -> None:
         """Raise the `DeclarationError` of a declaration that has no layer."""
         if not self.compiles:
             raise DeclarationError(
