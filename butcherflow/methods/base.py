@@ -8,13 +8,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, final
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, final
 
 import sympy
 
 from ..errors import DeclarationError
 from .entries.numbers import Number, parse_number
 from .parameters import Parameter
+
+if TYPE_CHECKING:  # the family that overrides `position_flow`, for its return type only
+    from .continuous import ContinuousDynamics
 
 NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
@@ -233,6 +236,12 @@ class Method(abc.ABC):
         `"exact"`; None where the family's compiler applies the policy itself (the proof then
         covers the coefficients it starts from)."""
         return self if policy == "exact" else None
+
+    @property
+    def position_flow(self) -> ContinuousDynamics | None:
+        """The declaration as a position encoder (FLOATER's flow over positions, used by a
+        recipe's [embedding], not as a block), or None where it is none."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
