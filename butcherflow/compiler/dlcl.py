@@ -17,15 +17,11 @@ import torch.fx as fx
 from torch import nn
 
 from ..methods import Layer
-from ..nn import Field, make_field
-from .multistep import STACK_POLICIES, MultistepOptions
-from .options import require_fields_list
+from .multistep import LayerStack, MultistepOptions
 from .program import (
     Coefficient,
-    CompiledBlock,
     ProgramBuilder,
     exact_parameter,
-    field_width,
     require,
 )
 
@@ -71,7 +67,7 @@ def stack_construct(reference: object) -> LayerCombination | None:
 
 
 @final
-class DLCLStack(CompiledBlock):
+class DLCLStack(LayerStack):
     """A whole stack of L layers, layer m computing y_{m+1} = y₀ + Σ_{l≤m} W_{m,l} F_l(y_l).
 
     **Arguments:**
@@ -83,25 +79,7 @@ class DLCLStack(CompiledBlock):
 
     def __init__(self, method: LayerCombination, options: MultistepOptions) -> None:
         super().__init__()
-        fields = require_fields_list(options.fields)
-        self.policy = options.coefficients or "learned"
-        require(
-            self.policy in STACK_POLICIES,
-            "unknown coefficient policy for a stack",
-            key="coefficients",
-            value=self.policy,
-            valid=f"one of {STACK_POLICIES}",
-        )
-        holder = nn.Module()
-        modules: list[Field] = []
-        for n, spec in enumerate(fields):
-            module = make_field(spec, **options.sizes)
-            holder.add_module(f"layer{n}", module)
-            modules.append(module)
-        self.layers = len(modules)
-        self.d_model = field_width(modules[0], options.d_model)
-        causal = options.causal
-        self.causal = any(m.needs_memory for m in modules) if causal is None else causal
+        holder = self._make_fields(options, default_policy="learned")
         for option in ("starter", "init"):
             require(
                 getattr(options, option) is None,

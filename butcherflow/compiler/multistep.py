@@ -58,8 +58,42 @@ class MultistepOptions(FieldSizes):
     spans_layers = True
 
 
+class LayerStack(CompiledBlock):
+    """A block that is a whole stack of `layers` layers, field n held as `program.layer{n}` (the
+    names a checkpoint's parameters carry): a multistep stack or DLCL."""
+
+    layers: int
+    d_model: int | None
+    causal: bool
+    policy: str
+
+    def _make_fields(self, options: MultistepOptions, default_policy: str) -> nn.Module:
+        """The module holding one field per layer; sets `layers`, `d_model`, `causal` (default:
+        True when a field cross-attends) and `policy` (`coefficients`, else `default_policy`)."""
+        fields = require_fields_list(options.fields)
+        self.policy = options.coefficients or default_policy
+        require(
+            self.policy in STACK_POLICIES,
+            "unknown coefficient policy for a stack",
+            key="coefficients",
+            value=self.policy,
+            valid=f"one of {STACK_POLICIES}",
+        )
+        holder = nn.Module()
+        modules: list[Field] = []
+        for n, spec in enumerate(fields):
+            module = make_field(spec, **options.sizes)
+            holder.add_module(f"layer{n}", module)
+            modules.append(module)
+        self.layers = len(modules)
+        self.d_model = field_width(modules[0], options.d_model)
+        causal = options.causal
+        self.causal = any(m.needs_memory for m in modules) if causal is None else causal
+        return holder
+
+
 @final
-class MultistepStack(CompiledBlock):
+class MultistepStack(LayerStack):
     """A whole stack of L layers driven by a linear multistep method.
 
     **Arguments:**
@@ -77,26 +111,7 @@ class MultistepStack(CompiledBlock):
 
     def __init__(self, method: LinearMultistep, options: MultistepOptions) -> None:
         super().__init__()
-        fields = require_fields_list(options.fields)
-        coefficients = options.coefficients or "exact"
-        require(
-            coefficients in STACK_POLICIES,
-            "unknown coefficient policy for a stack",
-            key="coefficients",
-            value=coefficients,
-            valid=f"one of {STACK_POLICIES}",
-        )
-        holder = nn.Module()
-        modules: list[Field] = []
-        for n, spec in enumerate(fields):
-            module = make_field(spec, **options.sizes)
-            holder.add_module(f"layer{n}", module)
-            modules.append(module)
-        self.layers = len(modules)
-        self.d_model = field_width(modules[0], options.d_model)
-        causal = options.causal
-        self.causal = any(m.needs_memory for m in modules) if causal is None else causal
-        self.policy = coefficients
+        holder = self._make_fields(options, default_policy="exact")
         builder = ProgramBuilder(holder)
         self.method = method
         starter = _starter(options.starter)
