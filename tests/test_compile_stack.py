@@ -153,3 +153,26 @@ def test_a_stack_without_layers_is_one_error_naming_fields(name: str) -> None:
     with pytest.raises(bf.DeclarationError, match="a stack needs at least one layer") as info:
         bf.compile_stack(bf.catalog[name], [], d_model=16, n_heads=2, d_ffn=32)
     assert "'fields'" in str(info.value)
+
+
+def test_dlcl_combines_every_earlier_field_with_its_learned_weights() -> None:
+    """y_(m+1) = y_0 + sum_(l<=m) W_(m,l) F_l(y_l) (Wang et al. 2019) at weights other than 1,
+    with the parameter names a trained DLCL checkpoint holds."""
+    torch.manual_seed(0)
+    stack = bf.compile_stack("dlcl", fields=["san+ffn"] * 3, d_model=8, n_heads=2, d_ffn=16)
+    assert stack.method is bf.compiler.DLCL
+    weights = [getattr(stack.program, f"weights{m}") for m in range(3)]
+    with torch.no_grad():
+        for w in weights:
+            w.copy_(torch.randn_like(w))
+    assert [n for n in stack.state_dict() if "weights" in n] == [
+        f"program.weights{m}" for m in range(3)
+    ]
+    layers = [stack.program.get_submodule(f"layer{m}") for m in range(3)]
+    ctx = bf.nn.Context()
+    y0 = torch.randn(2, 5, 8)
+    states, f = [y0], []
+    for m, layer in enumerate(layers):
+        f.append(layer(states[m], ctx, m))
+        states.append(y0 + sum(weights[m][i] * f[i] for i in range(m + 1)))
+    torch.testing.assert_close(stack(y0), states[-1])

@@ -17,7 +17,7 @@ from ..methods import (
 )
 from .budget import DEFAULT_TIME_BUDGET
 from .continuous.report import analyse_continuous
-from .general_linear.report import GeneralLinearReport, analyse_general_linear
+from .general_linear.report import analyse_general_linear
 from .multistep.report import analyse_multistep
 from .report import Report
 from .runge_kutta.report import analyse_tableau
@@ -70,7 +70,7 @@ def trained_order(
     - `method`: the declaration a block is compiled from.
     - `coefficients`: the compile option `coefficients=` ("exact" when not given).
     - `stage`: the compile option `stage=`: with `"layer"` (stages store y + F(y)) a tableau
-      is proved as the general linear method it then is (`GeneralLinear.from_layer_stages`).
+      is proved as the general linear method it then is (`GeneralLinear.of_layer_stages`).
     - `kwargs`: passed to `check` (`time_budget`, ...).
 
     **Returns:** e.g. `"4"`, `"1 for every g (2 at initialisation, g = 1/2)"`, or, where the
@@ -78,13 +78,13 @@ def trained_order(
     """
     declared = method.with_coefficients(coefficients)
     if stage == "layer":
-        if not isinstance(declared, ButcherTableau):
+        layer_stages = GeneralLinear.of_layer_stages(declared)
+        if layer_stages is None:
             return (
                 f"not proved: stage = 'layer' is analysed for Runge-Kutta tableaux only "
                 f"('{method.name}' is a {method.family} declaration)"
             )
-        report = check(GeneralLinear.from_layer_stages(declared), **kwargs)
-        assert isinstance(report, GeneralLinearReport)
+        report = analyse_general_linear(layer_stages, **kwargs)
         why = (
             ""
             if report.preconsistent

@@ -16,13 +16,13 @@ import dataclasses
 from typing import Any
 
 from ..analysis import check
+from ..compiler import stack_construct
 from ..errors import DeclarationError, UnknownNameError
 from ..methods import Method, catalog
 from .floater import resolve_floater
 from .recipe import Recipe, method_name
 
 SIDES = ("encoder", "decoder")
-STACK_CONSTRUCTS = ("dlcl",)  # names of stack constructs, not declarations
 
 
 def references(recipe: Recipe) -> dict[str, str | Method]:
@@ -33,7 +33,7 @@ def references(recipe: Recipe) -> dict[str, str | Method]:
         side = getattr(recipe, where)
         if side is None:
             continue
-        if side.method not in STACK_CONSTRUCTS:
+        if stack_construct(side.method) is None:  # a construct is declared in the compiler
             found[f"{where}.method"] = side.method
         if "starter" in side.options:
             found[f"{where}.starter"] = side.options["starter"]
@@ -73,7 +73,7 @@ def pinned(recipe: Recipe) -> Recipe:
         if side is None:
             continue
         method = side.method
-        if method not in STACK_CONSTRUCTS:
+        if stack_construct(method) is None:
             method = pin(f"{where}.method", method)
         options = dict(side.options)
         if "starter" in options:

@@ -30,7 +30,7 @@ import torch
 from torch import Tensor, nn
 
 from ..analysis import check
-from ..compiler.multistep import MultistepStack
+from ..compiler.multistep import LayerStack
 from ..errors import DeclarationError, UnknownNameError
 from ..methods import ContinuousDynamics, catalog
 from ..nn import (
@@ -89,10 +89,10 @@ def attention_modules(module: nn.Module) -> list[tuple[MultiheadAttention, bool]
 
 
 def layer_groups(side: nn.ModuleList) -> list[nn.Module]:
-    """One module per layer: the blocks of a side, or the layers of a multistep stack."""
+    """One module per layer: the blocks of a side, or the layers of a multistep or DLCL stack."""
     groups: list[nn.Module] = []
     for block in side:
-        if isinstance(block, MultistepStack):
+        if isinstance(block, LayerStack):
             groups += [block.program.get_submodule(f"layer{n}") for n in range(block.layers)]
         else:
             groups.append(block)

@@ -16,7 +16,14 @@ import torch
 from torch import Tensor, nn
 
 from ..analysis import trained_order
-from ..compiler import CompiledBlock, compile, compile_stack, spans_layers
+from ..compiler import (
+    CompiledBlock,
+    compile,
+    compile_stack,
+    resolve,
+    spans_layers,
+    stack_construct,
+)
 from ..errors import DeclarationError
 from ..methods import catalog
 from ..nn import Context, DecodeCache, LearnedPositions, SinusoidalPositions, token_positions
@@ -48,7 +55,7 @@ def build_side(
     options = dict(side.options)
     share_gate = bool(options.pop("share_gate", False))
     fields = {"field": side.field} if side.field is not None else {"fields": side.fields}
-    method = side.method if side.method == "dlcl" else catalog.resolve(side.method)
+    method = resolve(side.method)
     try:
         if spans_layers(method):
             if side.field is None:
@@ -88,8 +95,9 @@ def build_side(
 def side_order(side: Side) -> str:
     """The proved order of one side's blocks as they train (`analysis.trained_order`): of the
     declaration the compiled blocks compute, its parameters and `coefficients` included."""
-    if side.method == "dlcl":
-        return "none: DLCL learns its weights over every earlier layer"
+    construct = stack_construct(side.method)
+    if construct is not None:
+        return construct.trained_order
     method = catalog.resolve(side.method)
     coefficients = str(side.options.get("coefficients") or "exact")
     return trained_order(method, coefficients, str(side.options.get("stage") or "branch"))

@@ -24,7 +24,7 @@ position = "sinusoidal"              # or "learned" (with max_len), or "floater"
 # floater_hidden = 256               # hidden width of the flow's MLP (default d_model)
 ```
 A side (`[encoder]`/`[decoder]`) takes `method` and either `field` (Runge-Kutta methods,
-multistep stacks, `"dlcl"`) or `fields` (splittings), plus `coefficients`, `step_size`,
+multistep stacks, DLCL) or `fields` (splittings), plus `coefficients`, `step_size`,
 `iterations`, `share`, `share_gate`, `starter`, `init` and `stage` (what each stage of a block
 stores: `"branch"` F(y), the default, or `"layer"` y + F(y), as the ODE Transformer's released
 code does; `models/ode-transformer-rk2-code.toml`).

@@ -19,7 +19,7 @@ from ..assemble import (
 from ..assemble.floater import describe_dynamics
 from ..assemble.recipe import Side
 from ..compiler import compile, example_fields, stream_bounds
-from ..methods import ContinuousDynamics, catalog
+from ..methods import catalog
 from ..methods.files import read_toml
 from ..savedir.checkpoint import read_commit
 from ..savedir.layout import BEST, CONFIG, read_config
@@ -68,18 +68,19 @@ def _file_kind(name: str) -> str | None:
 def _show_method(args: argparse.Namespace) -> None:
     method = catalog.resolve(args.name)
     sizes = {"d_model": args.d_model, "n_heads": args.n_heads, "d_ffn": args.d_ffn}
-    if isinstance(method, ContinuousDynamics) and method.grid == "positions":
+    flow = method.position_flow
+    if flow is not None:
         d_model, hidden = args.d_model, None
         if args.name in recipe_names():  # also a recipe: explain the encoder at its sizes
             recipe = load_recipe(args.name)
             if recipe.position == "floater":
                 d_model, hidden = int(recipe.sizes["d_model"]), recipe.floater_hidden
-        print(describe_dynamics(method, d_model, hidden))
+        print(describe_dynamics(flow, d_model, hidden))
         print(
             "  (a position encoder, not a block: recipes use it with [embedding] "
-            f"position = 'floater', floater = '{method.name}')\n"
+            f"position = 'floater', floater = '{flow.name}')\n"
         )
-        print(check(method))
+        print(check(flow))
         return
     field = args.field
     if field and "=" in field:  # a splitting's fields: A=ffn,B=san

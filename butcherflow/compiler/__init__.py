@@ -1,8 +1,17 @@
 """Stage 3, compile: integrators -> PyTorch blocks (torch.fx graphs you can read)."""
 
-from .api import COMPILERS, compile, compile_stack, example_fields, spans_layers
+from .api import (
+    COMPILERS,
+    Declaration,
+    compile,
+    compile_stack,
+    example_fields,
+    resolve,
+    spans_layers,
+)
 from .coefficients import POLICIES, StageGate
 from .continuous import ContinuousOptions
+from .dlcl import DLCL, DLCLStack, LayerCombination, stack_construct
 from .general_linear import GeneralLinearOptions, GeneralLinearStack, stream_bounds
 from .multistep import MultistepOptions
 from .options import FieldSizes
@@ -12,12 +21,16 @@ from .splitting import SplittingOptions
 
 __all__ = [
     "COMPILERS",
+    "DLCL",
     "POLICIES",
     "CompiledBlock",
     "ContinuousOptions",
+    "DLCLStack",
+    "Declaration",
     "FieldSizes",
     "GeneralLinearOptions",
     "GeneralLinearStack",
+    "LayerCombination",
     "MultistepOptions",
     "RungeKuttaBlock",
     "RungeKuttaOptions",
@@ -26,6 +39,8 @@ __all__ = [
     "compile",
     "compile_stack",
     "example_fields",
+    "resolve",
     "spans_layers",
+    "stack_construct",
     "stream_bounds",
 ]

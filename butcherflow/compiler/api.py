@@ -23,8 +23,9 @@ from ..methods import (
     catalog,
 )
 from .continuous import ContinuousOptions, compile_continuous
+from .dlcl import LayerCombination, compile_dlcl, stack_construct
 from .general_linear import GeneralLinearOptions, compile_general_linear
-from .multistep import MultistepOptions, MultistepStack, compile_multistep
+from .multistep import MultistepOptions, compile_multistep
 from .options import FieldSizes, FieldSpec, require_fields_list
 from .program import CompiledBlock
 from .runge_kutta import RungeKuttaOptions, compile_runge_kutta
@@ -41,29 +42,39 @@ class FamilyCompiler:
     build: Callable[[Any, Any], CompiledBlock]
 
 
-COMPILERS: dict[type[Method], FamilyCompiler] = {
+Declaration = Method | LayerCombination
+"""What compiles: a catalog family's declaration, or a stack construct (`compiler/dlcl.py`)."""
+
+COMPILERS: dict[type[Declaration], FamilyCompiler] = {
     ButcherTableau: FamilyCompiler(RungeKuttaOptions, compile_runge_kutta),
     Splitting: FamilyCompiler(SplittingOptions, compile_splitting),
     LinearMultistep: FamilyCompiler(MultistepOptions, compile_multistep),
     ContinuousDynamics: FamilyCompiler(ContinuousOptions, compile_continuous),
     GeneralLinear: FamilyCompiler(GeneralLinearOptions, compile_general_linear),
+    LayerCombination: FamilyCompiler(MultistepOptions, compile_dlcl),
 }
 
 
-def compiler_of(method: Method) -> FamilyCompiler:
+def compiler_of(method: Declaration) -> FamilyCompiler:
     """The compiler of a declaration's family."""
     return COMPILERS[type(method)]
 
 
-def spans_layers(method: Method | str) -> bool:
+def resolve(method: Declaration | str | Path) -> Declaration:
+    """The declaration `method` means: itself, a stack construct's (`CONSTRUCTS`) or the catalog's
+    (a name or a declaration file)."""
+    if isinstance(method, LayerCombination):
+        return method
+    return stack_construct(method) or catalog.resolve(method)
+
+
+def spans_layers(method: Declaration) -> bool:
     """The declaration compiles to a whole stack (`bf.compile_stack`), not one block."""
-    return method == "dlcl" or (
-        isinstance(method, Method) and compiler_of(method).options.spans_layers
-    )
+    return compiler_of(method).options.spans_layers
 
 
 def compile(
-    method: Method | str | Path, field: FieldSpec | None = None, **options: Any
+    method: Declaration | str | Path, field: FieldSpec | None = None, **options: Any
 ) -> CompiledBlock:
     """Compile an integrator into a block.
 
@@ -83,7 +94,7 @@ def compile(
     **Returns:** a `CompiledBlock`: `block(x, key_padding_mask=..., memory=..., cache=...)`,
     with `block.code`, `block.num_parameters`, `block.flops_per_token()`.
     """
-    resolved = catalog.resolve(method)
+    resolved = resolve(method)
     family = compiler_of(resolved)
     given = options if field is None else {"field": field, **options}
     if family.options.spans_layers and not _field_list(given.get("fields")):
@@ -98,15 +109,15 @@ def compile(
 
 
 def compile_stack(
-    method: Method | str | Path, fields: Sequence[FieldSpec], **options: Any
+    method: Declaration | str | Path, fields: Sequence[FieldSpec], **options: Any
 ) -> CompiledBlock:
     """Compile a declaration that spans layers (a multistep method, a general linear method, or
-    `"dlcl"`) into a whole stack of `len(fields)` layers.
+    DLCL) into a whole stack of `len(fields)` layers.
 
     **Arguments:**
 
     - `method`: an explicit `LinearMultistep` or `GeneralLinear` (a declaration, catalog name
-      or file), or `"dlcl"` (learned weights over all earlier layers' fields).
+      or file), or DLCL (`"dlcl"`: learned weights over all earlier layers' fields).
     - `fields`: one field spec per layer (names such as `"san+ffn"`, or modules).
     - `options`: the field sizes and `MultistepOptions`: `coefficients` (`"exact"`, the default
       for multistep methods, whose declared parameters are learned per layer; or `"learned"`,
@@ -120,9 +131,7 @@ def compile_stack(
     runs all layers).
     """
     given = {"fields": require_fields_list(fields), **options}
-    if method == "dlcl":
-        return MultistepStack("dlcl", MultistepOptions.parse("dlcl", given))
-    resolved = catalog.resolve(method)
+    resolved = resolve(method)
     if not spans_layers(resolved):
         raise DeclarationError(
             f"'{resolved.name}' is a {resolved.family} method, not a method that spans layers",
@@ -134,13 +143,10 @@ def compile_stack(
     return compile(resolved, **given)
 
 
-def example_fields(method: Method | str, field: Any = None, layers: int = 6) -> dict[str, Any]:
+def example_fields(method: Declaration, field: Any = None, layers: int = 6) -> dict[str, Any]:
     """The field arguments `butcherflow show` and the gallery compile a declaration with: the
     given `field` (a name; a mapping for a splitting) or the family's default, and `layers`
     layers for a stack."""
-    if method == "dlcl":
-        return MultistepOptions.example(method, field, layers)
-    assert isinstance(method, Method)
     return compiler_of(method).options.example(method, field, layers)
 
 

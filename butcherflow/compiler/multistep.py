@@ -7,10 +7,7 @@ are started by forward Euler (y_{m+1} = yₘ + fₘ) or by a `starter` Runge-Kut
 same layer's field. Implicit methods (β_k ≠ 0) need f at the new state, which belongs to the
 next layer's field, so they are refused.
 
-DLCL (Wang et al. 2019, ODE Transformer Table 7) is a stack-level construct with a growing
-history rather than a fixed tableau: y_{m+1} = y₀ + Σ_{l≤m} W_{m,l} F_l(y_l), the weights learned
-and initialised at 1 (which is the residual stack); each F_l is a pre-norm field, so every term
-is computed from a layer-normalised input.
+DLCL, whose history grows with depth, has its own stack in `compiler/dlcl.py`.
 """
 
 from __future__ import annotations
@@ -41,7 +38,7 @@ STACK_POLICIES = ("exact", "learned")
 @final
 @dataclass(frozen=True)
 class MultistepOptions(FieldSizes):
-    """The options of `bf.compile_stack` for a `LinearMultistep` or `"dlcl"` (and the sizes).
+    """The options of `bf.compile_stack` for a `LinearMultistep` or DLCL (and the sizes).
 
     - `fields`: one field spec per layer (names such as `"san+ffn"`, or modules).
     - `coefficients`: `"exact"` (default for multistep methods: a family's declared parameters
@@ -61,32 +58,25 @@ class MultistepOptions(FieldSizes):
     spans_layers = True
 
 
-@final
-class MultistepStack(CompiledBlock):
-    """A whole stack of L layers driven by a linear multistep method (or DLCL).
+class LayerStack(CompiledBlock):
+    """A block that is a whole stack of `layers` layers, field n held as `program.layer{n}` (the
+    names a checkpoint's parameters carry): a multistep stack or DLCL."""
 
-    **Arguments:**
+    layers: int
+    d_model: int | None
+    causal: bool
+    policy: str
 
-    - `method`: a `LinearMultistep` (explicit), or the string `"dlcl"`.
-    - `fields`: L field specs (names or modules), one per layer.
-    - `sizes`: `d_model`, `n_heads`, `d_ffn`, `dropout`, `activation` for named fields.
-    - `coefficients`: `"exact"`, or `"learned"`: per-layer α, β initialised from the method;
-      a family's symbols (the ODE Transformer's learnable-k "Multistep") become per-layer
-      parameters initialised from `init`.
-    - `starter`: the Runge-Kutta method for the first k − 1 layers (default: forward Euler).
-    - `init`: initial values of a family's symbols (e.g. `{"k": 1}`).
-    - `causal`: causal self-attention (default: True when a field cross-attends).
-    """
-
-    def __init__(self, method: LinearMultistep | str, options: MultistepOptions) -> None:
-        super().__init__()
+    def _make_fields(self, options: MultistepOptions, default_policy: str) -> nn.Module:
+        """The module holding one field per layer; sets `layers`, `d_model`, `causal` (default:
+        True when a field cross-attends) and `policy` (`coefficients`, else `default_policy`)."""
         fields = require_fields_list(options.fields)
-        coefficients = options.coefficients or ("learned" if method == "dlcl" else "exact")
+        self.policy = options.coefficients or default_policy
         require(
-            coefficients in STACK_POLICIES,
+            self.policy in STACK_POLICIES,
             "unknown coefficient policy for a stack",
             key="coefficients",
-            value=coefficients,
+            value=self.policy,
             valid=f"one of {STACK_POLICIES}",
         )
         holder = nn.Module()
@@ -99,23 +89,33 @@ class MultistepStack(CompiledBlock):
         self.d_model = field_width(modules[0], options.d_model)
         causal = options.causal
         self.causal = any(m.needs_memory for m in modules) if causal is None else causal
-        self.policy = coefficients
+        return holder
+
+
+@final
+class MultistepStack(LayerStack):
+    """A whole stack of L layers driven by a linear multistep method.
+
+    **Arguments:**
+
+    - `method`: a `LinearMultistep` (explicit).
+    - `fields`: L field specs (names or modules), one per layer.
+    - `sizes`: `d_model`, `n_heads`, `d_ffn`, `dropout`, `activation` for named fields.
+    - `coefficients`: `"exact"`, or `"learned"`: per-layer α, β initialised from the method;
+      a family's symbols (the ODE Transformer's learnable-k "Multistep") become per-layer
+      parameters initialised from `init`.
+    - `starter`: the Runge-Kutta method for the first k − 1 layers (default: forward Euler).
+    - `init`: initial values of a family's symbols (e.g. `{"k": 1}`).
+    - `causal`: causal self-attention (default: True when a field cross-attends).
+    """
+
+    def __init__(self, method: LinearMultistep, options: MultistepOptions) -> None:
+        super().__init__()
+        holder = self._make_fields(options, default_policy="exact")
         builder = ProgramBuilder(holder)
-        if isinstance(method, str):
-            for option in ("starter", "init"):
-                require(
-                    getattr(options, option) is None,
-                    f"{option} does not apply to DLCL (learned weights over every earlier layer)",
-                    key=option,
-                    value=getattr(options, option),
-                    valid=f"leave {option} unset",
-                )
-            self.method = _DLCL
-            out = self._dlcl(holder, builder)
-        else:
-            self.method = method
-            starter = _starter(options.starter)
-            out = self._multistep(holder, builder, method, starter, _init(method, options.init))
+        self.method = method
+        starter = _starter(options.starter)
+        out = self._multistep(holder, builder, method, starter, _init(method, options.init))
         self.program = builder.finish(out, class_name="MultistepStack")
 
     def _multistep(
@@ -211,28 +211,6 @@ class MultistepStack(CompiledBlock):
         ]
         return builder.combine(y, terms, name=f"y{m + 1}")
 
-    def _dlcl(self, holder: nn.Module, builder: ProgramBuilder) -> fx.Node:
-        require(
-            self.policy == "learned",
-            "DLCL's layer weights are learned by definition",
-            key="coefficients",
-            value=self.policy,
-            valid="coefficients='learned' (the default)",
-        )
-        y0 = builder.y
-        state = y0
-        f: list[fx.Node] = []
-        for m in range(self.layers):
-            f.append(builder.call_field(f"layer{m}", state, name=f"f{m}"))
-            name = f"weights{m}"
-            holder.register_parameter(name, exact_parameter([1.0] * (m + 1)))
-            weights = builder.attribute(name, name=name)
-            terms: list[tuple[Coefficient, fx.Node]] = [
-                (builder.item(weights, i, name=f"w{m}_{i}"), f[i]) for i in range(m + 1)
-            ]
-            state = builder.combine(y0, terms, name=f"y{m + 1}")
-        return state
-
 
 def _starter(starter: Method | str | None) -> ButcherTableau | None:
     """The Runge-Kutta method of the first k − 1 layers (None: forward Euler)."""
@@ -278,14 +256,3 @@ def _init(method: LinearMultistep, given: Mapping[str, float] | None) -> dict[st
 def compile_multistep(method: LinearMultistep, options: MultistepOptions) -> MultistepStack:
     """`bf.compile_stack` (and `bf.compile` with a list of fields) for a multistep method."""
     return MultistepStack(method, options)
-
-
-class _DLCLDeclaration:
-    """Stand-in `method` of a DLCL stack (it has no tableau to declare)."""
-
-    name = "dlcl"
-    family = "stack"
-    title = "Dynamic linear combination of layers (Wang et al. 2019)"
-
-
-_DLCL = _DLCLDeclaration()

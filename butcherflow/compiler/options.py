@@ -16,7 +16,7 @@ from typing import Any, ClassVar, TypeVar
 from torch import nn
 
 from ..errors import DeclarationError
-from ..methods import Method
+from ..methods import Named
 from .program import require
 
 FieldSpec = str | nn.Module
@@ -56,15 +56,15 @@ class FieldSizes:
         return own + list(FIELD_OPTIONS)
 
     @classmethod
-    def parse(cls: type[Options], method: Method | str, given: Mapping[str, Any]) -> Options:
+    def parse(cls: type[Options], method: Named, given: Mapping[str, Any]) -> Options:
         """The options of one `bf.compile` call, each checked to apply to the family.
 
         **Arguments:**
 
-        - `method`: the declaration (or `"dlcl"`), for the error message.
+        - `method`: the declaration, for the error message.
         - `given`: the keyword arguments of the call.
         """
-        family = method.family if isinstance(method, Method) else str(method)
+        family = method.family
         allowed = cls.names()
         for key, value in given.items():
             if key not in allowed:

@@ -72,6 +72,11 @@ class FamilyPage(abc.ABC):
         """The summary's " of proved order p" (a splitting adds its sub-step's order)."""
         return f" of proved order {report.order}"
 
+    def verdict(self, report: Any) -> str:
+        """The proved verdict in a few words (the audit page): the order, and what decides it
+        for general linear methods and splittings."""
+        return f"order {report.block_order_text}"
+
     def stability(self, method: Any, report: Any) -> str | None:
         """The stability region as SVG, or None where the family has none to draw."""
         return None
@@ -193,6 +198,9 @@ class SplittingPage(FamilyPage):
             sub = f"[{method.substep.name}]({method.substep.name}.md)"
         return [*md, f"Sub-step: {sub}.", ""]
 
+    def verdict(self, report: Any) -> str:
+        return f"order {report.order} (exact flows), {report.substep_order} with Euler sub-steps"
+
     def order_phrase(self, method: Splitting, report: Any) -> str:
         phrase = super().order_phrase(method, report)
         if method.substep is None:
@@ -303,6 +311,11 @@ class ContinuousPage(FamilyPage):
 
 @final
 class GeneralLinearPage(FamilyPage):
+    def verdict(self, report: Any) -> str:
+        if report.preconsistent is False:
+            return "not preconsistent: order 0"
+        return f"order {report.order}"
+
     def what(self, method: GeneralLinear) -> str:
         explicit = "explicit" if method.is_explicit else "implicit"
         return (

@@ -1,6 +1,6 @@
 """Stage 1, declare: integrators as validated, frozen data."""
 
-from .base import Layer, Method
+from .base import Layer, Method, Named
 from .continuous import ContinuousDynamics
 from .entries.numbers import Number, parse_number
 from .files import Catalog, catalog, load
@@ -19,6 +19,7 @@ __all__ = [
     "Layer",
     "LinearMultistep",
     "Method",
+    "Named",
     "Number",
     "Parameter",
     "Splitting",

@@ -8,13 +8,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, ClassVar, final
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, final
 
 import sympy
 
 from ..errors import DeclarationError
 from .entries.numbers import Number, parse_number
 from .parameters import Parameter
+
+if TYPE_CHECKING:  # the family that overrides `position_flow`, for its return type only
+    from .continuous import ContinuousDynamics
 
 NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
@@ -68,6 +71,18 @@ def check_text(value: Any, key: str, source: str | Path | None) -> str:
     return value
 
 
+class Named(Protocol):
+    """What an error about a declaration names: a catalog family's or a stack construct's
+    (`compiler/dlcl.py`) name, family and file."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def family(self) -> str: ...
+    @property
+    def source(self) -> str | None: ...
+
+
 @final
 @dataclass(frozen=True)
 class Layer:
@@ -85,7 +100,7 @@ class Layer:
     key: str | None = None
     valid: str | None = None
 
-    def require(self, method: Method) -> None:
+    def require(self, method: Named) -> None:
         """Raise the `DeclarationError` of a declaration that has no layer."""
         if not self.compiles:
             raise DeclarationError(
@@ -221,6 +236,12 @@ class Method(abc.ABC):
         `"exact"`; None where the family's compiler applies the policy itself (the proof then
         covers the coefficients it starts from)."""
         return self if policy == "exact" else None
+
+    @property
+    def position_flow(self) -> ContinuousDynamics | None:
+        """The declaration as a position encoder (FLOATER's flow over positions, used by a
+        recipe's [embedding], not as a block), or None where it is none."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

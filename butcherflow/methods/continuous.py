@@ -246,6 +246,10 @@ class ContinuousDynamics(Method):
         )
 
     @property
+    def position_flow(self) -> ContinuousDynamics | None:
+        return self if self.grid == "positions" else None
+
+    @property
     def layer(self) -> Layer:
         if self.grid == "positions":
             return Layer(

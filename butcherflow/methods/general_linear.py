@@ -18,7 +18,7 @@ the initial state of a hyper-connection stack.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, final
@@ -319,27 +319,23 @@ class GeneralLinear(CoefficientMethod):
         Σ αⱼ y_{n+j} = h Σ βⱼ f_{n+j} (scaled to α_k = 1) has one stage, the new value, and
         r = 2k inputs y(x), y(x − h), …, y(x − (k−1)h), h·f(x), …, h·f(x − (k−1)h).
         """
-        if isinstance(method, ButcherTableau):
-            s = method.stages
-            e = method.entries
-            return cls(
-                [[e[f"A[{i}][{j}]"] for j in range(s)] for i in range(s)],
-                [[1] for _ in range(s)],
-                [[e[f"b[{i}]"] for i in range(s)]],
-                [[1]],
-                name=f"{method.name}-glm",
-                order=method.order,
-                title=f"{method.title} as a general linear method",
-                reference=method.reference,
+        convert = AS_GENERAL_LINEAR.get(type(method))
+        if convert is None:
+            raise DeclarationError(
+                f"'{method.name}' is a {method.family} method; only Runge-Kutta and multistep "
+                "methods convert to general linear methods",
+                key="method",
+                value=method.name,
             )
-        if isinstance(method, LinearMultistep):
-            return _from_multistep(cls, method)
-        raise DeclarationError(
-            f"'{method.name}' is a {method.family} method; only Runge-Kutta and multistep "
-            "methods convert to general linear methods",
-            key="method",
-            value=method.name,
-        )
+        return convert(cls, method)
+
+    @classmethod
+    def of_layer_stages(cls, method: Method | None) -> GeneralLinear | None:
+        """The general linear method a declaration's block computes when each stage stores the
+        whole layer (`stage = "layer"`), or None for a family without that form (`LAYER_STAGES`:
+        Runge-Kutta tableaux only; None: no declaration)."""
+        convert = LAYER_STAGES.get(type(method))
+        return None if convert is None else convert(method)
 
     @classmethod
     def from_layer_stages(cls, tableau: ButcherTableau) -> GeneralLinear:
@@ -395,6 +391,21 @@ def layer_stage_inverse(tableau: ButcherTableau) -> sympy.Matrix:
     return shifted.inv()
 
 
+def _from_tableau(cls: type[GeneralLinear], method: ButcherTableau) -> GeneralLinear:
+    s = method.stages
+    e = method.entries
+    return cls(
+        [[e[f"A[{i}][{j}]"] for j in range(s)] for i in range(s)],
+        [[1] for _ in range(s)],
+        [[e[f"b[{i}]"] for i in range(s)]],
+        [[1]],
+        name=f"{method.name}-glm",
+        order=method.order,
+        title=f"{method.title} as a general linear method",
+        reference=method.reference,
+    )
+
+
 def _from_multistep(cls: type[GeneralLinear], m: LinearMultistep) -> GeneralLinear:
     k = m.steps
     top, entry = sympy.symbols("top entry")
@@ -437,3 +448,17 @@ def _start_string(terms: Sequence[StartTerm]) -> str:
         call = f"y({where})" if kind == "y" else f"h*f({where})"
         parts.append(call if coeff == 1 else f"{coeff}*{call}")
     return " + ".join(parts) if parts else "0"
+
+
+AS_GENERAL_LINEAR: dict[type[Method], Callable[[type[GeneralLinear], Any], GeneralLinear]] = {
+    ButcherTableau: _from_tableau,
+    LinearMultistep: _from_multistep,
+}
+"""The families that are general linear methods, and how each is written as one
+(`GeneralLinear.from_method`): a family that converts adds its line here."""
+
+LAYER_STAGES: dict[type[Method | None], Callable[[Any], GeneralLinear]] = {
+    ButcherTableau: GeneralLinear.from_layer_stages,
+}
+"""The families whose stages can store the whole layer y + F(y) (`stage = "layer"`), and the
+general linear method each then is (`GeneralLinear.of_layer_stages`)."""

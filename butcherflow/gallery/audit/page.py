@@ -9,10 +9,9 @@ from typing import Any
 import tomli_w
 
 from ...analysis import Report, check
-from ...analysis.general_linear.report import GeneralLinearReport
-from ...analysis.splitting.report import SplittingReport
 from ...experiments import EXPERIMENTS
 from ...methods import Method
+from ..families import page_for
 from ..text import cell, fence, table
 from .floater import floater_entry
 from .macaron import macaron_entries
@@ -26,14 +25,9 @@ def entries() -> tuple[AuditEntry, ...]:
 
 
 def verdict(report: Report) -> str:
-    """The proved verdict in a few words: order, and what decides it for GLMs and splittings."""
-    if isinstance(report, GeneralLinearReport):
-        if report.preconsistent is False:
-            return "not preconsistent: order 0"
-        return f"order {report.order}"
-    if isinstance(report, SplittingReport):
-        return f"order {report.order} (exact flows), {report.substep_order} with Euler sub-steps"
-    return f"order {report.block_order_text}"
+    """The proved verdict in a few words, as its family's page words it (`FamilyPage.verdict`):
+    order, and what decides it for GLMs and splittings."""
+    return page_for(report.method).verdict(report)
 
 
 def _toml(value: Any) -> str:
