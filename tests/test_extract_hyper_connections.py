@@ -27,7 +27,6 @@ import pytest
 import sympy
 
 from butcherflow.errors import ExtractionError
-from butcherflow.extract import Extracted
 
 pytest.importorskip("hyper_connections")
 
@@ -36,16 +35,12 @@ from butcherflow.gallery.audit import libraries
 ROUND_OFF = 1e-13  # the round trip in float64
 
 
-def extracted(target: libraries.Target) -> Extracted:
-    return target.extract()
-
-
 def exact(rows: object) -> tuple[tuple[sympy.Expr, ...], ...]:
     return tuple(tuple(sympy.Rational(str(Fraction(str(x)))) for x in row) for row in rows)  # type: ignore[attr-defined]
 
 
 def test_static_hyper_connection_is_the_glm_of_its_weights() -> None:
-    found = extracted(libraries.hyper_connections_static())
+    found = libraries.hyper_connections_static().extract()
     alpha = exact(libraries.STATIC_ALPHA)
     assert found.method.family == "general-linear"
     assert not found.varies
@@ -62,7 +57,7 @@ def test_static_hyper_connection_is_the_glm_of_its_weights() -> None:
 
 
 def test_initialised_hyper_connection_is_euler_on_every_stream() -> None:
-    found = extracted(libraries.hyper_connections_init())  # layer_index = 1
+    found = libraries.hyper_connections_init().extract()  # layer_index = 1
     one, zero = sympy.Integer(1), sympy.Integer(0)
     assert ((zero, one, zero, zero),) == found.method.U
     assert (
@@ -75,7 +70,7 @@ def test_initialised_hyper_connection_is_euler_on_every_stream() -> None:
 
 def test_dynamic_hyper_connection_varies_within_its_tanh_bound() -> None:
     target = libraries.hyper_connections_dynamic()
-    found = extracted(target)
+    found = target.extract()
     hc = target.module
     scale_a = abs(float(hc.dynamic_alpha_scale.detach()))
     scale_b = abs(float(hc.dynamic_beta_scale.detach()))
@@ -95,11 +90,11 @@ def test_mhc_computes_its_mixing_in_float32() -> None:
     # Its output is no float64-exact combination of the state and the branch: the fit's
     # relative residual is float32 round-off, which bf.extract refuses to read as exact.
     with pytest.raises(ExtractionError, match=r"relative residual [1-9]\.?\d*e-0[78]"):
-        extracted(libraries.hyper_connections_mhc())
+        libraries.hyper_connections_mhc().extract()
 
 
 def test_fractional_connections_mix_feature_fractions() -> None:
     # Each fraction of the feature axis has its own weights (initialised so that the branch
     # reads fraction 0 twice): no combination of whole states with one coefficient each.
     with pytest.raises(ExtractionError, match="split_fracs"):
-        extracted(libraries.hyper_connections_fractional())
+        libraries.hyper_connections_fractional().extract()

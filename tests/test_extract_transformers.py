@@ -21,7 +21,7 @@ What the layers compute, as read here (transformers 5.24.0):
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 import pytest
 import torch
@@ -29,56 +29,13 @@ from torch import nn
 
 import butcherflow as bf
 
-transformers = pytest.importorskip("transformers")
+pytest.importorskip("transformers")
 
-SMALL = {"vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4}
-
-
-def _layer_call(model: nn.Module, layer: nn.Module, **inputs: Any) -> tuple[tuple, dict]:
-    """The arguments `model` passes to `layer` (a forward-pre-hook on one forward)."""
-    seen: dict[str, Any] = {}
-
-    def grab(module: nn.Module, args: tuple, kwargs: dict) -> None:
-        seen.setdefault("call", (args, kwargs))
-
-    handle = layer.register_forward_pre_hook(grab, with_kwargs=True)
-    with torch.no_grad():
-        model(**inputs)
-    handle.remove()
-    return seen["call"]
-
-
-def _ids() -> torch.Tensor:
-    return torch.randint(0, 64, (2, 7), generator=torch.Generator().manual_seed(0))
-
-
-def _model(config_class: Any, model_class: Any, **sizes: Any) -> nn.Module:
-    torch.manual_seed(0)
-    config = config_class(**{**SMALL, **sizes})
-    config._attn_implementation = "eager"
-    return model_class(config).eval()
-
-
-def _llama() -> nn.Module:
-    return _model(
-        transformers.LlamaConfig,
-        transformers.LlamaForCausalLM,
-        intermediate_size=64,
-        num_key_value_heads=2,
-    )
-
-
-LLAMA_FIELDS = {
-    "attn": ("input_layernorm", "self_attn"),
-    "mlp": ("post_attention_layernorm", "mlp"),
-}
+from butcherflow.gallery.audit import libraries
 
 
 def test_llama_layer_is_lie_trotter_with_euler_steps() -> None:
-    model = _llama()
-    layer = model.model.layers[1]
-    args, kwargs = _layer_call(model, layer, input_ids=_ids(), use_cache=False)
-    found = bf.extract(layer, *args, fields=LLAMA_FIELDS, **kwargs)
+    found = libraries.transformers_llama().extract()
     assert isinstance(found.method, bf.Splitting)
     assert [(op, str(c)) for op, c in found.method.steps] == [("attn", "1"), ("mlp", "1")]
     assert found.report.order == 1 and not found.varies
@@ -86,121 +43,37 @@ def test_llama_layer_is_lie_trotter_with_euler_steps() -> None:
 
 
 def test_gptj_block_is_euler_on_attention_plus_mlp() -> None:
-    model = _model(
-        transformers.GPTJConfig,
-        transformers.GPTJForCausalLM,
-        n_embd=32,
-        n_head=4,
-        n_layer=2,
-        rotary_dim=4,
-        n_positions=16,
-        bos_token_id=0,
-        eos_token_id=1,
-    )
-    layer = model.transformer.h[0]
-    args, kwargs = _layer_call(model, layer, input_ids=_ids(), use_cache=False)
-    found = bf.extract(
-        layer, *args, fields={"attn": ("ln_1", "attn"), "mlp": ("ln_1", "mlp")}, **kwargs
-    )
+    found = libraries.transformers_gptj().extract()
     assert isinstance(found.method, bf.ButcherTableau) and found.method.stages == 1
     assert found.method.b == (1,) and found.declared.groups == {"F": ("attn", "mlp")}
     assert found.verify() < 1e-12
 
 
 def test_gemma2_sandwich_norms_sit_inside_the_fields() -> None:
-    model = _model(
-        transformers.Gemma2Config,
-        transformers.Gemma2ForCausalLM,
-        intermediate_size=64,
-        num_key_value_heads=2,
-        head_dim=8,
-    )
-    layer = model.model.layers[0]
-    args, kwargs = _layer_call(model, layer, input_ids=_ids(), use_cache=False)
-    fields = {
-        "attn": ("input_layernorm", "self_attn", "post_attention_layernorm"),
-        "mlp": ("pre_feedforward_layernorm", "mlp", "post_feedforward_layernorm"),
-    }
-    found = bf.extract(layer, *args, fields=fields, **kwargs)
+    found = libraries.transformers_gemma2().extract()
     assert [(op, str(c)) for op, c in found.method.steps] == [("attn", "1"), ("mlp", "1")]
     assert found.verify() < 1e-12
 
 
 def test_gemma2_without_its_post_norms_in_the_fields_is_refused_naming_them() -> None:
-    model = _model(
-        transformers.Gemma2Config,
-        transformers.Gemma2ForCausalLM,
-        intermediate_size=64,
-        num_key_value_heads=2,
-        head_dim=8,
-    )
-    layer = model.model.layers[0]
-    args, kwargs = _layer_call(model, layer, input_ids=_ids(), use_cache=False)
     fields = {"attn": ("input_layernorm", "self_attn"), "mlp": ("pre_feedforward_layernorm", "mlp")}
+    target = replace(libraries.transformers_gemma2(), fields=fields)
     with pytest.raises(bf.ExtractionError, match=r"linearity breaks in post_attention_layernorm"):
-        bf.extract(layer, *args, fields=fields, **kwargs)
+        target.extract()
 
 
 def test_bert_post_norm_is_refused_with_the_reason() -> None:
-    model = _model(transformers.BertConfig, transformers.BertModel, intermediate_size=64)
-    layer = model.encoder.layer[0]
-    args, kwargs = _layer_call(model, layer, input_ids=_ids())
-    fields = {
-        "attn": ("attention.self", "attention.output.dense"),
-        "mlp": ("intermediate", "output.dense"),
-    }
     with pytest.raises(
         bf.ExtractionError,
         match=r"input of call 2 \(field 'mlp'\).*linearity breaks in "
         r"attention\.output\.LayerNorm \(LayerNorm\).*post-norm",
     ):
-        bf.extract(layer, *args, fields=fields, **kwargs)
-
-
-def _deepseek(iterations: int) -> tuple[nn.Module, tuple, dict]:
-    torch.manual_seed(0)
-    config = transformers.DeepseekV4Config(
-        vocab_size=64,
-        hidden_size=32,
-        moe_intermediate_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=1,
-        head_dim=16,
-        q_lora_rank=16,
-        num_experts_per_tok=2,
-        n_routed_experts=4,
-        o_groups=2,
-        o_lora_rank=16,
-        index_n_heads=2,
-        index_head_dim=16,
-        index_topk=4,
-        sliding_window=8,
-        hc_mult=4,
-        hc_sinkhorn_iters=iterations,
-        num_nextn_predict_layers=0,
-        max_position_embeddings=64,
-    )
-    config._experts_implementation = "eager"  # grouped_mm has no float64 kernel
-    model = transformers.DeepseekV4ForCausalLM(config).eval()
-    layer = model.model.layers[1]
-    args, kwargs = _layer_call(model, layer, input_ids=_ids(), use_cache=False)
-    return layer, args, kwargs
-
-
-DEEPSEEK_FIELDS = {
-    "attn": ("input_layernorm", "self_attn"),
-    "mlp": ("post_attention_layernorm", "mlp"),
-}
-DEEPSEEK_FROZEN = ("attn_hc.input_norm", "ffn_hc.input_norm")
+        libraries.transformers_bert().extract()
 
 
 @pytest.fixture(scope="module")
 def deepseek() -> bf.Extracted:
-    layer, args, kwargs = _deepseek(iterations=20)
-    return bf.extract(
-        layer, *args, fields=DEEPSEEK_FIELDS, streams=2, frozen=DEEPSEEK_FROZEN, **kwargs
-    )
+    return libraries.transformers_deepseek_v4(iterations=20).extract()
 
 
 def test_deepseek_v4_mhc_is_a_per_token_general_linear_method(deepseek: bf.Extracted) -> None:
@@ -226,40 +99,24 @@ def test_deepseek_v4_v_is_power_bounded_but_not_exactly_doubly_stochastic(
 
 
 def test_deepseek_v4_one_sinkhorn_iteration_still_bounds_v() -> None:
-    layer, args, kwargs = _deepseek(iterations=1)
-    found = bf.extract(
-        layer, *args, fields=DEEPSEEK_FIELDS, streams=2, frozen=DEEPSEEK_FROZEN, **kwargs
-    )
+    found = libraries.transformers_deepseek_v4(iterations=1).extract()
     assert found.varies.holds["V power-bounded"]
     assert found.varies.worst["V doubly stochastic"] > 1e-3
     assert found.verify() < 1e-12
 
 
 def test_deepseek_v4_without_frozen_readers_is_refused_with_the_hint() -> None:
-    layer, args, kwargs = _deepseek(iterations=20)
+    target = replace(libraries.transformers_deepseek_v4(iterations=20), frozen=())
     with pytest.raises(bf.ExtractionError, match=r"frozen=\[\.\.\.\]"):
-        bf.extract(layer, *args, fields=DEEPSEEK_FIELDS, streams=2, **kwargs)
+        target.extract()
 
 
 def _llama_layers_extracted() -> tuple[nn.Module, list[bf.Extracted], torch.Tensor]:
-    model = _llama()
-    ids = _ids()
-    calls: dict[nn.Module, tuple] = {}
-
-    def grab(module: nn.Module, args: tuple, kwargs: dict) -> None:
-        calls.setdefault(module, (args, kwargs))
-
-    handles = [
-        layer.register_forward_pre_hook(grab, with_kwargs=True) for layer in model.model.layers
-    ]
-    with torch.no_grad():
-        model(input_ids=ids, use_cache=False)
-    for handle in handles:
-        handle.remove()
-    found = [
-        bf.extract(layer, *calls[layer][0], fields=LLAMA_FIELDS, **calls[layer][1])
-        for layer in model.model.layers
-    ]
+    model, ids = libraries.hf_model("llama"), libraries.hf_ids()
+    found = []
+    for layer in model.model.layers:
+        args, kwargs = libraries.layer_call(model, layer, input_ids=ids, use_cache=False)
+        found.append(bf.extract(layer, *args, fields=libraries.LLAMA_FIELDS, **kwargs))
     return model, found, ids
 
 

@@ -30,7 +30,7 @@ import torch
 
 import butcherflow as bf
 from butcherflow.errors import ExtractionError
-from butcherflow.extract import Extracted, extract
+from butcherflow.extract import extract
 
 pytest.importorskip("x_transformers")
 
@@ -39,17 +39,13 @@ from butcherflow.gallery.audit import libraries
 ROUND_OFF = 1e-13  # the round trip in float64
 
 
-def extracted(target: libraries.Target) -> Extracted:
-    return target.extract()
-
-
 def steps(method: bf.Method) -> list[tuple[str, Fraction]]:
     assert isinstance(method, bf.Splitting)
     return [(name, Fraction(str(c))) for name, c in method.to_table()["steps"]]
 
 
 def test_default_stack_is_one_euler_step_per_branch_in_turn() -> None:
-    found = extracted(libraries.x_transformers_default())
+    found = libraries.x_transformers_default().extract()
     one = Fraction(1)
     assert steps(found.method) == [("attn1", one), ("ff1", one), ("attn2", one), ("ff2", one)]
     assert found.method.substep.name == "euler"
@@ -59,14 +55,14 @@ def test_default_stack_is_one_euler_step_per_branch_in_turn() -> None:
 
 
 def test_decoder_with_cross_attention_is_the_same_composition() -> None:
-    found = extracted(libraries.x_transformers_decoder())
+    found = libraries.x_transformers_decoder().extract()
     one = Fraction(1)
     assert steps(found.method) == [("attn1", one), ("cross1", one), ("ff1", one)]
     assert found.verify() < ROUND_OFF
 
 
 def test_macaron_half_steps_of_two_separate_feed_forwards() -> None:
-    found = extracted(libraries.x_transformers_macaron())
+    found = libraries.x_transformers_macaron().extract()
     half, one = Fraction(1, 2), Fraction(1)
     assert steps(found.method) == [("ff1", half), ("attn1", one), ("ff2", half)]
     # Two feed-forwards with their own weights, each advanced by h/2 once: the splitting of the
@@ -77,7 +73,7 @@ def test_macaron_half_steps_of_two_separate_feed_forwards() -> None:
 
 
 def test_sandwich_norm_is_inside_the_branch() -> None:
-    found = extracted(libraries.x_transformers_sandwich())
+    found = libraries.x_transformers_sandwich().extract()
     assert steps(found.method) == [("attn1", Fraction(1)), ("ff1", Fraction(1))]
     assert found.verify() < ROUND_OFF
 
@@ -95,7 +91,7 @@ def test_the_final_norm_is_refused_where_it_breaks_linearity() -> None:
     "factory", [libraries.x_transformers_streams, libraries.x_transformers_streams_no_sinkhorn]
 )
 def test_residual_streams_mix_with_the_all_ones_matrix(factory: object) -> None:
-    found = extracted(factory())  # type: ignore[operator]
+    found = factory().extract()  # type: ignore[operator]
     varies = found.varies
     assert found.method.family == "general-linear"
     assert ((sympy.Integer(1),) * 4,) * 4 == found.method.V  # exact ones in the declaration
@@ -115,13 +111,13 @@ def test_integrate_layers_is_an_additive_method() -> None:
     # The feed-forward reads y + w·F_attn (w a softmax weight per token, in (0, 1)) while the
     # output adds F_attn with weight 1: neither sequential Euler steps nor parallel branches.
     with pytest.raises(ExtractionError, match="additive method"):
-        extracted(libraries.x_transformers_integrate_layers())
+        libraries.x_transformers_integrate_layers().extract()
 
 
 def test_a_layer_rewired_to_strang_with_half_step_feed_forwards() -> None:
     target = libraries.x_transformers_default(depth=1)
     encoder, x = target.module, target.args[0]
-    found = extracted(target)
+    found = target.extract()
     assert torch.allclose(found.rewire(found.method)(x), encoder(x), rtol=0, atol=1e-13)
     strang = bf.Splitting([("ff1", "1/2"), ("attn1", 1), ("ff1", "1/2")], substep="euler")
     rewired = found.rewire(strang)
@@ -144,7 +140,7 @@ def test_value_residuals_couple_the_attentions_so_rewire_refuses() -> None:
     # Later attentions read the first attention's values (an argument computed inside the
     # stack): the coefficients are the pre-norm composition, but no new integrator may be put
     # on fields that are not functions of their own stage.
-    found = extracted(libraries.x_transformers_value_residual())
+    found = libraries.x_transformers_value_residual().extract()
     one = Fraction(1)
     assert steps(found.method) == [("attn1", one), ("ff1", one), ("attn2", one), ("ff2", one)]
     with pytest.raises(ExtractionError, match="value_residual"):

@@ -14,6 +14,7 @@ import random
 import signal
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -89,25 +90,33 @@ def _alarm(signum: int, frame: FrameType | None) -> None:
     raise Hang
 
 
+@contextmanager
+def alarm(seconds: float) -> Iterator[None]:
+    """Raise `Hang` in the block if it runs past `seconds` (a signal alarm, restored after)."""
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(int(seconds))
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def answered(data: dict[str, Any], source: str, budget: float, guard: float) -> str:
     """Load and check a declaration under a signal alarm of `guard` seconds.
 
     **Returns:** `"report"` or `"error"`; fails the test on a hang, a traceback (any exception
     that is not a `ButcherflowError`) or an error message of more than one line.
     """
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(int(guard))
-    try:
-        report = bf.check(from_dict(data, source=source), time_budget=budget)
-        assert str(report) and report.to_json()
-        return "report"
-    except ButcherflowError as error:
-        message = str(error)
-        assert message and "\n" not in message, message
-        return "error"
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+    with alarm(guard):
+        try:
+            report = bf.check(from_dict(data, source=source), time_budget=budget)
+            assert str(report) and report.to_json()
+            return "report"
+        except ButcherflowError as error:
+            message = str(error)
+            assert message and "\n" not in message, message
+            return "error"
 
 
 def _cases(count: int, seed: int, small: bool) -> list[tuple[Path, dict[str, Any], str]]:
@@ -173,13 +182,8 @@ def test_gauss_legendre_4_with_cos_pi_7_gets_its_full_report(tmp_path: Path) -> 
         'b = ["1/4 - sqrt(30)/72", "sqrt(30)/72 + 1/4", "cos(pi/7)"',
         tmp_path,
     )
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(120)
-    try:
+    with alarm(120):
         report = bf.check(bf.load(path))
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
     stability = report.stability
     assert stability.out_of_time is False
     assert stability.real_interval is not None and stability.imaginary_interval is not None
@@ -193,13 +197,8 @@ def test_feagin_10_with_a_weight_of_1e40_gets_its_full_report(tmp_path: Path) ->
     path = _edited(
         "feagin-10", '"-1/30", "-1/40", "1/30"]', f'"-1/30", {10**40}, "1/30"]', tmp_path
     )
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(60)
-    try:
+    with alarm(60):
         report = bf.check(bf.load(path))
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
     stability = report.stability
     assert stability.out_of_time is False
     assert stability.real_interval == pytest.approx(2e-40, rel=0.01)

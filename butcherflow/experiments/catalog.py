@@ -356,11 +356,49 @@ DEPTH = Experiment(
 
 HC = "Hyper-Connections (Zhu et al., 2025)"
 MHC = "mHC (Xie et al., 2025)"
+DENSEFORMER = "DenseFormer (Pagliardini et al., 2024)"
+
+
+def _connection_claims(metric: str, beat: str) -> tuple[Claim, ...]:
+    """The claims of the hyper-connection, mHC and DenseFormer papers, shared by the
+    translation and the language-model experiments (runs keyed hc, hc-dynamic, mhc,
+    denseformer, residual).
+
+    **Arguments:**
+
+    - `metric`: the metric compared (`"bleu"`, `"ppl"`).
+    - `beat`: how the claims word "does better than" for that metric.
+
+    **Returns:** the claims, in the order the experiments list them.
+    """
+    return (
+        Claim(
+            f"{HC}, Table 1",
+            f"Hyper-connections (static and dynamic, n = 4) {beat} the residual connection.",
+            (Comparison("hc", "residual", metric), Comparison("hc-dynamic", "residual", metric)),
+        ),
+        Claim(
+            f"{HC}, Table 1",
+            "Dynamic hyper-connections beat static ones.",
+            (Comparison("hc-dynamic", "hc", metric),),
+        ),
+        Claim(
+            f"{MHC}",
+            "mHC (doubly stochastic V) matches or beats unconstrained hyper-connections.",
+            (Comparison("mhc", "hc-dynamic", metric),),
+        ),
+        Claim(
+            DENSEFORMER,
+            f"Depth-weighted averages of earlier layers {beat} the residual Transformer.",
+            (Comparison("denseformer", "residual", metric),),
+        ),
+    )
+
 
 CONNECTIONS = Experiment(
     name="connections",
     title="Learned connections across depth: DLCL, DenseFormer, hyper-connections, mHC, PCformer",
-    analogue=f"{HC} (static and dynamic, n = 4), {MHC}, DenseFormer (Pagliardini et al., 2024), "
+    analogue=f"{HC} (static and dynamic, n = 4), {MHC}, {DENSEFORMER}, "
     "PCformer (Li et al., 2024), DLCL (Wang et al., 2019); here: bible:de-en, the encoder's "
     "connections across depth as general linear methods, the decoder residual",
     data="bible:de-en",
@@ -375,26 +413,7 @@ CONNECTIONS = Experiment(
         Run("pcformer", "PCformer (Heun + AM3)", "pcformer", THREE),
     ),
     claims=(
-        Claim(
-            f"{HC}, Table 1",
-            "Hyper-connections (static and dynamic, n = 4) beat the residual connection.",
-            (Comparison("hc", "residual", "bleu"), Comparison("hc-dynamic", "residual", "bleu")),
-        ),
-        Claim(
-            f"{HC}, Table 1",
-            "Dynamic hyper-connections beat static ones.",
-            (Comparison("hc-dynamic", "hc", "bleu"),),
-        ),
-        Claim(
-            f"{MHC}",
-            "mHC (doubly stochastic V) matches or beats unconstrained hyper-connections.",
-            (Comparison("mhc", "hc-dynamic", "bleu"),),
-        ),
-        Claim(
-            "DenseFormer (Pagliardini et al., 2024)",
-            "Depth-weighted averages of earlier layers beat the residual Transformer.",
-            (Comparison("denseformer", "residual", "bleu"),),
-        ),
+        *_connection_claims("bleu", "beat"),
         Claim(
             "PCformer (Li et al., 2024)",
             "The predictor-corrector layer beats the residual Transformer and DLCL.",
@@ -408,8 +427,6 @@ CONNECTIONS = Experiment(
 )
 
 # --- 7. the same connections in decoder-only language models --------------------------------------
-
-DENSEFORMER = "DenseFormer (Pagliardini et al., 2024)"
 
 LM_CONNECTIONS = Experiment(
     name="lm-connections",
@@ -431,28 +448,7 @@ LM_CONNECTIONS = Experiment(
         Run("denseformer", "DenseFormer (window 4)", "lm-denseformer", THREE),
     ),
     claims=(
-        Claim(
-            f"{HC}, Table 1",
-            "Hyper-connections (static and dynamic, n = 4) reach a lower perplexity than the "
-            "residual connection.",
-            (Comparison("hc", "residual", "ppl"), Comparison("hc-dynamic", "residual", "ppl")),
-        ),
-        Claim(
-            f"{HC}, Table 1",
-            "Dynamic hyper-connections beat static ones.",
-            (Comparison("hc-dynamic", "hc", "ppl"),),
-        ),
-        Claim(
-            f"{MHC}",
-            "mHC (doubly stochastic V) matches or beats unconstrained hyper-connections.",
-            (Comparison("mhc", "hc-dynamic", "ppl"),),
-        ),
-        Claim(
-            DENSEFORMER,
-            "Depth-weighted averages of earlier layers reach a lower perplexity than the "
-            "residual Transformer.",
-            (Comparison("denseformer", "residual", "ppl"),),
-        ),
+        *_connection_claims("ppl", "reach a lower perplexity than"),
         Claim(
             f"{ODE}, Table 5",
             "Runge-Kutta blocks (RK2-gated, RK4) reach a lower perplexity than residual layers.",
