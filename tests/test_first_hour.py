@@ -33,7 +33,7 @@ from butcherflow.cli import main
 from butcherflow.errors import ButcherflowWarning
 from butcherflow.generate import evaluate_perplexity
 from butcherflow.savedir import checkpoint as ckpt
-from butcherflow.savedir import read_config, read_log, trained
+from butcherflow.savedir import read_config, read_log, read_recipe, run_sizes, trained
 from butcherflow.train import TrainConfig, train
 from butcherflow.train.config import resolve_recipe
 from butcherflow.train.resume import Progress
@@ -229,8 +229,7 @@ def test_with_overrides_is_the_recipe_a_run_trained(tmp_path: Path) -> None:
 def test_warm_start_from_a_run_trained_with_size_overrides(tmp_path: Path) -> None:
     sizes = {**RUN, "max_update": 1, "dropout": 0.0}
     train(TrainConfig("transformer-small", f"{TINY}:de-en", str(tmp_path), **sizes))
-    saved = read_config(tmp_path)
-    recipe = load_recipe("floater").with_overrides(saved)
+    recipe = load_recipe("floater").with_overrides(run_sizes(read_recipe(tmp_path)))
     torch.manual_seed(0)
     model = Seq2Seq(recipe, 200)
     bf.warm_start(model, tmp_path / "checkpoint_last.safetensors")

@@ -208,22 +208,29 @@ class TrainConfig:
             )
 
     def to_json(self) -> dict[str, Any]:
-        """The fields as a JSON-ready dict (the `config.json` of the save dir)."""
+        """The fields as a JSON-ready dict."""
         return dataclasses.asdict(self)
+
+    def settings(self) -> dict[str, Any]:
+        """The fields a save dir's `config.json` holds: all but the size flags (`OVERRIDES`),
+        whose values the run's `recipe.toml` holds as resolved."""
+        return {k: v for k, v in self.to_json().items() if k not in OVERRIDES}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrainConfig:
-        """The inverse of `to_json`; keys that are not fields (`recipe_toml`, ...) are ignored."""
+        """The inverse of `to_json` (or `settings`: the size flags are then None); keys that are
+        not fields (`vocab_size`, ...) are ignored."""
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 
     def differences(self, saved: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-        """`(field, saved value, this value)` for every field a resumed run may not change.
+        """`(field, saved value, this value)` for every setting (`settings`) a resumed run may
+        not change; the sizes are the recipe's, compared with it.
 
         A field missing from `saved` (a save dir written before the field existed) counts as its
         default, so older runs still resume.
         """
-        mine = self.to_json()
+        mine = self.settings()
         default = {f.name: f.default for f in dataclasses.fields(self)}
         return [
             (name, saved.get(name, default[name]), mine[name])

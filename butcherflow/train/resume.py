@@ -3,7 +3,8 @@
 
 A rerun of the same command on the same save dir is the same run: `open_save_dir` reopens the
 save dir's vocabulary and refuses a changed recipe, corpus or optimisation setting (creating
-nothing: `write_save_dir` writes the save dir once every check has passed), and `resume`
+nothing: `write_save_dir` writes the save dir once every check has passed; the recipes are
+compared as objects: sizes, declarations, then every other field), and `resume`
 loads the latest committed checkpoint (weights, optimizer, GradScaler, random states) and the
 `Progress` saved with it (update, epoch, data position, counters).
 """
@@ -26,14 +27,23 @@ from torch.amp import GradScaler
 from torch.optim import Optimizer
 
 from ..assemble import Recipe, recipe_to_toml
-from ..assemble.declarations import difference, pinned, references
-from ..assemble.recipe import method_name
+from ..assemble.declarations import SIDES, STACK_CONSTRUCTS, difference, references
+from ..assemble.recipe import OVERRIDES, method_name
 from ..data import ParallelCorpus, Vocabulary, build_vocabulary, default_cache_dir
 from ..errors import DeclarationError
-from ..savedir.atomic import atomic_path, remove_stale_temporaries, write_json
+from ..savedir.atomic import atomic_path, remove_stale_temporaries, write_json, write_text
 from ..savedir.checkpoint import assign_weights, load_state, load_weights
 from ..savedir.curves import append_log, truncate_log
-from ..savedir.layout import CONFIG, LOG, VOCAB, CheckpointError, read_config, recipe_from_config
+from ..savedir.layout import (
+    CONFIG,
+    LOG,
+    RECIPE,
+    VOCAB,
+    CheckpointError,
+    read_config,
+    read_recipe,
+    run_sizes,
+)
 from . import distributed
 from .config import TrainConfig, flag, resolve_recipe
 
@@ -71,16 +81,18 @@ def _check_resumable(
             valid=f"rerun with {flag(key)} {old!r} to resume, or use another --save-dir",
             source=where,
         )
-    stored = pinned(recipe_from_config(saved, source=where))  # a run saved before: today's catalog
-    _check_declarations(stored, recipe, where)
-    if recipe_to_toml(stored) != recipe_to_toml(recipe):
+    stored = read_recipe(save_dir)
+    _check_sizes(stored, recipe, save_dir / RECIPE)
+    _check_declarations(stored, recipe, save_dir / RECIPE)
+    changed = _changed_field(stored, recipe)
+    if changed is not None:
         raise DeclarationError(
             f"the recipe '{config.recipe}' differs from the one this save dir was trained with "
-            "(was its file edited?)",
+            f"in its '{changed}' (was its file edited?)",
             key="recipe",
             value=config.recipe,
             valid="restore the recipe file or use another --save-dir",
-            source=where,
+            source=save_dir / RECIPE,
         )
     if saved.get("corpus_fingerprint") != corpus.fingerprint:
         raise DeclarationError(
@@ -90,6 +102,47 @@ def _check_resumable(
             valid="the same data, or another --save-dir",
             source=where,
         )
+
+
+def _check_sizes(stored: Recipe, recipe: Recipe, where: Path) -> None:
+    """The run's sizes (`--d-model`, ..., `--decoder-layers`, as resolved) must be the ones it
+    was trained at."""
+    old, new = run_sizes(stored), run_sizes(recipe)
+    for key in OVERRIDES:
+        if old[key] != new[key]:
+            raise DeclarationError(
+                f"this save dir was trained with {flag(key)} {old[key]!r}",
+                key=flag(key),
+                value=new[key],
+                valid=f"rerun with {flag(key)} {old[key]!r} to resume, or use another --save-dir",
+                source=where,
+            )
+
+
+def _changed_field(stored: Recipe, recipe: Recipe) -> str | None:
+    """The first field in which two recipes differ, their declarations (compared by
+    `_check_declarations`) and their files (`source`) set aside; None when none does."""
+
+    def declared(reference: Any) -> Any:  # a declaration, by its place only
+        return "" if reference is not None else None
+
+    def frame(r: Recipe) -> Recipe:
+        sides = {
+            where: dataclasses.replace(
+                side,
+                method=side.method if side.method in STACK_CONSTRUCTS else "",
+                options={k: declared(v) if k == "starter" else v for k, v in side.options.items()},
+            )
+            for where in SIDES
+            if (side := getattr(r, where)) is not None
+        }
+        return dataclasses.replace(r, source=None, floater=declared(r.floater), **sides)
+
+    old, new = frame(stored), frame(recipe)
+    for field in dataclasses.fields(old):
+        if getattr(old, field.name) != getattr(new, field.name):
+            return field.name
+    return None
 
 
 def _check_declarations(stored: Recipe, recipe: Recipe, where: Path) -> None:
@@ -174,10 +227,11 @@ def write_save_dir(
     resuming: bool,
     failed_claims: Mapping[str, str],
 ) -> None:
-    """Create the save dir (or reopen it to resume): its vocabulary and `config.json`, once every
-    check has passed. A save dir without a committed checkpoint (say, a first attempt stopped
-    by Ctrl-C before its first save) starts afresh: its config and log are replaced.
-    `spm.model` is written before `config.json`, so a config always has its vocabulary."""
+    """Create the save dir (or reopen it to resume): its vocabulary, `recipe.toml` and
+    `config.json`, once every check has passed. A save dir without a committed checkpoint (say,
+    a first attempt stopped by Ctrl-C before its first save) starts afresh: its recipe, config
+    and log are replaced. `spm.model` and `recipe.toml` are written before `config.json`, so a
+    config always has its vocabulary and its recipe."""
     save_dir = Path(config.save_dir)
     if process.is_main:
         save_dir.mkdir(parents=True, exist_ok=True)
@@ -186,9 +240,9 @@ def write_save_dir(
             (save_dir / LOG).unlink(missing_ok=True)
             with atomic_path(save_dir / VOCAB) as tmp:
                 shutil.copyfile(vocab.path, tmp)
+        write_text(save_dir / RECIPE, recipe_to_toml(recipe))
         config_json = {
-            **config.to_json(),
-            "recipe_toml": recipe_to_toml(recipe),
+            **config.settings(),
             "vocab_size": len(vocab),
             "corpus_name": corpus.name,
             "corpus_fingerprint": corpus.fingerprint,
