@@ -188,7 +188,7 @@ def open_save_dir(
     process: distributed.Process,
     resuming: bool,
     recipe: Recipe,
-) -> tuple[Vocabulary, Recipe]:
+) -> tuple[Vocabulary, Recipe, dict[str, str] | None]:
     """The vocabulary and the resolved recipe of the run (creating nothing in the save dir).
 
     A run that resumes keeps the save dir's vocabulary and must be the same run as the one saved
@@ -199,7 +199,9 @@ def open_save_dir(
     - `recipe`: the recipe resolved at `config.vocab_size` (reused when the vocabulary has that
       size; `param_budget` depends on it).
 
-    **Returns:** `(vocabulary, resolved recipe)`.
+    **Returns:** `(vocabulary, resolved recipe, failed claims)`: the failed claims are those
+    `config.json` recorded when resuming (the declarations are the same, so is their proof),
+    None for a new run, whose declarations the caller proves.
     """
     save_dir = Path(config.save_dir)
     saved = read_config(save_dir) if resuming else None
@@ -212,9 +214,22 @@ def open_save_dir(
         vocab = build_vocabulary(corpus, config.vocab_size, default_cache_dir())
     if len(vocab) != config.vocab_size:
         recipe = resolve_recipe(config, len(vocab))
-    if saved is not None:
-        _check_resumable(config, saved, recipe, corpus, save_dir)
-    return vocab, recipe
+    if saved is None:
+        return vocab, recipe, None
+    _check_resumable(config, saved, recipe, corpus, save_dir)
+    return vocab, recipe, _recorded_claims(saved, save_dir / CONFIG)
+
+
+def _recorded_claims(saved: Mapping[str, Any], where: Path) -> dict[str, str]:
+    """The `failed_claims` of a save dir's `config.json`: where each failing method is used ->
+    its proof's verdict."""
+    found = saved.get("failed_claims")
+    if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
+        raise CheckpointError(
+            f"{where}: 'failed_claims' is {found!r}, not a table of verdicts (was the file "
+            "edited?); restore it, or retrain into a new --save-dir"
+        )
+    return {str(k): v for k, v in found.items()}
 
 
 def write_save_dir(
