@@ -190,6 +190,14 @@ def test_a_save_dir_without_its_recipe_gets_one_clear_error(tmp_path: Path) -> N
     path.write_text(recipe_to_toml(recipe_from_dict(old)))
     with pytest.raises(CheckpointError, match=r"names encoder\.method 'heun' instead of declaring"):
         load_model(save_dir, "last")
+    path.write_text(text)
+    settings = read_config(save_dir)
+    del settings["seed"], settings["task"]  # what a config of the 0.1.0 format lacked
+    (save_dir / "config.json").write_text(json.dumps(settings))
+    with pytest.raises(CheckpointError, match=r"config\.json has no 'seed', 'task' \(a save dir"):
+        train(TrainConfig(**{**config.to_json(), "max_update": 3}))
+    with pytest.raises(CheckpointError, match=r"config\.json: 'task' is None, not one of"):
+        load_model(save_dir, "last")
 
 
 def test_inline_declarations_round_trip_through_a_recipe_file() -> None:

@@ -28,7 +28,7 @@ from .checkpoint import (
     load_weights,
     read_commit,
 )
-from .layout import BEST, LAST, VOCAB, CheckpointError, read_config, read_recipe
+from .layout import BEST, CONFIG, LAST, VOCAB, CheckpointError, read_config, read_recipe
 
 
 def checkpoint_update(save_dir: Path, checkpoint: str) -> int | None:
@@ -134,7 +134,12 @@ def _load_trained(
     device: str | torch.device,
 ) -> tuple[_Model, Vocabulary, dict[str, Any]]:
     config = read_config(folder)
-    found = config.get("task", "translation")
+    found = config.get("task")
+    if found not in _WRONG_TASK:
+        raise CheckpointError(
+            f"{folder / CONFIG}: 'task' is {found!r}, not one of {', '.join(_WRONG_TASK)} (a save "
+            "dir in the 0.1.0 format, which is no longer read, or an edited file)"
+        )
     if found != task:
         raise CheckpointError(f"{folder} holds a {found} run, {_WRONG_TASK[task]}")
     recipe, vocab = _recipe_and_vocabulary(folder, config)

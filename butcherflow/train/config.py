@@ -225,17 +225,14 @@ class TrainConfig:
 
     def differences(self, saved: dict[str, Any]) -> list[tuple[str, Any, Any]]:
         """`(field, saved value, this value)` for every setting (`settings`) a resumed run may
-        not change; the sizes are the recipe's, compared with it.
-
-        A field missing from `saved` (a save dir written before the field existed) counts as its
-        default, so older runs still resume.
+        not change; the sizes are the recipe's, compared with it. `saved` holds every setting
+        (a missing one is a difference from None).
         """
         mine = self.settings()
-        default = {f.name: f.default for f in dataclasses.fields(self)}
         return [
-            (name, saved.get(name, default[name]), mine[name])
+            (name, saved.get(name), mine[name])
             for name in mine
-            if name not in RESUMABLE_CHANGES and saved.get(name, default[name]) != mine[name]
+            if name not in RESUMABLE_CHANGES and saved.get(name) != mine[name]
         ]
 
 

@@ -73,6 +73,12 @@ def _check_resumable(
     """A rerun must be the same run: same recipe, declarations, data, vocabulary and
     optimisation settings."""
     where = save_dir / CONFIG
+    missing = [key for key in config.settings() if key not in saved]
+    if missing:
+        raise CheckpointError(
+            f"{where} has no {', '.join(map(repr, missing))} (a save dir in the 0.1.0 format, "
+            "which is no longer read, or an edited file); retrain into a new --save-dir"
+        )
     for key, old, new in config.differences(saved):
         raise DeclarationError(
             f"{save_dir} holds a run trained with {flag(key)} {old!r}",
