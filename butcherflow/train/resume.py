@@ -364,9 +364,11 @@ def resume(
     state = restore(save_dir, name, model, optimizer, scaler)
     try:
         progress = Progress(**state["progress"])
-    except (KeyError, TypeError) as error:
-        raise CheckpointError(f"{save_dir / name}.pt has no valid progress ({error})") from None
-    saved_world = int(state.get("world_size", 1))
+        saved_world = int(state["world_size"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(
+            f"{save_dir / name}.pt has no valid progress or process count ({error})"
+        ) from None
     if saved_world != process.world_size:  # map the data position onto the new sharding
         progress.batch_in_epoch = progress.batch_in_epoch * saved_world // process.world_size
         say(
