@@ -27,7 +27,7 @@ from torch.amp import GradScaler
 from torch.optim import Optimizer
 
 from ..assemble import Recipe, recipe_to_toml
-from ..assemble.declarations import SIDES, STACK_CONSTRUCTS, difference, references
+from ..assemble.declarations import SIDES, difference, references
 from ..assemble.recipe import OVERRIDES, method_name
 from ..data import ParallelCorpus, Vocabulary, build_vocabulary, default_cache_dir
 from ..errors import DeclarationError
@@ -129,14 +129,14 @@ def _changed_field(stored: Recipe, recipe: Recipe) -> str | None:
     """The first field in which two recipes differ, their declarations (compared by
     `_check_declarations`) and their files (`source`) set aside; None when none does."""
 
-    def declared(reference: Any) -> Any:  # a declaration, by its place only
-        return "" if reference is not None else None
+    def declared(reference: Any) -> Any:  # a declaration object, by its place only
+        return reference if reference is None or isinstance(reference, str) else ""
 
     def frame(r: Recipe) -> Recipe:
         sides = {
             where: dataclasses.replace(
                 side,
-                method=side.method if side.method in STACK_CONSTRUCTS else "",
+                method=declared(side.method),
                 options={k: declared(v) if k == "starter" else v for k, v in side.options.items()},
             )
             for where in SIDES
