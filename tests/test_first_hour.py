@@ -10,6 +10,7 @@ Everything runs on CPU at tiny sizes on tests/data/tiny, as in test_train.py.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -33,8 +34,9 @@ from butcherflow.cli import main
 from butcherflow.errors import ButcherflowWarning
 from butcherflow.generate import evaluate_perplexity
 from butcherflow.savedir import checkpoint as ckpt
-from butcherflow.savedir import read_config, read_log, trained
+from butcherflow.savedir import read_config, read_log, read_recipe, run_sizes, trained
 from butcherflow.train import TrainConfig, train
+from butcherflow.train import run as train_run
 from butcherflow.train.config import resolve_recipe
 from butcherflow.train.resume import Progress
 from butcherflow.train.run import schedule_note, stop_note
@@ -199,6 +201,23 @@ def test_a_refuted_order_claim_is_refused_unless_allowed(
     assert "order is claimed 3 but proved 2" in saved["failed_claims"]["encoder.method"]
 
 
+def test_a_resumed_run_reads_its_recorded_proof(
+    false_claim: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small = {**RUN, "max_update": 1, "encoder_layers": 1, "decoder_layers": 1}
+    first = TrainConfig(str(false_claim), f"{TINY}:de-en", str(tmp_path), **small)
+    train(dataclasses.replace(first, allow_failed_claims=True))
+
+    def unproved(recipe: Any) -> None:
+        raise AssertionError("a resumed run proved its declarations again")
+
+    monkeypatch.setattr(train_run, "failed_claims", unproved)
+    with pytest.raises(DeclarationError, match="order is claimed 3 but proved 2"):
+        train(dataclasses.replace(first, max_update=2))  # the recorded verdict, not allowed now
+    resumed = dataclasses.replace(first, max_update=2, allow_failed_claims=True)
+    assert train(resumed)["updates"] == 2
+
+
 def test_the_allow_failed_claims_flag(false_claim: Path, tmp_path: Path) -> None:
     argv = ["train", str(false_claim), "--data", f"{TINY}:de-en", "--save-dir", str(tmp_path)]
     flags = [*CLI_FLAGS, "--max-update=1", "--allow-failed-claims"]
@@ -229,8 +248,7 @@ def test_with_overrides_is_the_recipe_a_run_trained(tmp_path: Path) -> None:
 def test_warm_start_from_a_run_trained_with_size_overrides(tmp_path: Path) -> None:
     sizes = {**RUN, "max_update": 1, "dropout": 0.0}
     train(TrainConfig("transformer-small", f"{TINY}:de-en", str(tmp_path), **sizes))
-    saved = read_config(tmp_path)
-    recipe = load_recipe("floater").with_overrides(saved)
+    recipe = load_recipe("floater").with_overrides(run_sizes(read_recipe(tmp_path)))
     torch.manual_seed(0)
     model = Seq2Seq(recipe, 200)
     bf.warm_start(model, tmp_path / "checkpoint_last.safetensors")

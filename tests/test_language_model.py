@@ -22,7 +22,7 @@ from butcherflow.errors import DeclarationError
 from butcherflow.experiments.catalog import LM_CONNECTIONS
 from butcherflow.generate import Sampling, complete, sample
 from butcherflow.generate.sample import next_tokens, warp
-from butcherflow.savedir import load_language_model
+from butcherflow.savedir import load_language_model, read_recipe, run_sizes
 from butcherflow.train import TrainConfig, train
 from butcherflow.train.config import resolve_recipe
 
@@ -342,10 +342,8 @@ def test_lm_connections_trains_every_run_and_resumes(
     record = json.loads((tmp_path / "docs" / "lm-connections.json").read_text("utf-8"))
     assert {r["run"] for r in record["results"]} == {r.name for r in LM_CONNECTIONS.runs}
     assert all(r["metrics"]["ppl"] > 1 for r in record["results"])
-    config = json.loads(
-        (tmp_path / "runs" / "lm-connections" / "rk4-seed1" / "config.json").read_text()
-    )
-    assert (config["encoder_layers"], config["decoder_layers"]) == (None, 1)  # the tiny depth
+    sizes = run_sizes(read_recipe(tmp_path / "runs" / "lm-connections" / "rk4-seed1"))
+    assert (sizes["encoder_layers"], sizes["decoder_layers"]) == (None, 1)  # the tiny depth
     assert main(["experiment", "lm-connections", *flags]) == 0
     assert "0 run(s) trained, 8 already done" in capsys.readouterr().out
 

@@ -2,8 +2,8 @@
 
 Editing a catalog file or a user's declaration file after training changes neither the trained
 model nor what resume accepts silently; relative paths in a recipe are read from the recipe's
-folder; evaluate works from any directory; a run saved before runs stored their declarations
-still loads, and says that it reads the catalog.
+folder; evaluate works from any directory; the recipe is the save dir's own `recipe.toml`, which
+resume compares as a recipe (sizes, declarations, fields), not as text.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,8 @@ import butcherflow as bf
 from butcherflow import DeclarationError
 from butcherflow.assemble import model_class, recipe_from_dict, recipe_names, recipe_to_toml
 from butcherflow.assemble.declarations import by_name, pinned
-from butcherflow.errors import ButcherflowWarning
 from butcherflow.generate import evaluate
-from butcherflow.savedir import CheckpointError, load_model, read_config
+from butcherflow.savedir import CheckpointError, load_model, read_config, read_recipe, run_sizes
 from butcherflow.train import TrainConfig, train
 
 if sys.version_info >= (3, 11):
@@ -123,7 +121,7 @@ def test_a_users_declaration_file_is_read_beside_the_recipe_and_owned_by_the_run
     monkeypatch.chdir(elsewhere)  # `decl/mine3.toml` is relative to the recipe, not to here
     save_dir = tmp_path / "run"
     config = run(str(project / "mine.toml"), f"{project / 'data' / 'copy'}:de-en", save_dir)
-    assert "mine3" in read_config(save_dir)["recipe_toml"]
+    assert "mine3" in (save_dir / "recipe.toml").read_text()
     before = outputs(save_dir)
     (project / "decl" / "mine3.toml").write_text(MINE.replace('"2/3"', '"1/3"'))
     torch.testing.assert_close(outputs(save_dir), before, rtol=0, atol=0)
@@ -142,36 +140,64 @@ def test_evaluate_works_from_any_directory(
     monkeypatch.chdir(tmp_path)
     result = evaluate(save_dir, "test", beam=1, max_len_b=3, checkpoint="last")
     assert result.scores.n == 30
-    # a run saved before the corpus was stored: a clear error that names config.json, not --data
+    # a config of the 0.1.0 format (no corpus_spec): one error naming config.json, not --data
     config = read_config(save_dir)
     del config["corpus_spec"]
     (save_dir / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError) as info:
         evaluate(save_dir, "test", beam=1, max_len_b=3, checkpoint="last")
     message = str(info.value)
-    assert "config.json" in message and "'data/copy:de-en'" in message
+    assert "config.json" in message and "'corpus_spec'" in message and "0.1.0" in message
     assert "--data" not in message
 
 
-def test_a_run_saved_before_declarations_were_stored_still_loads_and_says_so(
+def test_the_save_dir_holds_its_recipe_once_and_resume_compares_it_as_a_recipe(
     tmp_path: Path,
 ) -> None:
     save_dir = tmp_path / "run"
+    config = run("ode-transformer-rk2", f"{TINY}:de-en", save_dir, d_model=24)
+    recipe = read_recipe(save_dir)
+    assert run_sizes(recipe)["d_model"] == 24 and recipe.sizes["d_ffn"] == 32
+    assert not {"d_model", "n_heads", "d_ffn", "recipe_toml"} & set(read_config(save_dir))
+    # the file rewritten with other text (a comment, other spacing): the same recipe resumes
+    path = save_dir / "recipe.toml"
+    text = path.read_text()
+    path.write_text("# edited by hand\n" + text.replace("d_model = 24", "d_model   =   24"))
+    with pytest.raises(DeclarationError, match="--d-model 24"):
+        train(TrainConfig(**{**config.to_json(), "d_model": 16, "max_update": 3}))
+    assert train(TrainConfig(**{**config.to_json(), "max_update": 3}))["updates"] == 3
+    path.write_text(text.replace("share_embeddings = true", "share_embeddings = false"))
+    with pytest.raises(DeclarationError, match="in its 'share_embeddings'"):
+        train(TrainConfig(**{**config.to_json(), "max_update": 4}))
+
+
+def test_a_save_dir_without_its_recipe_gets_one_clear_error(tmp_path: Path) -> None:
+    save_dir = tmp_path / "run"
     config = run("ode-transformer-rk2", f"{TINY}:de-en", save_dir)
-    before = outputs(save_dir)
-    stored = read_config(save_dir)
-    old = tomllib.loads(stored["recipe_toml"])
-    for side in ("encoder", "decoder"):
-        old[side]["method"] = old[side]["method"]["name"]  # what config.json held before
-    stored["recipe_toml"] = recipe_to_toml(recipe_from_dict(old))
-    (save_dir / "config.json").write_text(json.dumps(stored))
-    with pytest.warns(ButcherflowWarning, match=r"encoder\.method 'heun'.*read from the catalog"):
-        torch.testing.assert_close(outputs(save_dir), before, rtol=0, atol=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ButcherflowWarning)
-        summary = train(TrainConfig(**{**config.to_json(), "max_update": 3}))
-    assert summary["updates"] == 3  # resumed with today's catalog, which is unchanged
-    assert "[encoder.method]" in read_config(save_dir)["recipe_toml"]  # and now owns them
+    path = save_dir / "recipe.toml"
+    text = path.read_text()
+    path.unlink()
+    for attempt in (
+        lambda: load_model(save_dir, "last"),
+        lambda: train(TrainConfig(**{**config.to_json(), "max_update": 3})),
+    ):
+        with pytest.raises(CheckpointError) as info:
+            attempt()
+        message = str(info.value)
+        assert str(path) in message and "0.1.0" in message and "\n" not in message
+    old = tomllib.loads(text)
+    old["encoder"]["method"] = old["encoder"]["method"]["name"]  # what 0.1.0 stored: a name
+    path.write_text(recipe_to_toml(recipe_from_dict(old)))
+    with pytest.raises(CheckpointError, match=r"names encoder\.method 'heun' instead of declaring"):
+        load_model(save_dir, "last")
+    path.write_text(text)
+    settings = read_config(save_dir)
+    del settings["seed"], settings["task"]  # what a config of the 0.1.0 format lacked
+    (save_dir / "config.json").write_text(json.dumps(settings))
+    with pytest.raises(CheckpointError, match=r"config\.json has no 'seed', 'task' \(a save dir"):
+        train(TrainConfig(**{**config.to_json(), "max_update": 3}))
+    with pytest.raises(CheckpointError, match=r"config\.json: 'task' is None, not one of"):
+        load_model(save_dir, "last")
 
 
 def test_inline_declarations_round_trip_through_a_recipe_file() -> None:

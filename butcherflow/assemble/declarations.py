@@ -5,7 +5,7 @@ A recipe names its methods where they are used: `encoder.method`, `encoder.start
 file. `failed_claims` proves every one (a run refuses a declaration whose claimed order its proof
 refutes). `pinned` replaces every name with the declaration it means now (sub-steps and solvers
 inlined by `Method.to_table`), so a recipe serialised after pinning (`recipe_to_toml`) carries its
-coefficients: a trained run stores it in `config.json`, as nanoGPT keeps `model_args` in its
+coefficients: a trained run stores it as `recipe.toml`, as nanoGPT keeps `model_args` in its
 checkpoint, and loading, resuming or evaluating the run never reads the catalog or the user's
 declaration file again.
 """

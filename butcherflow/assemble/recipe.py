@@ -31,8 +31,8 @@ code does; `models/ode-transformer-rk2-code.toml`).
 
 A method (`method`, `starter`, `floater`) is named by a catalog name, a declaration file (a
 relative path is read from the recipe's folder), or given inline as a declaration table
-(`method = { name = "mine", family = "runge-kutta", A = [...], b = [...] }`): a run's
-`config.json` stores its recipe so, every method resolved (`declarations.pinned`).
+(`method = { name = "mine", family = "runge-kutta", A = [...], b = [...] }`): a run's save dir
+stores its recipe so, as `recipe.toml`, every method resolved (`declarations.pinned`).
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ class Recipe:
 
         **Arguments:**
 
-        - `run`: a run's settings, e.g. its `config.json` (`savedir.read_config`) or
+        - `run`: a run's sizes, e.g. `savedir.run_sizes(savedir.read_recipe(save_dir))` or
           `TrainConfig.to_json()`: its keys in `OVERRIDES` (`d_model`, `n_heads`, `d_ffn`,
           `dropout`, `encoder_layers`, `decoder_layers`) are applied, other keys ignored.
         - `sizes`: overrides given by name (any key outside `OVERRIDES` is an error).
@@ -143,8 +143,9 @@ class Recipe:
         A value of None keeps the recipe's. A recipe whose d_ffn comes from `param_budget` takes
         no `d_ffn`; `train` matches it to its budget recipe at the same overrides.
 
-        **Returns:** the resized recipe, e.g. `bf.load_recipe("floater").with_overrides(config)`
-        is FLOATER at the sizes of the run whose `config.json` is `config` (for `bf.warm_start`).
+        **Returns:** the resized recipe, e.g. `bf.load_recipe("floater").with_overrides(sizes)`
+        is FLOATER at the sizes of a run, `sizes = run_sizes(read_recipe(save_dir))` (for
+        `bf.warm_start`).
         """
         for key in sizes:
             if key not in OVERRIDES:
@@ -338,7 +339,7 @@ def recipe_from_dict(
 
 def recipe_to_toml(recipe: Recipe) -> str:
     """The recipe as a TOML recipe file: `recipe_from_dict` of its parse gives it back (the
-    serialiser of `recipe_from_dict`; a save dir's `config.json` stores a run's recipe so)."""
+    serialiser of `recipe_from_dict`; a save dir's `recipe.toml` is a run's recipe so)."""
     data: dict[str, Any] = {
         "name": recipe.name,
         "title": recipe.title,

@@ -1,14 +1,15 @@
 """Stage "save dirs": the files a training run leaves behind, and the trained model they hold.
 
-layout.py (the file names, `config.json`, `CheckpointError`), atomic.py (every file is written
-atomically), checkpoint.py (committed checkpoints: weights, trainer state, commit), curves.py
-(`log.jsonl` and `curves.png`), trained.py (`load_model`, `load_language_model`, averaging).
+layout.py (the file names, `recipe.toml`, `config.json`, `CheckpointError`), atomic.py
+(every file is written atomically), checkpoint.py (committed checkpoints: weights, trainer state,
+commit), curves.py (`log.jsonl` and `curves.png`), trained.py (`load_model`,
+`load_language_model`, averaging).
 Generation and the experiments read trained models through this stage, never through the loop.
 """
 
 from .checkpoint import Found, committed, latest_checkpoint, read_commit
 from .curves import read_log, record_evaluation
-from .layout import CheckpointError, read_config, recipe_from_config, run_corpus
+from .layout import CheckpointError, read_config, read_recipe, run_corpus, run_sizes
 from .trained import (
     average_checkpoints,
     checkpoint_paths,
@@ -31,8 +32,9 @@ __all__ = [
     "read_commit",
     "read_config",
     "read_log",
-    "recipe_from_config",
+    "read_recipe",
     "record_evaluation",
     "run_corpus",
+    "run_sizes",
     "save_weights",
 ]

@@ -2,10 +2,12 @@
 
 A save dir (the `--save-dir` of `butcherflow train`) holds:
 
-- `config.json`: the run's settings (`TrainConfig.to_json()`), the resolved recipe as TOML
-  (`recipe_toml`, every method in it pinned to its declaration: the run owns its coefficients),
-  the vocabulary size, the corpus's name, fingerprint and `corpus_spec` (its `--data` with
-  absolute paths, so the run is evaluated from any directory);
+- `recipe.toml`: the resolved recipe, a recipe file like those of `models/`: every method in it
+  pinned to its declaration (the run owns its coefficients) and the sizes it trained at (the
+  only place a save dir holds them);
+- `config.json`: the run's settings that are not the recipe's (`TrainConfig.to_json()` without
+  the size flags), the vocabulary size, the corpus's name, fingerprint and `corpus_spec` (its
+  `--data` with absolute paths, so the run is evaluated from any directory);
 - `spm.model`: the joint sentencepiece vocabulary;
 - `log.jsonl` and `curves.png`: the run's log and its plot (`curves.py`);
 - the checkpoints `checkpoint_last`, `checkpoint_best` and `checkpoint_<update>`, three files
@@ -19,22 +21,23 @@ from __future__ import annotations
 import json
 import re
 import sys
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..assemble import Recipe, recipe_from_dict
 from ..assemble.declarations import by_name
+from ..assemble.recipe import OVERRIDES, SIZE_KEYS
 from ..data import ParallelCorpus, load_corpus
-from ..errors import ButcherflowError, ButcherflowWarning, DeclarationError
+from ..errors import ButcherflowError, DeclarationError
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-CONFIG, VOCAB, LOG, CURVES = "config.json", "spm.model", "log.jsonl", "curves.png"
+CONFIG, RECIPE, VOCAB = "config.json", "recipe.toml", "spm.model"
+LOG, CURVES = "log.jsonl", "curves.png"
 LAST, BEST = "checkpoint_last", "checkpoint_best"
 INTERVAL = re.compile(r"checkpoint_(\d+)$")
 
@@ -43,33 +46,58 @@ class CheckpointError(ButcherflowError):
     """A save dir's file is missing, corrupt, truncated, or belongs to another model."""
 
 
-def recipe_from_config(config: Mapping[str, Any], source: str | Path | None = None) -> Recipe:
-    """The resolved recipe stored in a save dir's `config.json`, with the declarations of its
-    methods. A run saved before runs stored them names its methods instead: they are then read
-    from today's catalog, and a `ButcherflowWarning` says so (once per save dir)."""
-    text = config.get("recipe_toml")
-    if not isinstance(text, str):
-        raise CheckpointError(f"{source}: no 'recipe_toml' in the config")
+def read_recipe(save_dir: str | Path) -> Recipe:
+    """The resolved recipe a run trained, from its save dir's `recipe.toml` (its methods are
+    declarations: nothing is read from the catalog).
+
+    **Arguments:**
+
+    - `save_dir`: the `--save-dir` of a `butcherflow train` run.
+
+    **Returns:** the `Recipe`; a missing or unreadable `recipe.toml` is a `CheckpointError`.
+    """
+    path = Path(save_dir) / RECIPE
+    if not path.is_file():
+        raise CheckpointError(
+            f"{path} is missing: a save dir holds the recipe it trained (the 0.1.0 format kept "
+            "it inside config.json, which is no longer read); retrain into a new --save-dir, "
+            "or restore the file"
+        )
     try:
-        recipe = recipe_from_dict(tomllib.loads(text), source=source)
-    except tomllib.TOMLDecodeError as error:
-        raise CheckpointError(f"{source}: 'recipe_toml' is not valid TOML: {error}") from None
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise CheckpointError(f"{path} is corrupt or truncated ({error})") from None
+    recipe = recipe_from_dict(data, source=path, folder=path.parent)
     named = by_name(recipe)
     if named:
-        warnings.warn(
-            f"{source} names its methods instead of storing their declarations (a run saved "
-            f"before runs owned their integrators): {', '.join(named)} are read from the "
-            "catalog of this installation",
-            ButcherflowWarning,
-            stacklevel=2,
+        raise CheckpointError(
+            f"{path} names {named[0]} instead of declaring it: a save dir's recipe holds the "
+            "declarations it trained (`butcherflow train` writes them); restore the file"
         )
     return recipe
 
 
+def run_sizes(recipe: Recipe) -> dict[str, Any]:
+    """The sizes a run may override (`OVERRIDES`: `d_model`, ..., `encoder_layers`), as the
+    recipe has them: `load_recipe(NAME).with_overrides(run_sizes(read_recipe(save_dir)))` is
+    NAME at the sizes of that run (a side the recipe lacks gives None)."""
+    sides = {f"{where}_layers": getattr(recipe, where) for where in ("encoder", "decoder")}
+    return {
+        key: recipe.sizes.get(key)
+        if key in SIZE_KEYS
+        else (None if sides[key] is None else sides[key].layers)
+        for key in OVERRIDES
+    }
+
+
 def run_corpus(save_dir: str | Path, config: Mapping[str, Any]) -> ParallelCorpus:
-    """The corpus a run was trained on, from any working directory (`corpus_spec`; a run saved
-    before it was stored gives `data` as typed, relative to where it was trained)."""
-    spec = str(config.get("corpus_spec") or config["data"])
+    """The corpus a run was trained on, from any working directory (`corpus_spec`)."""
+    spec = config.get("corpus_spec")
+    if not isinstance(spec, str):
+        raise CheckpointError(
+            f"{Path(save_dir) / CONFIG} has no 'corpus_spec' (a save dir in the 0.1.0 format, "
+            "which is no longer read); retrain into a new --save-dir"
+        )
     try:
         return load_corpus(
             spec, source_lang=config.get("source_lang"), target_lang=config.get("target_lang")

@@ -1,6 +1,6 @@
 """Trained models out of a save dir: `load_model`, `load_language_model`, `average_checkpoints`.
 
-A save dir's `config.json` holds the resolved recipe and `spm.model` the vocabulary, so a trained
+A save dir's `recipe.toml` holds the resolved recipe and `spm.model` the vocabulary, so a trained
 model is rebuilt from the save dir alone; its weights come from a committed checkpoint (`best`,
 `last`), the mean of the last N interval checkpoints (`avg:N`, as fairseq's
 `average_checkpoints.py`) or a `.safetensors` file (say, written by `butcherflow average`).
@@ -28,7 +28,7 @@ from .checkpoint import (
     load_weights,
     read_commit,
 )
-from .layout import BEST, CONFIG, LAST, VOCAB, CheckpointError, read_config, recipe_from_config
+from .layout import BEST, CONFIG, LAST, VOCAB, CheckpointError, read_config, read_recipe
 
 
 def checkpoint_update(save_dir: Path, checkpoint: str) -> int | None:
@@ -134,7 +134,12 @@ def _load_trained(
     device: str | torch.device,
 ) -> tuple[_Model, Vocabulary, dict[str, Any]]:
     config = read_config(folder)
-    found = config.get("task", "translation")
+    found = config.get("task")
+    if found not in _WRONG_TASK:
+        raise CheckpointError(
+            f"{folder / CONFIG}: 'task' is {found!r}, not one of {', '.join(_WRONG_TASK)} (a save "
+            "dir in the 0.1.0 format, which is no longer read, or an edited file)"
+        )
     if found != task:
         raise CheckpointError(f"{folder} holds a {found} run, {_WRONG_TASK[task]}")
     recipe, vocab = _recipe_and_vocabulary(folder, config)
@@ -144,7 +149,7 @@ def _load_trained(
 
 
 def _recipe_and_vocabulary(folder: Path, config: dict[str, Any]) -> tuple[Recipe, Vocabulary]:
-    recipe = recipe_from_config(config, source=folder / CONFIG)
+    recipe = read_recipe(folder)
     vocab_path = folder / VOCAB
     if not vocab_path.is_file():
         raise CheckpointError(f"{vocab_path} is missing (the vocabulary of this run)")

@@ -208,27 +208,31 @@ class TrainConfig:
             )
 
     def to_json(self) -> dict[str, Any]:
-        """The fields as a JSON-ready dict (the `config.json` of the save dir)."""
+        """The fields as a JSON-ready dict."""
         return dataclasses.asdict(self)
+
+    def settings(self) -> dict[str, Any]:
+        """The fields a save dir's `config.json` holds: all but the size flags (`OVERRIDES`),
+        whose values the run's `recipe.toml` holds as resolved."""
+        return {k: v for k, v in self.to_json().items() if k not in OVERRIDES}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrainConfig:
-        """The inverse of `to_json`; keys that are not fields (`recipe_toml`, ...) are ignored."""
+        """The inverse of `to_json` (or `settings`: the size flags are then None); keys that are
+        not fields (`vocab_size`, ...) are ignored."""
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 
     def differences(self, saved: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-        """`(field, saved value, this value)` for every field a resumed run may not change.
-
-        A field missing from `saved` (a save dir written before the field existed) counts as its
-        default, so older runs still resume.
+        """`(field, saved value, this value)` for every setting (`settings`) a resumed run may
+        not change; the sizes are the recipe's, compared with it. `saved` holds every setting
+        (a missing one is a difference from None).
         """
-        mine = self.to_json()
-        default = {f.name: f.default for f in dataclasses.fields(self)}
+        mine = self.settings()
         return [
-            (name, saved.get(name, default[name]), mine[name])
+            (name, saved.get(name), mine[name])
             for name in mine
-            if name not in RESUMABLE_CHANGES and saved.get(name, default[name]) != mine[name]
+            if name not in RESUMABLE_CHANGES and saved.get(name) != mine[name]
         ]
 
 

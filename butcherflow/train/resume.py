@@ -3,7 +3,8 @@
 
 A rerun of the same command on the same save dir is the same run: `open_save_dir` reopens the
 save dir's vocabulary and refuses a changed recipe, corpus or optimisation setting (creating
-nothing: `write_save_dir` writes the save dir once every check has passed), and `resume`
+nothing: `write_save_dir` writes the save dir once every check has passed; the recipes are
+compared as objects: sizes, declarations, then every other field), and `resume`
 loads the latest committed checkpoint (weights, optimizer, GradScaler, random states) and the
 `Progress` saved with it (update, epoch, data position, counters).
 """
@@ -26,14 +27,23 @@ from torch.amp import GradScaler
 from torch.optim import Optimizer
 
 from ..assemble import Recipe, recipe_to_toml
-from ..assemble.declarations import difference, pinned, references
-from ..assemble.recipe import method_name
+from ..assemble.declarations import SIDES, difference, references
+from ..assemble.recipe import OVERRIDES, method_name
 from ..data import ParallelCorpus, Vocabulary, build_vocabulary, default_cache_dir
 from ..errors import DeclarationError
-from ..savedir.atomic import atomic_path, remove_stale_temporaries, write_json
+from ..savedir.atomic import atomic_path, remove_stale_temporaries, write_json, write_text
 from ..savedir.checkpoint import assign_weights, load_state, load_weights
 from ..savedir.curves import append_log, truncate_log
-from ..savedir.layout import CONFIG, LOG, VOCAB, CheckpointError, read_config, recipe_from_config
+from ..savedir.layout import (
+    CONFIG,
+    LOG,
+    RECIPE,
+    VOCAB,
+    CheckpointError,
+    read_config,
+    read_recipe,
+    run_sizes,
+)
 from . import distributed
 from .config import TrainConfig, flag, resolve_recipe
 
@@ -63,6 +73,12 @@ def _check_resumable(
     """A rerun must be the same run: same recipe, declarations, data, vocabulary and
     optimisation settings."""
     where = save_dir / CONFIG
+    missing = [key for key in config.settings() if key not in saved]
+    if missing:
+        raise CheckpointError(
+            f"{where} has no {', '.join(map(repr, missing))} (a save dir in the 0.1.0 format, "
+            "which is no longer read, or an edited file); retrain into a new --save-dir"
+        )
     for key, old, new in config.differences(saved):
         raise DeclarationError(
             f"{save_dir} holds a run trained with {flag(key)} {old!r}",
@@ -71,16 +87,18 @@ def _check_resumable(
             valid=f"rerun with {flag(key)} {old!r} to resume, or use another --save-dir",
             source=where,
         )
-    stored = pinned(recipe_from_config(saved, source=where))  # a run saved before: today's catalog
-    _check_declarations(stored, recipe, where)
-    if recipe_to_toml(stored) != recipe_to_toml(recipe):
+    stored = read_recipe(save_dir)
+    _check_sizes(stored, recipe, save_dir / RECIPE)
+    _check_declarations(stored, recipe, save_dir / RECIPE)
+    changed = _changed_field(stored, recipe)
+    if changed is not None:
         raise DeclarationError(
             f"the recipe '{config.recipe}' differs from the one this save dir was trained with "
-            "(was its file edited?)",
+            f"in its '{changed}' (was its file edited?)",
             key="recipe",
             value=config.recipe,
             valid="restore the recipe file or use another --save-dir",
-            source=where,
+            source=save_dir / RECIPE,
         )
     if saved.get("corpus_fingerprint") != corpus.fingerprint:
         raise DeclarationError(
@@ -90,6 +108,47 @@ def _check_resumable(
             valid="the same data, or another --save-dir",
             source=where,
         )
+
+
+def _check_sizes(stored: Recipe, recipe: Recipe, where: Path) -> None:
+    """The run's sizes (`--d-model`, ..., `--decoder-layers`, as resolved) must be the ones it
+    was trained at."""
+    old, new = run_sizes(stored), run_sizes(recipe)
+    for key in OVERRIDES:
+        if old[key] != new[key]:
+            raise DeclarationError(
+                f"this save dir was trained with {flag(key)} {old[key]!r}",
+                key=flag(key),
+                value=new[key],
+                valid=f"rerun with {flag(key)} {old[key]!r} to resume, or use another --save-dir",
+                source=where,
+            )
+
+
+def _changed_field(stored: Recipe, recipe: Recipe) -> str | None:
+    """The first field in which two recipes differ, their declarations (compared by
+    `_check_declarations`) and their files (`source`) set aside; None when none does."""
+
+    def declared(reference: Any) -> Any:  # a declaration object, by its place only
+        return reference if reference is None or isinstance(reference, str) else ""
+
+    def frame(r: Recipe) -> Recipe:
+        sides = {
+            where: dataclasses.replace(
+                side,
+                method=declared(side.method),
+                options={k: declared(v) if k == "starter" else v for k, v in side.options.items()},
+            )
+            for where in SIDES
+            if (side := getattr(r, where)) is not None
+        }
+        return dataclasses.replace(r, source=None, floater=declared(r.floater), **sides)
+
+    old, new = frame(stored), frame(recipe)
+    for field in dataclasses.fields(old):
+        if getattr(old, field.name) != getattr(new, field.name):
+            return field.name
+    return None
 
 
 def _check_declarations(stored: Recipe, recipe: Recipe, where: Path) -> None:
@@ -135,7 +194,7 @@ def open_save_dir(
     process: distributed.Process,
     resuming: bool,
     recipe: Recipe,
-) -> tuple[Vocabulary, Recipe]:
+) -> tuple[Vocabulary, Recipe, dict[str, str] | None]:
     """The vocabulary and the resolved recipe of the run (creating nothing in the save dir).
 
     A run that resumes keeps the save dir's vocabulary and must be the same run as the one saved
@@ -146,7 +205,9 @@ def open_save_dir(
     - `recipe`: the recipe resolved at `config.vocab_size` (reused when the vocabulary has that
       size; `param_budget` depends on it).
 
-    **Returns:** `(vocabulary, resolved recipe)`.
+    **Returns:** `(vocabulary, resolved recipe, failed claims)`: the failed claims are those
+    `config.json` recorded when resuming (the declarations are the same, so is their proof),
+    None for a new run, whose declarations the caller proves.
     """
     save_dir = Path(config.save_dir)
     saved = read_config(save_dir) if resuming else None
@@ -159,9 +220,22 @@ def open_save_dir(
         vocab = build_vocabulary(corpus, config.vocab_size, default_cache_dir())
     if len(vocab) != config.vocab_size:
         recipe = resolve_recipe(config, len(vocab))
-    if saved is not None:
-        _check_resumable(config, saved, recipe, corpus, save_dir)
-    return vocab, recipe
+    if saved is None:
+        return vocab, recipe, None
+    _check_resumable(config, saved, recipe, corpus, save_dir)
+    return vocab, recipe, _recorded_claims(saved, save_dir / CONFIG)
+
+
+def _recorded_claims(saved: Mapping[str, Any], where: Path) -> dict[str, str]:
+    """The `failed_claims` of a save dir's `config.json`: where each failing method is used ->
+    its proof's verdict."""
+    found = saved.get("failed_claims")
+    if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
+        raise CheckpointError(
+            f"{where}: 'failed_claims' is {found!r}, not a table of verdicts (was the file "
+            "edited?); restore it, or retrain into a new --save-dir"
+        )
+    return {str(k): v for k, v in found.items()}
 
 
 def write_save_dir(
@@ -174,10 +248,11 @@ def write_save_dir(
     resuming: bool,
     failed_claims: Mapping[str, str],
 ) -> None:
-    """Create the save dir (or reopen it to resume): its vocabulary and `config.json`, once every
-    check has passed. A save dir without a committed checkpoint (say, a first attempt stopped
-    by Ctrl-C before its first save) starts afresh: its config and log are replaced.
-    `spm.model` is written before `config.json`, so a config always has its vocabulary."""
+    """Create the save dir (or reopen it to resume): its vocabulary, `recipe.toml` and
+    `config.json`, once every check has passed. A save dir without a committed checkpoint (say,
+    a first attempt stopped by Ctrl-C before its first save) starts afresh: its recipe, config
+    and log are replaced. `spm.model` and `recipe.toml` are written before `config.json`, so a
+    config always has its vocabulary and its recipe."""
     save_dir = Path(config.save_dir)
     if process.is_main:
         save_dir.mkdir(parents=True, exist_ok=True)
@@ -186,9 +261,9 @@ def write_save_dir(
             (save_dir / LOG).unlink(missing_ok=True)
             with atomic_path(save_dir / VOCAB) as tmp:
                 shutil.copyfile(vocab.path, tmp)
+        write_text(save_dir / RECIPE, recipe_to_toml(recipe))
         config_json = {
-            **config.to_json(),
-            "recipe_toml": recipe_to_toml(recipe),
+            **config.settings(),
             "vocab_size": len(vocab),
             "corpus_name": corpus.name,
             "corpus_fingerprint": corpus.fingerprint,
@@ -289,9 +364,11 @@ def resume(
     state = restore(save_dir, name, model, optimizer, scaler)
     try:
         progress = Progress(**state["progress"])
-    except (KeyError, TypeError) as error:
-        raise CheckpointError(f"{save_dir / name}.pt has no valid progress ({error})") from None
-    saved_world = int(state.get("world_size", 1))
+        saved_world = int(state["world_size"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise CheckpointError(
+            f"{save_dir / name}.pt has no valid progress or process count ({error})"
+        ) from None
     if saved_world != process.world_size:  # map the data position onto the new sharding
         progress.batch_in_epoch = progress.batch_in_epoch * saved_world // process.world_size
         say(

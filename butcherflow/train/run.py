@@ -161,7 +161,8 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     recipe = resolve_recipe(config, config.vocab_size)  # a bad recipe or size fails first
     found = latest_checkpoint(save_dir) if save_dir.is_dir() else None
     resuming = found is not None
-    failed = failed_claims(recipe)
+    # a resumed run's declarations are checked unchanged (open_save_dir): its proof is recorded
+    failed: Mapping[str, str] = {} if resuming else failed_claims(recipe)
     if not resuming:
         _refuse_failed_claims(config, recipe, failed)
     corpus = load_corpus(
@@ -176,8 +177,10 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
             valid="--task language_model for monolingual text, or a parallel corpus "
             "(bible:SRC-TGT, DIR with train.SRC/train.TGT)",
         )
-    vocab, recipe = open_save_dir(config, corpus, process, resuming, recipe)
-    _refuse_failed_claims(config, recipe, failed)  # resuming: after "the declaration changed"
+    vocab, recipe, recorded = open_save_dir(config, corpus, process, resuming, recipe)
+    if recorded is not None:  # resuming: after "the declaration changed"
+        failed = recorded
+        _refuse_failed_claims(config, recipe, failed)
     train_split, valid_split = _encode(config, corpus, vocab, recipe)
     write_save_dir(config, corpus, vocab, recipe, process, resuming=resuming, failed_claims=failed)
     torch.manual_seed(config.seed)
