@@ -102,9 +102,9 @@ def _rows(m: np.ndarray, precision: float | None = None) -> list[list[str]]:
     return [[_text(x) for x in row] for row in entries(m, precision)]
 
 
-def precision_key(precision: float | None) -> dict[str, str]:
-    """The declaration's `precision` keyword for coefficients read to `precision`."""
-    return {} if precision is None else {"precision": format(precision, "g")}
+def precision_text(precision: float | None) -> str | None:
+    """The declaration's `precision` for coefficients read to `precision` (None: float64)."""
+    return None if precision is None else format(precision, "g")
 
 
 def declare(
@@ -149,13 +149,13 @@ def declare(
                 _rows(A, precision),
                 _rows(B, precision)[0],
                 name=f"{name}-extracted",
-                **precision_key(precision),
+                precision=precision_text(precision),
             )
         else:
             method = glm(U, A, B, V, f"{name}-extracted", precision)
             notes.append("the stages or the output scale the state: a general linear method")
-        groups = {"F": summed[distinct[0]]}
-        return Declared(method, groups, ("F",) * len(names), exact, tuple(notes), precision)
+        fields = {"F": summed[distinct[0]]}
+        return Declared(method, fields, ("F",) * len(names), exact, tuple(notes), precision)
     if r == 1:
         b = B[0]
         sequential = all(_close(A[i, :i], b[:i], precision) for i in range(len(names)))
@@ -167,7 +167,10 @@ def declare(
                 for n, c in zip(names, b, strict=True)
             ]
             method = Splitting(
-                steps, substep="euler", name=f"{name}-extracted", **precision_key(precision)
+                steps,
+                substep="euler",
+                name=f"{name}-extracted",
+                precision=precision_text(precision),
             )
             layers = {n: summed[n] for n in distinct}
             return Declared(method, layers, tuple(names), exact, tuple(notes), precision)
@@ -233,7 +236,9 @@ def _multistep(
         scale = float(np.abs(solution).max())
         alpha = [_text(recognise(-float(a[k - 1 - j]), scale, precision)) for j in range(k)] + ["1"]
         beta = [_text(recognise(float(c[k - 1 - j]), scale, precision)) for j in range(k)] + ["0"]
-        return LinearMultistep(alpha, beta, name=f"{name}-extracted", **precision_key(precision))
+        return LinearMultistep(
+            alpha, beta, name=f"{name}-extracted", precision=precision_text(precision)
+        )
     return None
 
 
@@ -248,4 +253,4 @@ def glm(
     """The general linear method of coefficients (exact where recognised; numeric at
     `precision` when the module computes below float64)."""
     rows = [_rows(m, precision) for m in (A, U, B, V)]
-    return GeneralLinear(*rows, name=name, **precision_key(precision))
+    return GeneralLinear(*rows, name=name, precision=precision_text(precision))

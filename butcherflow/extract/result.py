@@ -264,6 +264,7 @@ class Extracted:
             "declaration": self.method.to_table(),
             "coefficients": self._precision(),
             "exact": self.declared.exact,
+            "precision": self.precision,
             "varies": varies,
             "notes": list(self.notes),
             "report": json.loads(self.report.to_json()),
