@@ -17,6 +17,7 @@ from .declare import declare
 from .probe import (
     Probe,
     Run,
+    computes_below_float64,
     module_name,
     parse_fields,
     read,
@@ -123,7 +124,9 @@ def _extract(
     runs = _runs_needed(runs, len(reference.labels), state, streams)
     probes = [once(state, probing=True) for _ in range(runs)]
     found = _fit(probes, [state] * runs, streams, who)
-    precision = reading_precision(found, precision, who)
+    precision = reading_precision(
+        found, precision, who, lambda: computes_below_float64(lambda: once(state, probing=False))
+    )
     if found.broken(precision) is not None:
         _refuse_fractions(fraction_count(probes, [state] * runs, streams, precision), who)
     _explain_break(found, probes[0], who, frozen, precision)

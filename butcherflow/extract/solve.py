@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import final
@@ -201,13 +201,18 @@ def fixed_tolerance(precision: float | None) -> float:
     return FIXED_TOLERANCE if precision is None else precision
 
 
-def reading_precision(fit: Fit, declared: float | None, who: str) -> float | None:
+def reading_precision(
+    fit: Fit, declared: float | None, who: str, below_float64: Callable[[], bool]
+) -> float | None:
     """The precision the coefficients are read to: None for float64 (the residual is at float64
     round-off), `declared` when given, `FLOAT32_PRECISION` when the residual is at float32
-    round-off (the module computes in float32), else None (the fit is refused as nonlinear).
+    round-off and the module computes below float64, else None (the fit is refused as
+    nonlinear).
 
     **Arguments:** `fit`: the probe fit; `declared`: `bf.extract`'s `precision=`; `who`: the
-    module, for the message on a bad `precision`.
+    module, for the message on a bad `precision`; `below_float64`: whether the forward makes
+    a tensor narrower than float64 (asked only when the residual is in float32's range), so
+    that a small nonlinearity of a float64 module is never read as round-off.
     """
     if declared is not None:
         if isinstance(declared, bool) or not isinstance(declared, (int, float)):
@@ -220,7 +225,7 @@ def reading_precision(fit: Fit, declared: float | None, who: str) -> float | Non
             )
         return float(declared)
     worst = float(fit.residual.max(initial=0.0))
-    if worst <= RESIDUAL_TOLERANCE or worst > FLOAT32_RESIDUAL:
+    if worst <= RESIDUAL_TOLERANCE or worst > FLOAT32_RESIDUAL or not below_float64():
         return None
     return FLOAT32_PRECISION
 
@@ -231,7 +236,7 @@ def recognise(x: float, scale: float = 1.0, precision: float | None = None) -> F
     else `x`."""
     unit = EXACT_TOLERANCE if precision is None else precision
     tolerance = unit * max(1.0, abs(x), scale)
-    largest = min(MAX_DENOMINATOR, int(math.sqrt(FALSE_EXACT / tolerance)))
+    largest = max(1, min(MAX_DENOMINATOR, int(math.sqrt(FALSE_EXACT / tolerance))))
     guess = Fraction(x).limit_denominator(largest)
     return guess if abs(float(guess) - x) <= tolerance else float(x)
 
