@@ -34,4 +34,4 @@ def test_a_refused_entry_says_why_without_link_syntax() -> None:
     row, lines = entry(BY_KEY["hc-fractional"], version("hyper-connections"))
     refusal = next(line for line in lines if "refuses" in line)
     assert row[2] == "refused"
-    assert "not a linear combination" in refusal and "[" not in refusal.replace("\\[", "")
+    assert "cut into 2 fractions" in refusal and "[" not in refusal.replace("\\[", "")

@@ -14,8 +14,10 @@ pinned source, hyper_connections 0.4.11:
   with alpha[:, 0] the indicator of stream `layer_index % r`, the identity mixing, beta = 1, and
   the dynamic weights zero.
 - `ManifoldConstrainedHyperConnections` (mHC) computes the mixing in float32 whatever its
-  input (`normed.float()`, `residuals.float()`, L359, L410).
-- `num_fracs` (frac-connections) splits the feature axis into fractions with their own weights.
+  input (`normed.float()`, `residuals.float()`, L359, L410): extraction reads it at float32's
+  precision (1e-6).
+- `num_fracs` (frac-connections) splits the feature axis into fractions with their own weights:
+  refused, naming the fractions.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import pytest
 import sympy
 
 from butcherflow.errors import ExtractionError
+from butcherflow.extract import extract
 
 pytest.importorskip("hyper_connections")
 
@@ -86,15 +89,34 @@ def test_dynamic_hyper_connection_varies_within_its_tanh_bound() -> None:
     assert found.verify() < ROUND_OFF
 
 
-def test_mhc_computes_its_mixing_in_float32() -> None:
-    # Its output is no float64-exact combination of the state and the branch: the fit's
-    # relative residual is float32 round-off, which bf.extract refuses to read as exact.
-    with pytest.raises(ExtractionError, match=r"relative residual [1-9]\.?\d*e-0[78]"):
-        libraries.hyper_connections_mhc().extract()
+def test_mhc_computes_in_float32_and_is_read_to_its_precision() -> None:
+    # Its mixing runs in float32 whatever the input: the fit's residual is float32 round-off,
+    # so the coefficients are read to 1e-6 and the declaration is numeric at that precision.
+    found = libraries.hyper_connections_mhc().extract()
+    assert found.precision == 1e-6
+    assert found.method.family == "general-linear"
+    assert len(found.method.V) == 4
+    assert found.method.precision == Fraction(1, 10**6)
+    assert any("computes in float32" in note for note in found.notes)
+    assert found.varies.token and found.varies.state
+    # Sinkhorn (20 iterations, float32): V doubly stochastic at every token within 1e-6
+    V = found.varies.V
+    assert V.min() >= 0
+    assert np.abs(V.sum(axis=1) - 1).max() < 1e-6 and np.abs(V.sum(axis=2) - 1).max() < 1e-6
+    assert found.varies.holds["V doubly stochastic"]
+    assert found.verify() < found.precision
+
+
+def test_an_explicit_precision_must_be_a_small_positive_number() -> None:
+    target = libraries.hyper_connections_mhc()
+    with pytest.raises(ExtractionError, match=r"precision=0\.5"):
+        extract(
+            target.module, *target.args, fields=target.fields, streams=target.streams, precision=0.5
+        )
 
 
 def test_fractional_connections_mix_feature_fractions() -> None:
     # Each fraction of the feature axis has its own weights (initialised so that the branch
     # reads fraction 0 twice): no combination of whole states with one coefficient each.
-    with pytest.raises(ExtractionError, match="split_fracs"):
+    with pytest.raises(ExtractionError, match=r"cut into 2 fractions.*num_fracs=2"):
         libraries.hyper_connections_fractional().extract()

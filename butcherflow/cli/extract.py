@@ -84,5 +84,5 @@ def cmd_extract(args: argparse.Namespace) -> int:
         print(to_markdown(found, difference))
     else:
         title = f"{target.title}\n\n" if target.title else ""
-        print(f"{title}{found}\n\n{round_trip_line(difference)}")
+        print(f"{title}{found}\n\n{round_trip_line(difference, found.precision)}")
     return 0

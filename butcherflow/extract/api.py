@@ -17,6 +17,7 @@ from .declare import declare
 from .probe import (
     Probe,
     Run,
+    computes_below_float64,
     module_name,
     parse_fields,
     read,
@@ -26,7 +27,7 @@ from .probe import (
 )
 from .probe import to_float64 as float64
 from .result import Extracted, Session, variation
-from .solve import Fit, fit
+from .solve import FLOAT32_PRECISION, Fit, fit, fraction_count, reading_precision
 from .streams import Streams, check_streams, tokens
 
 ROWS_PER_UNKNOWN = 8
@@ -40,6 +41,7 @@ def extract(
     frozen: Sequence[str] = (),
     runs: int = 2,
     seed: int = 0,
+    precision: float | None = None,
     **kwargs: Any,
 ) -> Extracted:
     """Read the integrator `module(*args, **kwargs)` computes.
@@ -60,6 +62,11 @@ def extract(
       module's input, so the per-token coefficients at that input are read.
     - `runs`: probe runs (each with fresh random field values).
     - `seed`: of the random field values.
+    - `precision`: the relative precision the module computes to, when below float64 (1e-6
+      for float32). None: float64, or float32 when the fit's residual is at float32 round-off
+      (a module that casts to float32 itself, as mHC). The coefficients are then read to it
+      and declared numeric at it (a condition its digits cannot decide is undetermined), and
+      `verify()` is within it.
 
     **Returns:** an `Extracted` (`.method`, `.report`, `.varies`, `.verify()`, `.rewire()`).
 
@@ -67,7 +74,7 @@ def extract(
     """
     state = next((a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)), None)
     with small_on_one_thread(state):
-        return _extract(module, args, kwargs, fields, streams, frozen, runs, seed)
+        return _extract(module, args, kwargs, fields, streams, frozen, runs, seed, precision)
 
 
 def _extract(
@@ -79,6 +86,7 @@ def _extract(
     frozen: Sequence[str],
     runs: int,
     seed: int,
+    precision: float | None,
 ) -> Extracted:
     who = module_name(module)
     if not isinstance(module, nn.Module):
@@ -116,13 +124,22 @@ def _extract(
     runs = _runs_needed(runs, len(reference.labels), state, streams)
     probes = [once(state, probing=True) for _ in range(runs)]
     found = _fit(probes, [state] * runs, streams, who)
-    _explain_break(found, probes[0], who, frozen)
+    precision = reading_precision(
+        found, precision, who, lambda: computes_below_float64(lambda: once(state, probing=False))
+    )
+    if found.broken(precision) is not None:
+        _refuse_fractions(fraction_count(probes, [state] * runs, streams, precision), who)
+    _explain_break(found, probes[0], who, frozen, precision)
     starts = [
         torch.randn(state.shape, dtype=state.dtype, generator=probe.generator) for _ in range(runs)
     ]
     moved = [once(x, probing=True) for x in starts]
     elsewhere = fit(moved, starts, streams)
-    state_dependent = bool(frozen) or elsewhere.broken() is not None or not elsewhere.same_as(found)
+    state_dependent = (
+        bool(frozen)
+        or elsewhere.broken(precision) is not None
+        or not elsewhere.same_as(found, precision)
+    )
     if not found.determined.all():
         if state_dependent or not elsewhere.determined.all():
             raise ExtractionError(
@@ -132,9 +149,13 @@ def _extract(
                 "the state; pass a state whose streams differ and are non-zero at every token"
             )
         found = found.filled(elsewhere)
-    varies = variation(found, state_dependent)
+    varies = variation(found, state_dependent, precision)
     first = (found.U[0], found.A[0], found.B[0], found.V[0])
-    declared = declare(*first, labels=found.labels, name=who)
+    declared = declare(*first, labels=found.labels, name=who, precision=precision)
+    if precision is not None:
+        declared = dataclasses.replace(
+            declared, notes=(*declared.notes, _precision_note(found, precision))
+        )
     if varies:
         how = ", ".join(
             w for w, on in (("per token", varies.token), ("with the state", varies.state)) if on
@@ -170,6 +191,16 @@ def _extract(
         fit=found,
         streams=streams,
         session=session,
+    )
+
+
+def _precision_note(found: Fit, precision: float) -> str:
+    worst = float(found.residual.max(initial=0.0))
+    below = "float32" if precision == FLOAT32_PRECISION else "below float64"
+    return (
+        f"the module computes in {below} (relative residual {worst:.2g} of the float64 "
+        f"fit): coefficients read to {precision:g}, declared with precision = {precision:g}, "
+        f"and verify() is within {precision:g}"
     )
 
 
@@ -217,10 +248,27 @@ def _fit(runs: Sequence[Run], states: Sequence[Tensor], streams: Streams, who: s
     return fit(runs, states, streams)
 
 
-def _explain_break(found: Fit, run: Run, who: str, frozen: Sequence[str]) -> None:
+def _refuse_fractions(fractions: int | None, who: str) -> None:
+    """Refuse, in one line, a module whose combinations are per fraction of the feature axis."""
+    if fractions is None:
+        return
+    raise ExtractionError(
+        f"{who}: the feature axis is cut into {fractions} fractions, and every fraction of the "
+        "branch input and of the output is a combination of the fractions of the state and of "
+        "the field value, each fraction with its own coefficients (frac-connections, as "
+        f"hyper_connections' num_fracs={fractions}, arXiv:2503.14125); a butcherflow "
+        "declaration combines whole states with one coefficient each, and a field reading "
+        f"{fractions} combinations at once is no stage of one: only a module with one fraction "
+        "(num_fracs=1) is an integrator butcherflow declares"
+    )
+
+
+def _explain_break(
+    found: Fit, run: Run, who: str, frozen: Sequence[str], precision: float | None
+) -> None:
     """Refuse, in one line naming where, a module whose stages or output are not linear
     combinations of the state and the field values."""
-    target = found.broken()
+    target = found.broken(precision)
     if target is None:
         return
     s = found.stages

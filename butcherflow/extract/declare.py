@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import ExtractionError
 from ..methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, Splitting
-from .solve import FIXED_TOLERANCE, all_exact, entries, recognise
+from .solve import all_exact, entries, fixed_tolerance, recognise
 
 NUMERIC_DIGITS = 14  # significant digits of a coefficient the fit cannot read as a rational
 
@@ -41,6 +41,9 @@ class Declared:
     - `stage_fields`: per stage (call) of the declaration, its field.
     - `exact`: every coefficient is a small-denominator rational.
     - `notes`: what the reader should know.
+    - `precision`: the relative precision the coefficients were read to when the module
+      computes below float64 (float32: 1e-6), declared as the method's `precision`; None for
+      float64.
     """
 
     method: Method
@@ -48,25 +51,33 @@ class Declared:
     stage_fields: tuple[str, ...]
     exact: bool
     notes: tuple[str, ...]
+    precision: float | None = None
 
 
-def _close(a: np.ndarray, b: np.ndarray) -> bool:
-    return bool(np.allclose(a, b, rtol=FIXED_TOLERANCE, atol=FIXED_TOLERANCE))
+def _close(a: np.ndarray, b: np.ndarray, precision: float | None = None) -> bool:
+    tol = fixed_tolerance(precision)
+    return bool(np.allclose(a, b, rtol=tol, atol=tol))
 
 
-def _parallel(U: np.ndarray, A: np.ndarray, B: np.ndarray, i: int, j: int) -> bool:
+def _parallel(
+    U: np.ndarray, A: np.ndarray, B: np.ndarray, i: int, j: int, precision: float | None
+) -> bool:
     """Calls i and j read the same stage value and are weighted alike everywhere after."""
     later = slice(j + 1, None)
     return (
-        _close(U[i], U[j])
-        and _close(A[i], A[j])
-        and _close(A[later, i], A[later, j])
-        and _close(B[:, i], B[:, j])
+        _close(U[i], U[j], precision)
+        and _close(A[i], A[j], precision)
+        and _close(A[later, i], A[later, j], precision)
+        and _close(B[:, i], B[:, j], precision)
     )
 
 
 def group_calls(
-    U: np.ndarray, A: np.ndarray, B: np.ndarray, labels: Sequence[str]
+    U: np.ndarray,
+    A: np.ndarray,
+    B: np.ndarray,
+    labels: Sequence[str],
+    precision: float | None = None,
 ) -> list[list[int]]:
     """Runs of adjacent calls of distinct fields that are parallel (`_parallel`)."""
     groups: list[list[int]] = []
@@ -75,7 +86,7 @@ def group_calls(
         if (
             head is not None
             and labels[j] not in {labels[i] for i in head}
-            and all(_parallel(U, A, B, i, j) for i in head)
+            and all(_parallel(U, A, B, i, j, precision) for i in head)
         ):
             head.append(j)
         else:
@@ -87,12 +98,23 @@ def _text(x: Fraction | float) -> str:
     return str(x) if isinstance(x, Fraction) else format(x, f".{NUMERIC_DIGITS - 1}e")
 
 
-def _rows(m: np.ndarray) -> list[list[str]]:
-    return [[_text(x) for x in row] for row in entries(m)]
+def _rows(m: np.ndarray, precision: float | None = None) -> list[list[str]]:
+    return [[_text(x) for x in row] for row in entries(m, precision)]
+
+
+def precision_text(precision: float | None) -> str | None:
+    """The declaration's `precision` for coefficients read to `precision` (None: float64)."""
+    return None if precision is None else format(precision, "g")
 
 
 def declare(
-    U: np.ndarray, A: np.ndarray, B: np.ndarray, V: np.ndarray, labels: Sequence[str], name: str
+    U: np.ndarray,
+    A: np.ndarray,
+    B: np.ndarray,
+    V: np.ndarray,
+    labels: Sequence[str],
+    name: str,
+    precision: float | None = None,
 ) -> Declared:
     """The declaration of fixed coefficients (one token's).
 
@@ -101,15 +123,17 @@ def declare(
     - `U` `(s, r)`, `A` `(s, s)`, `B` `(r, s)`, `V` `(r, r)`: the combination.
     - `labels`: the field of each of the s calls.
     - `name`: the module's name, for the declaration and messages.
+    - `precision`: the relative precision the coefficients were read to (None: float64); the
+      declaration is numeric at it.
 
     **Returns:** a `Declared`; raises `ExtractionError` for distinct fields in an arrangement
     no family holds.
     """
-    groups = group_calls(U, A, B, labels)
+    groups = group_calls(U, A, B, labels, precision)
     heads = [g[0] for g in groups]
     U, A, B = U[heads], A[np.ix_(heads, heads)], B[:, heads]
     names = ["_".join(labels[i] for i in g) for g in groups]
-    exact = all(all_exact(entries(m)) for m in (U, A, B, V))
+    exact = all(all_exact(entries(m, precision)) for m in (U, A, B, V))
     notes = []
     summed = {n: tuple(labels[i] for i in g) for n, g in zip(names, groups, strict=True)}
     for parts in summed.values():
@@ -120,26 +144,41 @@ def declare(
             )
     r, distinct = V.shape[0], list(dict.fromkeys(names))
     if r == 1 and len(distinct) == 1:
-        if _close(U, np.ones_like(U)) and _close(V, np.ones_like(V)):
-            method: Method = ButcherTableau(_rows(A), _rows(B)[0], name=f"{name}-extracted")
+        if _close(U, np.ones_like(U), precision) and _close(V, np.ones_like(V), precision):
+            method: Method = ButcherTableau(
+                _rows(A, precision),
+                _rows(B, precision)[0],
+                name=f"{name}-extracted",
+                precision=precision_text(precision),
+            )
         else:
-            method = glm(U, A, B, V, f"{name}-extracted")
+            method = glm(U, A, B, V, f"{name}-extracted", precision)
             notes.append("the stages or the output scale the state: a general linear method")
-        return Declared(
-            method, {"F": summed[distinct[0]]}, ("F",) * len(names), exact, tuple(notes)
-        )
+        fields = {"F": summed[distinct[0]]}
+        return Declared(method, fields, ("F",) * len(names), exact, tuple(notes), precision)
     if r == 1:
         b = B[0]
-        sequential = all(_close(A[i, :i], b[:i]) for i in range(len(names)))
-        consistent = _close(U, np.ones_like(U)) and _close(V, np.ones_like(V))
+        sequential = all(_close(A[i, :i], b[:i], precision) for i in range(len(names)))
+        consistent = _close(U, np.ones_like(U), precision) and _close(V, np.ones_like(V), precision)
         if consistent and sequential:
             scale = float(np.abs(b).max())
-            steps = [(n, _text(recognise(float(c), scale))) for n, c in zip(names, b, strict=True)]
-            method = Splitting(steps, substep="euler", name=f"{name}-extracted")
-            return Declared(
-                method, {n: summed[n] for n in distinct}, tuple(names), exact, tuple(notes)
+            steps = [
+                (n, _text(recognise(float(c), scale, precision)))
+                for n, c in zip(names, b, strict=True)
+            ]
+            method = Splitting(
+                steps,
+                substep="euler",
+                name=f"{name}-extracted",
+                precision=precision_text(precision),
             )
-        stack = _multistep(A, b, name) if consistent and len(distinct) == len(names) else None
+            layers = {n: summed[n] for n in distinct}
+            return Declared(method, layers, tuple(names), exact, tuple(notes), precision)
+        stack = (
+            _multistep(A, b, name, precision)
+            if consistent and len(distinct) == len(names)
+            else None
+        )
         if stack is not None:
             notes.append(
                 f"a stack across depth: call n evaluates field {names[0]}, ..., "
@@ -147,27 +186,32 @@ def declare(
                 "starter of bf.compile_stack)"
             )
             layers = {n: summed[n] for n in distinct}
-            return Declared(stack, layers, tuple(names), exact, tuple(notes))
+            return Declared(stack, layers, tuple(names), exact, tuple(notes), precision)
         raise ExtractionError(
             f"{name}: fields {', '.join(distinct)} are combined as an additive method "
-            f"(stage coefficients {_rows(A)}, weights {_rows(B)[0]}, state {_rows(U)}), which "
+            f"(stage coefficients {_rows(A, precision)}, weights {_rows(B, precision)[0]}, "
+            f"state {_rows(U, precision)}), which "
             "no butcherflow family declares: neither sequential Euler steps (a splitting) nor "
             "parallel branches of equal weight (a summed field)"
         )
-    method = glm(U, A, B, V, f"{name}-extracted")
+    method = glm(U, A, B, V, f"{name}-extracted", precision)
     if len(distinct) > 1:
         notes.append(
             f"stages evaluate distinct fields ({', '.join(names)}): the report proves the "
             "general linear method with one field f in every stage (the fields equal); with "
             "distinct fields it is an additive method, whose order is not proved here"
         )
-    return Declared(method, {n: summed[n] for n in distinct}, tuple(names), exact, tuple(notes))
+    return Declared(
+        method, {n: summed[n] for n in distinct}, tuple(names), exact, tuple(notes), precision
+    )
 
 
 MAX_STEPS = 4  # the longest history a stack is read as a multistep method with
 
 
-def _multistep(A: np.ndarray, b: np.ndarray, name: str) -> LinearMultistep | None:
+def _multistep(
+    A: np.ndarray, b: np.ndarray, name: str, precision: float | None
+) -> LinearMultistep | None:
     """A stack y_{m+1} = Σᵢ aᵢ y_{m−i} + Σᵢ cᵢ F_{m−i}(y_{m−i}) (i < k) with Euler starting
     layers, read from the rows of (A; b): the state before call m is x + Σⱼ Rₘⱼ Kⱼ. The
     smallest k ≤ `MAX_STEPS` whose recurrence holds exactly gives the k-step method
@@ -176,7 +220,7 @@ def _multistep(A: np.ndarray, b: np.ndarray, name: str) -> LinearMultistep | Non
     R = np.vstack([A, b[None, :]])  # R[m]: the state before call m (R[L]: the output)
     eye = np.eye(L)
     for k in range(2, min(MAX_STEPS, L - 1) + 1):
-        if not all(_close(R[m + 1], R[m] + eye[m]) for m in range(k - 1)):
+        if not all(_close(R[m + 1], R[m] + eye[m], precision) for m in range(k - 1)):
             continue  # the first k − 1 layers are Euler steps
         rows, rhs = [], []
         for m in range(k - 1, L):
@@ -186,16 +230,27 @@ def _multistep(A: np.ndarray, b: np.ndarray, name: str) -> LinearMultistep | Non
         if len(target) < 2 * k + 1 or np.linalg.matrix_rank(system) < 2 * k:
             continue
         solution, *_ = np.linalg.lstsq(system, target, rcond=None)
-        if not _close(system @ solution, target):
+        if not _close(system @ solution, target, precision):
             continue
         a, c = solution[:k], solution[k:]
         scale = float(np.abs(solution).max())
-        alpha = [_text(recognise(-float(a[k - 1 - j]), scale)) for j in range(k)] + ["1"]
-        beta = [_text(recognise(float(c[k - 1 - j]), scale)) for j in range(k)] + ["0"]
-        return LinearMultistep(alpha, beta, name=f"{name}-extracted")
+        alpha = [_text(recognise(-float(a[k - 1 - j]), scale, precision)) for j in range(k)] + ["1"]
+        beta = [_text(recognise(float(c[k - 1 - j]), scale, precision)) for j in range(k)] + ["0"]
+        return LinearMultistep(
+            alpha, beta, name=f"{name}-extracted", precision=precision_text(precision)
+        )
     return None
 
 
-def glm(U: np.ndarray, A: np.ndarray, B: np.ndarray, V: np.ndarray, name: str) -> GeneralLinear:
-    """The general linear method of coefficients (exact where recognised)."""
-    return GeneralLinear(_rows(A), _rows(U), _rows(B), _rows(V), name=name)
+def glm(
+    U: np.ndarray,
+    A: np.ndarray,
+    B: np.ndarray,
+    V: np.ndarray,
+    name: str,
+    precision: float | None = None,
+) -> GeneralLinear:
+    """The general linear method of coefficients (exact where recognised; numeric at
+    `precision` when the module computes below float64)."""
+    rows = [_rows(m, precision) for m in (A, U, B, V)]
+    return GeneralLinear(*rows, name=name, precision=precision_text(precision))

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, final
 
 import torch
 from torch import Tensor, nn
+from torch.overrides import TorchFunctionMode
 
 from ..errors import ExtractionError
 
@@ -384,3 +385,31 @@ def to_float64(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: to_float64(x) for k, x in value.items()}
     return value
+
+
+class _FloatTypes(TorchFunctionMode):
+    """Records the floating-point dtypes of the tensors torch functions compute from tensors
+    (factories such as `torch.empty` take their dtype from defaults, not from the data)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[torch.dtype] = set()
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        inputs = [*args, *(kwargs or {}).values()]
+        if any(isinstance(a, Tensor) for a in inputs):  # computed from tensors, not a factory
+            items = list(out) if isinstance(out, (tuple, list)) else [out]
+            self.seen.update(
+                t.dtype for t in items if isinstance(t, Tensor) and t.is_floating_point()
+            )
+        return out
+
+
+def computes_below_float64(call: Callable[[], Any]) -> bool:
+    """Whether `call()` (a forward on float64 inputs and weights) produces a floating-point
+    tensor narrower than float64 anywhere (a `.float()` cast, as mHC's mixing)."""
+    recorder = _FloatTypes()
+    with torch.no_grad(), recorder:
+        call()
+    return any(t.itemsize < 8 for t in recorder.seen)

@@ -10,11 +10,17 @@ from ..analysis.report import jsonable
 from .result import Extracted
 
 
-def round_trip_line(difference: float) -> str:
-    """One line saying what `verify()` measured."""
+def round_trip_line(difference: float, precision: float | None = None) -> str:
+    """One line saying what `verify()` measured (`precision`: `found.precision`, the precision
+    of a module that computes below float64, which bounds the difference)."""
+    at = (
+        "float64"
+        if precision is None
+        else f"within the module's precision {precision:g}: it computes below float64"
+    )
     return (
         "round trip: the declaration compiled on the module's own sub-modules reproduces its "
-        f"output to a relative difference of {difference:.2g} (float64)"
+        f"output to a relative difference of {difference:.2g} ({at})"
     )
 
 
@@ -25,4 +31,4 @@ def to_json(found: Extracted, difference: float) -> str:
 
 def to_markdown(found: Extracted, difference: float) -> str:
     """`found.to_markdown()` with the round trip as its last line."""
-    return found.to_markdown().rstrip() + f"\n\n{round_trip_line(difference)}\n"
+    return found.to_markdown().rstrip() + f"\n\n{round_trip_line(difference, found.precision)}\n"

@@ -21,7 +21,14 @@ from .declare import NUMERIC_DIGITS, Declared, glm
 from .evaluate import evaluate_glm
 from .fields import ChainField, SumField
 from .probe import Call, Chain, small_on_one_thread
-from .solve import EXACT_TOLERANCE, MAX_DENOMINATOR, RESIDUAL_TOLERANCE, Fit
+from .solve import (
+    EXACT_TOLERANCE,
+    FLOAT32_PRECISION,
+    MAX_DENOMINATOR,
+    Fit,
+    fixed_tolerance,
+    residual_tolerance,
+)
 from .streams import Streams
 
 if TYPE_CHECKING:
@@ -41,7 +48,8 @@ class Variation:
     - `U`, `A`, `B`, `V`: the per-token coefficients at the module's input, `(T, ...)`.
     - `ranges`: per matrix, the smallest and largest entry over the tokens.
     - `holds`: properties, each True when it holds at every token (within
-      `PROPERTY_TOLERANCE`): `"U 1 = 1"` (each stage reads y when all streams are y),
+      `PROPERTY_TOLERANCE`, or the precision of a module computing below float64):
+      `"U 1 = 1"` (each stage reads y when all streams are y),
       `"V 1 = 1"` (preconsistency with every input a copy of y), `"V doubly stochastic"`,
       `"V power-bounded"` (‖V‖∞ ≤ 1 or spectral radius < 1); with one stream also
       `"Σ b = 1"` when every call is of one field (a Runge-Kutta step's consistency).
@@ -64,8 +72,10 @@ class Variation:
         return self.token or self.state
 
 
-def variation(fit: Fit, state_dependent: bool) -> Variation:
-    """The `Variation` of a fit at the module's input."""
+def variation(fit: Fit, state_dependent: bool, precision: float | None = None) -> Variation:
+    """The `Variation` of a fit at the module's input (properties judged within
+    `PROPERTY_TOLERANCE`, or the reading `precision` of a module below float64)."""
+    tol = PROPERTY_TOLERANCE if precision is None else precision
     ones_r = np.ones(fit.streams)
     tokens = fit.V.shape[0]
     U_sum = np.abs(fit.U @ ones_r - 1).max(axis=1) if fit.stages else np.zeros(tokens)
@@ -79,11 +89,11 @@ def variation(fit: Fit, state_dependent: bool) -> Variation:
         "U 1 = 1": U_sum,
         "V 1 = 1": V_rows,
         "V doubly stochastic": np.maximum(np.maximum(V_rows, V_cols), negative),
-        "V power-bounded": np.minimum(inf_norm - 1, radius - 1 + 2 * PROPERTY_TOLERANCE),
+        "V power-bounded": np.minimum(inf_norm - 1, radius - 1 + 2 * tol),
     }
     if fit.streams == 1 and len(set(fit.labels)) == 1:  # one field: Runge-Kutta consistency
         violation["Σ b = 1"] = np.abs(fit.B.sum(axis=(1, 2)) - 1)
-    at_token = {k: v <= PROPERTY_TOLERANCE for k, v in violation.items()}
+    at_token = {k: v <= tol for k, v in violation.items()}
     worst = {k: float(v.max()) for k, v in violation.items()}
     holds = {k: bool(v.all()) for k, v in at_token.items()}
     ranges = {
@@ -91,7 +101,7 @@ def variation(fit: Fit, state_dependent: bool) -> Variation:
         for k, m in (("U", fit.U), ("A", fit.A), ("B", fit.B), ("V", fit.V))
     }
     return Variation(
-        token=fit.spread() > 1e-9,
+        token=fit.spread() > fixed_tolerance(precision),
         state=state_dependent,
         U=fit.U,
         A=fit.A,
@@ -158,6 +168,12 @@ class Extracted:
     def notes(self) -> tuple[str, ...]:
         return self.declared.notes
 
+    @property
+    def precision(self) -> float | None:
+        """The relative precision the coefficients were read to when the module computes
+        below float64 (float32: 1e-6), which bounds `verify()`; None for float64."""
+        return self.declared.precision
+
     def field_modules(self, work: bool = True) -> dict[str, ChainField]:
         """Each field as a `ChainField` on the module's own members, called as recorded
         (`work`: on the float64 copy extraction ran on, else on the user's module)."""
@@ -181,8 +197,10 @@ class Extracted:
         the same inputs, and compare with the module's output.
 
         **Returns:** the largest relative difference, max |out − ref| / max |ref| (float64
-        round-off, ~1e-15, when the extraction is right). Tableaux and splittings compile with
-        `bf.compile`, a multistep stack with `bf.compile_stack`; a general linear method over
+        round-off, ~1e-15, when the extraction is right; within `precision` for a module that
+        computes below float64, whose output carries its own round-off). Tableaux and
+        splittings compile with `bf.compile`, a multistep stack with `bf.compile_stack`; a
+        general linear method over
         one layer's streams (the stack compiler adds a read-in and a read-out), and coefficients
         that vary per token, run through `evaluate.evaluate_glm` (the same equations per token).
         """
@@ -220,7 +238,8 @@ class Extracted:
         **Returns:** a numeric `GeneralLinear` (prove it with `bf.check`).
         """
         f = self.fit
-        return glm(f.U[token], f.A[token], f.B[token], f.V[token], f"{self.module}-token-{token}")
+        name, p = f"{self.module}-token-{token}", self.precision
+        return glm(f.U[token], f.A[token], f.B[token], f.V[token], name, p)
 
     def rewire(self, method: Method, field: str | None = None) -> Rewired:
         """A module computing `method` on this module's own sub-modules (see `rewire.rewire`)."""
@@ -245,6 +264,7 @@ class Extracted:
             "declaration": self.method.to_table(),
             "coefficients": self._precision(),
             "exact": self.declared.exact,
+            "precision": self.precision,
             "varies": varies,
             "notes": list(self.notes),
             "report": json.loads(self.report.to_json()),
@@ -284,11 +304,18 @@ class Extracted:
         return "\n".join(lines)
 
     def _precision(self) -> str:
+        p = self.precision
         fit = (
-            f"float64 least squares per token, relative residual <= {RESIDUAL_TOLERANCE:g}; a "
-            f"rational p/q (q <= {MAX_DENOMINATOR}) is taken within "
-            f"{EXACT_TOLERANCE:g}·max(1, |c|) of the fit"
+            f"float64 least squares per token, relative residual <= {residual_tolerance(p):g}; "
+            f"a rational p/q (q <= {MAX_DENOMINATOR}) is taken within "
+            f"{EXACT_TOLERANCE if p is None else p:g}·max(1, |c|) of the fit"
         )
+        if p is not None:
+            below = "float32" if p == FLOAT32_PRECISION else "below float64"
+            return (
+                f"the module computes in {below}: coefficients read to {p:g}, declared with "
+                f"precision = {p:g} ({fit})"
+            )
         if self.declared.exact:
             return f"exact ({fit})"
         return f"rationals where recognised, the others numeric to {NUMERIC_DIGITS} digits ({fit})"

@@ -126,11 +126,14 @@ FINDINGS: dict[str, tuple[str, ...]] = {
     ),
     "hc-mhc": (
         f"mHC computes in float32 whatever its input (`normed.float()`, `residuals.float()`, "
-        f"{MHC_FILE} L359, L410): its output is no float64-exact combination (relative residual "
-        "~6e-8) and `bf.extract` refuses to read it as one. Its Sinkhorn ends with a "
-        "normalisation over the output streams (L57–L59): every column of V sums to 1 exactly "
-        "and the rows only to the Sinkhorn tolerance, so V 1 = 1 (preconsistency) holds only "
-        "approximately; ‖V‖₁ = 1 keeps V power-bounded. As initialised, the read weights are "
+        f"{MHC_FILE} L359, L410): its output is a combination of the state and the branch "
+        "only to float32 round-off (relative residual ~6e-8), so `bf.extract` reads the "
+        "coefficients to 1e-6 and declares them numeric with `precision = 1e-6` (a condition "
+        "those digits cannot decide is undetermined, never met). Its 20 Sinkhorn iterations "
+        "(L57–L59) leave V doubly stochastic at every token within that precision (worst "
+        "row or column sum off by ~2e-7), so V 1 = 1 and ‖V‖ ≤ 1 hold to 1e-6 and V is "
+        "power-bounded; U 1 ≠ 1 (sigmoid read weights), so the block is not preconsistent "
+        "(order 0 at every token). As initialised, the read weights are "
         "σ(1) ≈ 0.73 on one stream and σ(0) = ½ on the others (U 1 ≈ 2.23: the branch reads "
         "2.23·y), and the write weights 2σ(1) ≈ 1.46.",
     ),
@@ -140,7 +143,13 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         "fraction-major (`split_fracs`, L297): as initialised with one stream and two "
         "fractions, the branch reads fraction 0 twice and never fraction 1; with four streams, "
         "fraction 0 moves one stream along (stream 0's is duplicated, stream 3's dropped). "
-        "Coefficients per feature fraction are no combination of whole states: refused.",
+        "What it computes: with the feature axis cut into m fractions, fraction j of the "
+        "branch input is its own combination of the fractions of the streams, and fraction j "
+        "of each output stream a combination of the stream fractions plus β_j times fraction "
+        "j of the branch output. `bf.extract` finds exactly that (a per-fraction fit of the "
+        "feature axis) and refuses: a butcherflow declaration combines whole states with one "
+        "coefficient each, and a branch reading m different combinations at once is no stage "
+        "of a general linear method over fraction streams either.",
     ),
 }
 
@@ -183,7 +192,7 @@ def entry(target: LibraryTarget, pinned: str) -> tuple[list[str], list[str]]:
         fields = ", ".join(f"`{n}` = `{' → '.join(p)}`" for n, p in found.fields.items())
         lines += [
             f"- fields: {fields}",
-            f"- `bf.check`: {verdict_text}; {round_trip_line(difference)}",
+            f"- `bf.check`: {verdict_text}; {round_trip_line(difference, found.precision)}",
             "",
             *fence(declaration_text(found.method), "toml").splitlines(),
         ]
