@@ -111,6 +111,18 @@ def test_deepseek_v4_without_frozen_readers_is_refused_with_the_hint() -> None:
         target.extract()
 
 
+def test_a_layer_called_with_a_kv_cache_is_refused_naming_use_cache() -> None:
+    """The probe runs call the layer several times: a cache it is given would grow each time
+    (the second run attends to twice the keys), so it is refused before any run."""
+    model = libraries.hf_model("llama")
+    layer = model.model.layers[1]
+    args, kwargs = libraries.layer_call(model, layer, input_ids=libraries.hf_ids(), use_cache=True)
+    with pytest.raises(
+        bf.ExtractionError, match=r"gets a cache \(\w+=DynamicCache\).*use_cache=False"
+    ):
+        bf.extract(layer, *args, fields=libraries.LLAMA_FIELDS, **kwargs)
+
+
 def _llama_layers_extracted() -> tuple[nn.Module, list[bf.Extracted], torch.Tensor]:
     model, ids = libraries.hf_model("llama"), libraries.hf_ids()
     found = []

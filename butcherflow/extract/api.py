@@ -15,6 +15,7 @@ from ..analysis import check
 from ..errors import ExtractionError
 from .declare import declare
 from .probe import (
+    CACHE_KEYWORDS,
     Probe,
     Run,
     computes_below_float64,
@@ -94,6 +95,7 @@ def _extract(
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ExtractionError(f"{who}: runs={runs!r}; valid: a positive number of probe runs")
     _require_eval(module, who)
+    _refuse_cache(kwargs, who)
     work = copy.deepcopy(module).to(torch.float64)
     call_args, call_kwargs = float64(args), float64(kwargs)
     chains = parse_fields(work, fields)
@@ -211,6 +213,18 @@ def _runs_needed(runs: int, calls: int, state: Tensor, streams: Streams) -> int:
     x = tokens(state, streams)
     unknowns = x.shape[1] + calls
     return max(runs, math.ceil(ROWS_PER_UNKNOWN * unknowns / x.shape[2]))
+
+
+def _refuse_cache(kwargs: dict[str, Any], who: str) -> None:
+    """Extraction calls the layer several times with the same arguments: a KV cache among
+    them would grow with each call (the second run then attends to twice the keys)."""
+    for key in CACHE_KEYWORDS:
+        if kwargs.get(key) is not None:
+            raise ExtractionError(
+                f"{who} gets a cache ({key}={type(kwargs[key]).__name__}), which grows with "
+                "every call, and extraction calls it several times; call it (or its model, "
+                "to capture the layer's arguments) with use_cache=False"
+            )
 
 
 def _require_eval(module: nn.Module, who: str) -> None:

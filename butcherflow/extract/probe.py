@@ -23,6 +23,10 @@ from torch.overrides import TorchFunctionMode
 
 from ..errors import ExtractionError
 
+# Keywords under which a layer gets a KV cache: it grows with every call, so a layer called
+# more than once per step with it (extraction's probe runs, a rewired field run twice) breaks
+CACHE_KEYWORDS = ("cache", "past_key_value", "past_key_values", "layer_past")
+
 # Where a call's tensor input sits: ("arg", position) or ("kw", keyword).
 Where = tuple[str, Any]
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")

@@ -24,14 +24,22 @@ from ..methods import ButcherTableau, GeneralLinear, Method, Splitting
 from ..nn import Context, Field
 from .evaluate import evaluate_glm
 from .fields import ChainField, SumField
-from .probe import Call, Where, first_output, read, replace_input, tensor_input, with_output
+from .probe import (
+    CACHE_KEYWORDS,
+    Call,
+    Where,
+    first_output,
+    read,
+    replace_input,
+    tensor_input,
+    with_output,
+)
 from .streams import Streams, stage_shape, stream_count
 
 if TYPE_CHECKING:
     from .result import Extracted
 
 _PLAIN = (type(None), bool, int, float, str)
-_CACHES = ("cache", "past_key_value", "past_key_values", "layer_past")
 # Where a member's argument comes from: ("arg", i) / ("kw", name) of the layer call, or a
 # constant ("const", value).
 Source = tuple[str, Any]
@@ -93,7 +101,7 @@ class Binding:
     def cache(self, args: tuple, kwargs: Mapping[str, Any]) -> str | None:
         """The keyword of a non-empty cache this member gets in the call, if any."""
         bound = self.call(args, kwargs).kwargs
-        return next((k for k in _CACHES if bound.get(k) is not None), None)
+        return next((k for k in CACHE_KEYWORDS if bound.get(k) is not None), None)
 
 
 class LayerField(Field):
