@@ -65,8 +65,9 @@ def linked(names: Iterable[str]) -> set[str]:
     """`names` with the catalog entries their gallery pages link to: the methods the recipes use,
     and an adaptive continuous entry's tableau."""
     entries = set(names)
-    for recipe in recipe_names():
-        for side in (bf.load_recipe(recipe).encoder, bf.load_recipe(recipe).decoder):
+    for name in recipe_names():
+        recipe = bf.load_recipe(name)
+        for side in (recipe.encoder, recipe.decoder):
             if side is not None and side.method in bf.catalog:
                 entries.add(side.method)
     for name in list(entries):

@@ -48,6 +48,10 @@ class Deadline:
         """No deadline: for analyses run outside a report (tests, one-off calls)."""
         return cls(math.inf, math.inf)
 
+    def left(self) -> float:
+        """Seconds until the deadline (0 once it has passed; inf for `never`)."""
+        return max(self.at - time.monotonic(), 0.0)
+
     def passed(self) -> bool:
         """True once the instant is behind us."""
         return time.monotonic() > self.at

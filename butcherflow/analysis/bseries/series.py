@@ -10,7 +10,6 @@ for families), the domain the order proof already uses (`weights.WeightTable`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, final
 
@@ -22,7 +21,7 @@ from ...errors import AnalysisError
 from ...methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, Splitting, catalog
 from ...methods.entries.balls import ball
 from ...methods.entries.precision import working_precision
-from ..budget import DEFAULT_TIME_BUDGET
+from ..budget import DEFAULT_TIME_BUDGET, Deadline
 from ..exact.number_field import NumberField
 from ..exact.trees import PLAIN, Tree, TreeFamily
 from ..exact.weights import WeightTable, entries_in_field
@@ -248,9 +247,9 @@ def tableau_series(
     """
     field, A, b = entries_in_field(tableau)
     table = WeightTable(PLAIN, {"y": A}, {"y": b}, domain=field)
-    deadline = time.monotonic() + time_budget
+    deadline = Deadline.after(time_budget)
     for k in range(1, order + 1):
-        if time.monotonic() > deadline:
+        if deadline.passed():
             raise AnalysisError(
                 f"{tableau.name}: the B-series to order {order} did not fit the time budget of "
                 f"{time_budget:g} s; it reached order {k - 1} ({len(list(PLAIN.up_to(k - 1)))} "

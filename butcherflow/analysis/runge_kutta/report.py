@@ -135,7 +135,7 @@ class RungeKuttaReport(Report):
                 f"softmax weights sum to 1 for every token: proved with {symbol} = {value}."
             )
         # the geometric rows, computed when first read, get what is left of the budget
-        self._geometry_budget = max(deadline.at - time.monotonic(), 0.0)
+        self._geometry_budget = deadline.left()
         self.seconds = time.perf_counter() - start
 
     def _open_up_to(self) -> int:
