@@ -41,7 +41,7 @@ test-slow: $(STAMP)
 # without CUDA every one of them is skipped. `bash docs/gpu/run.sh test` runs it on a bare GPU
 # machine (docs/benchmarks.md, "On the GPU").
 test-gpu: $(STAMP)
-	$(PY) -m pytest -m cuda -rs
+	$(PY) -m pytest tests/test_gpu.py -m cuda -rs -v -n 4
 
 # The main job: prove the catalog, train gated RK2 on the Bible (German -> English) for
 # DEMO_UPDATES updates, show three test verses and the test BLEU. Budgeted in updates, the demo

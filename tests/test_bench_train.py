@@ -196,6 +196,35 @@ def test_the_section_has_flops_mfu_and_memory_and_compiled_vs_eager(
     assert "kept" in text  # the other section stays
 
 
+def test_every_timed_batch_was_seen_by_its_model_before_the_timing(
+    benchmarks_md: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shape-keyed caches (cuDNN attention graphs, a dynamic compiled graph) must be warm for
+    every model, not only for whichever model met a batch's shapes first in a turn."""
+    import butcherflow.bench.train as bench
+
+    calls: list[tuple[int, tuple[int, ...]]] = []
+    real = bench.forward_backward
+
+    def spy(model: torch.nn.Module, batches: list[Batch], **kwargs: object) -> tuple[float, float]:
+        calls.append((id(model), tuple(batches[0].prev_output.shape)))
+        return real(model, batches, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bench, "forward_backward", spy)
+    run_train_bench(
+        str(benchmarks_md),
+        "butcherflow bench train (test)",
+        data=f"{TINY}:de-en",
+        recipes=("transformer-small",),
+        vocab_size=200,
+        max_tokens=512,
+        updates=3,
+        sizes={"d_model": 32, "n_heads": 2, "d_ffn": 64, "encoder_layers": 1, "decoder_layers": 1},
+    )
+    half = len(calls) // 2  # the default: one untimed pass, then the timed one
+    assert len(calls) == 2 * 3 * 2 and sorted(calls[:half]) == sorted(calls[half:])
+
+
 def test_bench_train_refuses_unknown_sizes_and_eager_without_compile(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

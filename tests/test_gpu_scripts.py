@@ -153,7 +153,7 @@ def test_merge_puts_every_returned_file_in_its_place(tmp_path: Path) -> None:
 
 # --- run.sh quick: the headline figures in one bounded command -----------------------------------
 
-QUICK_STEPS = ["test-gpu", "train-transformer-base", "train-ode-transformer-rk2-gated", "beam"]
+QUICK_STEPS = ["test-gpu", "train-eager", "train-transformer-base", "beam"]
 QUICK_MINUTES = 8  # issue 28: set-up included, on a bare H100
 SETUP_SECONDS = 10  # the set-up: one import of torch and butcherflow
 
@@ -188,19 +188,22 @@ def test_quick_has_its_steps_each_a_command_the_cli_has(carried: Path, tmp_path:
         assert args.command == "bench" and args.device == "cuda"
         if args.what == "train":
             assert args.precision == "bf16" and args.sizes == "base"
-            assert args.compile and args.compare_eager and args.max_tokens >= 16384
-            assert args.profile == str(out / "profile")
-            recipes += args.recipes
+            assert args.max_tokens >= 16384 and args.compare_eager == args.compile
+            recipes.append((args.compile, args.recipes))
             for recipe in args.recipes:
                 load_recipe(recipe)
-    assert recipes == ["transformer-base", "ode-transformer-rk2-gated"]
+    assert build_parser().parse_args(trains[0][3:]).profile == str(out / "profile")
+    assert recipes == [
+        (False, ["transformer-base", "ode-transformer-rk2-gated"]),
+        (True, ["transformer-base"]),
+    ]
     assert build_parser().parse_args(beam[3:]).what == "beam"
 
 
 def test_quick_runs_every_step_when_one_fails_and_one_overruns(
     carried: Path, tmp_path: Path
 ) -> None:
-    """With stand-ins for python3 and make: the first training bench fails, the beam bench
+    """With stand-ins for python3 and make: the compiled training bench fails, the beam bench
     outlives its limit; every step still runs, quick.txt says what became of each, and the
     log of every step stays in $OUT."""
     bin_dir = tmp_path / "bin"
@@ -210,7 +213,7 @@ def test_quick_runs_every_step_when_one_fails_and_one_overruns(
         "#!/usr/bin/env bash\n"
         'if [ "$1" = - ]; then cat >/dev/null; echo "fake GPU"; exit 0; fi\n'
         'case "$*" in\n'
-        '  *transformer-base*) echo "CUDA out of memory" >&2; exit 1 ;;\n'
+        '  *--compile*) echo "CUDA out of memory" >&2; exit 1 ;;\n'
         '  *"bench beam"*) exec sleep 30 ;;\n'
         '  *) echo "bench $*" ;;\n'
         "esac\n"
@@ -232,7 +235,7 @@ def test_quick_runs_every_step_when_one_fails_and_one_overruns(
     assert list(outcomes) == QUICK_STEPS
     assert outcomes["test-gpu"].startswith("done")
     assert outcomes["train-transformer-base"].startswith("failed (exit 1)")
-    assert outcomes["train-ode-transformer-rk2-gated"].startswith("done")
+    assert outcomes["train-eager"].startswith("done")
     assert outcomes["beam"].startswith("stopped at its limit")
     assert "CUDA out of memory" in (out / "train-transformer-base.log").read_text()
     assert "3 passed" in (out / "test-gpu.log").read_text()
@@ -275,11 +278,15 @@ def test_merge_takes_quicks_folder_and_the_readme_follows(
     )
     out = tmp_path / "out"
     out.mkdir()
-    for recipe in ("transformer-base", "ode-transformer-rk2-gated"):
+    # what quick writes: transformer-base compiled, both recipes eager (train-cuda)
+    for recipe, key in (
+        ("transformer-base", "train-cuda-compiled-transformer-base"),
+        ("ode-transformer-rk2-gated", "train-cuda"),
+    ):
         body = train_section(benchmarks_md, "transformer-small").replace(
             "| transformer-small |", f"| {recipe} |"
         )
-        write_section(out / "benchmarks.md", f"train-cuda-compiled-{recipe}", body)
+        write_section(out / "benchmarks.md", key, body)
     (out / "machine.txt").write_text("NVIDIA H100 80GB HBM3, torch 2.11.0\n")
     (out / "test-gpu.log").write_text("===== 12 passed in 95.1s =====\n")
     (out / "quick.txt").write_text("beam: stopped at its limit after 91 s (limit 90 s)\n")
@@ -306,7 +313,7 @@ def test_merge_takes_quicks_folder_and_the_readme_follows(
         "NVIDIA H100 80GB HBM3" in figures and f"trains {row['target tokens/s']} target" in figures
     )
     assert (
-        "ode-transformer-rk2-gated" in figures
+        "ode-transformer-rk2-gated (eager)" in figures
         and "`make test-gpu`: `12 passed in 95.1s`" in figures
     )
     assert (repo / ".gpu" / "profile" / "transformer-base.txt").is_file()

@@ -6,8 +6,12 @@ projection, see `bench.block`) on the same real batches: the first batches of ep
 training split, cut by `--max-tokens` as the loop cuts them. Each model takes the training
 loop's own step (`forward_backward` with the label-smoothed loss, then `optimizer_step` with
 AdamW), so the figure is what `butcherflow train` gets. The models take turns batch by batch, so
-load on the machine hits them alike; the first `warmup` batches are not timed (nor is
-`torch.compile`'s compilation, which happens there, once, with dynamic shapes: see `_prepare`).
+load on the machine hits them alike. Before the timed pass, `warmup` untimed passes run over the
+very batches that are then timed, so that every cache keyed by shape holds every timed shape:
+`torch.compile`'s graph (compiled once, with dynamic shapes: see `_prepare`) and, on Hopper GPUs,
+the cuDNN attention graphs that PyTorch builds for each new (batch, length) shape. Timed on new
+batches, an H100 ran the last of three models in each turn 4 to 6 times faster than the first,
+whichever recipe it was (docs/benchmarks.md, "On the GPU").
 Throughput counts target tokens (non-pad, eos included), as fairseq does.
 
 FLOPs are the model's, counted from its compiled blocks (`flops_per_token`: linear layers and
@@ -205,7 +209,7 @@ def bench_train(
     vocab_size: int = 8000,
     max_tokens: int = 4096,
     updates: int = 20,
-    warmup: int = 3,
+    warmup: int = 1,
     device: str = "auto",
     precision: str = "auto",
     compile: bool = False,
@@ -219,7 +223,8 @@ def bench_train(
 
     - `data`, `vocab_size`, `max_tokens`: the corpus, its BPE vocabulary and the batch budget.
     - `recipes`: the recipes to time (one `torch.nn.Transformer` row per distinct size).
-    - `updates`: timed steps per model; `warmup`: untimed steps before them.
+    - `updates`: timed steps per model; `warmup`: untimed passes over the same batches
+      before them.
     - `device`, `precision`, `compile`: as for `butcherflow train`.
     - `compare_eager`: with `compile`, also time an eager copy of every model, in the same
       turns (a "compiled / eager" column).
@@ -239,7 +244,7 @@ def bench_train(
     corpus = load_corpus(data)
     vocab = build_vocabulary(corpus, vocab_size, default_cache_dir())
     split = encode_split(corpus.train, vocab)
-    order = make_batches(split, max_tokens, shuffle=True, seed=1, epoch=1)[: warmup + updates]
+    order = make_batches(split, max_tokens, shuffle=True, seed=1, epoch=1)[:updates]
     batches = [collate(split, indices).to(target) for indices in order]
 
     entries: dict[str, _Entry] = {}
@@ -274,7 +279,8 @@ def bench_train(
     for entry in entries.values():
         _prepare(entry, target, amp, autocast, vocab.pad)
     cuda = target.type == "cuda"
-    for i, batch in enumerate(batches):
+    timed_from = warmup * len(batches)
+    for i, batch in enumerate([*batches] * warmup + batches):
         for entry in entries.values():  # take turns: load on the machine hits all alike
             assert entry.step is not None
             if cuda:
@@ -285,7 +291,7 @@ def bench_train(
             entry.step(batch)
             if cuda:
                 torch.cuda.synchronize(target)
-            if i < warmup:
+            if i < timed_from:
                 continue
             entry.seconds += time.perf_counter() - began
             if cuda:
@@ -293,7 +299,7 @@ def bench_train(
                 entry.transient = max(entry.transient, step_peak)
             count = forward_flops(entry.counter, batch, vocab.pad)
             entry.flops = None if count is None or entry.flops is None else entry.flops + 3 * count
-    tokens = sum(b.ntokens for b in batches[warmup:])
+    tokens = sum(b.ntokens for b in batches)
     rows = []
     for name, entry in entries.items():
         assert entry.resident is not None and entry.step is not None
@@ -316,9 +322,9 @@ def bench_train(
         )
     compiled_text = ", torch.compile" + (" (and eager copies)" if compare_eager else "")
     settings = (
-        f"{data}, vocabulary {len(vocab)}, max_tokens {max_tokens}, {len(batches) - warmup} timed "
-        f"updates after {warmup} untimed, device {target}, precision "
-        f"{precision_name}{compiled_text if compile else ''}"
+        f"{data}, vocabulary {len(vocab)}, max_tokens {max_tokens}, {len(batches)} timed "
+        f"updates after {warmup} untimed pass(es) over the same batches, device {target}, "
+        f"precision {precision_name}{compiled_text if compile else ''}"
         + (f", sizes {overrides}" if overrides else "")
     )
     return rows, settings, target

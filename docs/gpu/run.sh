@@ -10,12 +10,15 @@
 # per command), and leaves what docs/ takes in $OUT (default ./gpu-out), at most 8 files:
 #
 #   quick                        the headline figures in under 8 minutes, set-up included:
-#                                make test-gpu, bench train compiled beside eager for
-#                                transformer-base and ode-transformer-rk2-gated (each beside
-#                                torch.nn.Transformer, bf16, base sizes, a one-step profile) and
-#                                bench beam; each step under its own time limit (QUICK_TEST,
-#                                QUICK_TRAIN, QUICK_BEAM seconds), a failed or stopped step
-#                                noted in quick.txt and the next one run.
+#                                make test-gpu; bench train eager for transformer-base and
+#                                ode-transformer-rk2-gated beside torch.nn.Transformer (bf16,
+#                                base sizes, a one-step profile); bench train compiled beside
+#                                eager for transformer-base; bench beam. Each step under its own
+#                                time limit (QUICK_TEST, QUICK_EAGER, QUICK_TRAIN, QUICK_BEAM
+#                                seconds), a failed or stopped step noted in quick.txt and the
+#                                next one run. The compiled ode-transformer-rk2-gated is
+#                                bench-train-compiled's, a command of its own (compiling two
+#                                models at base sizes took over two minutes on an H100).
 #                                -> test-gpu.log, benchmarks.md, profile/, quick.txt, *.log
 #   setup                        versions and the GPU, nothing else
 #   test                         make test-gpu (tests marked cuda)             -> test-gpu.log
@@ -53,18 +56,21 @@ export PYTHONUNBUFFERED=1
 PY=python3
 BASE_TOKENS=16384 # padded positions per batch at transformer-base sizes: a full H100, one model
 # quick's batches (max_tokens bounds max(source, target length) x sentences, so a batch holds up
-# to twice as many padded positions): at base sizes an eager training step saves about 0.39 MiB
-# of activations per padded position for transformer-base and 0.49 MiB for
-# ode-transformer-rk2-gated (bf16 autocast, counted on the CPU through saved-tensor hooks), so
-# 49152 keeps the larger eager step near 46 GiB, plus about 5 GiB of logits and their gradients:
-# most of an 80 GB H100 with room for the allocator. QUICK_TOKENS=... changes it.
+# to twice as many padded positions): measured on an H100 (2026-11-27, bf16, base sizes), one
+# model's parameters, AdamW state and step peak came to 20,719 MiB (transformer-base; the same for
+# torch.nn.Transformer) and 27,906 MiB (ode-transformer-rk2-gated) at 49152. The models take turns
+# and a step's activations are freed before the next, so the largest step sets the need: a third
+# of the GPU, room for longer batches. QUICK_TOKENS=... changes it.
 QUICK_TOKENS=${QUICK_TOKENS:-49152}
-# seconds per step: 110 + 2 x 130 + 80 = 450 s; with the set-up (10 s) and 5 s per step to stop
-# after SIGINT, under 8 minutes. A training step compiles two models (ours and
-# torch.nn.Transformer, once each: dynamic shapes) before 23 steps of four models.
-QUICK_TEST=${QUICK_TEST:-110}
-QUICK_TRAIN=${QUICK_TRAIN:-130}
-QUICK_BEAM=${QUICK_BEAM:-80}
+# seconds per step, from the first lease (2026-11-27, H100): the cuda tests of tests/test_gpu.py
+# had not all finished after 95 s on 6 workers, an eager bench train of both recipes took 32 s
+# with 8 updates, and compiling transformer-base and torch.nn.Transformer (dynamic shapes) had
+# not finished after 130 s. 140 + 60 + 200 + 50 = 450 s; with the set-up (10 s) and 5 s per step
+# to stop after SIGINT, 8 minutes.
+QUICK_TEST=${QUICK_TEST:-140}
+QUICK_EAGER=${QUICK_EAGER:-60}
+QUICK_TRAIN=${QUICK_TRAIN:-200}
+QUICK_BEAM=${QUICK_BEAM:-50}
 RECIPES="transformer-base ode-transformer-rk2-gated ode-transformer-rk4 macaron floater"
 
 DRY_RUN=${DRY_RUN:-}
@@ -155,22 +161,27 @@ step() {
 test_gpu() {
   if command -v make >/dev/null; then
     # the Makefile's own target; PY and an empty STAMP: nothing to install on this machine
-    bounded make test-gpu PY=$PY STAMP= 2>&1 | tee "$OUT/test-gpu.log"
+    bounded make test-gpu PY=$PY STAMP= 2>&1
   else
-    bounded $PY -m pytest -m cuda -rs 2>&1 | tee "$OUT/test-gpu.log"
+    bounded $PY -m pytest tests/test_gpu.py -m cuda -rs -v -n 4 2>&1
   fi
 }
 
-quick_train() {
+quick_eager() {
   bench train --device cuda --precision bf16 --sizes base --max-tokens "$QUICK_TOKENS" \
-    --compile --compare-eager --recipes "$1" --profile "$OUT/profile"
+    --updates 8 --recipes transformer-base ode-transformer-rk2-gated --profile "$OUT/profile"
+}
+
+quick_compiled() {
+  bench train --device cuda --precision bf16 --sizes base --max-tokens "$QUICK_TOKENS" \
+    --updates 8 --compile --compare-eager --recipes transformer-base
 }
 
 quick() {
   rm -f "$OUT/quick.txt"
   step test-gpu "$QUICK_TEST" test_gpu
-  step train-transformer-base "$QUICK_TRAIN" quick_train transformer-base
-  step train-ode-transformer-rk2-gated "$QUICK_TRAIN" quick_train ode-transformer-rk2-gated
+  step train-eager "$QUICK_EAGER" quick_eager
+  step train-transformer-base "$QUICK_TRAIN" quick_compiled
   step beam "$QUICK_BEAM" bench beam --device cuda
 }
 
@@ -180,7 +191,7 @@ setup
 case "$figure" in
   setup) ;;
   quick) quick ;;
-  test) test_gpu ;;
+  test) test_gpu | tee "$OUT/test-gpu.log" ;;
   bench-train-eager)
     # shellcheck disable=SC2086
     bench train --device cuda --precision bf16 --sizes base --max-tokens $BASE_TOKENS \
