@@ -28,6 +28,7 @@ from .errors import (
     UnknownNameError,
 )
 from .methods import (
+    AdditiveRungeKutta,
     ButcherTableau,
     ContinuousDynamics,
     GeneralLinear,
@@ -76,6 +77,7 @@ def __dir__() -> list[str]:
 
 __version__ = "0.1.0"
 __all__ = [
+    "AdditiveRungeKutta",
     "AnalysisError",
     "BSeries",
     "ButcherTableau",

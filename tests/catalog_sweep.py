@@ -36,6 +36,7 @@ REPRESENTATIVES: dict[str, str] = {
     "continuous, fixed step": "neural-ode-rk4",
     "continuous, adaptive": "neural-ode-dopri5",
     "continuous positions": "floater",
+    "additive, implicit-explicit": "ars-222",
 }
 DEFAULT = frozenset(REPRESENTATIVES.values())
 

@@ -100,6 +100,7 @@ def test_entry_family_matches_its_class(name: str) -> None:
         "multistep": bf.LinearMultistep,
         "continuous": bf.ContinuousDynamics,
         "general-linear": bf.GeneralLinear,
+        "additive": bf.AdditiveRungeKutta,
     }[family]
     assert isinstance(method, expected)
 

@@ -60,6 +60,9 @@ STRUCTURE: dict[str, Callable[[str], bool]] = {
     "continuous, fixed step": lambda n: _family("continuous")(n) and not bf.catalog[n].adaptive,
     "continuous, adaptive": lambda n: _family("continuous")(n) and bool(bf.catalog[n].adaptive),
     "continuous positions": lambda n: _family("continuous")(n) and not bf.catalog[n].layer.compiles,
+    "additive, implicit-explicit": lambda n: (
+        _family("additive")(n) and len(bf.catalog[n].operators) > 1
+    ),
 }
 
 

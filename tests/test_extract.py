@@ -443,6 +443,21 @@ class WeightedParallel(nn.Module):
         return x + self.attn(x) + 0.5 * self.mlp(x)
 
 
-def test_parallel_branches_of_unequal_weight_are_refused_as_additive() -> None:
-    with pytest.raises(bf.ExtractionError, match=r"additive method .*weights \['1', '1/2'\]"):
-        bf.extract(WeightedParallel().eval(), _x(), fields={"attn": "attn", "mlp": "mlp"})
+def test_parallel_branches_of_unequal_weight_are_an_additive_method() -> None:
+    found = bf.extract(WeightedParallel().eval(), _x(), fields={"attn": "attn", "mlp": "mlp"})
+    assert isinstance(found.method, bf.AdditiveRungeKutta)
+    assert [str(b) for b in found.method.b] == ["1", "1/2"] and found.report.order == 0
+
+
+class ScaledState(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn, self.mlp = _mlp(), _mlp()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return 0.5 * x + self.attn(x) + 0.5 * self.mlp(x)
+
+
+def test_distinct_fields_with_the_state_scaled_are_refused() -> None:
+    with pytest.raises(bf.ExtractionError, match=r"state scaled .*output \[\['1/2'\]\]"):
+        bf.extract(ScaledState().eval(), _x(), fields={"attn": "attn", "mlp": "mlp"})

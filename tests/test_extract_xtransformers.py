@@ -22,6 +22,7 @@ source, x_transformers/x_transformers.py of x-transformers 2.31.10:
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -107,11 +108,29 @@ def test_residual_streams_mix_with_the_all_ones_matrix(factory: object) -> None:
     assert found.verify() < ROUND_OFF
 
 
-def test_integrate_layers_is_an_additive_method() -> None:
+@pytest.fixture(scope="module")
+def lime() -> Any:
+    return libraries.x_transformers_integrate_layers().extract()
+
+
+def test_integrate_layers_is_an_additive_method_with_a_weight_per_token(lime: Any) -> None:
     # The feed-forward reads y + w·F_attn (w a softmax weight per token, in (0, 1)) while the
     # output adds F_attn with weight 1: neither sequential Euler steps nor parallel branches.
-    with pytest.raises(ExtractionError, match="additive method"):
-        libraries.x_transformers_integrate_layers().extract()
+    assert isinstance(lime.method, bf.AdditiveRungeKutta)
+    assert lime.method.fields == ("attn1", "ff1") and lime.varies.token
+    low, high = lime.varies.ranges["A"]
+    assert low == 0.0 and 0.0 < high < 1.0  # A = [[0, 0], [w, 0]]
+    assert np.allclose(lime.varies.ranges["B"], 1.0, rtol=0, atol=ROUND_OFF)
+
+
+def test_integrate_layers_round_trip_per_token(lime: Any) -> None:
+    assert lime.verify() < ROUND_OFF
+
+
+def test_integrate_layers_has_coloured_order_one_at_every_token(lime: Any) -> None:
+    assert lime.varies.holds["Σ b = 1 per field"]
+    token = bf.check(lime.at_token(3))
+    assert isinstance(token.method, bf.AdditiveRungeKutta) and token.order == 1
 
 
 def test_a_layer_rewired_to_strang_with_half_step_feed_forwards() -> None:

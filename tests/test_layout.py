@@ -147,6 +147,7 @@ ANALYSIS_FOLDERS = {
     "general_linear",
     "continuous",
     "bseries",
+    "additive",
 }
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..methods import (
+    AdditiveRungeKutta,
     ButcherTableau,
     ContinuousDynamics,
     GeneralLinear,
@@ -15,6 +16,7 @@ from ..methods import (
     Splitting,
     catalog,
 )
+from .additive.report import analyse_additive
 from .budget import DEFAULT_TIME_BUDGET
 from .continuous.report import analyse_continuous
 from .general_linear.report import analyse_general_linear
@@ -31,6 +33,7 @@ ANALYSES: dict[type[Method], Callable[..., Report]] = {
     LinearMultistep: analyse_multistep,
     ContinuousDynamics: analyse_continuous,
     GeneralLinear: analyse_general_linear,
+    AdditiveRungeKutta: analyse_additive,
 }
 
 

@@ -30,6 +30,7 @@ import mpmath
 import sympy
 
 from ..methods import (
+    AdditiveRungeKutta,
     ButcherTableau,
     ContinuousDynamics,
     GeneralLinear,
@@ -321,6 +322,39 @@ def splitting_error(method: Splitting, n: int, ar: Arithmetic, *, exact_flows: b
     return max(abs(a - e) for a, e in zip(y, exact, strict=True))
 
 
+def additive_error(method: AdditiveRungeKutta, n: int, ar: Arithmetic) -> Any:
+    """max-norm error at t = 1 of N additive steps on y' = Σ L_X y (the stages solved exactly:
+    the block system (I − h [aᵢⱼ L_{Xⱼ}]) Y = [I; …; I] of every call's stage matrix)."""
+    one = ar.num(1)
+    h = one / n
+    mats = operator_matrices(method.operators, ar)
+    size, s = len(OPERATORS[0]), method.stages
+    system = identity(s * size, one)
+    for i in range(s):
+        for j in range(s):
+            if method.A[i][j] != 0:
+                L, a = mats[method.fields[j]], ar.num(method.A[i][j])
+                for r in range(size):
+                    for col in range(size):
+                        system[i * size + r][j * size + col] -= h * a * L[r][col]
+    stages = matmul(inverse(system, one), [row for _ in range(s) for row in identity(size, one)])
+    step = identity(size, one)
+    for i in range(s):
+        if method.b[i] != 0:
+            KY = matmul(mats[method.fields[i]], stages[i * size : (i + 1) * size])
+            weight = h * ar.num(method.b[i])
+            step = [
+                [x + weight * y for x, y in zip(r1, r2, strict=True)]
+                for r1, r2 in zip(step, KY, strict=True)
+            ]
+    y = [ar.num(sympy.Rational(x)) for x in Y0]
+    for _ in range(n):
+        y = matvec(step, y)
+    total = [[sum(mats[op][i][j] for op in mats) for j in range(size)] for i in range(size)]
+    exact = matvec(ar.expm(total), [ar.num(sympy.Rational(x)) for x in Y0])
+    return max(abs(a - e) for a, e in zip(y, exact, strict=True))
+
+
 # -- members of parametrised families ----------------------------------------------------------
 
 
@@ -475,6 +509,11 @@ def _general_linear_curves(
     return [_curve(label, report.order, lambda n, ar: glm_error(method, n, ar), coarser)]
 
 
+def _additive_curves(method: AdditiveRungeKutta, report: Report, coarser: int) -> list[Convergence]:
+    error = lambda n, ar: additive_error(method, n, ar)  # noqa: E731
+    return [_curve(f"{method.name} (y' = Σ L_X y)", report.order, error, coarser)]
+
+
 # Each family's measurement (a family without one gets no curve). A new family adds its line.
 CURVES: dict[type[Method], Callable[[Any, Report, int], list[Convergence]]] = {
     ButcherTableau: _rk_curves,
@@ -482,4 +521,5 @@ CURVES: dict[type[Method], Callable[[Any, Report, int], list[Convergence]]] = {
     LinearMultistep: _multistep_curves,
     Splitting: _splitting_curves,
     GeneralLinear: _general_linear_curves,
+    AdditiveRungeKutta: _additive_curves,
 }

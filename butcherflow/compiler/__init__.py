@@ -1,5 +1,6 @@
 """Stage 3, compile: integrators -> PyTorch blocks (torch.fx graphs you can read)."""
 
+from .additive import AdditiveBlock, AdditiveOptions
 from .api import (
     COMPILERS,
     Declaration,
@@ -23,6 +24,8 @@ __all__ = [
     "COMPILERS",
     "DLCL",
     "POLICIES",
+    "AdditiveBlock",
+    "AdditiveOptions",
     "CompiledBlock",
     "ContinuousOptions",
     "DLCLStack",

@@ -14,6 +14,7 @@ from typing import Any, final
 
 from ..errors import DeclarationError
 from ..methods import (
+    AdditiveRungeKutta,
     ButcherTableau,
     ContinuousDynamics,
     GeneralLinear,
@@ -22,6 +23,7 @@ from ..methods import (
     Splitting,
     catalog,
 )
+from .additive import AdditiveOptions, compile_additive
 from .continuous import ContinuousOptions, compile_continuous
 from .dlcl import LayerCombination, compile_dlcl, stack_construct
 from .general_linear import GeneralLinearOptions, compile_general_linear
@@ -52,6 +54,7 @@ COMPILERS: dict[type[Declaration], FamilyCompiler] = {
     ContinuousDynamics: FamilyCompiler(ContinuousOptions, compile_continuous),
     GeneralLinear: FamilyCompiler(GeneralLinearOptions, compile_general_linear),
     LayerCombination: FamilyCompiler(MultistepOptions, compile_dlcl),
+    AdditiveRungeKutta: FamilyCompiler(AdditiveOptions, compile_additive),
 }
 
 

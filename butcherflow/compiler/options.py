@@ -104,3 +104,42 @@ def require_fields_list(fields: Any) -> Sequence[FieldSpec]:
         valid="a list of L >= 1 fields",
     )
     return fields
+
+
+def require_operator_fields(
+    family: str, name: str, operators: Sequence[str], fields: Any
+) -> Mapping[str, FieldSpec]:
+    """`fields` of a declaration with named operators (a splitting, an additive method): a
+    mapping with exactly one field per operator."""
+    valid = f"one field per operator: {list(operators)}"
+    require(
+        fields is not None,
+        f"a {family} declaration needs a field per operator: pass fields={{...}}",
+        key="fields",
+        value=fields,
+        valid=valid,
+    )
+    require(
+        isinstance(fields, Mapping),
+        "fields must map operators to fields",
+        key="fields",
+        value=fields,
+        valid=valid,
+    )
+    for op in operators:
+        require(
+            op in fields,
+            f"no field for operator '{op}'",
+            key=f"fields.{op}",
+            value=None,
+            valid=valid,
+        )
+    for op in fields:
+        require(
+            op in operators,
+            f"'{name}' has no operator '{op}'",
+            key=f"fields.{op}",
+            value=fields[op],
+            valid=valid,
+        )
+    return fields

@@ -17,7 +17,7 @@ from torch import nn
 
 from ..methods import Splitting
 from ..nn import Field, make_field
-from .options import FieldSizes, FieldSpec
+from .options import FieldSizes, FieldSpec, require_operator_fields
 from .program import (
     Coefficient,
     CompiledBlock,
@@ -79,39 +79,8 @@ class SplittingBlock(CompiledBlock):
         super().__init__()
         fields, coefficients, step_size = options.fields, options.coefficients, options.step_size
         share, post_norm, sizes = options.share, options.post_norm, options.sizes
-        require(
-            fields is not None,
-            "a splitting needs a field per operator: pass fields={...}",
-            key="fields",
-            value=options.fields,
-            valid=f"fields for {list(method.operators)}",
-        )
-        assert fields is not None
         check_step_size(step_size)
-        valid_ops = f"one field per operator: {list(method.operators)}"
-        require(
-            isinstance(fields, Mapping),
-            "fields must map operators to fields",
-            key="fields",
-            value=fields,
-            valid=valid_ops,
-        )
-        for op in method.operators:
-            require(
-                op in fields,
-                f"no field for operator '{op}'",
-                key=f"fields.{op}",
-                value=None,
-                valid=valid_ops,
-            )
-        for op in fields:
-            require(
-                op in method.operators,
-                f"'{method.name}' has no operator '{op}'",
-                key=f"fields.{op}",
-                value=fields[op],
-                valid=valid_ops,
-            )
+        fields = require_operator_fields("splitting", method.name, method.operators, fields)
         method.layer.require(method)
         require(
             coefficients in SPLITTING_POLICIES,

@@ -1,5 +1,5 @@
-"""Fixed coefficients -> the declaration they are: a Butcher tableau, a splitting, or a general
-linear method.
+"""Fixed coefficients -> the declaration they are: a Butcher tableau, a splitting, an additive
+Runge-Kutta method, a multistep stack or a general linear method.
 
 - Calls of distinct fields that read the same stage value and enter every later combination
   with the same weight are one call of their summed field ("parallel" branches, as GPT-J's
@@ -9,9 +9,12 @@ linear method.
   `ButcherTableau` (A, b); otherwise (a stage or the output scaling y) a `GeneralLinear`.
 - Distinct fields, each call reading everything before it with its output weight
   (Yᵢ = y + Σ_{l<i} b_l K_l): a `Splitting` with Euler sub-steps, step i = (field, bᵢ).
+- A stack across depth that a k-step recurrence holds: a `LinearMultistep`.
+- Any other arrangement of distinct fields that keeps y (U = 1, V = 1): an
+  `AdditiveRungeKutta`, call by call (LIMe's mixtures of earlier states).
 - Streams (r > 1): a `GeneralLinear` over the calls.
-Any other arrangement of distinct fields is an additive method butcherflow has no declaration
-for: refused with the coefficients, never forced into a family it is not.
+Distinct fields with the state scaled (r = 1, U or V not 1) are an additive general linear
+method, which no family declares: refused with the coefficients.
 """
 
 from __future__ import annotations
@@ -24,7 +27,14 @@ from typing import final
 import numpy as np
 
 from ..errors import ExtractionError
-from ..methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, Splitting
+from ..methods import (
+    AdditiveRungeKutta,
+    ButcherTableau,
+    GeneralLinear,
+    LinearMultistep,
+    Method,
+    Splitting,
+)
 from .solve import all_exact, entries, fixed_tolerance, recognise
 
 NUMERIC_DIGITS = 14  # significant digits of a coefficient the fit cannot read as a rational
@@ -187,12 +197,27 @@ def declare(
             )
             layers = {n: summed[n] for n in distinct}
             return Declared(stack, layers, tuple(names), exact, tuple(notes), precision)
+        if consistent:
+            method = AdditiveRungeKutta(
+                _rows(A, precision),
+                _rows(B, precision)[0],
+                names,
+                name=f"{name}-extracted",
+                precision=precision_text(precision),
+            )
+            notes.append(
+                f"fields {', '.join(distinct)} are combined neither as sequential Euler steps nor "
+                "as parallel branches: an additive Runge-Kutta method, its order proved over "
+                "trees coloured by field"
+            )
+            layers = {n: summed[n] for n in distinct}
+            return Declared(method, layers, tuple(names), exact, tuple(notes), precision)
         raise ExtractionError(
-            f"{name}: fields {', '.join(distinct)} are combined as an additive method "
-            f"(stage coefficients {_rows(A, precision)}, weights {_rows(B, precision)[0]}, "
-            f"state {_rows(U, precision)}), which "
-            "no butcherflow family declares: neither sequential Euler steps (a splitting) nor "
-            "parallel branches of equal weight (a summed field)"
+            f"{name}: fields {', '.join(distinct)} are combined with the state scaled "
+            f"(state {_rows(U, precision)}, output {_rows(V, precision)}), stage coefficients "
+            f"{_rows(A, precision)}, weights {_rows(B, precision)[0]}: an additive general "
+            "linear method, which no butcherflow family declares (an additive Runge-Kutta "
+            "method keeps y: every stage and the output read it with weight 1)"
         )
     method = glm(U, A, B, V, f"{name}-extracted", precision)
     if len(distinct) > 1:

@@ -15,9 +15,15 @@ from torch import Tensor, nn
 from ..analysis import Report
 from ..compiler import compile as compile_method
 from ..compiler import compile_stack
-from ..methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, Splitting
+from ..methods import (
+    AdditiveRungeKutta,
+    ButcherTableau,
+    LinearMultistep,
+    Method,
+    Splitting,
+)
 from ..nn import Field
-from .declare import NUMERIC_DIGITS, Declared, glm
+from .declare import NUMERIC_DIGITS, Declared, declare
 from .evaluate import evaluate_glm
 from .fields import ChainField, SumField
 from .probe import Call, Chain, small_on_one_thread
@@ -93,6 +99,12 @@ def variation(fit: Fit, state_dependent: bool, precision: float | None = None) -
     }
     if fit.streams == 1 and len(set(fit.labels)) == 1:  # one field: Runge-Kutta consistency
         violation["Σ b = 1"] = np.abs(fit.B.sum(axis=(1, 2)) - 1)
+    elif fit.streams == 1:  # distinct fields: each field's weights sum to 1 (coloured order 1)
+        per_field = [
+            np.abs(fit.B[:, 0, [i for i, x in enumerate(fit.labels) if x == field]].sum(axis=1) - 1)
+            for field in dict.fromkeys(fit.labels)
+        ]
+        violation["Σ b = 1 per field"] = np.max(per_field, axis=0)
     at_token = {k: v <= tol for k, v in violation.items()}
     worst = {k: float(v.max()) for k, v in violation.items()}
     holds = {k: bool(v.all()) for k, v in at_token.items()}
@@ -210,7 +222,7 @@ class Extracted:
         with torch.no_grad(), small_on_one_thread(s.state):
             if not self.varies.token and isinstance(self.method, ButcherTableau):
                 out = compile_method(self.method, field=fields["F"], **width)(s.state, check=False)
-            elif not self.varies.token and isinstance(self.method, Splitting):
+            elif not self.varies.token and isinstance(self.method, (Splitting, AdditiveRungeKutta)):
                 block = compile_method(self.method, fields=fields, share=True, **width)
                 out = block(s.state, check=False)
             elif not self.varies.token and isinstance(self.method, LinearMultistep):
@@ -230,16 +242,18 @@ class Extracted:
         scale = float(s.output.abs().max()) or 1.0
         return float((out - s.output).abs().max()) / scale
 
-    def at_token(self, token: int) -> GeneralLinear:
-        """The general linear method of one token (coefficients that vary per token).
+    def at_token(self, token: int) -> Method:
+        """The declaration of one token (coefficients that vary per token).
 
         **Arguments:** `token`: the index into the flattened leading axes of the state.
 
-        **Returns:** a numeric `GeneralLinear` (prove it with `bf.check`).
+        **Returns:** the numeric declaration the coefficients at that token are, of the same
+        family as `method` (prove it with `bf.check`).
         """
         f = self.fit
-        name, p = f"{self.module}-token-{token}", self.precision
-        return glm(f.U[token], f.A[token], f.B[token], f.V[token], name, p)
+        coefficients = (f.U[token], f.A[token], f.B[token], f.V[token])
+        name = f"{self.module}-token-{token}"
+        return declare(*coefficients, labels=f.labels, name=name, precision=self.precision).method
 
     def rewire(self, method: Method, field: str | None = None) -> Rewired:
         """A module computing `method` on this module's own sub-modules (see `rewire.rewire`)."""

@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from ..compiler import compile as compile_method
 from ..errors import ExtractionError
-from ..methods import ButcherTableau, GeneralLinear, Method, Splitting
+from ..methods import AdditiveRungeKutta, ButcherTableau, GeneralLinear, Method, Splitting
 from ..nn import Context, Field
 from .evaluate import evaluate_glm
 from .fields import ChainField, SumField
@@ -217,7 +217,7 @@ def _fields(
     groups = found.declared_fields(chains)
     known = {**chains, **groups}
     valid = ", ".join([*known, "layer"])
-    if isinstance(method, Splitting):
+    if isinstance(method, (Splitting, AdditiveRungeKutta)):
         missing = [op for op in method.operators if op not in known]
         if missing:
             raise ExtractionError(
@@ -243,6 +243,9 @@ def _calls(method: Method, fields: dict[str, Field], found: Extracted) -> dict[s
         stages = method.substep.stages if method.substep is not None else 1
         for op, _ in method.steps:
             per_operator[op] = per_operator.get(op, 0) + stages
+    elif isinstance(method, AdditiveRungeKutta):
+        for op in method.fields:
+            per_operator[op] = per_operator.get(op, 0) + 1
     elif isinstance(method, (ButcherTableau, GeneralLinear)):
         per_operator["F"] = method.stages
     counts: dict[str, int] = {}
@@ -265,7 +268,7 @@ def _integrator(
 ) -> nn.Module:
     if isinstance(method, ButcherTableau):
         return _Block(compile_method(method, field=fields["F"], d_model=width))
-    if isinstance(method, Splitting):
+    if isinstance(method, (Splitting, AdditiveRungeKutta)):
         return _Block(compile_method(method, fields=fields, share=True, d_model=width))
     if isinstance(method, GeneralLinear):
         r = stream_count(found.session.state, found.streams)
@@ -278,7 +281,8 @@ def _integrator(
         return _GeneralLinear(method, fields["F"], found.streams)
     raise ExtractionError(
         f"rewire: a {method.family} declaration does not rewire one layer; valid: a Butcher "
-        "tableau, a splitting, or a general linear method with the layer's streams"
+        "tableau, a splitting, an additive method, or a general linear method with the "
+        "layer's streams"
     )
 
 
@@ -319,8 +323,9 @@ def rewire(found: Extracted, method: Method, field: str | None = None) -> Rewire
     **Arguments:**
 
     - `found`: an extraction.
-    - `method`: a `ButcherTableau` (on one field), a `Splitting` (its operators named as the
-      module's fields, e.g. `("mlp", "1/2"), ("attn", 1), ("mlp", "1/2")`), or a
+    - `method`: a `ButcherTableau` (on one field), a `Splitting` or an `AdditiveRungeKutta`
+      (its operators named as the module's fields, e.g. `("mlp", "1/2"), ("attn", 1),
+      ("mlp", "1/2")`), or a
       `GeneralLinear` with as many values as the layer's streams.
     - `field`: a tableau's field: a field name, the extraction's declaration field (`"F"`), or
       `"layer"`: F(y) = layer(y) − y, the whole original layer as one field (the default when

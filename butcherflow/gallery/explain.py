@@ -11,7 +11,13 @@ import sympy
 
 from ..analysis import Report
 from ..analysis.report import show
-from ..methods import ButcherTableau, ContinuousDynamics, LinearMultistep, Splitting
+from ..methods import (
+    AdditiveRungeKutta,
+    ButcherTableau,
+    ContinuousDynamics,
+    LinearMultistep,
+    Splitting,
+)
 from ..methods.parameters import KINDS, initial_values
 from .text import exact, fence
 
@@ -39,6 +45,18 @@ def combination(base: str | None, terms: Sequence[tuple[sympy.Expr, str]], numer
         sign, text = _term(coefficient, name, numeric)
         parts.append(f"{sign} {text}" if parts else ("−" + text if sign == "−" else text))
     return " ".join(parts) if parts else "0"
+
+
+def additive_equations(method: AdditiveRungeKutta) -> list[str]:
+    """One line per call (its own field) and the update (h = 1), exact coefficients."""
+    numeric = method.numeric
+    lines = []
+    for i, (row, field) in enumerate(zip(method.A, method.fields, strict=True)):
+        terms = [(a, f"k{j + 1}") for j, a in enumerate(row)]
+        lines.append(f"k{i + 1} = {field}({combination('y', terms, numeric)})")
+    weights = [(b, f"k{i + 1}") for i, b in enumerate(method.b)]
+    lines.append(f"y_next = {combination('y', weights, numeric)}")
+    return lines
 
 
 def rk_equations(tableau: ButcherTableau, field: str = "F") -> list[str]:

@@ -1,5 +1,6 @@
 """Stage 1, declare: integrators as validated, frozen data."""
 
+from .additive import AdditiveRungeKutta
 from .base import Layer, Method, Named
 from .continuous import ContinuousDynamics
 from .entries.numbers import Number, parse_number
@@ -12,6 +13,7 @@ from .tableau import POLICIES, ButcherTableau
 
 __all__ = [
     "POLICIES",
+    "AdditiveRungeKutta",
     "ButcherTableau",
     "Catalog",
     "ContinuousDynamics",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DeclarationError, UnknownNameError
+from .additive import AdditiveRungeKutta
 from .base import NAME, Method, file_safe_name
 from .continuous import ContinuousDynamics
 from .general_linear import GeneralLinear
@@ -31,6 +32,7 @@ FAMILIES: tuple[type[Method], ...] = (
     LinearMultistep,
     ContinuousDynamics,
     GeneralLinear,
+    AdditiveRungeKutta,
 )
 BY_FAMILY: dict[str, type[Method]] = {cls.family: cls for cls in FAMILIES}
 

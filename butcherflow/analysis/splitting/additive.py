@@ -11,19 +11,17 @@ precision of their entries (`enclosure.WeightEnclosures`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from fractions import Fraction
 from typing import Any
 
 import flint
 import sympy
 
 from ...methods import ButcherTableau, Splitting
-from ...methods.entries.precision import Judgement, judge_enclosure
+from ..additive.order import search_coloured_order
 from ..budget import Deadline
 from ..enclosure.weights import WeightEnclosures
 from ..exact.trees import Tree, TreeFamily
-from ..exact.weights import WeightTable, judge_element
-from ..search import Search, search_order
+from ..search import Search
 
 
 def additive_tableau(
@@ -86,22 +84,10 @@ def search_substep_order(
     **Returns:** the `Search` over `family`'s trees.
     """
     big_A, big_b = additive_tableau(method.steps, substep.A, substep.b, sympy.Integer(0))
-    table = WeightTable(family, big_A, big_b)
     balls = None if prec is None else _ball_weights(method, family, substep, prec)
-
-    def judged_at(n: int) -> list[tuple[Tree, Judgement]]:
-        out = []
-        for tree in family.of_order(n):
-            res = table.residual(tree)
-            if balls is None:
-                out.append((tree, judge_element(table.domain, res)))
-                continue
-            zero = res == table.domain.zero
-            scale = Fraction(1, tree.density)
-            out.append((tree, judge_enclosure(balls.residual(tree), scale, zero)))
-        return out
-
-    return search_order(judged_at, limit=limit, deadline=deadline, capped=capped)
+    return search_coloured_order(
+        family, big_A, big_b, balls, limit=limit, deadline=deadline, capped=capped
+    )
 
 
 def _ball_weights(

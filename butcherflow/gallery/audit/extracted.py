@@ -103,9 +103,13 @@ FINDINGS: dict[str, tuple[str, ...]] = {
         f"LIMe (`DynamicLIMe`, {X_FILE} L1549–L1591, L3665): a branch reads a per-token softmax "
         "mixture of the states before every earlier layer, while the residual adds its output "
         "to the current state. The feed-forward's stage holds the attention's output with a "
-        "weight w ∈ (0, 1), the output with weight 1: an additive method of distinct fields, "
-        "which no butcherflow family declares (refused). With depth ≥ 2 the later attentions "
-        "read three different mixtures (queries, keys, values): one field at three states.",
+        "weight w ∈ (0, 1), the output with weight 1: an additive Runge-Kutta method of the two "
+        "fields, A = [[0, 0], [w, 0]], b = [1, 1], w per token. Over trees coloured by field it "
+        "has order 1 at every token, and would have order 1 still at w = 1/2 (the condition "
+        "[τ_attn]_attn = 1/2 needs the attention's own output in its weight): mixing earlier "
+        "states buys no order. With depth ≥ 2 the later attentions read three different "
+        "mixtures (queries, keys, values): one field at three states, which no declaration "
+        "holds.",
     ),
     "hc-static": (
         f"`width_connection`/`depth_connection` ({HC_FILE} L263–L372) are a general linear "
