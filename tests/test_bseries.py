@@ -515,9 +515,10 @@ def test_general_linear_form_of_rk4_has_rk4s_bseries() -> None:
     assert bf.bseries(glm, 5) == bf.bseries(rk4, 5)
 
 
-def test_modified_equation_of_a_coloured_series_is_refused() -> None:
-    with pytest.raises(AnalysisError, match="plain trees") as info:
-        bf.modified_equation(bf.bseries("strang", 3), 3)
+def test_modifying_integrator_of_a_splitting_is_refused() -> None:
+    """Only the sum of the operators' corrections is fixed: there is no one answer."""
+    with pytest.raises(AnalysisError, match="no unique modifying integrator") as info:
+        bf.modifying_integrator(bf.bseries("strang", 3), 3)
     assert "\n" not in str(info.value)
 
 

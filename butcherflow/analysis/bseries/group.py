@@ -23,7 +23,7 @@ from typing import Any
 
 from ...errors import AnalysisError
 from ..exact.trees import PLAIN, Tree, TreeFamily
-from .series import Arithmetic, BSeries, unify
+from .series import Arithmetic, BallField, BSeries, unify
 
 Forest = tuple[int, ...]
 # root subtree (tree index) and the forest cut off -> count
@@ -85,6 +85,26 @@ def _partitions(family: TreeFamily, index: int) -> Partitions:
     return dict(out)
 
 
+def _over(series: BSeries, domain: Any) -> BSeries:
+    """`series` with its coefficients converted into `domain` (one that holds them)."""
+    if series.domain == domain:
+        return series
+    values = {k: domain.convert_from(v, series.domain) for k, v in series.values.items()}
+    empty = domain.convert_from(series.empty, series.domain)
+    return BSeries(series.family, series.order, domain, empty, values, series.name)
+
+
+def common_domain(plain: BSeries, other: BSeries) -> tuple[BSeries, BSeries]:
+    """A plain series and a series over any trees (plain or coloured) over one domain."""
+    if plain.family is other.family:
+        return unify(plain, other)
+    if plain.family is not PLAIN:
+        raise AnalysisError(f"{plain.name}: expected a series over plain (uncoloured) trees")
+    domains = [d for d in (plain.domain, other.domain) if isinstance(d, BallField)]
+    domain = domains[0] if domains else plain.domain.unify(other.domain)
+    return _over(plain, domain), _over(other, domain)
+
+
 def _product(ar: Arithmetic, values: dict[int, Any], forest: Sequence[int]) -> Any:
     out = ar.one
     for i in forest:
@@ -123,24 +143,29 @@ def compose(a: BSeries, b: BSeries) -> BSeries:
 def substitute(b: BSeries, a: BSeries) -> BSeries:
     """b ⋆ a: the series a with its field h·f replaced by the vector-field series b.
 
-    **Arguments:** `b`: the series substituted (usually b(∅) = 0, a modified field); `a`: the
-    series it is substituted into. Plain (uncoloured) trees.
+    **Arguments:** `b`: the series substituted (usually b(∅) = 0, a modified field), over
+    plain trees or trees coloured by operator (a splitting's field Σ_X f_X and its
+    corrections); `a`: the plain series it is substituted into (its skeletons are plain).
 
-    **Returns:** b ⋆ a to the lower of their orders.
+    **Returns:** b ⋆ a over the trees of `b`, to the lower of their orders.
     """
-    order = _same_trees(a, b, "substitute")
+    order = min(a.order, b.order)
     if a.family is not PLAIN:
-        raise AnalysisError("substitute: implemented for plain (uncoloured) trees")
-    a, b = unify(a, b)
+        raise AnalysisError(
+            "substitute: the series substituted into must be over plain trees (one field f); "
+            "substituting into a coloured series needs one field series per operator"
+        )
+    a, b = common_domain(a, b)
+    family = b.family
     ar = Arithmetic(a.domain)
     va, vb = ar.values(a), ar.values(b)
     values = {}
-    for t in PLAIN.up_to(order):
+    for t in family.up_to(order):
         total = ar.zero
-        for (root, skeleton, pieces), n in _partitions(PLAIN, t.index).items():
+        for (root, skeleton, pieces), n in _partitions(family, t.index).items():
             total += n * ar.mul(ar.mul(va[skeleton], vb[root]), _product(ar, vb, pieces))
         values[t.index] = total
-    return ar.series(PLAIN, order, ar.convert(a.empty), values, f"({b.name}) ⋆ ({a.name})")
+    return ar.series(family, order, ar.convert(a.empty), values, f"({b.name}) ⋆ ({a.name})")
 
 
 def inverse(a: BSeries) -> BSeries:

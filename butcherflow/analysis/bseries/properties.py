@@ -28,7 +28,8 @@ import sympy
 
 from ...errors import AnalysisError
 from ...methods.entries.precision import Verdict, judge_enclosure
-from ..exact.trees import PLAIN, Tree
+from ..budget import Deadline
+from ..exact.trees import PLAIN, Tree, TreeFamily
 from .group import adjoint
 from .modified import modified_equation
 from .series import BallField, BSeries
@@ -106,27 +107,39 @@ def _first_open(
     return OrderVerdict(series.order, series.order, None)
 
 
-def butcher_product(u: Tree, v: Tree) -> Tree:
-    """u∘v: the plain tree u with v grafted on its root."""
-    return PLAIN.find(u.colour, (*u.children, v.index))
+def butcher_product(u: Tree, v: Tree, family: TreeFamily = PLAIN) -> Tree:
+    """u∘v: the tree u with v grafted on its root (u's root keeps its colour)."""
+    return family.find(u.colour, (*u.children, v.index))
 
 
-def symplecticity_order(series: BSeries, digits: BSeries | None = None) -> OrderVerdict:
+def symplecticity_order(
+    series: BSeries, digits: BSeries | None = None, deadline: Deadline | None = None
+) -> OrderVerdict:
     """Order of symplecticity of a step series (a(∅) = 1): the largest q with
-    a(u∘v) + a(v∘u) = a(u)·a(v) for every pair |u| + |v| ≤ q (up to the series' order).
+    a(u∘v) + a(v∘u) = a(u)·a(v) for every pair |u| + |v| ≤ q (up to the series' order), over
+    the series' trees: plain, or coloured by operator for a splitting, where the conditions on
+    every pair of coloured trees make the map symplectic for every splitting into Hamiltonian
+    operator fields (Araújo, Murua and Sanz-Serna, SIAM J. Numer. Anal. 34, 1997).
 
     **Arguments:** `series`: exact, or balls of a numeric declaration; `digits`: for balls, the
-    exact series of the digits (see `_first_open`)."""
+    exact series of the digits (see `_first_open`); `deadline`: checked once per order
+    (`OutOfTime` past it).
+
+    **Returns:** an `OrderVerdict`; `failing` names the first pair u, v whose condition fails.
+    """
+    family = series.family
 
     def conditions() -> Iterator[Condition]:
         yield 1, 1, lambda s: s.empty - s.domain.one, "a(∅) − 1 = {r}"
         for n in range(2, series.order + 1):
+            if deadline is not None:
+                deadline.check()
             for k in range(1, n // 2 + 1):
-                for u in PLAIN.of_order(k):
-                    for v in PLAIN.of_order(n - k):
+                for u in family.of_order(k):
+                    for v in family.of_order(n - k):
                         if k == n - k and v.index < u.index:
                             continue
-                        uv, vu = butcher_product(u, v), butcher_product(v, u)
+                        uv, vu = butcher_product(u, v, family), butcher_product(v, u, family)
 
                         def residual(
                             s: BSeries, uv: Tree = uv, vu: Tree = vu, u: Tree = u, v: Tree = v
@@ -134,7 +147,7 @@ def symplecticity_order(series: BSeries, digits: BSeries | None = None) -> Order
                             x = s.values
                             return x[uv.index] + x[vu.index] - x[u.index] * x[v.index]
 
-                        label = f"u = {PLAIN.bracket(u)}, v = {PLAIN.bracket(v)}"
+                        label = f"u = {family.bracket(u)}, v = {family.bracket(v)}"
                         text = f"a(u∘v) + a(v∘u) − a(u)a(v) = {{r}} for {label}"
                         yield n, uv.density, residual, text
 

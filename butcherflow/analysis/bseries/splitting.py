@@ -63,25 +63,11 @@ def _step_series(
     return BSeries(family, order, domain, domain.one, values, f"{colour}({c})")
 
 
-def splitting_series(
-    method: Splitting | str,
-    order: int,
-    substeps: Mapping[str, ButcherTableau | str] | None = None,
-) -> BSeries:
-    """The coloured B-series of a splitting, each operator advanced by its own sub-integrator.
-
-    **Arguments:**
-
-    - `method`: the splitting (a declaration or catalog name).
-    - `order`: the largest tree order.
-    - `substeps`: per operator, a Runge-Kutta tableau (or catalog name) or `"exact"`; operators
-      not named use the declaration's `substep` (exact when it has none).
-
-    **Returns:** the `BSeries` over trees coloured by operator.
-    """
-    split = catalog.resolve(method)
-    if not isinstance(split, Splitting):
-        raise AnalysisError(f"{split.name}: splitting_series needs a splitting declaration")
+def chosen_substeps(
+    split: Splitting, substeps: Mapping[str, ButcherTableau | str] | None
+) -> dict[str, ButcherTableau | None]:
+    """Each operator's sub-integrator: `substeps[op]` where given (a tableau, catalog name or
+    `"exact"`), else the declaration's `substep`; None stands for the exact flow."""
     chosen: dict[str, ButcherTableau | None] = {op: split.substep for op in split.operators}
     for op, sub in (substeps or {}).items():
         if op not in chosen:
@@ -92,10 +78,36 @@ def splitting_series(
         if resolved is not None and not isinstance(resolved, ButcherTableau):
             raise AnalysisError(f"substeps[{op!r}]: {resolved.name} is not a Runge-Kutta tableau")
         chosen[op] = resolved
+    return chosen
+
+
+def splitting_series(
+    method: Splitting | str,
+    order: int,
+    substeps: Mapping[str, ButcherTableau | str] | None = None,
+    digits: bool = False,
+) -> BSeries:
+    """The coloured B-series of a splitting, each operator advanced by its own sub-integrator.
+
+    **Arguments:**
+
+    - `method`: the splitting (a declaration or catalog name).
+    - `order`: the largest tree order.
+    - `substeps`: per operator, a Runge-Kutta tableau (or catalog name) or `"exact"`; operators
+      not named use the declaration's `substep` (exact when it has none).
+    - `digits`: for a numeric splitting, the series of its digits taken exactly (the default is
+      balls holding every splitting within the precision of its coefficients).
+
+    **Returns:** the `BSeries` over trees coloured by operator.
+    """
+    split = catalog.resolve(method)
+    if not isinstance(split, Splitting):
+        raise AnalysisError(f"{split.name}: splitting_series needs a splitting declaration")
+    chosen = chosen_substeps(split, substeps)
     values = [c for _, c in split.steps]
     for sub in {id(t): t for t in chosen.values() if t is not None}.values():
         values += [x for row in sub.A for x in row] + list(sub.b)
-    if split.numeric:
+    if split.numeric and not digits:
         with flint.ctx.workprec(working_precision(split.entries.values())):
             return _composed(split, order, chosen, BallField(flint.ctx.prec))
     domain, _ = smallest_domain(values)

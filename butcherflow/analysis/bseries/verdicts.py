@@ -22,14 +22,12 @@ from .properties import (
     symplecticity_order,
 )
 from .series import BSeries, tableau_ball_series, tableau_series
-from .splitting import splitting_series
+from .splitting_geometry import splitting_symplectic
 from .tableau import InternalStability, internal_stability, ssp_coefficient, symplectic_matrix
 
 # The highest tree order the report examines B-series conditions to (order 8 keeps every
 # catalog tableau's rows within a second or two; `bf.bseries` goes further on request).
 EXAMINED = 8
-# The same for the coloured trees of a splitting (one colour per operator: many more trees)
-SPLITTING_EXAMINED = 4
 # A symmetric method has R(z)·R(−z) = 1, which no polynomial R of degree ≥ 1 satisfies
 EXPLICIT_NOT_SYMMETRIC = "an explicit method never is: its R(z) is a polynomial, R(z)R(−z) ≠ 1"
 
@@ -293,7 +291,7 @@ def symplectic(
         found = tableau_geometry(resolved, 0, None, Deadline.after(time_budget))
         return found.symplectic, found.symplectic_why
     if isinstance(resolved, Splitting):
-        return splitting_symplectic(resolved)
+        return splitting_symplectic(resolved, deadline=Deadline.after(time_budget))
     if isinstance(resolved, LinearMultistep):
         raise AnalysisError(
             f"{resolved.name}: symplecticity is a property of one-step maps y ↦ Φ_h(y), and a "
@@ -305,39 +303,3 @@ def symplectic(
         f"pairs and splittings, not for a {resolved.family} declaration (a general linear "
         "method's G-symplecticity is not implemented)"
     )
-
-
-def splitting_symplectic(method: Splitting) -> tuple[bool | None, str]:
-    """A composition of symplectic maps is symplectic: exact sub-flows of Hamiltonian operator
-    fields are, and so are sub-steps by a symplectic tableau."""
-    sub = method.substep
-    if sub is None:
-        return True, "a composition of exact flows: symplectic when every operator is Hamiltonian"
-    verdict = symplectic_matrix(sub)
-    if verdict.verdict is Verdict.MET:
-        return True, f"a composition of {sub.name} sub-steps, which are symplectic (M = 0)"
-    return None, (
-        f"not established: the {sub.name} sub-step is not symplectic ({verdict.entry}), and "
-        "the composition's coloured conditions are not examined"
-    )
-
-
-def splitting_symmetric(method: Splitting) -> tuple[bool | None, str]:
-    """A palindromic sequence of symmetric sub-steps (exact flows, or a symmetric tableau) is
-    symmetric (Hairer, Lubich and Wanner, V.3)."""
-    steps = list(method.steps)
-    palindrome = steps == steps[::-1]
-    sub = method.substep
-    symmetric_sub = sub is None
-    if sub is not None and not sub.numeric and not sub.symbols:
-        _, A, b = entries_in_field(sub)
-        symmetric_sub = reversal_certificate(A, b)
-    if palindrome and symmetric_sub:
-        what = "exact sub-flows" if sub is None else f"symmetric {sub.name} sub-steps"
-        return True, f"palindromic steps of {what}"
-    # the coloured B-series of the composition against its adjoint
-    exact = {op: "exact" for op in method.operators} if sub is None else None
-    found = symmetry_order(splitting_series(method, SPLITTING_EXAMINED, exact))
-    if not found.holds:
-        return False, f"a* ≠ a at order {found.order + 1}: {found.failing}"
-    return None, f"a* = a to order {found.examined} (no certificate for all orders)"

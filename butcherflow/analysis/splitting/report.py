@@ -32,7 +32,7 @@ from ...errors import AnalysisError
 from ...methods import ButcherTableau, Splitting
 from ...methods.entries.numbers import Number
 from ...methods.entries.precision import Judgement, digits_hint, judge_enclosure, working_precision
-from ..bseries.verdicts import splitting_symmetric, splitting_symplectic
+from ..bseries.splitting_geometry import splitting_symmetric, splitting_symplectic
 from ..budget import DEFAULT_TIME_BUDGET, Deadline
 from ..enclosure.weights import BallDomain
 from ..exact.free_algebra import FreeProduct, Word
@@ -76,6 +76,7 @@ class SplittingReport(Report):
     ) -> None:
         start = time.perf_counter()
         deadline = Deadline.after(time_budget)
+        self._deadline = deadline
         self.method = method
         self.notes: list[str] = []
         sub = method.substep
@@ -345,7 +346,7 @@ class SplittingReport(Report):
     def geometry_rows(self) -> list[tuple[str, Any]]:
         rows = []
         for label, (value, why) in (
-            ("symplectic", splitting_symplectic(self.method)),
+            ("symplectic", splitting_symplectic(self.method, deadline=self._deadline)),
             ("symmetric", splitting_symmetric(self.method)),
         ):
             shown = "undetermined" if value is None else "yes" if value else "no"
