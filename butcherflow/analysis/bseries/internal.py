@@ -1,5 +1,5 @@
 """Internal stability of a Runge-Kutta tableau (Ketcheson, Lóczi and Parsani, SIAM J. Numer.
-Anal. 52, 2014; for implicit methods the same functions, Hairer and Wanner, IV.15).
+Anal. 52, 2014, whose stage residuals include an implicit method's solver errors).
 
 On y' = λy with z = hλ, a perturbation r of the stage equations Y = e·yₙ + zAY + r (rounding,
 or the residual an implicit stage solver leaves) reaches the step as Σ_j Q_j(z)·r_j with

@@ -81,6 +81,7 @@ class Geometry:
             "energy_preservation_order": self.energy_text,
             "ssp_coefficient": self.ssp_value,
             "internal_amplification": None if internal is None else internal.amplification,
+            "internal_amplification_text": None if internal is None else internal.text(),
             "internal_stability_polynomials": [] if internal is None else internal.polynomials,
         }
 
