@@ -51,12 +51,14 @@ def test_internal_stability_functions_match_hand_derivations(name: str) -> None:
 # The suprema over (−∞, 0] (A-stable: the real interval is unbounded), by hand from the above:
 # Q(−∞) = −bᵀA⁻¹e_j: 2 for the midpoint, ±√3 for Gauss 2 (its critical points 3 − √3 ± √6 give
 # |Q_1| ≈ 0.228 only), −δ_js for a stiffly accurate method (SDIRK-2, Radau IIA: their interior
-# maxima (1 − γ)/(4γ) ≈ 0.604 and 9√6/(24 + 8√6) ≈ 0.506 stay below), and −1 for the trapezoid.
+# maxima (1 − γ)/(4γ) ≈ 0.604 and 9√6/(24 + 8√6) ≈ 0.506 stay below), −1 for the trapezoid, and
+# for Radau IA 3 (A = [[1/4, −1/4], [1/4, 5/12]], b = [1/4, 3/4]) bᵀA⁻¹ = [−1/2, 3/2].
 SUPREMA = {
     "implicit-midpoint": 2.0,
     "gauss-legendre-2": math.sqrt(3),
     "sdirk-2": 1.0,
     "radau-iia-3": 1.0,
+    "radau-ia-3": 1.5,
     "trapezoid": 1.0,
 }
 

@@ -53,15 +53,18 @@ def _margin_panel(ax: Any, tableau: ButcherTableau, radius: float, shown: str, t
     end = MONOTONE_SHOWN if radius == math.inf else (1.6 * radius if radius > 0 else 1.0)
     r = np.linspace(0.0, end, POINTS)
     margin = monotonicity_margin(tableau, r)
-    scale = float(np.nanmax(np.abs(margin))) or 1.0
-    ax.fill_between(r, 0, margin / scale, where=margin >= 0, color="#c7e9c0", label="≥ 0")
-    ax.plot(r, margin / scale, color="#08519c", linewidth=1.2, label="smallest entry (scaled)")
+    positive = margin[margin > 0]
+    scale = float(positive.max() if positive.size else np.nanmax(np.abs(margin))) or 1.0
+    # the cube root keeps the sign and shows a margin that nears 0 long before R (SSPRK(10,4))
+    shown_margin = np.cbrt(np.clip(margin / scale, -1.0, 1.0))
+    ax.fill_between(r, 0, shown_margin, where=margin >= 0, color="#c7e9c0", label="≥ 0")
+    ax.plot(r, shown_margin, color="#08519c", linewidth=1.2, label="sign(m)·|m|^⅓, m scaled")
     ax.axhline(0, color="#444", linewidth=0.6)
     if 0 < radius < math.inf:
         ax.axvline(radius, color="#d62728", linestyle="--", linewidth=1.2, label=f"R = {shown}")
     ax.set_xlim(0, end)
     ax.set_xlabel("r")
-    ax.set_ylabel("min of K(I + rK)⁻¹, (I + rK)⁻¹e")
+    ax.set_ylabel("m = min of K(I + rK)⁻¹, (I + rK)⁻¹e")
     what = "R = ∞: non-negative for every r" if radius == math.inf else f"SSP coefficient {shown}"
     ax.set_title(f"{title}: {what}", fontsize=9)
     ax.legend(loc="upper right", fontsize=7.5, framealpha=0.9)

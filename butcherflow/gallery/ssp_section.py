@@ -11,8 +11,9 @@ from .ssp_plots import internal_svg, ssp_svg
 from .text import Attempt, save_figure
 
 SSP_TEXT = (
-    "Left: the smallest entry of K(I + rK)⁻¹ and (I + rK)⁻¹e, K = [[A, 0], [bᵀ, 0]], against "
-    "r (scaled to its largest size); it stays non-negative exactly for r ≤ R, the SSP "
+    "Left: the smallest entry m of K(I + rK)⁻¹ and (I + rK)⁻¹e, K = [[A, 0], [bᵀ, 0]], against "
+    "r (scaled to its largest positive value, drawn as a signed cube root so that a margin "
+    "close to 0 stays visible); it stays non-negative exactly for r ≤ R, the SSP "
     "coefficient (Kraaijevanger's radius of absolute monotonicity, BIT 31, 1991), found exactly "
     "by the report. Any convex functional (a norm, total variation, positivity) that forward "
     "Euler keeps from growing with step h is kept by the method with step R·h. Right: the "
