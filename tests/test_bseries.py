@@ -475,7 +475,7 @@ def test_coarse_digits_leave_symmetry_and_energy_undetermined() -> None:
 
 
 def test_internal_stability_polynomials_of_rk4_match_nodepy() -> None:
-    from butcherflow.analysis.bseries.tableau import internal_stability
+    from butcherflow.analysis.bseries.internal import internal_stability
 
     rk = pytest.importorskip("nodepy.runge_kutta_method")
     method = bf.catalog["rk4"]

@@ -71,6 +71,7 @@ def test_every_catalog_entry_has_its_page(gallery: tuple[Path, GalleryResult], n
     if has_region:
         assert f"({name}/stability.svg)" in text
         ET.fromstring(region.read_text(encoding="utf-8"))  # well-formed SVG
+    _check_ssp_figures(out, text, name, method)
     diverges = False
     if isinstance(method, bf.LinearMultistep):  # a family is measured at its generic member
         diverges = not bf.check(generic_member(method)).zero_stable  # type: ignore[attr-defined]
@@ -96,6 +97,25 @@ def test_every_catalog_entry_has_its_page(gallery: tuple[Path, GalleryResult], n
     else:
         assert f"Not compiled: {why}" in text
         assert not diagram.exists() and row.params is None
+
+
+def _check_ssp_figures(out: Path, text: str, name: str, method: bf.Method) -> None:
+    """A Runge-Kutta page draws its SSP picture and internal amplification, or says why not."""
+    ssp = out / "solvers" / name / "ssp.svg"
+    internal = out / "solvers" / name / "internal-stability.svg"
+    tableau = isinstance(method, bf.ButcherTableau)
+    if not tableau or method.symbols:  # type: ignore[union-attr]
+        assert (ssp.exists(), internal.exists()) == (False, False)
+        assert tableau is ("No SSP plot: the declaration is a family" in text)
+        return
+    assert f"({name}/ssp.svg)" in text and "SSP coefficient" in ssp.read_text(encoding="utf-8")
+    amplification = bf.check(method).geometry.internal.amplification  # type: ignore[attr-defined]
+    assert internal.is_file() == (amplification is not None)
+    if amplification is not None:
+        ET.fromstring(internal.read_text(encoding="utf-8"))
+        assert f"= {amplification:.4g}" in internal.read_text(encoding="utf-8")
+    else:
+        assert "No internal stability plot: " in text
 
 
 @pytest.mark.parametrize("name", RECIPES)

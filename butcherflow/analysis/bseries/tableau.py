@@ -1,5 +1,5 @@
-"""Properties of a Runge-Kutta tableau read off its entries: the symplecticity matrix, the SSP
-coefficient and internal stability.
+"""Properties of a Runge-Kutta tableau read off its entries: the symplecticity matrix and the
+SSP coefficient (internal stability has its own module, `internal.py`).
 
 - M = BA + AᵀB − bbᵀ (B = diag(b)): M = 0 makes the method symplectic and conserve quadratic
   invariants (Sanz-Serna 1988; Lasagni 1988; Suris 1988); for a numeric tableau every entry of M
@@ -10,11 +10,7 @@ coefficient and internal stability.
   K = [[A, 0], [bᵀ, 0]]. The admissible r form an interval [0, R]; every entry is a rational
   function in r over the field of the tableau, and R is the first r > 0 where a numerator
   turns negative or det(I + rK) vanishes, found exactly (`real_roots.first_exit`).
-- Internal stability (Ketcheson, Lóczi and Parsani, SIAM J. Numer. Anal. 52, 2014): a
-  perturbation of stage j reaches the step as Q_j(z) = z bᵀ(I − zA)⁻¹e_j; the maximal
-  amplification is max_j max |Q_j(x)| over the real stability interval [−R, 0]. For an explicit
-  method the Q_j are polynomials, maximised exactly up to floating point (end points and
-  critical points); the first stage of an explicit method is y_n itself and is left out.
+  `monotonicity_margin` reads the same entries in float64 at given r, for plots.
 """
 
 from __future__ import annotations
@@ -255,57 +251,26 @@ def _rational(radius: float, polys: list[Any], K: Any) -> sympy.Expr | None:
     return None
 
 
-@final
-@dataclass(frozen=True)
-class InternalStability:
-    """Internal stability of a tableau over its real stability interval.
+def monotonicity_margin(tableau: ButcherTableau, r: np.ndarray) -> np.ndarray:
+    """min over the entries of K(I + rK)⁻¹ and (I + rK)⁻¹e that are not identically zero, at
+    each r, in float64: non-negative exactly on [0, R] (R the SSP coefficient, found exactly by
+    `ssp_coefficient`; this is its picture). Entries zero for every r (those above the diagonal
+    of an explicit method) are left out, since they never decide R.
 
-    - `polynomials`: Q_j(z) = z bᵀ(I − zA)⁻¹e_j (sympy, in z), one per stage counted.
-    - `interval`: R with [−R, 0] the real stability interval the maximum is taken over.
-    - `amplification`: max_j max_{x ∈ [−R, 0]} |Q_j(x)| (float; None when not computed).
-    - `how`: how the maximum was found.
+    **Arguments:** `tableau`: a method without symbols; `r`: the points, shape `(n,)`, r ≥ 0.
+
+    **Returns:** the margins, shape `(n,)` (nan where I + rK is singular).
     """
-
-    polynomials: list[sympy.Expr]
-    interval: float | None
-    amplification: float | None
-    how: str
-
-
-def internal_stability(tableau: ButcherTableau, real_interval: float | None) -> InternalStability:
-    """The internal stability functions and their maximum over [−R, 0] (see the module).
-
-    For an explicit tableau, Q_j(z) = Σ_k (bᵀA^k)_j z^(k+1) (A is nilpotent), computed exactly in
-    the field of the entries; an implicit one's are rational functions, which are not given.
-    """
-    z = sympy.Symbol("z")
     s = tableau.stages
-    if not tableau.is_explicit or tableau.symbols:
-        why = (
-            "not computed: an implicit method's stage errors depend on how its stages are solved"
-            if not tableau.is_explicit
-            else "not computed for parametrised families"
-        )
-        return InternalStability([], real_interval, None, why)
-    K, A, b = entries_in_field(tableau)
-    rows = [list(b)]  # bᵀA^k, k = 0 … s − 1
-    for _ in range(s - 1):
-        last = rows[-1]
-        rows.append([sum((last[i] * A[i][j] for i in range(s)), K.zero) for j in range(s)])
-    coefficients = [[rows[k][j] for k in range(s)] for j in range(1, s)]  # stage 1 is y_n
-    polys = [
-        sympy.Add(*(K.to_sympy(c) * z ** (k + 1) for k, c in enumerate(cs) if c))
-        for cs in coefficients
-    ]
-    if real_interval is None or real_interval == math.inf:
-        return InternalStability(polys, real_interval, None, "not computed: no bounded interval")
-    worst = 0.0
-    for cs in coefficients:
-        poly = np.poly1d([*(float(K.to_sympy(c)) for c in reversed(cs)), 0.0])
-        points = [-real_interval, 0.0]
-        for r in poly.deriv().roots if poly.order > 0 else []:
-            if abs(r.imag) < 1e-12 and -real_interval <= r.real <= 0.0:
-                points.append(r.real)
-        worst = max(worst, *(abs(poly(x)) for x in points))
-    how = "max over end points and critical points of each Q_j (float64)"
-    return InternalStability(polys, real_interval, float(worst), how)
+    A = np.array([[float(x) for x in row] for row in tableau.A], dtype=np.float64)
+    b = np.array([float(x) for x in tableau.b], dtype=np.float64)
+    K = np.zeros((s + 1, s + 1))
+    K[:s, :s], K[s, :s] = A, b
+    shifted = np.eye(s + 1)[None] + np.asarray(r, dtype=np.float64)[:, None, None] * K[None]
+    entries = np.full((len(r), (s + 1) * (s + 2)), np.nan)
+    for k, m in enumerate(shifted):
+        if abs(np.linalg.det(m)) > 1e-12:
+            inverse = np.linalg.inv(m)
+            entries[k] = np.concatenate([(K @ inverse).ravel(), inverse.sum(axis=1)])
+    live = np.nanmax(np.abs(entries), axis=0) > 1e-13 if np.isfinite(entries).any() else []
+    return np.asarray(np.min(entries[:, live], axis=1))

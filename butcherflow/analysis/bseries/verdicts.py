@@ -14,6 +14,7 @@ from ...methods import ButcherTableau, LinearMultistep, Method, Splitting, catal
 from ...methods.entries.precision import Verdict
 from ..budget import DEFAULT_TIME_BUDGET, NOT_DECIDED, Deadline, OutOfTime
 from ..exact.weights import entries_in_field
+from .internal import InternalStability, internal_stability
 from .properties import (
     OrderVerdict,
     energy_order,
@@ -23,7 +24,7 @@ from .properties import (
 )
 from .series import BSeries, tableau_ball_series, tableau_series
 from .splitting_geometry import splitting_symplectic
-from .tableau import InternalStability, internal_stability, ssp_coefficient, symplectic_matrix
+from .tableau import ssp_coefficient, symplectic_matrix
 
 # The highest tree order the report examines B-series conditions to (order 8 keeps every
 # catalog tableau's rows within a second or two; `bf.bseries` goes further on request).
@@ -57,14 +58,7 @@ class Geometry:
     notes: list[str] = field(default_factory=list)
 
     def rows(self) -> list[tuple[str, Any]]:
-        internal = self.internal
-        amplification: Any = None
-        if internal is not None:
-            amplification = (
-                internal.how
-                if internal.amplification is None
-                else f"{internal.amplification:.6g} over [−{internal.interval:.6g}, 0]"
-            )
+        amplification = None if self.internal is None else self.internal.text()
         return [
             ("symplectic", f"{_yes(self.symplectic)} ({self.symplectic_why})"),
             ("order of symplecticity", self.symplectic_order_text),
@@ -85,6 +79,7 @@ class Geometry:
             "energy_preservation_order": self.energy_text,
             "ssp_coefficient": self.ssp_value,
             "internal_amplification": None if internal is None else internal.amplification,
+            "internal_amplification_text": None if internal is None else internal.text(),
             "internal_stability_polynomials": [] if internal is None else internal.polynomials,
         }
 
@@ -184,7 +179,7 @@ def _decide_geometry(
     ssp = ssp_coefficient(tableau, deadline)
     out.ssp, out.ssp_value = ssp.text(), ssp.value
     deadline.check()
-    out.internal = internal_stability(tableau, real_interval)
+    out.internal = internal_stability(tableau, real_interval, deadline)
     deadline.check()
     limit = min(max(order + 2, 4), EXAMINED)
     if limit <= order:  # every condition up to the order holds for any method of that order

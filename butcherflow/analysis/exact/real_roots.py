@@ -386,6 +386,26 @@ def first_exit(f: Dense, field: RealField, deadline: Deadline) -> float:
     return _first_failed_gap(field.positive_roots(f, deadline), positive, deadline)
 
 
+def positive_root_values(f: Dense, field: RealField, deadline: Deadline) -> list[float]:
+    """The positive real roots of f (over the field, not identically zero), ascending, each
+    isolated exactly and bisected to double precision. Where the balls cannot isolate f's own
+    roots, those of its norm are given (a superset: `RealField.positive_roots`).
+    """
+    f = dup_strip(f)
+    while f and not f[-1]:
+        f = f[:-1]  # the root 0 is not positive
+    if len(f) <= 1:
+        return []
+    if field.algebraic and all(is_rational(c) for c in f):
+        f, field = [rational_part(c) for c in f], RealField(QQ)
+    if field.algebraic:
+        roots = field.positive_roots(f, deadline)
+    else:
+        gz = dup_clear_denoms([QQ.convert(c) for c in f], QQ, convert=True)[1]
+        roots = positive_roots(_integer_poly(gz), deadline)
+    return [float(lo) if lo == hi else _bisect(sign, lo, hi) for lo, hi, sign in roots]
+
+
 def first_failure(breaks: Dense, fails: Callable[[Any], bool], deadline: Deadline) -> float:
     """The first root r > 0 of `breaks` after which `fails` holds (math.inf when none), exactly.
 
