@@ -14,7 +14,7 @@ import torch
 
 import butcherflow as bf
 from butcherflow.cli import main
-from butcherflow.cli.readback import block_fields, describe, read_back
+from butcherflow.cli.readback import block_fields, describe, read_back, read_back_layers
 
 D_MODEL = 16
 
@@ -74,3 +74,35 @@ def test_show_a_trained_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     out = capsys.readouterr().out
     assert "encoder layer 0 (RungeKuttaBlock):" in out and "decoder layer 0" in out
     assert out.count("round trip: relative difference") == 2
+
+
+def hyper_connection_stack() -> bf.CompiledBlock:
+    """hyper-connections-4 with learned coefficients, its second layer's V moved off I."""
+    stack = bf.compile_stack(
+        "hyper-connections-4",
+        fields=["san+ffn"] * 2,
+        d_model=D_MODEL,
+        n_heads=2,
+        d_ffn=32,
+        coefficients="learned",
+    )
+    with torch.no_grad():
+        moved = 0.05 * torch.randn(4, 4, generator=torch.Generator().manual_seed(0))
+        stack.program.get_submodule("mix1").V.add_(moved.double())
+    return stack.eval()
+
+
+def test_each_layer_of_a_hyper_connection_stack_reads_back_its_learned_v() -> None:
+    stack = hyper_connection_stack()
+    first, second = read_back_layers(stack, "encoder")  # type: ignore[arg-type]
+    learned = stack.program.get_submodule("mix1").V.detach().numpy()
+    read = np.array(second.varies.V[0])
+    assert np.allclose(read, learned, rtol=0, atol=1e-12)
+    assert np.allclose(np.array(first.varies.V[0]), np.eye(4), rtol=0, atol=1e-12)
+    assert max(first.verify(), second.verify()) < 1e-13
+
+
+def test_describe_reads_a_stack_layer_by_layer() -> None:
+    text = "\n".join(describe("encoder", 0, hyper_connection_stack(), D_MODEL))
+    assert "layer 0 computes now" in text and "layer 1 computes now" in text
+    assert "not read back" not in text

@@ -3,25 +3,28 @@
 Each compiled block of the model (encoder and decoder) is extracted with its own field
 sub-modules as fields and its coefficient modules (stage gates) frozen, on a random state of the
 model's width: the learned coefficients (gates per token, learned weights) come back as a
-declaration with its proof, beside the declaration the run started from. Stacks whose
-coefficients span the layers (general linear and multistep stacks) have no per-block fields;
-their learned stream-mixing matrices are reported by `stream_bounds`.
+declaration with its proof, beside the declaration the run started from. A general linear
+stack (hyper-connections) is read layer by layer: layer m as a module of the r streams
+(`StackLayer`, the stack's own mixing and field), extracted over its stream axis, gives that
+layer's learned U, B and V (per token under dynamic coefficients) with their proof. Multistep
+stacks, whose coefficients span the layers, have no per-layer reading.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, final
 
 import torch
 from torch import nn
 
 from ..analysis import check
-from ..compiler import CompiledBlock
+from ..compiler import CompiledBlock, GeneralLinearStack
 from ..compiler.coefficients import StageGate
+from ..compiler.general_linear import advance, read_stages
 from ..errors import ExtractionError
 from ..extract import Extracted, extract
-from ..nn import Field
+from ..nn import Context, Field
 from .proofs import order_table
 
 BATCH, LENGTH, MEMORY = 2, 6, 5  # the random state a block is read at
@@ -75,22 +78,80 @@ def read_back(block: nn.Module, side: str, d_model: int, seed: int = 0) -> Extra
     return extract(block.eval(), state, fields=fields, frozen=frozen, **kwargs)
 
 
+@final
+class StackLayer(nn.Module):
+    """Layer m of a `GeneralLinearStack` as a module of its streams: `(r, batch, time, d)` ->
+    the next streams, computed by the stack's own mixing (`mix`) and field (`field`).
+
+    **Arguments:** `stack`: the stack; `m`: the layer's index.
+    """
+
+    def __init__(self, stack: GeneralLinearStack, m: int) -> None:
+        super().__init__()
+        self.mix = stack.program.get_submodule(f"mix{m}")
+        self.field = stack.program.get_submodule(f"layer{m}")
+        self.A = [[float(a) for a in row] for row in stack.method.A]
+        self.causal = stack.causal
+
+    def forward(self, streams: torch.Tensor, memory: torch.Tensor | None = None) -> torch.Tensor:
+        ctx = Context(causal=self.causal, memory=memory)
+        U, B, V = self.mix(streams)
+        read = read_stages(U, streams)
+        values: list[torch.Tensor] = []
+        for i, row in enumerate(self.A):
+            Y = read[i] + sum((a * values[j] for j, a in enumerate(row[:i]) if a), torch.zeros(()))
+            values.append(self.field(Y, ctx, i))
+        out: torch.Tensor = advance(V, streams, B, *values)
+        return out
+
+
+def read_back_layers(stack: GeneralLinearStack, side: str, seed: int = 0) -> list[Extracted]:
+    """Every layer of a general linear stack read back over its streams (`StackLayer`), at
+    random streams: its learned U, B, V as a general linear method (the mixing is frozen, so
+    that dynamic coefficients stay those of the layer's own input)."""
+    generator = torch.Generator().manual_seed(seed)
+    r, d = stack.method.values, stack.d_model
+    assert d is not None  # a stack's width is known once it is built
+    found = []
+    for m in range(stack.layers):
+        layer = StackLayer(stack, m).eval()
+        streams = torch.randn(r, BATCH, LENGTH, d, generator=generator)
+        kwargs: dict[str, Any] = {}
+        if side == "decoder":
+            kwargs["memory"] = torch.randn(BATCH, MEMORY, d, generator=generator)
+        found.append(
+            extract(layer, streams, fields={"F": "field"}, streams=0, frozen=("mix",), **kwargs)
+        )
+    return found
+
+
+def _stack_lines(stack: GeneralLinearStack, side: str) -> list[str]:
+    lines = []
+    for m, found in enumerate(read_back_layers(stack, side)):
+        lines += [f"  layer {m} computes now (bf.extract over its {stack.method.values} streams):"]
+        lines += ["    " + row for row in str(found).splitlines()]
+        lines.append(f"    round trip: relative difference {found.verify():.2g}")
+    return lines
+
+
 def describe(side: str, index: int, block: nn.Module, d_model: int) -> list[str]:
     """Lines for one block: the declaration it started from and what it computes now."""
     started = getattr(block, "method", None)
     head = f"{side} layer {index} ({type(block).__name__})"
     if not isinstance(block, CompiledBlock):
         return [f"{head}: not a compiled block, nothing to read back"]
-    try:
-        found = read_back(block, side, d_model)
-    except ExtractionError as refusal:
-        return [f"{head}: not read back: {refusal}"]
     lines = [f"{head}:"]
     if started is not None:
         lines += [
             "  started from:",
             *("    " + row for row in order_table([check(started)]).splitlines()),
         ]
+    try:
+        if isinstance(block, GeneralLinearStack):
+            return lines + _stack_lines(block, side)
+        found = read_back(block, side, d_model)
+    except ExtractionError as refusal:
+        return [*lines, f"  not read back: {refusal}"]
     lines += ["  computes now (bf.extract at a random state):"]
     lines += ["    " + row for row in str(found).splitlines()]
     lines.append(f"    round trip: relative difference {found.verify():.2g}")
