@@ -118,5 +118,9 @@ def test_an_explicit_precision_must_be_a_small_positive_number() -> None:
 def test_fractional_connections_mix_feature_fractions() -> None:
     # Each fraction of the feature axis has its own weights (initialised so that the branch
     # reads fraction 0 twice): no combination of whole states with one coefficient each.
-    with pytest.raises(ExtractionError, match=r"cut into 2 fractions.*num_fracs=2"):
+    with pytest.raises(ExtractionError, match=r"cut into 2 fractions.*num_fracs=2") as refusal:
         libraries.hyper_connections_fractional().extract()
+    assert "reads, fraction by fraction, [1·y[0]; 1·y[0]]" in str(refusal.value)
+    assert "inconsistent (the stages do not read y, the field values are not added whole)" in str(
+        refusal.value
+    )

@@ -127,6 +127,11 @@ def test_integrate_layers_round_trip_per_token(lime: Any) -> None:
     assert lime.verify() < ROUND_OFF
 
 
+def test_a_later_attention_reading_three_mixtures_is_refused() -> None:
+    with pytest.raises(ExtractionError, match="field 'attn2' reads 3 stage values at once"):
+        libraries.x_transformers_integrate_layers(depth=2).extract()
+
+
 def test_integrate_layers_has_coloured_order_one_at_every_token(lime: Any) -> None:
     assert lime.varies.holds["Σ b = 1 per field"]
     token = bf.check(lime.at_token(3))

@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -28,8 +29,8 @@ from .probe import (
 )
 from .probe import to_float64 as float64
 from .result import Extracted, Session, variation
-from .solve import FLOAT32_PRECISION, Fit, fit, fraction_count, reading_precision
-from .streams import Streams, check_streams, tokens
+from .solve import FLOAT32_PRECISION, Fit, fit, fraction_fit, reading_precision
+from .streams import Streams, check_streams, stream_count, tokens
 
 ROWS_PER_UNKNOWN = 8
 
@@ -130,7 +131,8 @@ def _extract(
         found, precision, who, lambda: computes_below_float64(lambda: once(state, probing=False))
     )
     if found.broken(precision) is not None:
-        _refuse_fractions(fraction_count(probes, [state] * runs, streams, precision), who)
+        cut = fraction_fit(probes, [state] * runs, streams, precision)
+        _refuse_fractions(cut, probes[0].labels, stream_count(state, streams), who)
     _explain_break(found, probes[0], who, frozen, precision)
     starts = [
         torch.randn(state.shape, dtype=state.dtype, generator=probe.generator) for _ in range(runs)
@@ -262,18 +264,68 @@ def _fit(runs: Sequence[Run], states: Sequence[Tensor], streams: Streams, who: s
     return fit(runs, states, streams)
 
 
-def _refuse_fractions(fractions: int | None, who: str) -> None:
-    """Refuse, in one line, a module whose combinations are per fraction of the feature axis."""
-    if fractions is None:
+FRACTION_SHOWN = 1e-9  # a fraction's weight below this share of the largest is not shown
+
+
+def _refuse_fractions(
+    cut: tuple[int, np.ndarray] | None, labels: Sequence[str], r: int, who: str
+) -> None:
+    """Refuse, in one line, a module whose combinations are per fraction of the feature axis,
+    with what the first field's input reads at the first token and whether, read as a general
+    linear method whose coefficients are f×f fraction matrices, it is consistent."""
+    if cut is None:
         return
+    f, solution = cut
+    names = [f"y{k}" if r > 1 else "y" for k in range(r)] + list(labels)
+    parts = []
+    for piece in range(f):  # the first stage input's fraction `piece`
+        weights = solution[:, piece]
+        terms = [
+            f"{w:.4g}·{names[c // f]}[{c % f}]"
+            for c, w in enumerate(weights)
+            if abs(w) > FRACTION_SHOWN * float(np.abs(weights).max(initial=0.0))
+        ]
+        parts.append(" + ".join(terms) or "0")
     raise ExtractionError(
-        f"{who}: the feature axis is cut into {fractions} fractions, and every fraction of the "
+        f"{who}: the feature axis is cut into {f} fractions, and every fraction of the "
         "branch input and of the output is a combination of the fractions of the state and of "
         "the field value, each fraction with its own coefficients (frac-connections, as "
-        f"hyper_connections' num_fracs={fractions}, arXiv:2503.14125); a butcherflow "
-        "declaration combines whole states with one coefficient each, and a field reading "
-        f"{fractions} combinations at once is no stage of one: only a module with one fraction "
-        "(num_fracs=1) is an integrator butcherflow declares"
+        f"hyper_connections' num_fracs={f}, arXiv:2503.14125); at the first token field "
+        f"'{labels[0]}' reads, fraction by fraction, [{'; '.join(parts)}] (y[j]: fraction j "
+        f"of the state), {_fraction_consistency(solution, f, r, len(labels))}; an integrator's "
+        "coefficients are numbers, the same for every feature (a change of feature coordinates "
+        "commutes with it), and these act on fractions: no butcherflow declaration holds "
+        "them, only a module with one fraction (num_fracs=1) is an integrator it declares"
+    )
+
+
+def _fraction_consistency(solution: np.ndarray, f: int, r: int, s: int) -> str:
+    """Whether the fraction matrices are those of a consistent step: every stage reads y
+    (Σ over streams of its fraction matrix = I), every output stream keeps y (likewise) and
+    adds each field value whole (its fraction matrix = I); in words."""
+    eye, tol = np.eye(f), FRACTION_SHOWN**0.5
+
+    def block(row: int, column: int) -> np.ndarray:  # the f×f matrix of target row-block
+        return solution[column * f : (column + 1) * f, row * f : (row + 1) * f].T
+
+    reads_y = all(np.allclose(sum(block(i, k) for k in range(r)), eye, atol=tol) for i in range(s))
+    keeps_y = all(
+        np.allclose(sum(block(s + t, k) for k in range(r)), eye, atol=tol) for t in range(r)
+    )
+    adds = all(np.allclose(block(s + t, r + i), eye, atol=tol) for t in range(r) for i in range(s))
+    if reads_y and keeps_y and adds:
+        return "which, read as fraction matrices, is a consistent step"
+    broken = [
+        what
+        for what, ok in (
+            ("the stages do not read y", reads_y),
+            ("the output streams do not keep y", keeps_y),
+            ("the field values are not added whole", adds),
+        )
+        if not ok
+    ]
+    return (
+        "so that, read as fraction matrices, the step is inconsistent (" + ", ".join(broken) + ")"
     )
 
 

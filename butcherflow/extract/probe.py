@@ -297,6 +297,15 @@ class Probe:
                     "call order"
                 )
             stage = pending[chain.name].pop(0)
+            if stage.dim() == value.dim() + 1 and stage.shape[1:] == value.shape:
+                raise ExtractionError(
+                    f"{module_name(self.module)}: field '{chain.name}' reads {stage.shape[0]} "
+                    f"stage values at once (shape {tuple(stage.shape)}) and returns one of shape "
+                    f"{tuple(value.shape)}: a branch whose inputs (queries, keys, values) are "
+                    "different states, as x-transformers' integrate_layers and "
+                    "qkv_receive_diff_residuals feed its attentions, is a field of several "
+                    "states, which no declaration holds; valid: a field called on one state"
+                )
             if value.shape != stage.shape:
                 raise ExtractionError(
                     f"{module_name(self.module)}: field '{chain.name}' ends in "

@@ -169,14 +169,15 @@ def _design(
     return torch.cat(columns, dim=1), torch.cat(targets, dim=1)
 
 
-def fraction_count(
+def fraction_fit(
     runs: Sequence[Run], states: Sequence[Tensor], streams: Streams, precision: float | None
-) -> int | None:
+) -> tuple[int, np.ndarray] | None:
     """The fewest fractions f > 1 of the feature axis such that every fraction of every stage
     input and output stream is a linear combination of the fractions of the state's streams
-    and the field values, each with its own coefficients (frac-connections), or None. Only
-    cuts leaving at least twice as many equations as unknowns per token are tried, so that a
-    fit is a finding, never a solve of an underdetermined system."""
+    and the field values, each with its own coefficients (frac-connections), with the first
+    token's coefficients `((r + s)·f, (s + r)·f)` (columns and targets as `_design` orders
+    them); or None. Only cuts leaving at least twice as many equations as unknowns per token
+    are tried, so that a fit is a finding, never a solve of an underdetermined system."""
     d = int(tokens(states[0], streams).shape[-1])
     r, s = int(tokens(states[0], streams).shape[1]), len(runs[0].values)
     for f in range(2, d + 1):
@@ -187,7 +188,7 @@ def fraction_count(
         residual = torch.linalg.vector_norm(X @ solution - Z, dim=1)
         scale = torch.linalg.vector_norm(Z, dim=1).clamp_min(1e-300)
         if float((residual / scale).max()) <= residual_tolerance(precision):
-            return f
+            return f, solution[0].numpy()
     return None
 
 

@@ -105,16 +105,17 @@ def x_transformers_sandwich() -> Target:
     )
 
 
-def x_transformers_integrate_layers() -> Target:
-    """`integrate_layers=True` (LIMe): the feed-forward reads a per-token softmax mixture of the
-    states before each earlier layer. The mixture's weights read the state through
-    `layer_integrators.1.to_weights`, frozen so that they stay those of the module's input."""
+def x_transformers_integrate_layers(depth: int = 1) -> Target:
+    """`integrate_layers=True` (LIMe): every branch but the first attention reads a per-token
+    softmax mixture of the states before each earlier layer (the later attentions one mixture
+    per query, key and value). The mixtures' weights read the state through
+    `layer_integrators.i.to_weights`, frozen so that they stay those of the module's input."""
     return Target(
-        _encoder(depth=1, integrate_layers=True),
+        _encoder(depth=depth, integrate_layers=True),
         (_state(BATCH, LENGTH, D_MODEL),),
-        branches("af"),
-        frozen=("layer_integrators.1.to_weights",),
-        title="x_transformers.Encoder(dim=16, depth=1, integrate_layers=True)",
+        branches("af" * depth),
+        frozen=tuple(f"layer_integrators.{i}.to_weights" for i in range(1, 2 * depth)),
+        title=f"x_transformers.Encoder(dim=16, depth={depth}, integrate_layers=True)",
     )
 
 
