@@ -180,7 +180,9 @@ def _exact_system(method: GeneralLinear) -> tuple[Any, list[list[list[Any]]]]:
     keys = list(method.entries)
     domain, values = smallest_domain([method.entries[k].value for k in keys])
     field = domain.get_field()
-    converted = {k: field.convert_from(v, domain) for k, v in zip(keys, values, strict=True)}
+    if field != domain:  # ZZ -> QQ (converting an algebraic field into itself costs minutes)
+        values = [field.convert_from(v, domain) for v in values]
+    converted = dict(zip(keys, values, strict=True))
     A, U, B, V = _matrices(method, converted.__getitem__)
     return field, _equations(A, U, B, V, field.zero, field.one)
 
