@@ -106,6 +106,17 @@ def test_floats_of_gauss_are_g_symplectic_within_their_precision() -> None:
     assert g_symplectic(method).holds is True
 
 
+def test_floats_of_p_are_g_symplectic_within_their_precision() -> None:
+    # the digits' own method is not G-symplectic (√3 rounded); a witness found in floats
+    # among the exact solutions of G = VᵀGV and DU = BᵀGV meets every equation at the precision
+    exact = gauss_pair(1)
+    method = bf.GeneralLinear(
+        *([[float(x) for x in row] for row in m] for m in (exact.A, exact.U, exact.B, exact.V)),
+        name="floats",
+    )
+    assert g_symplectic(method).holds is True
+
+
 def test_floats_of_an_explicit_method_fail_for_every_method_within_the_precision() -> None:
     rk4 = bf.catalog["rk4"]
     A = [[float(x) for x in row] for row in rk4.A]
@@ -141,3 +152,10 @@ def test_a_nonsingular_g_hidden_from_the_first_trials_is_found() -> None:
     first = [QQ(x) for x in (-1, 0, 0, -2, 0, -4)]
     second = [QQ(x) for x in (1, 0, 0, 1, 0, 1)]
     assert _nonsingular(QQ, [first, second], 3, Deadline.never()) == second
+
+
+def test_floats_of_a_multistep_form_fail_at_g_equals_vt_g_v() -> None:
+    # det V = 0 for every method within the precision, and det G = det(V)² det G
+    ab2 = bf.LinearMultistep(alpha=[0, -1, 1], beta=[-0.5, 1.5, 0], name="ab2-floats")
+    found = g_symplectic(bf.GeneralLinear.from_method(ab2))
+    assert (found.holds, found.failing) == (False, "G = VᵀGV")

@@ -32,11 +32,16 @@ gaining the property where the digits cannot decide it:
   narrower than the resolution, or exactly zero for the digits' own method. The witness is the
   exact one of the digits' method when it is G-symplectic; otherwise the floating-point null
   vector of the digits' equations, accepted only when G's condition number is below
-  1/resolution (a G that is numerically singular proves nothing).
-- **fails**: ball Gaussian elimination with pivots that exclude 0 shows that the equations have
-  full column rank for every method within the precision, so only G = 0, D = 0 solve them.
+  1/resolution (a G that is numerically singular proves nothing), whose entries are widened by
+  `WITNESS_SLACK` in the balls (its own rounding: the exact G of a method within the precision
+  is not a binary fraction).
+- **fails**: det V is not ±1 for any method within the precision (a ball of det(V)² − 1 that
+  excludes 0), so G = VᵀGV, which gives det G = det(V)² det G, leaves only singular G; or ball
+  Gaussian elimination with pivots that exclude 0 shows that the equations have full column
+  rank for every method within the precision, so only G = 0, D = 0 solve them.
 - **undetermined** otherwise (a method the digits spell that is not G-symplectic only because
-  G must be singular, though nonzero, is undetermined: that is not certified in balls).
+  G must be singular, though nonzero, for another reason than det V is undetermined: that is
+  not certified in balls).
 """
 
 from __future__ import annotations
@@ -57,6 +62,10 @@ from ...methods.entries.precision import RESOLUTION, Verdict, judge_enclosure, w
 from ...methods.general_linear import GeneralLinear
 from ..budget import Deadline
 from ..exact.weights import smallest_domain
+
+# How far a floating-point witness (scaled to max |Gᵢⱼ| ≈ 1) may move, entry by entry, in the
+# balls that judge it: its own rounding, far below the resolution it is judged at.
+WITNESS_SLACK = RESOLUTION / 2**10
 
 # The three equations, in the order they are imposed (a "no" names the first that leaves only
 # singular G).
@@ -249,14 +258,31 @@ def _normalised(K: Any, x: list[Any], r: int) -> list[Any]:
     return [K.quo(v, lead) for v in x]
 
 
-def _solve_exact(
-    K: Any, groups: list[list[list[Any]]], r: int, deadline: Deadline
-) -> tuple[list[Any] | None, int, bool]:
-    """Impose the equations in turn: `(witness, 3, _)` when all three allow a nonsingular G,
-    else `(None, k, only_zero)` with k the index of the first equation after which every G is
-    singular (`only_zero`: G = 0 is the only one)."""
+@final
+@dataclass(frozen=True)
+class _Solved:
+    """What imposing the equations in turn found (`_solve_exact`).
+
+    - `witness`: a solution with G nonsingular, scaled (`_normalised`), or None.
+    - `k`: without a witness, the index of the first equation after which every G is singular.
+    - `only_zero`: G = 0 is then the only one.
+    - `kept`: a basis of the solutions of the equations before `k` (None when k = 0): a
+      numeric declaration looks for a floating-point witness among them, so that the equations
+      its digits meet exactly stay met exactly.
+    """
+
+    witness: list[Any] | None
+    k: int
+    only_zero: bool
+    kept: list[list[Any]] | None
+
+
+def _solve_exact(K: Any, groups: list[list[list[Any]]], r: int, deadline: Deadline) -> _Solved:
+    """Impose the equations in turn over K, each time asking whether the solutions hold a
+    nonsingular G (see `_Solved`)."""
     rows: list[list[Any]] = []
     n = len(groups[0][0])  # G = VᵀGV has r(r+1)/2 ≥ 1 rows
+    kept: list[list[Any]] | None = None
     for k, group in enumerate(groups):
         rows += group
         deadline.check()
@@ -265,10 +291,10 @@ def _solve_exact(
         if found is None:
             g = len(_index(r))
             only_zero = all(x == K.zero for v in basis for x in v[:g])
-            return None, k, only_zero
-        if k == len(groups) - 1:
-            return _normalised(K, found, r), k + 1, False
-    raise AssertionError("unreachable")  # pragma: no cover
+            return _Solved(None, k, only_zero, kept)
+        kept = basis
+    assert found is not None
+    return _Solved(_normalised(K, found, r), len(groups), False, None)
 
 
 def _witness(K: Any, x: list[Any], r: int) -> tuple[Any, Any]:
@@ -311,7 +337,8 @@ def g_symplectic(method: GeneralLinear, deadline: Deadline | None = None) -> GSy
         )
     r = method.values
     K, groups = _exact_system(method)
-    found, k, only_zero = _solve_exact(K, groups, r, deadline)
+    solved = _solve_exact(K, groups, r, deadline)
+    found, k = solved.witness, solved.k
     if found is not None:
         G, D = _witness(K, found, r)
         if not method.numeric:
@@ -320,7 +347,9 @@ def g_symplectic(method: GeneralLinear, deadline: Deadline | None = None) -> GSy
             )
         return _judge_numeric(method, K, groups, found, digits_exact=True)
     if not method.numeric:
-        leaves = "only G = 0" if only_zero else "only singular G (det ΣtₖGₖ ≡ 0 on its solutions)"
+        leaves = (
+            "only G = 0" if solved.only_zero else "only singular G (det ΣtₖGₖ ≡ 0 on its solutions)"
+        )
         return GSymplectic(
             Verdict.FAILS,
             None,
@@ -329,7 +358,7 @@ def g_symplectic(method: GeneralLinear, deadline: Deadline | None = None) -> GSy
             f"no symmetric nonsingular G: {_given(k)} leaves {leaves}",
         )
     deadline.check()
-    return _numeric_without_exact(method, K, groups, deadline)
+    return _numeric_without_exact(method, K, groups, solved, deadline)
 
 
 def _balls(method: GeneralLinear) -> list[list[list[flint.arb]]]:
@@ -359,7 +388,8 @@ def _judge_numeric(
     values = [K.to_sympy(v) for v in x]
     judged = []
     with flint.ctx.workprec(working_precision(method.entries.values())):
-        point = [ball(v) for v in values]
+        slack = Fraction(0) if digits_exact else WITNESS_SLACK
+        point = [ball(v, slack) for v in values]
         for group, labels, rows in zip(_balls(method), _labels(r, s), exact, strict=True):
             for coefficients, label, row in zip(group, labels, rows, strict=True):
                 box = sum((c * p for c, p in zip(coefficients, point, strict=True)), flint.arb(0))
@@ -415,26 +445,49 @@ def _full_rank(rows: list[list[flint.arb]], n: int) -> bool:
     return True
 
 
-def _float_witness(K: Any, exact: list[list[list[Any]]], r: int) -> list[Any] | None:
-    """The floating-point null vector of the digits' equations whose G is well conditioned
-    (condition number below 1/resolution), its binary values exactly as elements of K; None
-    when none is."""
-    rows = [row for group in exact for row in group]
-    n = len(rows[0])
-    M = np.array([[float(K.to_sympy(c)) for c in row] for row in rows], dtype=np.float64)
+def _float_witness(
+    K: Any, exact: list[list[list[Any]]], r: int, solved: _Solved
+) -> list[Any] | None:
+    """A floating-point solution, with G well conditioned (condition number below
+    1/resolution), of the equations the digits do not meet exactly, among the exact solutions
+    of those they do (`solved.kept`); its coordinates' binary values exactly, so that the
+    witness lies exactly in that space. None when no such G is found."""
+    n = len(exact[0][0])
+    basis = solved.kept or [[K.one if i == j else K.zero for j in range(n)] for i in range(n)]
+    rest = [row for group in exact[solved.k :] for row in group]
+    M = np.array(
+        [
+            [
+                float(K.to_sympy(sum((c * v for c, v in zip(row, b, strict=True)), K.zero)))
+                for b in basis
+            ]
+            for row in rest
+        ],
+        dtype=np.float64,
+    )
+    N = np.array([[float(K.to_sympy(v)) for v in b] for b in basis], dtype=np.float64)
     _, sv, vt = np.linalg.svd(M)
+    m = len(basis)
     scale = max(float(sv[0]) if len(sv) else 0.0, 1.0)
-    null = [k for k in range(n) if k >= len(sv) or sv[k] <= 1e-6 * scale] or [n - 1]
+    null = [k for k in range(m) if k >= len(sv) or sv[k] <= 1e-6 * scale] or [m - 1]
     for trial in range(3):
-        x = sum(((k + 1) ** trial * vt[i] for k, i in enumerate(null)), np.zeros(n))
-        G = np.array(_g_of(list(x), r))
+        y = sum(((k + 1) ** trial * vt[i] for k, i in enumerate(null)), np.zeros(m))
+        G = np.array(_g_of(list(y @ N), r))
         if np.linalg.cond(G) < float(1 / RESOLUTION):
-            return [K.convert(sympy.Rational(*Fraction(float(v)).as_integer_ratio())) for v in x]
+            exact_y = [K.convert(sympy.Rational(*Fraction(float(v)).as_integer_ratio())) for v in y]
+            return [
+                sum((c * b[i] for c, b in zip(exact_y, basis, strict=True)), K.zero)
+                for i in range(n)
+            ]
     return None
 
 
 def _numeric_without_exact(
-    method: GeneralLinear, K: Any, exact: list[list[list[Any]]], deadline: Deadline
+    method: GeneralLinear,
+    K: Any,
+    exact: list[list[list[Any]]],
+    solved: _Solved,
+    deadline: Deadline,
 ) -> GSymplectic:
     """A numeric declaration whose digits' own method is not G-symplectic: fails when the
     equations force G = 0 for every method within the precision, met when a well-conditioned
@@ -442,6 +495,20 @@ def _numeric_without_exact(
     r = method.values
     n = len(_index(r)) + method.stages
     with flint.ctx.workprec(working_precision(method.entries.values())):
+        V = flint.arb_mat(
+            [[method.entries[f"V[{i}][{j}]"].ball() for j in range(r)] for i in range(r)]
+        )
+        det = V.det()
+        if not (det * det - 1).contains(0):
+            return GSymplectic(
+                Verdict.FAILS,
+                None,
+                None,
+                EQUATIONS[0],
+                f"no symmetric nonsingular G: G = VᵀGV gives det G = det(V)² det G, and "
+                f"det V = {float(det.mid()):.6g} ± {float(det.rad()):.2g} is not ±1 for any "
+                "method within the precision of the entries",
+            )
         groups = _balls(method)
         for k in range(len(groups)):
             if _full_rank([row for group in groups[: k + 1] for row in group], n):
@@ -454,7 +521,7 @@ def _numeric_without_exact(
                     "within the precision of the entries (ball elimination, pivots excluding 0)",
                 )
     deadline.check()
-    x = _float_witness(K, exact, r)
+    x = _float_witness(K, exact, r, solved)
     if x is None:
         return GSymplectic(
             Verdict.UNDETERMINED,
