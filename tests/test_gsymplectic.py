@@ -3,8 +3,12 @@ methods and witnesses typed from the papers that published them."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 import sympy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import butcherflow as bf
 from butcherflow.analysis.bseries.verdicts import symplectic
@@ -159,3 +163,58 @@ def test_floats_of_a_multistep_form_fail_at_g_equals_vt_g_v() -> None:
     ab2 = bf.LinearMultistep(alpha=[0, -1, 1], beta=[-0.5, 1.5, 0], name="ab2-floats")
     found = g_symplectic(bf.GeneralLinear.from_method(ab2))
     assert (found.holds, found.failing) == (False, "G = VᵀGV")
+
+
+def ansatz(b: list[Fraction], x: list[Fraction], g: Fraction, bump: Fraction) -> bf.GeneralLinear:
+    """Butcher's ansatz (7.5 a) of *B-Series* (2021), §7.5: for any b, x and g it is
+    G-symplectic with D = diag(b), G = diag(1, g); `bump` is added to a₃₁."""
+    A = [
+        [b[j] * (1 + g * x[i] * x[j]) / (2 if i == j else 1) if j <= i else 0 for j in range(3)]
+        for i in range(3)
+    ]
+    A[2][0] += bump
+    return bf.GeneralLinear(
+        A=[[str(v) for v in row] for row in A],
+        U=[["1", str(-g * x[i])] for i in range(3)],
+        B=[[str(v) for v in b], [str(b[i] * x[i]) for i in range(3)]],
+        V=[[1, 0], [0, -1]],
+        name="ansatz",
+    )
+
+
+def rationals(nonzero: bool = False) -> st.SearchStrategy[Fraction]:
+    found = st.builds(Fraction, st.integers(-6, 6), st.integers(1, 5))
+    return found.filter(bool) if nonzero else found
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.lists(rationals(nonzero=True), min_size=3, max_size=3),
+    st.lists(rationals(), min_size=3, max_size=3),
+    rationals(nonzero=True),
+)
+def test_random_member_of_the_ansatz_and_its_perturbation(
+    b: list[Fraction], x: list[Fraction], g: Fraction
+) -> None:
+    found = g_symplectic(ansatz(b, x, g, Fraction(0))).holds
+    bumped = g_symplectic(ansatz(b, x, g, Fraction(1, 7))).holds
+    assert (found, bumped) == (True, False)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(2, 7), st.sampled_from(["gauss-legendre-2", "gauss-legendre-3"]))
+def test_numeric_digits_never_gain_g_symplecticity(digits: int, name: str) -> None:
+    # digits too coarse to decide may only be called G-symplectic when the method they spell
+    # is exactly (M = BA + AᵀB − bbᵀ = 0 for its digits, r = 1)
+    exact = bf.catalog[name]
+    A = [[f"{float(v):.{digits}f}" for v in row] for row in exact.A]
+    b = [f"{float(v):.{digits}f}" for v in exact.b]
+    s = len(b)
+    Af, bf_ = [[Fraction(v) for v in row] for row in A], [Fraction(v) for v in b]
+    spelled = all(
+        bf_[i] * Af[i][j] + bf_[j] * Af[j][i] - bf_[i] * bf_[j] == 0
+        for i in range(s)
+        for j in range(s)
+    )
+    method = bf.GeneralLinear(A=A, U=[[1]] * s, B=[b], V=[[1]], name="rounded")
+    assert g_symplectic(method).holds is not True or spelled
