@@ -339,13 +339,12 @@ def g_symplectic(method: GeneralLinear, deadline: Deadline | None = None) -> GSy
     K, groups = _exact_system(method)
     solved = _solve_exact(K, groups, r, deadline)
     found, k = solved.witness, solved.k
+    if found is not None and method.numeric:
+        return _judge_numeric(method, K, groups, found, digits_exact=True)
     if found is not None:
         G, D = _witness(K, found, r)
-        if not method.numeric:
-            return GSymplectic(
-                Verdict.MET, G, D, None, f"{witness_text(G, D)} satisfy {', '.join(EQUATIONS)}"
-            )
-        return _judge_numeric(method, K, groups, found, digits_exact=True)
+        why = f"{witness_text(G, D)} satisfy {', '.join(EQUATIONS)}"
+        return GSymplectic(Verdict.MET, G, D, None, why)
     if not method.numeric:
         leaves = (
             "only G = 0" if solved.only_zero else "only singular G (det ΣtₖGₖ ≡ 0 on its solutions)"
