@@ -18,6 +18,7 @@ from .analysis.bseries import (
     modified_equation,
     modifying_integrator,
     substitute,
+    symplectic,
 )
 from .errors import (
     AnalysisError,
@@ -111,5 +112,6 @@ __all__ = [
     "modifying_integrator",
     "nn",
     "substitute",
+    "symplectic",
     "warm_start",
 ]

@@ -16,6 +16,7 @@ from .properties import (
 )
 from .series import BSeries, bseries, exact_flow, tableau_series, tree
 from .splitting import series_order, splitting_series
+from .verdicts import symplectic
 
 __all__ = [
     "BSeries",
@@ -35,6 +36,7 @@ __all__ = [
     "splitting_series",
     "substitute",
     "symmetry_order",
+    "symplectic",
     "symplecticity_order",
     "tableau_series",
     "tree",

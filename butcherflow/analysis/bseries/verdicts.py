@@ -10,10 +10,11 @@ from typing import Any, final
 import flint
 
 from ...errors import AnalysisError
-from ...methods import ButcherTableau, LinearMultistep, Method, Splitting, catalog
+from ...methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, Splitting, catalog
 from ...methods.entries.precision import Verdict
 from ..budget import DEFAULT_TIME_BUDGET, NOT_DECIDED, Deadline, OutOfTime
 from ..exact.weights import entries_in_field
+from ..general_linear.symplectic import g_symplectic
 from .internal import InternalStability, internal_stability
 from .properties import (
     OrderVerdict,
@@ -275,8 +276,10 @@ def symplectic(
     """Whether a declaration is symplectic, with the proof in words.
 
     **Arguments:** `method`: a declaration or catalog name: a Runge-Kutta tableau (the M = 0
-    test and its B-series), or a splitting (a composition of sub-steps); `time_budget`: seconds
-    it may take (past it, the verdict says it was not decided).
+    test and its B-series), a splitting (a composition of sub-steps), or a general linear
+    method (its G-symplecticity: a symmetric nonsingular G and a diagonal D with G = VᵀGV,
+    DU = BᵀGV and DA + AᵀD = BᵀGB, `general_linear/symplectic.py`); `time_budget`: seconds it
+    may take (past it, the verdict says it was not decided).
 
     **Returns:** `(True / False / None for undetermined, why)`; a family for which symplecticity
     is not defined raises `AnalysisError` saying what to ask instead.
@@ -287,14 +290,21 @@ def symplectic(
         return found.symplectic, found.symplectic_why
     if isinstance(resolved, Splitting):
         return splitting_symplectic(resolved, deadline=Deadline.after(time_budget))
+    if isinstance(resolved, GeneralLinear):
+        try:
+            verdict = g_symplectic(resolved, Deadline.after(time_budget))
+        except OutOfTime:
+            return None, f"G-symplecticity {NOT_DECIDED}"
+        return verdict.holds, f"G-symplectic: {verdict.why}"
     if isinstance(resolved, LinearMultistep):
         raise AnalysisError(
             f"{resolved.name}: symplecticity is a property of one-step maps y ↦ Φ_h(y), and a "
             "linear multistep method maps k past values (none is symplectic, Tang 1993); ask "
-            "for its order and stability with bf.check, or declare its general linear form"
+            "for its order and stability with bf.check, or declare its general linear form "
+            "(bf.GeneralLinear.from_method), whose G-symplecticity bf.symplectic decides"
         )
     raise AnalysisError(
         f"{resolved.name}: symplecticity is decided here for Runge-Kutta tableaux, partitioned "
-        f"pairs and splittings, not for a {resolved.family} declaration (a general linear "
-        "method's G-symplecticity is not implemented)"
+        f"pairs, splittings and general linear methods (G-symplecticity), not for a "
+        f"{resolved.family} declaration"
     )

@@ -40,6 +40,7 @@ and the report.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from fractions import Fraction
@@ -82,6 +83,7 @@ from .stability import (
     unpinned_copies,
     zero_stability,
 )
+from .symplectic import GSymplectic, g_symplectic
 
 DEFAULT_CAP = 8
 
@@ -184,6 +186,22 @@ class GeneralLinearReport(Report):
             )
         self.seconds = time.perf_counter() - start
         self.measured = self._measure()
+        # the geometric row, computed when first read, gets what is left of the budget
+        self._geometry_budget = deadline.left()
+
+    @functools.cached_property
+    def g_symplectic(self) -> GSymplectic | None:
+        """G-symplecticity with its proof (`general_linear/symplectic.py`), computed when first
+        read within what the rest of the report left of its time budget (None: not decided
+        within it)."""
+        try:
+            return g_symplectic(self.method, Deadline.after(self._geometry_budget))
+        except OutOfTime:
+            return None
+
+    def geometry_rows(self) -> list[tuple[str, Any]]:
+        found = self.g_symplectic
+        return [("G-symplectic", NOT_DECIDED if found is None else found.text())]
 
     def _enclose(self) -> None:
         """A numeric declaration's interval end enclosed over the methods within its precision
@@ -452,6 +470,7 @@ class GeneralLinearReport(Report):
             else ["inf" if x == math.inf else x for x in self.real_enclosure],
             "measured_order": self.measured_order,
             "seconds": self.seconds,
+            "g_symplectic": None if self.g_symplectic is None else self.g_symplectic.to_dict(),
         }
 
 
