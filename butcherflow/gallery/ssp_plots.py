@@ -65,7 +65,11 @@ def _margin_panel(ax: Any, tableau: ButcherTableau, radius: float, shown: str, t
     ax.set_xlim(0, end)
     ax.set_xlabel("r")
     ax.set_ylabel("m = min of K(I + rK)⁻¹, (I + rK)⁻¹e")
-    what = "R = ∞: non-negative for every r" if radius == math.inf else f"SSP coefficient {shown}"
+    what = (
+        "SSP coefficient ∞: non-negative for every r"
+        if radius == math.inf
+        else f"SSP coefficient {shown}"
+    )
     ax.set_title(f"{title}: {what}", fontsize=9)
     ax.legend(loc="upper right", fontsize=7.5, framealpha=0.9)
 
