@@ -10,8 +10,9 @@ tableau of a summed field. It is an additive method, written call by call:
 call i evaluating field Xᵢ (`fields[i]`). The Kennedy-Carpenter form (one tableau per field
 over shared stages, every stage evaluating every field: IMEX methods) is the same method with
 one call per (stage, field): `AdditiveRungeKutta.from_tableaux`. Its order is proved over trees
-coloured by field (`analysis/additive`); with every field equal it is the tableau (A, b)
-(`equal_fields`), whose stability the report gives.
+coloured by field and its stability function has one variable per field (`analysis/additive`);
+when every call evaluates the same field it is the tableau (A, b) (`equal_fields`).
+See docs/concepts.md, "Additive methods".
 """
 
 from __future__ import annotations
