@@ -168,6 +168,61 @@ def ssp_coefficient(tableau: ButcherTableau, deadline: Deadline | None = None) -
     return SSPCoefficient(radius, exact, tableau.numeric)
 
 
+def threshold_factor(
+    tableau: ButcherTableau, deadline: Deadline | None = None
+) -> SSPCoefficient | None:
+    """The threshold factor of an explicit tableau: the radius of absolute monotonicity of its
+    stability polynomial R(z) alone, the largest r with R⁽ᵏ⁾(x) ≥ 0 on [−r, 0] for every k
+    (Kraaijevanger 1986; what RK-Opt reports beside the SSP coefficient, which never exceeds
+    it: the SSP coefficient bounds nonlinear and the threshold factor linear monotone steps).
+
+    **Arguments:** `tableau`: a method without free symbols.
+
+    **Returns:** an `SSPCoefficient`-shaped value, or None for an implicit method (a rational
+    R, whose derivatives are not examined here).
+    """
+    if not tableau.is_explicit:
+        return None
+    deadline = deadline or Deadline.never()
+    K, A, b = entries_in_field(tableau)
+    field = RealField.of(K)
+    if field is None:
+        raise AnalysisError(f"{tableau.name}: the threshold factor needs real exact entries")
+    s = len(b)
+    coefficients, v = [K.one], [K.one] * s  # c_k = bᵀA^(k−1)e, R(z) = Σ c_k z^k
+    for _ in range(s):
+        coefficients.append(sum((bi * vi for bi, vi in zip(b, v, strict=True)), K.zero))
+        v = [sum((A[i][j] * v[j] for j in range(s)), K.zero) for i in range(s)]
+    radius, bounding = math.inf, []
+    for k in range(len(coefficients)):
+        # −R⁽ᵏ⁾(−ρ) = −Σ_j c_j·j!/(j−k)!·(−ρ)^(j−k), highest degree first
+        dense = [
+            -coefficients[j] * K.convert(math.perm(j, k)) * (K.one if (j - k) % 2 == 0 else -K.one)
+            for j in range(len(coefficients) - 1, k - 1, -1)
+        ]
+        bounding.append(_strip(dense, K))
+        radius = min(radius, first_exit(bounding[-1], field, deadline))
+        if radius == 0.0:
+            return SSPCoefficient(0.0, sympy.Integer(0), tableau.numeric)
+    exact = None if radius == math.inf else _root_if_rational(radius, bounding, K)
+    return SSPCoefficient(radius, exact, tableau.numeric)
+
+
+def _root_if_rational(radius: float, dense_polys: list[list[Any]], K: Any) -> sympy.Expr | None:
+    """`radius` exactly when a nearby rational is a root of one of the dense polynomials."""
+    guess = sympy.nsimplify(radius, rational=True, tolerance=1e-12)
+    if abs(float(guess) - radius) > 1e-9 * max(1.0, radius):
+        return None
+    point = K.convert(guess)
+    for dense in dense_polys:
+        value = K.zero
+        for c in dense:
+            value = value * point + c
+        if dense and value == K.zero:
+            return sympy.Rational(guess)
+    return None
+
+
 def _explicit_radius(
     K: Any, A: list[list[Any]], b: list[Any], field: RealField, deadline: Deadline
 ) -> float:
@@ -212,17 +267,7 @@ def _strip(dense: list[Any], K: Any) -> list[Any]:
 
 def _rational_from(radius: float, K: Any, A: list[list[Any]], b: list[Any]) -> sympy.Expr | None:
     """R of an explicit tableau exactly when rational (a root of one of its polynomials)."""
-    guess = sympy.nsimplify(radius, rational=True, tolerance=1e-12)
-    if abs(float(guess) - radius) > 1e-9 * max(1.0, radius):
-        return None
-    point = K.convert(guess)
-    for dense in _explicit_polynomials(K, A, b):
-        value = K.zero
-        for c in dense:
-            value = value * point + c
-        if dense and value == K.zero:
-            return sympy.Rational(guess)
-    return None
+    return _root_if_rational(radius, _explicit_polynomials(K, A, b), K)
 
 
 def _dense(p: Any, K: Any) -> list[Any]:
@@ -237,18 +282,7 @@ def _dense(p: Any, K: Any) -> list[Any]:
 def _rational(radius: float, polys: list[Any], K: Any) -> sympy.Expr | None:
     """R exactly when it is rational: a nearby rational that is a root of one of the
     polynomials bounding it (the float is then that root, isolated exactly)."""
-    guess = sympy.nsimplify(radius, rational=True, tolerance=1e-12)
-    if abs(float(guess) - radius) > 1e-9 * max(1.0, radius):
-        return None
-    point = K.convert(guess)
-    for p in polys:
-        value = K.zero
-        dense = _dense(p, K)
-        for c in dense:
-            value = value * point + c
-        if dense and value == K.zero:
-            return sympy.Rational(guess)
-    return None
+    return _root_if_rational(radius, [_dense(p, K) for p in polys], K)
 
 
 def monotonicity_margin(tableau: ButcherTableau, r: np.ndarray) -> np.ndarray:

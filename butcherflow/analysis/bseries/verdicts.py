@@ -25,7 +25,7 @@ from .properties import (
 )
 from .series import BSeries, tableau_ball_series, tableau_series
 from .splitting_geometry import splitting_symplectic
-from .tableau import ssp_coefficient, symplectic_matrix
+from .tableau import ssp_coefficient, symplectic_matrix, threshold_factor
 
 # The highest tree order the report examines B-series conditions to (order 8 keeps every
 # catalog tableau's rows within a second or two; `bf.bseries` goes further on request).
@@ -44,6 +44,7 @@ class Geometry:
     - `symmetric`: True / False / None, with `symmetric_why`.
     - `energy_text`: the order of energy preservation for Hamiltonian problems, in words.
     - `ssp`: the SSP coefficient in words (None for families).
+    - `threshold`: the threshold factor (absolute monotonicity of R(z) alone) in words.
     - `internal`: internal stability (None for families).
     """
 
@@ -55,6 +56,8 @@ class Geometry:
     energy_text: str = "—"
     ssp: str | None = None
     ssp_value: float | None = None
+    threshold: str | None = None
+    threshold_value: float | None = None
     internal: InternalStability | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -66,6 +69,7 @@ class Geometry:
             ("symmetric", f"{_yes(self.symmetric)} ({self.symmetric_why})"),
             ("energy preservation order", self.energy_text),
             ("SSP coefficient", self.ssp),
+            ("threshold factor (R(z) alone)", self.threshold),
             ("internal amplification", amplification),
         ]
 
@@ -79,6 +83,7 @@ class Geometry:
             "symmetric_why": self.symmetric_why,
             "energy_preservation_order": self.energy_text,
             "ssp_coefficient": self.ssp_value,
+            "threshold_factor": self.threshold_value,
             "internal_amplification": None if internal is None else internal.amplification,
             "internal_amplification_text": None if internal is None else internal.text(),
             "internal_stability_polynomials": [] if internal is None else internal.polynomials,
@@ -149,6 +154,8 @@ def _not_decided(out: Geometry) -> None:
         out.energy_text = NOT_DECIDED
     if out.ssp is None:
         out.ssp = NOT_DECIDED
+    if out.threshold is None:
+        out.threshold = NOT_DECIDED
 
 
 def _decide_geometry(
@@ -179,6 +186,12 @@ def _decide_geometry(
     deadline.check()
     ssp = ssp_coefficient(tableau, deadline)
     out.ssp, out.ssp_value = ssp.text(), ssp.value
+    deadline.check()
+    threshold = threshold_factor(tableau, deadline)
+    if threshold is None:
+        out.threshold = "not examined for implicit methods (R(z) is rational)"
+    else:
+        out.threshold, out.threshold_value = threshold.text(), threshold.value
     deadline.check()
     out.internal = internal_stability(tableau, real_interval, deadline)
     deadline.check()
