@@ -160,6 +160,19 @@ def test_a_layer_rewired_to_strang_with_half_step_feed_forwards() -> None:
     assert bf.check(strang).order == 2  # Strang on the layer's own feed-forward and attention
 
 
+def test_a_layer_rewired_to_an_additive_method_as_lime_at_one_half() -> None:
+    """The default layer rewired to y + F_attn(y) + F_ff(y + ½F_attn(y)): LIMe's arrangement
+    with a fixed weight, on the layer's own sub-modules."""
+    target = libraries.x_transformers_default(depth=1)
+    encoder, x = target.module, target.args[0]
+    lime = bf.AdditiveRungeKutta([[0, 0], ["1/2", 0]], [1, 1], ["attn1", "ff1"], name="lime")
+    rewired = target.extract().rewire(lime)
+    with torch.no_grad():
+        k1 = encoder.layers[0][1](encoder.layers[0][0][0](x))
+        expected = x + k1 + encoder.layers[1][1](encoder.layers[1][0][0](x + k1 / 2))
+        assert torch.allclose(rewired(x), expected, rtol=0, atol=1e-12)
+
+
 def test_value_residuals_couple_the_attentions_so_rewire_refuses() -> None:
     # Later attentions read the first attention's values (an argument computed inside the
     # stack): the coefficients are the pre-norm composition, but no new integrator may be put
