@@ -136,6 +136,8 @@ def test_integrate_layers_has_coloured_order_one_at_every_token(lime: Any) -> No
     assert lime.varies.holds["Σ b = 1 per field"]
     token = bf.check(lime.at_token(3))
     assert isinstance(token.method, bf.AdditiveRungeKutta) and token.order == 1
+    assert set(lime.token_orders) == {1} and len(lime.token_orders) == lime.fit.V.shape[0]
+    assert "order at every token: 1 (" in str(lime)
 
 
 def test_a_layer_rewired_to_strang_with_half_step_feed_forwards() -> None:

@@ -3,6 +3,7 @@ trip, and a readable summary."""
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, final
@@ -12,7 +13,7 @@ import tomli_w
 import torch
 from torch import Tensor, nn
 
-from ..analysis import Report
+from ..analysis import Report, check
 from ..compiler import compile as compile_method
 from ..compiler import compile_stack
 from ..methods import (
@@ -180,6 +181,23 @@ class Extracted:
     def notes(self) -> tuple[str, ...]:
         return self.declared.notes
 
+    @functools.cached_property
+    def token_orders(self) -> np.ndarray:
+        """The order proved at each token, `bf.check(at_token(t)).order`, `(T,)`; the
+        declaration's alone, `(1,)`, when the coefficients do not vary per token. Tokens whose
+        coefficients agree to 12 decimals are proved once."""
+        if not self.varies.token:
+            return np.array([self.report.order])
+        f, proved = self.fit, {}
+        orders = []
+        for t in range(f.V.shape[0]):
+            rows = np.concatenate([m[t].ravel() for m in (f.U, f.A, f.B, f.V)])
+            key = np.round(rows, 12).tobytes()
+            if key not in proved:
+                proved[key] = check(self.at_token(t)).order
+            orders.append(proved[key])
+        return np.array(orders)
+
     @property
     def precision(self) -> float | None:
         """The relative precision the coefficients were read to when the module computes
@@ -310,6 +328,13 @@ class Extracted:
                 f"  at every token: {k}: {'yes' if ok else 'no'} (worst {self.varies.worst[k]:.3g})"
                 for k, ok in self.varies.holds.items()
             ]
+            if self.varies.token:
+                low, high = int(self.token_orders.min()), int(self.token_orders.max())
+                shown = str(low) if low == high else f"{low} to {high}"
+                lines.append(
+                    f"  order at every token: {shown} ({len(self.token_orders)} tokens, "
+                    "each proved: found.token_orders)"
+                )
         return lines + [f"  note: {n}" for n in self.notes]
 
     def __str__(self) -> str:
