@@ -171,17 +171,10 @@ class AdditiveRungeKutta(CoefficientMethod):
     def coefficient_values(self) -> Iterable[sympy.Expr]:
         return [x.value for x in self.entries.values()]
 
-    def by_field(self) -> tuple[dict[str, list[list[sympy.Expr]]], dict[str, list[sympy.Expr]]]:
+    def by_field(self) -> tuple[dict[str, list[list[Any]]], dict[str, list[Any]]]:
         """Per field X the s×s matrix and weights of the calls of X (other columns zero): the
         coloured form the order conditions read (`analysis/exact/weights.py`)."""
-        zero = sympy.Integer(0)
-        s = self.stages
-        big_A = {
-            X: [[self.A[i][j] if self.fields[j] == X else zero for j in range(s)] for i in range(s)]
-            for X in self.operators
-        }
-        big_b = {X: [self.b[j] if self.fields[j] == X else zero for j in range(s)] for X in big_A}
-        return big_A, big_b
+        return split_by_field(self.fields, self.A, self.b, sympy.Integer(0))
 
     @property
     def layer(self) -> Layer:
@@ -255,3 +248,17 @@ def calls_of_tableaux(
     rows = [[pairs[g][0][i][j] for (j, g) in calls] for (i, _) in calls]
     weights = [pairs[f][1][i] for (i, f) in calls]
     return rows, weights, [f for _, f in calls]
+
+
+def split_by_field(
+    fields: Sequence[str], A: Sequence[Sequence[Any]], b: Sequence[Any], zero: Any
+) -> tuple[dict[str, list[list[Any]]], dict[str, list[Any]]]:
+    """Per field X, (A, b) with every column of another field's calls set to `zero`; entries of
+    any type (sympy values, balls)."""
+    s = len(b)
+    big_A = {
+        X: [[A[i][j] if fields[j] == X else zero for j in range(s)] for i in range(s)]
+        for X in dict.fromkeys(fields)
+    }
+    big_b = {X: [b[j] if fields[j] == X else zero for j in range(s)] for X in big_A}
+    return big_A, big_b

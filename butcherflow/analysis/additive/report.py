@@ -17,6 +17,7 @@ import flint
 import sympy
 
 from ...methods import AdditiveRungeKutta
+from ...methods.additive import split_by_field
 from ...methods.entries.precision import working_precision
 from ..budget import DEFAULT_TIME_BUDGET, Deadline
 from ..enclosure.weights import WeightEnclosures
@@ -87,14 +88,9 @@ class AdditiveReport(Report):
         prec = working_precision(list(m.entries.values()))
         s = m.stages
         with flint.ctx.workprec(prec):
-            zero = flint.arb(0)
             A = [[m.entries[f"A[{i}][{j}]"].ball() for j in range(s)] for i in range(s)]
             b = [m.entries[f"b[{j}]"].ball() for j in range(s)]
-            big_A = {
-                X: [[A[i][j] if m.fields[j] == X else zero for j in range(s)] for i in range(s)]
-                for X in m.operators
-            }
-            big_b = {X: [b[j] if m.fields[j] == X else zero for j in range(s)] for X in big_A}
+            big_A, big_b = split_by_field(m.fields, A, b, flint.arb(0))
         return WeightEnclosures(family, big_A, big_b, prec=prec)
 
     def _explain(self, upper: int | None) -> None:
