@@ -184,3 +184,35 @@ def test_a_llama_layer_as_rk2_on_the_whole_layer_refuses_a_kv_cache() -> None:
 def test_deepseek_v4_each_token_is_proved_on_its_own(deepseek: bf.Extracted) -> None:
     report = bf.check(deepseek.at_token(3))
     assert report.order == 0 and report.zero_stable is True
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_gpt_neox_follows_its_parallel_residual_flag(parallel: bool) -> None:
+    """GPT-NeoX, named by no factory: `use_parallel_residual` switches between Lie-Trotter with
+    Euler steps and Euler on attention + MLP, each round-tripping on the layer's own modules."""
+    import transformers
+
+    from butcherflow.gallery.audit.libraries.hugging_face import layer_call
+
+    config = transformers.GPTNeoXConfig(
+        vocab_size=64,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        use_parallel_residual=parallel,
+    )
+    torch.manual_seed(0)
+    model = transformers.GPTNeoXForCausalLM(config).eval().double()
+    layer = model.gpt_neox.layers[1]
+    ids = torch.randint(0, 64, (2, 7), generator=torch.Generator().manual_seed(0))
+    args, kwargs = layer_call(model, layer, input_ids=ids, use_cache=False)
+    kwargs.pop("use_cache", None)
+    fields = {
+        "attn": ("input_layernorm", "attention"),
+        "mlp": ("post_attention_layernorm", "mlp"),
+    }
+    found = bf.extract(layer, *args, fields=fields, **kwargs)
+    expected = bf.ButcherTableau if parallel else bf.Splitting
+    assert isinstance(found.method, expected) and found.report.order == 1
+    assert found.verify() < 1e-13

@@ -184,3 +184,25 @@ def test_value_residuals_couple_the_attentions_so_rewire_refuses() -> None:
     assert steps(found.method) == [("attn1", one), ("ff1", one), ("attn2", one), ("ff2", one)]
     with pytest.raises(ExtractionError, match="value_residual"):
         found.rewire(found.method)
+
+
+def test_a_per_channel_residual_scale_is_refused_naming_the_residual() -> None:
+    """`scale_residual=True` multiplies the residual by a learned vector: a combination with one
+    number per channel, not one per state."""
+    from x_transformers import Encoder
+
+    from butcherflow.gallery.audit.libraries.common import randomise
+
+    encoder = randomise(
+        Encoder(
+            dim=16,
+            depth=1,
+            heads=2,
+            attn_dim_head=8,
+            pre_norm_has_final_norm=False,
+            scale_residual=True,
+        )
+    )
+    x = torch.randn(2, 5, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ExtractionError, match=r"breaks in layers\.0\.2 \(Residual\).*per-channel"):
+        bf.extract(encoder, x, fields=libraries.x_transformers.branches("af"))

@@ -362,8 +362,9 @@ def _explain_break(
     )
     raise ExtractionError(
         f"{who}: {what} is not a linear combination of the state and the field values "
-        f"(relative residual {found.residual[target]:.2g}): {where}; a norm applied to a "
-        f"residual sum (post-norm) makes a block no integrator of its fields{hint}"
+        f"(relative residual {found.residual[target]:.2g}): {where}; an integrator combines "
+        "whole states with one number per term, and a norm on a residual sum (post-norm), a "
+        f"per-channel scale of the residual or a gate on it makes a block none{hint}"
     )
 
 
