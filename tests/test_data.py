@@ -16,11 +16,14 @@ from tiny_run import TINY
 from butcherflow.data import (
     BibleSpec,
     EncodedSplit,
+    LengthBuckets,
     ParallelCorpus,
     Vocabulary,
+    batch_shapes,
     build_vocabulary,
     collate,
     encode_split,
+    fit_buckets,
     load_corpus,
     make_batches,
     parse_bible_spec,
@@ -524,3 +527,69 @@ def test_collate_of_real_batches(encoded: EncodedSplit) -> None:
 def test_declaration_error_is_raised_for_bad_max_chars() -> None:
     with pytest.raises(DeclarationError, match="max_chars"):
         load_corpus(TINY, max_chars=0)
+
+
+# --- length buckets -------------------------------------------------------------------------
+
+
+def test_a_ratio_spells_a_geometric_ladder_in_multiples_of_8() -> None:
+    ladder = LengthBuckets.parse("1.25")
+    assert ladder is not None and ladder.widths[:10] == (8, 16, 24, 32, 40, 48, 64, 80, 96, 120)
+    assert LengthBuckets.parse("16,32,64") == LengthBuckets("16,32,64", (16, 32, 64))
+    assert LengthBuckets.parse(" OFF ") is None
+
+
+@pytest.mark.parametrize("spec", ["1.0", "0.5", "inf", "nan", "x", "32,16", "16,,32", "-8", ""])
+def test_a_bad_ladder_names_the_flag_and_what_is_valid(
+    spec: str, declaration_error: Callable
+) -> None:
+    with declaration_error("'--buckets'", "a ratio > 1 such as 1.25"):
+        LengthBuckets.parse(spec)
+
+
+def test_a_ladder_below_the_longest_pair_cannot_hold_it(
+    encoded: EncodedSplit, declaration_error: Callable
+) -> None:
+    longest = int(encoded.sizes().max())
+    with declaration_error("'--buckets'", f"needs {longest} positions", f"reaches {longest}"):
+        fit_buckets(encoded, "8,16")
+    widths = fit_buckets(encoded, "1.25")
+    assert widths is not None and int(widths.max()) == longest  # never wider than the longest
+
+
+@pytest.mark.parametrize("max_tokens", [300, 1024, 4096])
+def test_bucketed_batches_cover_every_pair_in_few_full_shapes(
+    encoded: EncodedSplit, max_tokens: int
+) -> None:
+    widths = fit_buckets(encoded, "1.25")
+    assert widths is not None
+    batches = make_batches(encoded, max_tokens, shuffle=True, seed=3, epoch=1, widths=widths)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(encoded)))
+    shapes = batch_shapes(encoded, batches, widths)
+    used = set(widths.tolist())
+    assert len(shapes) <= len(used) + 2  # one full shape per width, the widest's remainders
+    partial = 0
+    for batch in batches:
+        width = int(widths[batch].max())
+        assert width in used and width * len(batch) <= max_tokens
+        partial += len(batch) < max_tokens // width
+        padded = collate(encoded, batch, widths)
+        assert padded.src.shape == padded.target.shape == (len(batch), width)
+    assert partial <= 2
+    again = make_batches(encoded, max_tokens, shuffle=True, seed=3, epoch=1, widths=widths)
+    assert again == batches  # a pure function of (seed, epoch), as without buckets
+    assert again != make_batches(encoded, max_tokens, shuffle=True, seed=3, epoch=2, widths=widths)
+
+
+@pytest.mark.slow
+def test_the_bibles_bucketed_batches_take_ten_shapes_an_epoch() -> None:
+    """docs/benchmarks.md's figures: with --buckets 1.25, epoch 1 of bible:de-en at max_tokens
+    4096 takes one shape per width in use; unbucketed, almost every batch has its own."""
+    corpus = load_corpus("bible:de-en")
+    vocab = build_vocabulary(corpus, 8000, vocab_module.default_cache_dir())
+    split = encode_split(corpus.train, vocab)
+    widths = fit_buckets(split, "1.25")
+    bucketed = make_batches(split, 4096, shuffle=True, seed=1, epoch=1, widths=widths)
+    plain = make_batches(split, 4096, shuffle=True, seed=1, epoch=1)
+    assert len(batch_shapes(split, bucketed, widths)) <= len(set(widths.tolist())) + 1 <= 11
+    assert len(batch_shapes(split, plain)) > 200

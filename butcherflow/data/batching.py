@@ -8,6 +8,10 @@ the order of the batches is then shuffled. Both random steps use
 `numpy.random.default_rng((seed, epoch))`, so an epoch's batches are a pure function of
 `(seed, epoch)` (what a resumed run relies on). Without `shuffle` the order is fully sorted (ties by
 index), for validation and test.
+
+With `widths` (each pair's bucket width, `LengthBuckets.fit`), batches are cut per width instead
+(`buckets.bucketed_batches`: `max_tokens // width` pairs each, both sides padded to the width by
+`collate`), so a split yields a few fixed shapes (`batch_shapes` counts them).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import torch
 from torch import Tensor
 
 from ..errors import DeclarationError
+from .buckets import LengthBuckets, bucketed_batches
 from .vocab import Vocabulary
 
 
@@ -122,17 +127,32 @@ def target_side(split: EncodedSplit) -> EncodedSplit:
     return EncodedSplit([[] for _ in split.tgt], split.tgt)
 
 
+def fit_buckets(split: EncodedSplit, spec: str) -> np.ndarray | None:
+    """Each pair's width under the bucket ladder `spec` (`LengthBuckets.parse`), or None for
+    `off`: what `make_batches` and `collate` take as `widths`."""
+    buckets = LengthBuckets.parse(spec)
+    return None if buckets is None else buckets.fit(split.sizes())
+
+
 def make_batches(
-    split: EncodedSplit, max_tokens: int, *, shuffle: bool, seed: int, epoch: int
+    split: EncodedSplit,
+    max_tokens: int,
+    *,
+    shuffle: bool,
+    seed: int,
+    epoch: int,
+    widths: np.ndarray | None = None,
 ) -> list[list[int]]:
-    """Cut a split into length-bucketed batches within a token budget.
+    """Cut a split into length-sorted batches within a token budget.
 
     **Arguments:**
 
     - `split`: the encoded pairs.
-    - `max_tokens`: the budget of padded positions per batch, `max(size) * len(batch)`.
+    - `max_tokens`: the budget of padded positions per batch, `max(size) * len(batch)` (with
+      `widths`: `width * len(batch)`).
     - `shuffle`: random tie-break and shuffled batch order (training) or sorted order (evaluation).
     - `seed`, `epoch`: the random stream is `numpy.random.default_rng((seed, epoch))`.
+    - `widths`: each pair's bucket width (`LengthBuckets.fit`), or None: no buckets.
 
     **Returns:**
 
@@ -158,7 +178,17 @@ def make_batches(
     rng = np.random.default_rng((seed, epoch))
     tie = rng.permutation(len(split)) if shuffle else np.arange(len(split))
     order = np.lexsort((tie, tgt_len, src_len))  # the last key is the primary one
+    if widths is not None:
+        batches = bucketed_batches(widths, order, max_tokens, rng if shuffle else None)
+    else:
+        batches = _sorted_batches(order, sizes, max_tokens)
+    if shuffle:
+        batches = [batches[i] for i in rng.permutation(len(batches)).tolist()]
+    return batches
 
+
+def _sorted_batches(order: np.ndarray, sizes: np.ndarray, max_tokens: int) -> list[list[int]]:
+    """The pairs in `order`, cut greedily where the next pair would overrun the budget."""
     batches: list[list[int]] = []
     current: list[int] = []
     width = 0
@@ -170,9 +200,22 @@ def make_batches(
         current.append(index)
         width = max(width, size)
     batches.append(current)
-    if shuffle:
-        batches = [batches[i] for i in rng.permutation(len(batches)).tolist()]
     return batches
+
+
+def batch_shapes(
+    split: EncodedSplit, batches: Sequence[list[int]], widths: np.ndarray | None = None
+) -> set[tuple[int, int, int]]:
+    """The distinct `(pairs, source width, target width)` shapes `collate` gives `batches`."""
+    if widths is not None:
+        return {(len(b), w, w) for b in batches for w in [int(widths[b].max())]}
+    return {(len(b), *_widths(split, b)) for b in batches}
+
+
+def _widths(split: EncodedSplit, indices: Sequence[int]) -> tuple[int, int]:
+    """The source and target widths of the pairs at `indices`, unbucketed."""
+    source = max(1, max(len(split.src[i]) for i in indices))
+    return source, max(len(split.tgt[i]) for i in indices) + 1
 
 
 def _pad(rows: Sequence[list[int]], width: int) -> Tensor:
@@ -183,18 +226,20 @@ def _pad(rows: Sequence[list[int]], width: int) -> Tensor:
     return out
 
 
-def collate(split: EncodedSplit, indices: list[int]) -> Batch:
+def collate(split: EncodedSplit, indices: list[int], widths: np.ndarray | None = None) -> Batch:
     """Pad the pairs at `indices` into a `Batch` (shapes in `Batch`'s docstring).
 
     **Arguments:**
 
     - `split`: the encoded pairs.
     - `indices`: which pairs, in batch order.
+    - `widths`: each pair's bucket width (`LengthBuckets.fit`), or None: no buckets.
 
     **Returns:**
 
     The `Batch`: `prev_output` starts with bos, `target` ends with eos, both padded to
-    `T = max(len(tgt)) + 1`; `src` padded to `S = max(len(src))` (at least 1).
+    `T = max(len(tgt)) + 1`; `src` padded to `S = max(len(src))` (at least 1). With `widths`,
+    both sides are padded to the largest width of the batch's pairs instead.
     """
     if not indices:
         raise ValueError("collate: empty batch")
@@ -202,8 +247,10 @@ def collate(split: EncodedSplit, indices: list[int]) -> Batch:
     tgt = [split.tgt[i] for i in indices]
     prev_output = [[Vocabulary.bos, *t] for t in tgt]
     target = [[*t, Vocabulary.eos] for t in tgt]
-    source_width = max(1, max(len(s) for s in src))
-    target_width = max(len(t) for t in target)
+    if widths is None:
+        source_width, target_width = _widths(split, indices)
+    else:
+        source_width = target_width = int(widths[indices].max())
     return Batch(
         src=_pad(src, source_width),
         prev_output=_pad(prev_output, target_width),
