@@ -1,5 +1,6 @@
 """Stage 4, assemble: models built from compiled blocks, declared by recipes."""
 
+from .compiled import compile_blocks
 from .floater import FloaterInjection, warm_start
 from .models import (
     LanguageModel,
@@ -18,6 +19,7 @@ __all__ = [
     "Recipe",
     "Seq2Seq",
     "apply_param_budget",
+    "compile_blocks",
     "count_parameters",
     "language_model_side",
     "load_recipe",
