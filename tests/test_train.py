@@ -522,11 +522,13 @@ def test_patience_stops_after_that_many_validations_without_improvement(
     assert off["updates"] == 3 and off["stopped"] == "max_update 3 reached"  # 0 = no patience
 
 
+@pytest.mark.parametrize("buckets", ["off", "1.25"])
 @pytest.mark.parametrize("task", ["translation", "language_model"])
-def test_validation_perplexity_is_the_one_computed_by_hand(task: str) -> None:
-    """`validate` batches and pads several sentences; here every sentence goes through the model
-    alone (no padding, no batching), its target log-probabilities are summed by hand, and the
-    perplexity is exp(total nll / total target tokens) (float64, exact to rounding)."""
+def test_validation_perplexity_is_the_one_computed_by_hand(task: str, buckets: str) -> None:
+    """`validate` batches and pads several sentences (with `buckets`, both sides to a ladder's
+    width); here every sentence goes through the model alone (no padding, no batching), its
+    target log-probabilities are summed by hand, and the perplexity is exp(total nll / total
+    target tokens) (float64, exact to rounding): padding is masked, whatever its amount."""
     from butcherflow.assemble import LanguageModel
 
     vocab, pad, bos, eos, epsilon = 50, 0, 2, 3, 0.1
@@ -562,7 +564,7 @@ def test_validation_perplexity_is_the_one_computed_by_hand(task: str) -> None:
                 tokens += 1
     config = TrainConfig("transformer-small", "x", "-", max_tokens=12, label_smoothing=epsilon)
     measured = validate(
-        model, split, config, torch.device("cpu"), contextlib.nullcontext, Process()
+        model, split, config, torch.device("cpu"), contextlib.nullcontext, Process(), buckets
     )
     assert len(make_batches(split, 12, shuffle=False, seed=1, epoch=1)) > 1  # several batches
     assert measured["valid_nll_loss"] == pytest.approx(nll / tokens / math.log(2), rel=1e-12)

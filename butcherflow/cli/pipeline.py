@@ -358,6 +358,12 @@ def train_flags(p: argparse.ArgumentParser) -> None:
             "pip install 'butcherflow[tensorboard]')",
         ),
         ("--precision", str, "auto (default: bf16/fp16 on GPU, fp32 on CPU), fp32, bf16, fp16"),
+        (
+            "--buckets",
+            str,
+            "length buckets batches are padded to: auto (default: 1.25 on GPU, off on CPU), "
+            "off, a ratio such as 1.25 (geometric widths), or widths such as 16,32,64",
+        ),
         ("--d-model", int, "override the recipe's d_model"),
         ("--n-heads", int, "override the recipe's n_heads"),
         ("--d-ffn", int, "override the recipe's d_ffn"),
@@ -373,7 +379,10 @@ def train_flags(p: argparse.ArgumentParser) -> None:
     for name, kind, text in flags:
         p.add_argument(name, type=kind, default=argparse.SUPPRESS, help=text)
     p.add_argument(
-        "--compile", action="store_true", default=argparse.SUPPRESS, help="torch.compile"
+        "--compile",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="torch.compile each block on its own (the view trains; checkpoints are unchanged)",
     )
     p.add_argument(
         "--no-epoch-checkpoints",

@@ -18,6 +18,8 @@ import torch
 from ..assemble import LanguageModel, Recipe, apply_param_budget, load_recipe, model_class
 from ..assemble.declarations import pinned
 from ..assemble.recipe import OVERRIDES
+from ..data import LengthBuckets
+from ..data.buckets import DEFAULT_RATIO
 from ..devices import check_device, check_threads
 from ..errors import DeclarationError, count_problem
 
@@ -44,6 +46,7 @@ RESUMABLE_CHANGES = (
     "device",
     "precision",
     "compile",
+    "buckets",
     "threads",
     "allow_failed_claims",
 )
@@ -84,7 +87,13 @@ class TrainConfig:
       `log_interval` (updates per line of `log.jsonl`). Whatever these say, a stopping run
       validates and commits `checkpoint_last`.
     - `vocab_size`: size of the joint sentencepiece vocabulary.
-    - `device` (`auto|cpu|cuda|cuda:N`), `precision` (`auto|fp32|bf16|fp16`), `compile`.
+    - `device` (`auto|cpu|cuda|cuda:N`), `precision` (`auto|fp32|bf16|fp16`), `compile` (each
+      block compiled on its own: `assemble.compile_blocks`).
+    - `buckets`: the length buckets training batches are padded to (`data.buckets`: `off`, a
+      ratio such as `1.25`, widths such as `16,32,64`), or `auto`: 1.25 on a GPU, where every
+      new batch shape costs a compilation or an attention plan, off on a CPU, where padding
+      only costs (`resolve_buckets`). It changes how an epoch is cut, not what a pair is: a
+      resumed run may change it, and finishes the epoch it is in with the old one.
     - `threads`: torch's intra-op CPU threads (`set_threads`; None keeps torch's default).
     - `tensorboard`: a folder for TensorBoard event files with the log's curves
       (`train.tracking`; the `tensorboard` extra), or None.
@@ -125,6 +134,7 @@ class TrainConfig:
     device: str = "auto"
     precision: str = "auto"
     compile: bool = False
+    buckets: str = "auto"
     time_budget: float | None = None
     patience: int = 0
     threads: int | None = None
@@ -177,6 +187,8 @@ class TrainConfig:
                 valid=f"a value <= --lr ({self.lr})",
             )
         check_device(self.device)
+        if self.buckets != "auto":
+            LengthBuckets.parse(self.buckets)  # a bad ladder fails here
         if self.task not in TASKS:
             raise DeclarationError("unknown task", key="--task", value=self.task, valid=_one(TASKS))
         if self.precision not in PRECISIONS:
@@ -308,6 +320,14 @@ def resolve_precision(config: TrainConfig, device: torch.device) -> str:
             valid="fp32 or bf16 on CPU",
         )
     return "fp32" if config.precision == "auto" else config.precision
+
+
+def resolve_buckets(config: TrainConfig, device: torch.device) -> str:
+    """The bucket ladder a run's new epochs are cut with (`TrainConfig.buckets`): `auto` is
+    `DEFAULT_RATIO` on a GPU and `off` elsewhere; any other spec as given."""
+    if config.buckets != "auto":
+        return config.buckets
+    return DEFAULT_RATIO if device.type == "cuda" else "off"
 
 
 def _integer(config: TrainConfig, name: str, *, minimum: int, why: str = "") -> None:

@@ -45,7 +45,7 @@ from ..savedir.layout import (
     run_sizes,
 )
 from . import distributed
-from .config import TrainConfig, flag, resolve_recipe
+from .config import RESUMABLE_CHANGES, TrainConfig, flag, resolve_recipe
 
 
 @final
@@ -61,6 +61,7 @@ class Progress:
     nonfinite_total: int = 0
     nonfinite_in_row: int = 0
     train_tokens: int = 0  # target tokens trained on, summed over processes
+    buckets: str = "off"  # the bucket ladder the epoch in progress is cut with (--buckets)
 
 
 def _check_resumable(
@@ -73,7 +74,8 @@ def _check_resumable(
     """A rerun must be the same run: same recipe, declarations, data, vocabulary and
     optimisation settings."""
     where = save_dir / CONFIG
-    missing = [key for key in config.settings() if key not in saved]
+    # a setting a rerun may change can be missing: a save dir from before it existed
+    missing = [k for k in config.settings() if k not in saved and k not in RESUMABLE_CHANGES]
     if missing:
         raise CheckpointError(
             f"{where} has no {', '.join(map(repr, missing))} (a save dir in the 0.1.0 format, "

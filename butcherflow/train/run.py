@@ -19,13 +19,15 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
-from ..assemble import LanguageModel, Recipe, Seq2Seq
+from ..assemble import LanguageModel, Recipe, Seq2Seq, compile_blocks
 from ..assemble.declarations import failed_claims
 from ..data import (
     EncodedSplit,
     ParallelCorpus,
     Vocabulary,
+    batch_shapes,
     encode_split,
+    fit_buckets,
     load_corpus,
     make_batches,
     target_side,
@@ -36,7 +38,7 @@ from ..savedir.checkpoint import CORRUPT, Found, latest_checkpoint, set_aside
 from ..savedir.curves import append_log
 from ..savedir.layout import LOG
 from . import distributed
-from .config import TrainConfig, resolve_precision, resolve_recipe
+from .config import TrainConfig, resolve_buckets, resolve_precision, resolve_recipe
 from .interrupts import Interrupts
 from .resume import Progress, check_save_dir, open_save_dir, resume, write_save_dir
 from .step import LN2
@@ -84,8 +86,9 @@ class Run:
     spirit), and what the loop advances (`progress`, `epoch`, `last_valid`, `validated_at`,
     `saved_at`, `meter`; `interrupts`: the signals received).
 
-    - `model`: what the updates run (the model, compiled and/or wrapped in DDP);
+    - `model`: what the updates run (the model, its blocks compiled and/or wrapped in DDP);
       `raw_model`: the bare model, which is validated and saved.
+    - `buckets`: the bucket ladder this command cuts new epochs with (`resolve_buckets`).
     - `train`, `valid`: the encoded splits; `valid_pairs`: the raw valid sentences (for BLEU).
     - `amp_dtype`: the autocast dtype (None in fp32).
     """
@@ -103,6 +106,7 @@ class Run:
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler
     amp_dtype: torch.dtype | None
+    buckets: str
     progress: Progress
     started: float
     epoch: int = 1  # the epoch of the batches just trained (progress moves on at its end)
@@ -210,6 +214,7 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
         optimizer=optimizer,
         scaler=torch.amp.GradScaler(device.type, enabled=precision == "fp16"),
         amp_dtype={"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision),
+        buckets=resolve_buckets(config, device),
         progress=Progress(),
         started=started,
     )
@@ -220,11 +225,16 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
             save_dir, found.name, raw_model, optimizer, run.scaler, process, run.say
         )
         run.epoch = run.progress.epoch
+        if run.progress.batch_in_epoch and run.progress.buckets != run.buckets:
+            run.say(
+                f"note: epoch {run.epoch} was cut with --buckets {run.progress.buckets}: it goes "
+                f"on with those batches, the next epochs take --buckets {run.buckets}"
+            )
     if config.tensorboard is not None and process.is_main:
         resumed_at = run.progress.update if found is not None else None
         run.tensorboard = TensorBoard(Path(config.tensorboard), resumed_at)
-    if config.compile:
-        run.model = torch.compile(run.model)  # type: ignore[assignment]
+    if config.compile:  # block by block, sharing the model's parameters
+        run.model = compile_blocks(run.model)
     if process.distributed:
         run.model = DDP(run.model, device_ids=[device.index] if device.type == "cuda" else None)
     return run
@@ -304,6 +314,7 @@ def _say_what_runs(
         + f", {threads_note(config.threads)}, "
         f"max_tokens {config.max_tokens} x update_freq {config.update_freq}"
     )
+    run.say(batches_note(config, run.train, run.buckets))
     run.say(schedule_note(config))
     run.say(stop_note(config), warning=not stop_rules(config))
     run.log(
@@ -315,6 +326,20 @@ def _say_what_runs(
             "processes": run.process.world_size,
             "failed_claims": dict(failed),
         }
+    )
+
+
+def batches_note(config: TrainConfig, split: EncodedSplit, buckets: str) -> str:
+    """How the first epoch's training batches are cut, and how many shapes they take."""
+    widths = fit_buckets(split, buckets)
+    batches = make_batches(
+        split, config.max_tokens, shuffle=True, seed=config.seed, epoch=1, widths=widths
+    )
+    used = [] if widths is None else sorted(set(widths.tolist()))
+    ladder = f" (widths {', '.join(map(str, used))})" if used else ""
+    return (
+        f"batches: --buckets {buckets}{ladder}: {len(batches)} per epoch in "
+        f"{len(batch_shapes(split, batches, widths))} distinct shapes"
     )
 
 

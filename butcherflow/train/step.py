@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ..assemble import LanguageModel, Seq2Seq
-from ..data import Batch, EncodedSplit, collate, make_batches
+from ..data import Batch, EncodedSplit, collate, fit_buckets, make_batches
 from . import distributed
 from .config import TrainConfig
 
@@ -145,13 +145,18 @@ def validate(
     device: torch.device,
     autocast: Callable[[], contextlib.AbstractContextManager[Any]],
     process: distributed.Process,
+    buckets: str = "off",
 ) -> dict[str, float]:
-    """Label-smoothed loss, nll loss (bits per target token) and perplexity on `split`."""
+    """Label-smoothed loss, nll loss (bits per target token) and perplexity on `split`, in
+    batches cut with the bucket ladder `buckets` (the same sums: padding is masked)."""
     model.eval()
-    batches = make_batches(split, config.max_tokens, shuffle=False, seed=config.seed, epoch=1)
+    widths = fit_buckets(split, buckets)
+    batches = make_batches(
+        split, config.max_tokens, shuffle=False, seed=config.seed, epoch=1, widths=widths
+    )
     loss = nll = tokens = 0.0
     for indices in batches[process.rank :: process.world_size]:
-        batch = collate(split, indices).to(device)
+        batch = collate(split, indices, widths).to(device)
         with autocast():
             if isinstance(model, LanguageModel):
                 logits = model(batch.prev_output)
