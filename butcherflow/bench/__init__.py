@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
+from ..assemble.recipe import OVERRIDES
 from ..devices import set_threads
+from ..errors import DeclarationError
+from ..experiments.catalog import PRESETS
 
 HEADER = (
     "# Benchmarks\n\n"
@@ -88,6 +92,18 @@ def table_rows(body: str) -> list[dict[str, str]]:
     return []
 
 
+def preset_sizes(name: str) -> dict[str, Any]:
+    """An experiment preset's sizes and dropout (`assemble.recipe.OVERRIDES`), as `--sizes NAME`
+    gives them to `bench train` and `bench beam`; a `DeclarationError` for an unknown name."""
+
+    if name not in PRESETS:
+        raise DeclarationError(
+            "unknown size preset", key="--sizes", value=name, valid=", ".join(PRESETS)
+        )
+    preset = PRESETS[name].train_fields()
+    return {k: preset[k] for k in OVERRIDES}
+
+
 def run_benchmark(args: argparse.Namespace) -> int:
     """Run the benchmark named by `args.what` (the `butcherflow bench` subcommand).
 
@@ -115,7 +131,19 @@ def run_benchmark(args: argparse.Namespace) -> int:
 
         if args.device != "auto":
             command += f" --device {args.device}"
-        run_beam(output=args.output, repeats=args.repeats, command=command, device=args.device)
+        sizes = None
+        if args.sizes is not None:  # the decoder's sizes and depth, for both sides
+            preset = preset_sizes(args.sizes)
+            sizes = {k: preset[k] for k in ("d_model", "n_heads", "d_ffn")}
+            sizes["layers"] = preset["decoder_layers"]
+            command += f" --sizes {args.sizes}"
+        run_beam(
+            output=args.output,
+            repeats=args.repeats,
+            command=command,
+            device=args.device,
+            sizes=sizes,
+        )
         return 0
     if args.what == "extract":
         from .extract import run_extract
@@ -146,4 +174,11 @@ def run_benchmark(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["read_section", "replace_section", "run_benchmark", "table_rows", "write_section"]
+__all__ = [
+    "preset_sizes",
+    "read_section",
+    "replace_section",
+    "run_benchmark",
+    "table_rows",
+    "write_section",
+]

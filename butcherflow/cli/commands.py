@@ -103,15 +103,30 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--max-tokens", type=int, default=4096, help="padded positions per batch")
     train.add_argument("--updates", type=int, default=20, help="timed updates per model")
     train.add_argument("--precision", default="auto", help="auto, fp32, bf16 or fp16")
-    train.add_argument("--compile", action="store_true", help="torch.compile every model")
+    train.add_argument(
+        "--compile", action="store_true", help="torch.compile every model, block by block"
+    )
     train.add_argument(
         "--compare-eager", action="store_true", help="with --compile: eager copies side by side"
+    )
+    train.add_argument(
+        "--buckets",
+        default="auto",
+        help="length buckets of the batches, as for train: auto (1.25 on GPU, off on CPU), off, "
+        "a ratio such as 1.25, or widths such as 16,32,64",
+    )
+    train.add_argument(
+        "--compare-buckets",
+        action="store_true",
+        help="copies of every model on unbucketed batches, side by side",
     )
     train.add_argument(
         "--recipes", nargs="+", default=None, metavar="RECIPE", help="recipes to time"
     )
     train.add_argument(
-        "--sizes", default=None, help="an experiment preset's sizes: small, base or tiny"
+        "--sizes",
+        default=None,
+        help="an experiment preset's sizes: small, base or tiny (also for bench beam)",
     )
     train.add_argument(
         "--profile",
