@@ -210,10 +210,18 @@ def bench_train(
 
     for entry in entries.values():
         prepare(entry, target, amp, autocast, vocab.pad)
-    for timed in (False, True):  # every shape is seen before any step is timed
-        take_turns(list(entries.values()), target, vocab.pad, warmup, timed)
-    rows = _rows(entries, target, profile)
     plan = plans[False]
+    print(  # progress lines: a run stopped at a time limit still says how far it got
+        f"bench train: {len(entries)} models, --buckets {ladder}: {len(plan.batches)} timed "
+        f"batches in {len(plan.warm)} shapes, device {target}",
+        flush=True,
+    )
+    for timed in (False, True):  # every shape is seen before any step is timed
+        began = time.perf_counter()
+        take_turns(list(entries.values()), target, vocab.pad, warmup, timed)
+        what = "timed steps" if timed else "warm-up (compilation, attention plans)"
+        print(f"bench train: {what} in {time.perf_counter() - began:.1f} s", flush=True)
+    rows = _rows(entries, target, profile)
     compiled_text = ", torch.compile per block" + (" (and eager copies)" if compare_eager else "")
     settings = (
         f"{data}, vocabulary {len(vocab)}, max_tokens {max_tokens}, --buckets {ladder}: "
