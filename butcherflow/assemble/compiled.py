@@ -1,9 +1,11 @@
 """`compile_blocks`: a model whose blocks run under `torch.compile`, one block at a time.
 
 Compiling a whole Transformer traces every layer into one graph, forward and backward, before
-the first step: minutes at transformer-base size on an H100. Compiling each block on its own
-(torchtitan's `apply_compile`) bounds that: a block's graph is small, and identical blocks give
-identical graphs, which inductor compiles once and then finds in its cache. Each of butcherflow's
+the first step: transformer-base and `torch.nn.Transformer` had not finished in 130 s on an H100
+(the first lease, dynamic shapes). Compiling each block on its own
+(torchtitan's `apply_compile`) bounds that: a block's graph is small, and identical blocks trace
+to identical graphs, which inductor's FX graph cache can serve after the first (how much that
+saves on a GPU is not measured yet: docs/benchmarks.md, "On the GPU"). Each of butcherflow's
 blocks runs its generated program (`CompiledBlock.program`, a `torch.fx.GraphModule` with code of
 its own), so that is what gets compiled: dynamo keeps its graphs per code object, and twelve
 blocks sharing one `forward` would overrun its limit of eight graphs per code object
