@@ -19,8 +19,8 @@ $(STAMP): pyproject.toml setup.py
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check butcherflow tests
-	$(VENV)/bin/ruff format --check butcherflow tests
+	$(VENV)/bin/ruff check butcherflow tests docs/tools docs/hooks.py
+	$(VENV)/bin/ruff format --check butcherflow tests docs/tools docs/hooks.py
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
@@ -93,4 +93,4 @@ docs: $(DOCS_STAMP)
 	@echo "docs: $(DOCS_SITE)/index.html"
 
 docs-check: $(DOCS_STAMP)
-	$(PY) -m butcherflow.gallery.browser $(DOCS_SITE) --screenshots docs/_build/screenshots
+	$(PY) docs/tools/browser.py $(DOCS_SITE) --screenshots docs/_build/screenshots
