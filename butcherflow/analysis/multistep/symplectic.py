@@ -1,27 +1,18 @@
 """G-symplecticity of a linear multistep method, decided in the forms that can say yes.
 
-The underlying one-step method of a linear multistep method is never symplectic (Tang 1993;
-Hairer, Lubich and Wanner, Geometric Numerical Integration, XV.4.1), so the question is asked
-where a multistep method lives, on its k values (HLW XV.4.2). Written with the 2k inputs of
-`GeneralLinear.from_method` (y and h·f values) the new h·f comes from the stage, so V has a
-zero row and G = VᵀGV leaves only singular G: that form can only answer no. Here two forms
-with the k inputs y_{n+k−1}, …, y_n (newest first, `y(x − i·h)`) and V the companion matrix of
-ρ (α_k = 1) are decided by `general_linear.symplectic.g_symplectic`, exactly:
+The underlying one-step method of a linear multistep method is never symplectic (Tang 1993),
+and its 2k-value form (`GeneralLinear.from_method`: past y and h·f) has a zero row in V, so it
+can only answer no. Both forms here carry the k values y_{n+k−1}, …, y_n (`y(x − i·h)`), V the
+companion matrix of ρ (α_k = 1), and are decided exactly by `g_symplectic`:
 
-- the **method itself** (k-value form): one stage per past or new value whose f the step reads
-  (βⱼ ≠ 0), Yⱼ = y_{n+j} and, for an implicit method, Y_k = y_{n+k}; the step is
-  y_{n+k} = −Σ_{j<k} αⱼ y_{n+j} + h Σⱼ βⱼ f(Yⱼ), the same sequence the method computes.
-  The leapfrog y_{n+2} = y_n + 2h f(y_{n+1}) is G-symplectic with G = [[0, 1], [1, 0]]
-  (it keeps y_{n+1}ᵀQy_n for a quadratic invariant yᵀQy). When two βⱼ are nonzero, DA + AᵀD
-  = BᵀGB and DU = BᵀGV leave only singular G, so a method whose σ is not a monomial is not.
-- its **one-leg counterpart** ρ(E)y_n = h σ(1) f(σ(E)y_n / σ(1)) (Dahlquist 1975): one stage
-  Y = Σⱼ βⱼ y_{n+j} / σ(1). Eirola and Sanz-Serna (Numer. Math. 61, 1992; HLW XV.4.2) show it is
-  G-symplectic exactly when the method is symmetric (αⱼ = −α_{k−j}, βⱼ = β_{k−j}; ρ and σ
-  without common factor); the
-  trapezoidal rule's counterpart is the implicit midpoint rule. A linear multistep method and its
-  one-leg counterpart are related by y_n = σ(E)x_n / σ(1), so a "no" for the method itself
-  beside a "yes" for its counterpart says that the method keeps a quadratic form of the
-  transformed values, not of its own.
+- the **method itself**: one stage per f its step reads (Yⱼ = y_{n+j} where βⱼ ≠ 0), the same
+  sequence y_n. The leapfrog is G-symplectic with G = [[0, 1], [1, 0]]; with two nonzero βⱼ,
+  DA + AᵀD = BᵀGB and DU = BᵀGV leave only singular G.
+- its **one-leg counterpart** ρ(E)x_n = h σ(1) f(σ(E)x_n/σ(1)) (Dahlquist 1975: y_n =
+  σ(E)x_n/σ(1) then solves the multistep method), one stage: G-symplectic exactly when the
+  method is symmetric, ρ and σ coprime (Eirola and Sanz-Serna, Numer. Math. 61, 1992; Hairer,
+  Lubich and Wanner XV.4). A "no" beside a "yes" says the method keeps a quadratic form of the
+  one-leg values x_n, not of its own. docs/concepts.md, "G-symplecticity of a multistep method".
 """
 
 from __future__ import annotations
