@@ -23,14 +23,17 @@ complete.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
 import torch
+from safetensors.torch import save_file
 
 from ..assemble import LanguageModel, Seq2Seq, recipe_to_toml
 from ..data import Vocabulary
@@ -51,7 +54,7 @@ from ..savedir.layout import BEST, LAST, LOG
 from .card import model_card
 
 EXTRA = "hf"  # the optional dependency group that installs transformers (pyproject.toml)
-MODELING = "modeling_butcherflow.py"
+MODELING, WEIGHTS = "modeling_butcherflow.py", "model.safetensors"
 SHIM = '''"""The model classes of a folder written by `butcherflow export` (pip install
 'butcherflow[hf]'): transformers imports this file when it loads the folder with
 trust_remote_code=True."""
@@ -131,12 +134,27 @@ def export_run(
     out.parent.mkdir(parents=True, exist_ok=True)
     temporary = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     try:
-        auto_class = _write(temporary, model, vocab, config, save, checkpoint)
-        sentences, difference = _check(temporary, model, vocab, save, config)
+        with _quiet():
+            auto_class = _write(temporary, model, vocab, config, save, checkpoint)
+            sentences, difference = _check(temporary, model, vocab, save, config)
         _move_into_place(temporary, out)
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
     return Exported(out, task, auto_class, sentences, difference)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """transformers' progress bars off while the folder is written and reloaded (restored)."""
+    from transformers.utils import logging
+
+    shown = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            logging.enable_progress_bar()
 
 
 def _write(
@@ -168,13 +186,16 @@ def _write(
             "AutoConfig": "modeling_butcherflow.ButcherflowConfig",
             auto_class: f"modeling_butcherflow.{model_type.__name__}",
         },
+        dtype="float32",
         **({} if learned is None else {"max_position_embeddings": learned}),
     )
-    with torch.device("meta"):  # the weights come from the trained model
-        exported = model_type(hf_config)
-    exported.model = model
-    exported.generation_config = GenerationConfig(**_decoding(task, learned))
-    exported.save_pretrained(folder)
+    hf_config.to_json_file(folder / "config.json")
+    GenerationConfig(**_decoding(task, learned)).save_pretrained(folder)
+    # The exported model's state dict is the trained model's under "model." (the attribute of
+    # the transformers class). Every name is written, aliases included (a shared gate), each
+    # tensor its own copy: transformers' loader fills each name from the file.
+    tensors = {f"model.{k}": v.detach().clone().contiguous() for k, v in model.state_dict().items()}
+    save_file(tensors, str(folder / WEIGHTS), metadata={"format": "pt"})
     hf_tokenizer(vocab, bos_first=task == "language_model").save_pretrained(folder)
     (folder / MODELING).write_text(SHIM, encoding="utf-8")
     (folder / "README.md").write_text(

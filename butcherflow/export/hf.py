@@ -74,6 +74,7 @@ class ButcherflowConfig(PretrainedConfig):
             ("eos_token_id", Vocabulary.eos),
             ("decoder_start_token_id", Vocabulary.bos),
             ("tie_word_embeddings", False),  # the output projection is the embedding itself
+            ("use_cache", True),
             ("is_encoder_decoder", task == "translation"),
         ):
             kwargs.setdefault(key, value)
@@ -182,7 +183,7 @@ class ButcherflowPreTrainedModel(PreTrainedModel):
                     "use_cache=False",
                 )
             return cache
-        wanted = self.config.use_cache if use_cache is None else use_cache
+        wanted = getattr(self.config, "use_cache", True) if use_cache is None else use_cache
         return ButcherflowCache() if wanted and self.model.supports_cache else None
 
 

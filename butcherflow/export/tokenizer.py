@@ -37,7 +37,7 @@ def hf_tokenizer(vocab: Vocabulary, *, bos_first: bool) -> Any:
     from transformers import PreTrainedTokenizerFast
     from transformers.convert_slow_tokenizer import SpmConverter
 
-    proto = sentencepiece_model_pb2.ModelProto()
+    proto = sentencepiece_model_pb2.ModelProto()  # type: ignore[attr-defined]
     proto.ParseFromString(vocab.path.read_bytes())
     pieces = [piece.piece for piece in proto.pieces]
     for key, piece in SPECIAL.items():
