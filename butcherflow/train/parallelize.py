@@ -47,6 +47,17 @@ def blocks(model: nn.Module) -> list[nn.Module]:
     return [block for stack in stacks if stack is not None for block in stack]
 
 
+def require_process_group(process: Process) -> None:
+    """`--fsdp` shards over a process group: a one-line error in a process that joined none."""
+    if not process.distributed:
+        raise DeclarationError(
+            "FSDP shards over the processes of a process group, and this process is in none",
+            key="--fsdp",
+            valid="torchrun --nproc-per-node N -m butcherflow train ... --fsdp (or leave "
+            "--fsdp out: one process holds the whole model)",
+        )
+
+
 def parallelize(
     model: nn.Module, process: Process, device: torch.device, *, compile: bool, fsdp: bool
 ) -> nn.Module:
@@ -63,13 +74,7 @@ def parallelize(
     **Returns:** the module to call in training (`model` itself under FSDP).
     """
     if fsdp:
-        if not process.distributed:
-            raise DeclarationError(
-                "FSDP shards over the processes of a process group, and this process is in none",
-                key="--fsdp",
-                valid="torchrun --nproc-per-node N -m butcherflow train ... --fsdp (or leave "
-                "--fsdp out: one process holds the whole model)",
-            )
+        require_process_group(process)
         mesh = init_device_mesh(device.type, (process.world_size,))
         for block in blocks(model):
             if compile:

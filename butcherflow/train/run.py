@@ -37,7 +37,7 @@ from ..savedir.layout import LOG
 from . import distributed
 from .config import TrainConfig, resolve_precision, resolve_recipe
 from .interrupts import Interrupts
-from .parallelize import parallelize
+from .parallelize import parallelize, require_process_group
 from .resume import Progress, check_save_dir, open_save_dir, resume, write_save_dir
 from .step import LN2
 from .tracking import TensorBoard, require_tensorboard
@@ -153,6 +153,8 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     intact checkpoint if there is one, and say what will run. Nothing is created in the save dir
     before every check has passed."""
     started = time.monotonic()
+    if config.fsdp:
+        require_process_group(process)  # before anything is read or written
     precision = resolve_precision(config, device)
     save_dir = Path(config.save_dir)
     check_save_dir(save_dir)
