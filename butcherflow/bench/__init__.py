@@ -127,7 +127,7 @@ def run_benchmark(args: argparse.Namespace) -> int:
 
         return run_from_args(args, given)
     if args.what == "beam":
-        from .beam import run_beam
+        from .beam import LENGTH, run_beam
 
         if args.device != "auto":
             command += f" --device {args.device}"
@@ -137,12 +137,23 @@ def run_benchmark(args: argparse.Namespace) -> int:
             sizes = {k: preset[k] for k in ("d_model", "n_heads", "d_ffn")}
             sizes["layers"] = preset["decoder_layers"]
             command += f" --sizes {args.sizes}"
+        length = LENGTH if args.length is None else args.length
+        if length < 1:
+            raise DeclarationError(
+                "a beam search needs at least one output token",
+                key="--length",
+                value=length,
+                valid=f"a positive number of tokens (default {LENGTH})",
+            )
+        if length != LENGTH:
+            command += f" --length {length}"
         run_beam(
             output=args.output,
             repeats=args.repeats,
             command=command,
             device=args.device,
             sizes=sizes,
+            length=length,
         )
         return 0
     if args.what == "extract":

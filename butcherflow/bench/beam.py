@@ -189,7 +189,13 @@ def _section(
         "*recomputed*: `use_cache=False`, `model.decode` reruns the whole prefix at each step "
         "and projects only its last position onto the vocabulary, so the gap is the cache's "
         f"alone. Median of {repeats} interleaved repeats"
-        + ("." if len(rows) == len(models) else f"; {len(rows)} of {len(models)} models so far."),
+        + ("." if len(rows) == len(models) else f"; {len(rows)} of {len(models)} models so far.")
+        + (
+            ""
+            if length == LENGTH
+            else f" The target is set at {LENGTH}-token outputs (the recomputed prefix grows "
+            f"with the length): at {length} tokens the ratio is shown without a verdict."
+        ),
         "",
         "| model | field calls per decoder block | eager cached (sentences/s) "
         "| compiled cached (sentences/s) | recomputed (sentences/s) "
@@ -197,10 +203,11 @@ def _section(
         "|---|--:|--:|--:|--:|--:|--:|",
     ]
     for r in rows:
+        verdict = ("PASS" if r.speedup >= TARGET else "FAIL") if length == LENGTH else ""
         lines.append(
             f"| {r.label} | {r.calls} | {r.sentences / r.cached:.2f} | "
             f"{r.sentences / r.compiled:.2f} | {r.sentences / r.recomputed:.2f} | "
-            f"{r.speedup:.2f}× {'PASS' if r.speedup >= TARGET else 'FAIL'} | "
+            f"{r.speedup:.2f}× {verdict} | "
             f"{r.compiled_speedup:.2f}× |"
         )
     return "\n".join(lines)

@@ -1,5 +1,5 @@
-"""The subcommands that need torch (show, evaluate, translate, generate, train, average, bench,
-gallery, experiment): their parsers, imported by `butcherflow.cli` only when one of them runs."""
+"""The subcommands that need torch (show, evaluate, translate, generate, train, average, export,
+bench, gallery, experiment): their parsers, imported by `butcherflow.cli` only when one runs."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 
 from .declarations import cmd_show
 from .docs import cmd_bench, cmd_gallery
+from .export import add_command as add_export
 from .extract import add_command as add_extract
 from .pipeline import (
     THREADS_HELP,
@@ -78,6 +79,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", required=True, help="the averaged .safetensors file")
     p.set_defaults(run=cmd_average)
 
+    add_export(sub)
+
     p = sub.add_parser("bench", help="run a benchmark and write docs/benchmarks.md")
     p.add_argument(
         "what",
@@ -127,6 +130,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--sizes",
         default=None,
         help="an experiment preset's sizes: small, base or tiny (also for bench beam)",
+    )
+    p.add_argument(
+        "--length",
+        type=int,
+        default=None,
+        help="bench beam: the forced output length in tokens (default 50, where its target is "
+        "set; fewer: a shorter check, such as the CPU rehearsal of docs/gpu/run.sh quick)",
     )
     train.add_argument(
         "--profile",

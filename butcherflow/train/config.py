@@ -47,6 +47,7 @@ RESUMABLE_CHANGES = (
     "precision",
     "compile",
     "buckets",
+    "fsdp",
     "threads",
     "allow_failed_claims",
 )
@@ -88,7 +89,8 @@ class TrainConfig:
       validates and commits `checkpoint_last`.
     - `vocab_size`: size of the joint sentencepiece vocabulary.
     - `device` (`auto|cpu|cuda|cuda:N`), `precision` (`auto|fp32|bf16|fp16`), `compile` (each
-      block compiled on its own: `assemble.compile_blocks`).
+      block compiled on its own: `assemble.compile_blocks`); `fsdp`: shard the model over
+      torchrun's processes (FSDP2, `train.parallelize`) instead of replicating it (DDP).
     - `buckets`: the length buckets training batches are padded to (`data.buckets`: `off`, a
       ratio such as `1.25`, widths such as `16,32,64`), or `auto`: 1.25 on a GPU, where every
       new batch shape costs a compilation or an attention plan, off on a CPU, where padding
@@ -135,6 +137,7 @@ class TrainConfig:
     precision: str = "auto"
     compile: bool = False
     buckets: str = "auto"
+    fsdp: bool = False
     time_budget: float | None = None
     patience: int = 0
     threads: int | None = None

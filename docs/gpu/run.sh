@@ -41,11 +41,11 @@
 #                                as $LIMIT allows                              -> docs/experiments/gpu
 #
 # DRY_RUN=1 checks .gpu/ and prints the commands instead of running them (no GPU needed;
-# tests/test_gpu_scripts.py parses them with butcherflow's own command line). DEVICE=cpu with
-# SIZES=tiny BEAM_SIZES=tiny DATA=tests/data/tiny:de-en VOCAB=200 (and a small QUICK_TOKENS)
-# runs the same steps on a CPU: the rehearsal `make test-slow` runs (with dynamo's eager
-# backend, TORCH_COMPILE_OVERRIDE_BACKENDS: inductor's C++ takes minutes on a small CPU), so
-# that on the GPU only the device can fail.
+# tests/test_gpu_scripts.py parses them with butcherflow's own command line). DEVICE=cpu
+# rehearses quick on a CPU, as `make test-slow` does: the same steps and commands at tiny sizes
+# on tests/data/tiny (3 timed steps of batches of 512 positions, beam outputs of 10 tokens,
+# dynamo's eager backend instead of inductor: the block below), so that on the GPU only the
+# device can fail. It checks that every command runs; none of its numbers is a figure.
 #
 # Back here, `python docs/gpu/merge.py FOLDER` (where $OUT came back to) copies the GPU
 # sections of benchmarks.md, that machine's copy of docs/benchmarks.md, into ours (the CPU
@@ -65,11 +65,24 @@ export PYTHONPATH="$PWD:$GPU_DIR/site${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1 # every line reaches its log at once: a stopped step keeps its output
 PY=${PY:-python3}
 DEVICE=${DEVICE:-cuda}
+if [ "$DEVICE" = cpu ]; then
+  # The rehearsal (`make test-slow`, tests/test_gpu_scripts.py): the same steps and commands,
+  # with fewer and smaller steps, so that it takes minutes on a busy 2-core machine, not an hour
+  # (16 min with beam search at 50 tokens, 713 s of it in beam alone, at a load of 15). Dynamo
+  # still traces every block; its graphs go to its eager backend, not to inductor, whose C++
+  # code generation took over ten minutes for these tiny models on such a machine (the GPU's
+  # Triton kernels could not be rehearsed on a CPU anyway). Any of these may be set.
+  : "${SIZES:=tiny}" "${BEAM_SIZES:=tiny}" "${DATA:=tests/data/tiny:de-en}" "${VOCAB:=200}"
+  : "${QUICK_TOKENS:=512}" "${QUICK_UPDATES:=3}" "${BEAM_LENGTH:=10}"
+  : "${QUICK_EAGER:=150}" "${QUICK_TEST:=150}" "${QUICK_COMPILED:=200}" "${QUICK_BEAM:=200}"
+  export TORCH_COMPILE_OVERRIDE_BACKENDS=${TORCH_COMPILE_OVERRIDE_BACKENDS:->=0:eager}
+fi
 SIZES=${SIZES:-base}
 DATA=${DATA:-bible:de-en}
 VOCAB=${VOCAB:-8000}
 BUCKETS=${BUCKETS:-1.25} # what --buckets auto means on a GPU, spelt out for the CPU rehearsal
 BEAM_SIZES=${BEAM_SIZES:-} # bench beam's own sizes (transformer-small's) unless a preset is named
+BEAM_LENGTH=${BEAM_LENGTH:-} # bench beam's own forced output length (50 tokens) unless one is named
 BASE_TOKENS=16384 # padded positions per batch at transformer-base sizes: a full H100, one model
 # quick's batches: max_tokens bounds width x sentences on each side. Measured on an H100
 # (2026-11-27, bf16, base sizes, unbucketed batches of the same bound), one model's parameters,
@@ -233,7 +246,7 @@ quick() {
     --recipes transformer-base
   # shellcheck disable=SC2086
   step beam "$QUICK_BEAM" bench.log bench beam --device "$DEVICE" --repeats 1 \
-    ${BEAM_SIZES:+--sizes $BEAM_SIZES}
+    ${BEAM_SIZES:+--sizes $BEAM_SIZES} ${BEAM_LENGTH:+--length $BEAM_LENGTH}
 }
 
 figure=${1:-}
