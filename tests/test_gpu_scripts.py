@@ -5,10 +5,11 @@ own command line and name recipes, presets and experiments that exist. Without t
 .gpu/ folder it stops with one line saying how to build it. `merge.py` puts a GPU machine's
 $OUT where the docs take it: GPU sections into docs/benchmarks.md (the CPU ones untouched), the
 `make test-gpu` summary, experiment reports beside the CPU ones and the results of finished
-runs into .gpu/results/. `run.sh quick` (the headline figures in under 8 minutes) has its steps,
+runs into .gpu/results/. `run.sh quick` (the headline figures in under 7 minutes) has its steps,
 each a command the CLI has, within its budget; a failing or overrunning step costs only itself;
 its folder merges, and the README's GPU figures are what `merge.headline` makes of
-docs/benchmarks.md.
+docs/benchmarks.md. `make test-slow` rehearses `quick` on the CPU (`DEVICE=cpu`): every step
+runs for real at tiny sizes, within minutes.
 """
 
 from __future__ import annotations
