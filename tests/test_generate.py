@@ -548,6 +548,18 @@ def test_the_beam_section_judges_its_target_at_50_tokens(recomputed: float, verd
     assert f"| {verdict} |" in body
 
 
+def test_the_beam_benchmark_refuses_an_empty_output(tmp_path: Path) -> None:
+    from butcherflow.bench import run_benchmark
+    from butcherflow.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["bench", "beam", "--length", "0", "--output", str(tmp_path / "b.md")]
+    )
+    with pytest.raises(bf.DeclarationError, match=r"key '--length'.*got 0.*positive"):
+        run_benchmark(args)
+    assert not (tmp_path / "b.md").exists()
+
+
 def test_the_cli_knows_the_generation_commands() -> None:
     from butcherflow.cli import build_parser
 
