@@ -128,7 +128,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("gallery", help="write the docs gallery: a page per catalog entry")
     p.add_argument("--out", default="docs/gallery", help="the gallery folder (replaced)")
     p.add_argument(
-        "--only", nargs="+", metavar="NAME", help="only these catalog entries and model recipes"
+        "--only",
+        nargs="+",
+        metavar="NAME",
+        help="only these catalog entries, declaration files (PATH.toml) and model recipes, "
+        "and the index (no reference-code page)",
     )
     p.add_argument("--benchmarks", default="docs/benchmarks.md", help="measured results")
     p.add_argument("--jobs", type=int, default=1, help="worker processes for the pages")

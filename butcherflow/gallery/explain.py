@@ -19,7 +19,7 @@ from ..methods import (
     Splitting,
 )
 from ..methods.parameters import KINDS, initial_values
-from .text import exact, fence
+from .text import esc, exact, fence
 
 
 def _term(coefficient: sympy.Expr, name: str, numeric: bool) -> tuple[str, str]:
@@ -281,3 +281,31 @@ def accuracy_continuous(method: ContinuousDynamics, report: Report) -> list[str]
             f"; here {steps} step(s) over [{exact(method.t0)}, {exact(method.t1)}], h = {exact(h)}"
         )
     return [text + ".", ""]
+
+
+def butcher_table(m: ButcherTableau) -> str:
+    """The tableau as HTML (c | A over the weights), exact entries."""
+
+    def entry(key: str, value: Any) -> str:
+        numeric = m.entries[key].numeric if key in m.entries else m.numeric
+        return esc(exact(value, numeric))
+
+    rows = []
+    for i, row in enumerate(m.A):
+        cells = "".join(f"<td>{entry(f'A[{i}][{j}]', a)}</td>" for j, a in enumerate(row))
+        rows.append(f'<tr><th class="c">{entry(f"c[{i}]", m.c[i])}</th>{cells}</tr>')
+    weights = "".join(f"<td>{entry(f'b[{i}]', b)}</td>" for i, b in enumerate(m.b))
+    rows.append(f'<tr class="b"><th class="c">b</th>{weights}</tr>')
+    if m.b_hat is not None:
+        hat = "".join(f"<td>{entry(f'b_hat[{i}]', b)}</td>" for i, b in enumerate(m.b_hat))
+        rows.append(f'<tr class="b"><th class="c">b̂</th>{hat}</tr>')
+    return '<table class="butcher">\n' + "\n".join(rows) + "\n</table>"
+
+
+def free_symbols(method: ButcherTableau | LinearMultistep) -> str:
+    """Why a family of methods (free symbols) has no region or star drawn."""
+    names = ", ".join(sorted(str(s) for s in method.symbols))
+    return (
+        f"the declaration is a family with free symbols ({names}): its R(z) depends on them "
+        "(give them values in a copy of the file to draw one member)"
+    )
