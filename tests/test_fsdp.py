@@ -1,7 +1,10 @@
 """`--fsdp` (FSDP2 under torchrun, gloo on CPU): two processes give the loss curve and the weights
 of one process over the same global batches, a sharded run interrupted and resumed ends with the
 weights of one that was not, its checkpoints are the save-dir format any command reads, and
-`--fsdp` without a process group is one line."""
+`--fsdp` without a process group is one line.
+
+The default run launches torchrun once (the sharded run beside one process, trained here); the
+interrupted and resumed sharded run (two more launches) is in `make test-slow`."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import torch
 from tiny_run import TINY, assert_same_weights
 
 from butcherflow import DeclarationError
+from butcherflow.cli import main
 from butcherflow.savedir import load_language_model
 from butcherflow.savedir.checkpoint import load_weights
 from butcherflow.train import TrainConfig, train
@@ -48,10 +52,13 @@ def text(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _train(text: Path, save_dir: Path, *flags: str, processes: int = 1) -> None:
-    """`butcherflow train lm-rk4` on the tiny text, in its own process(es)."""
-    command = [*TORCHRUN] if processes == 2 else [sys.executable]
-    command += ["-m", "butcherflow.cli", "train", "lm-rk4", "--task", "language_model"]
-    command += ["--data", str(text), "--save-dir", str(save_dir), *FLAGS, *flags]
+    """`butcherflow train lm-rk4` on the tiny text: one process here, or two under torchrun."""
+    argv = ["train", "lm-rk4", "--task", "language_model"]
+    argv += ["--data", str(text), "--save-dir", str(save_dir), *FLAGS, *flags]
+    if processes == 1:
+        assert main(argv) == 0
+        return
+    command = [*TORCHRUN, "-m", "butcherflow.cli", *argv]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -66,29 +73,43 @@ def _curve(save_dir: Path) -> list[tuple[int, float]]:
 @pytest.fixture(scope="module")
 def runs(text: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One process with update_freq 2, and two FSDP processes of one micro-batch each (the same
-    global batches), stopped at update 2 and resumed to 4."""
+    global batches): the default run's one torchrun launch."""
     folder = tmp_path_factory.mktemp("fsdp")
     _train(text, folder / "one", "--max-update=4", "--update-freq=2")
-    _train(text, folder / "two", "--max-update=2", "--fsdp", processes=2)
     _train(text, folder / "two", "--max-update=4", "--fsdp", processes=2)
     return {"one": folder / "one", "two": folder / "two"}
 
 
-def test_two_sharded_processes_give_the_loss_curve_of_one(runs: dict[str, Path]) -> None:
-    one, two = _curve(runs["one"]), _curve(runs["two"])
-    assert [u for u, _ in two] == [1, 2, 3, 4] == [u for u, _ in one]
-    for (_, left), (_, right) in zip(one, two, strict=True):
-        assert abs(left - right) < 1e-5
+@pytest.fixture(scope="module")
+def resumed(text: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two FSDP processes stopped at update 2 and resumed to 4 (two more launches: slow)."""
+    save_dir = tmp_path_factory.mktemp("fsdp-resumed") / "two"
+    _train(text, save_dir, "--max-update=2", "--fsdp", processes=2)
+    _train(text, save_dir, "--max-update=4", "--fsdp", processes=2)
+    return save_dir
 
 
-def test_a_sharded_run_resumed_ends_with_the_weights_of_one_process(
-    runs: dict[str, Path],
-) -> None:
-    left = load_weights(runs["one"] / "checkpoint_last.safetensors")
-    right = load_weights(runs["two"] / "checkpoint_last.safetensors")
+def _same_weights_within_float_tolerance(left_dir: Path, right_dir: Path) -> None:
+    left = load_weights(left_dir / "checkpoint_last.safetensors")
+    right = load_weights(right_dir / "checkpoint_last.safetensors")
     assert left.keys() == right.keys()
     for key in left:
         torch.testing.assert_close(right[key], left[key], rtol=1e-4, atol=1e-6)
+
+
+def _same_curve(one: Path, two: Path) -> None:
+    left, right = _curve(one), _curve(two)
+    assert [u for u, _ in right] == [1, 2, 3, 4] == [u for u, _ in left]
+    for (_, a), (_, b) in zip(left, right, strict=True):
+        assert abs(a - b) < 1e-5
+
+
+def test_two_sharded_processes_give_the_loss_curve_of_one(runs: dict[str, Path]) -> None:
+    _same_curve(runs["one"], runs["two"])
+
+
+def test_two_sharded_processes_end_with_the_weights_of_one(runs: dict[str, Path]) -> None:
+    _same_weights_within_float_tolerance(runs["one"], runs["two"])
 
 
 def test_a_sharded_runs_checkpoint_loads_as_any(runs: dict[str, Path]) -> None:
@@ -97,13 +118,19 @@ def test_a_sharded_runs_checkpoint_loads_as_any(runs: dict[str, Path]) -> None:
 
 
 @pytest.mark.slow
-def test_a_sharded_run_resumed_ends_with_the_weights_of_an_uninterrupted_sharded_run(
-    text: Path, runs: dict[str, Path], tmp_path: Path
+def test_a_sharded_run_resumed_ends_with_the_weights_of_one_process(
+    runs: dict[str, Path], resumed: Path
 ) -> None:
-    _train(text, tmp_path / "whole", "--max-update=4", "--fsdp", processes=2)
+    _same_curve(runs["one"], resumed)
+    _same_weights_within_float_tolerance(runs["one"], resumed)
+
+
+@pytest.mark.slow
+def test_a_sharded_run_resumed_ends_with_the_weights_of_an_uninterrupted_sharded_run(
+    runs: dict[str, Path], resumed: Path
+) -> None:
     assert_same_weights(
-        tmp_path / "whole" / "checkpoint_last.safetensors",
-        runs["two"] / "checkpoint_last.safetensors",
+        runs["two"] / "checkpoint_last.safetensors", resumed / "checkpoint_last.safetensors"
     )
 
 
