@@ -22,7 +22,6 @@ from .families import page_for
 from .figures import measured_convergence, why_no_convergence
 from .plots import convergence_svg
 from .solver_block import Built, block_section, build_block
-from .ssp_section import ssp_figures
 from .text import (
     Attempt,
     Measured,
@@ -208,7 +207,7 @@ def _figures(method: Method, report: Report, attempt: Attempt, assets: Path) -> 
             "and an A-stable method leaves the imaginary axis unshaded.",
             "",
         ]
-    md += ssp_figures(method, report, attempt, assets)
+    md += page.monotonicity(method, report, attempt, assets)
     curves = attempt.run(
         "the convergence measurement", lambda: measured_convergence(method, report)
     )
