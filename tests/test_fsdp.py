@@ -16,49 +16,22 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_run import TINY, assert_same_weights
+from tiny_run import assert_same_weights, lm_argv
 
 from butcherflow import DeclarationError
-from butcherflow.cli import main
 from butcherflow.savedir import load_language_model
 from butcherflow.savedir.checkpoint import load_weights
 from butcherflow.train import TrainConfig, train
 
-pytestmark = pytest.mark.usefixtures("vocab_cache")
+# the tiny LM run is shared with test_export.py: one worker trains it for both
+pytestmark = [pytest.mark.usefixtures("vocab_cache"), pytest.mark.xdist_group("tiny-lm")]
 
-FLAGS = [
-    "--d-model=32",
-    "--n-heads=2",
-    "--d-ffn=64",
-    "--decoder-layers=1",
-    "--vocab-size=200",
-    "--max-tokens=1024",
-    "--warmup-updates=3",
-    "--lr=2e-3",
-    "--save-interval-updates=2",
-    "--validate-interval-updates=2",
-    "--log-interval=1",
-    "--dropout=0",
-]
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2"]
 
 
-@pytest.fixture(scope="module")
-def text(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("text")
-    for split in ("train", "valid", "test"):
-        (folder / f"{split}.txt").write_bytes((TINY / f"{split}.en").read_bytes())
-    return folder
-
-
-def _train(text: Path, save_dir: Path, *flags: str, processes: int = 1) -> None:
-    """`butcherflow train lm-rk4` on the tiny text: one process here, or two under torchrun."""
-    argv = ["train", "lm-rk4", "--task", "language_model"]
-    argv += ["--data", str(text), "--save-dir", str(save_dir), *FLAGS, *flags]
-    if processes == 1:
-        assert main(argv) == 0
-        return
-    command = [*TORCHRUN, "-m", "butcherflow.cli", *argv]
+def _train_sharded(text: Path, save_dir: Path, *flags: str) -> None:
+    """`butcherflow train lm-rk4 --fsdp` on the tiny text, two processes under torchrun."""
+    command = [*TORCHRUN, "-m", "butcherflow.cli", *lm_argv(text, save_dir, "--fsdp", *flags)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -71,21 +44,20 @@ def _curve(save_dir: Path) -> list[tuple[int, float]]:
 
 
 @pytest.fixture(scope="module")
-def runs(text: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One process with update_freq 2, and two FSDP processes of one micro-batch each (the same
-    global batches): the default run's one torchrun launch."""
-    folder = tmp_path_factory.mktemp("fsdp")
-    _train(text, folder / "one", "--max-update=4", "--update-freq=2")
-    _train(text, folder / "two", "--max-update=4", "--fsdp", processes=2)
-    return {"one": folder / "one", "two": folder / "two"}
+def runs(tiny_lm_text: Path, tiny_lm_run: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The shared one-process run (update_freq 2) and two FSDP processes of one micro-batch each
+    (the same global batches): the default run's one torchrun launch."""
+    two = tmp_path_factory.mktemp("fsdp") / "two"
+    _train_sharded(tiny_lm_text, two, "--max-update=4")
+    return {"one": tiny_lm_run, "two": two}
 
 
 @pytest.fixture(scope="module")
-def resumed(text: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def resumed(tiny_lm_text: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two FSDP processes stopped at update 2 and resumed to 4 (two more launches: slow)."""
     save_dir = tmp_path_factory.mktemp("fsdp-resumed") / "two"
-    _train(text, save_dir, "--max-update=2", "--fsdp", processes=2)
-    _train(text, save_dir, "--max-update=4", "--fsdp", processes=2)
+    _train_sharded(tiny_lm_text, save_dir, "--max-update=2")
+    _train_sharded(tiny_lm_text, save_dir, "--max-update=4")
     return save_dir
 
 
@@ -134,9 +106,9 @@ def test_a_sharded_run_resumed_ends_with_the_weights_of_an_uninterrupted_sharded
     )
 
 
-def test_fsdp_without_a_process_group_is_one_line(text: Path, tmp_path: Path) -> None:
+def test_fsdp_without_a_process_group_is_one_line(tiny_lm_text: Path, tmp_path: Path) -> None:
     config = TrainConfig(
-        "lm-rk4", str(text), str(tmp_path / "run"), task="language_model", fsdp=True
+        "lm-rk4", str(tiny_lm_text), str(tmp_path / "run"), task="language_model", fsdp=True
     )
     with pytest.raises(DeclarationError, match=r"--fsdp.*no|--fsdp.*none.*torchrun"):
         train(config)
