@@ -122,6 +122,11 @@ def run_benchmark(args: argparse.Namespace) -> int:
 
         run_extract(output=args.output, repeats=args.repeats, command=command)
         return 0
+    if args.what == "export":
+        from .export import run_export
+
+        run_export(output=args.output, repeats=args.repeats, command=command)
+        return 0
     if args.what == "bseries":
         from .bseries import run_bseries
 

@@ -259,7 +259,7 @@ def _usage(auto_class: str) -> str:
         return (
             "from transformers import AutoModelForCausalLM, AutoTokenizer\n\n"
             'model = AutoModelForCausalLM.from_pretrained("FOLDER", trust_remote_code=True)\n'
-            'tokenizer = AutoTokenizer.from_pretrained("FOLDER")\n'
+            'tokenizer = AutoTokenizer.from_pretrained("FOLDER", trust_remote_code=True)\n'
             'prompt = tokenizer("In the beginning", return_tensors="pt")  # bos first\n'
             "out = model.generate(**prompt, max_new_tokens=20)\n"
             "print(tokenizer.decode(out[0], skip_special_tokens=True))"
@@ -267,7 +267,7 @@ def _usage(auto_class: str) -> str:
     return (
         "from transformers import AutoModelForSeq2SeqLM, AutoTokenizer\n\n"
         'model = AutoModelForSeq2SeqLM.from_pretrained("FOLDER", trust_remote_code=True)\n'
-        'tokenizer = AutoTokenizer.from_pretrained("FOLDER")\n'
+        'tokenizer = AutoTokenizer.from_pretrained("FOLDER", trust_remote_code=True)\n'
         'source = tokenizer(["Im Anfang schuf Gott"], return_tensors="pt", padding=True)\n'
         "out = model.generate(**source)  # greedy, as butcherflow translate --beam 1\n"
         "print(tokenizer.batch_decode(out, skip_special_tokens=True))"
