@@ -157,9 +157,12 @@ def _write(
         f"| **export + reload** (the two fresh processes) | **{total:.2f}** {verdict} "
         f"(target < {TARGET:g}) |",
         "",
-        f"Imports are most of it: the two fresh processes import torch and transformers each "
-        f"({2 * medians[names[1]]:.2f} s of {total:.2f} s); the export's own work in a warm "
-        f"process is {medians[names[3]]:.2f} s.",
+        f"Of the {total:.2f} s, {2 * medians[names[1]]:.2f} s is the two processes importing "
+        f"torch and transformers (the second row, twice) and {medians[names[3]]:.2f} s the "
+        f"export's own work (the fourth row); the other "
+        f"{total - 2 * medians[names[1]] - medians[names[3]]:.2f} s, which these rows do not "
+        "separate, is both processes importing butcherflow (the reload imports the model "
+        "classes from it), the reload's own work and first-call costs.",
     ]
     body = "\n".join(lines)
     print(body)
