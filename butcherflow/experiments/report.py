@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..savedir.atomic import write_json, write_text
+from ..tasks import task_named
 from .curves import curves_rows
 from .figures import plot, plot_paired
 from .spec import Experiment, metric_title
@@ -24,7 +25,7 @@ DEFAULT_OUT = "docs/experiments"  # where `butcherflow experiment` writes (its -
 
 
 def digits(metric: str) -> int:
-    return 1 if metric == "ppl" else 2
+    return {"ppl": 1, "bpb": 3}.get(metric, 2)
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -34,7 +35,7 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def _metrics_of(experiment: Experiment) -> tuple[str, ...]:
-    return ("ppl",) if experiment.task == "language_model" else ("bleu", "chrf")
+    return task_named(experiment.task).metrics
 
 
 def runs_table(experiment: Experiment, summaries: Sequence[RunSummary]) -> str:
@@ -356,8 +357,8 @@ def _how(experiment: Experiment, aggregate: Mapping[str, Any]) -> str:
         f"lr {preset['lr']:g}, warmup {preset['warmup_updates']}, dropout {preset['dropout']:g}, "
         f"label smoothing {preset['label_smoothing']:g}"
     )
-    if experiment.task == "translation":
-        d = aggregate["decoding"]
+    d = aggregate.get("decoding")
+    if d:  # translation: the decoding of the test split
         evaluation = (
             f"test split, checkpoint_{d['checkpoint']}, "
             + ("greedy" if d["beam"] == 1 else f"beam {d['beam']}")
@@ -365,9 +366,13 @@ def _how(experiment: Experiment, aggregate: Mapping[str, Any]) -> str:
             "detokenized sacreBLEU and chrF (signatures in the JSON)"
         )
     else:
+        windows = experiment.settings.get("sample_break_mode", "none")
         evaluation = (
-            "validation perplexity 2^(nll bits per subword) at the last update, or at the best "
-            "checkpoint for a run with patience"
+            "validation perplexity 2^(nll bits per subword) and bits per byte (nll bits over "
+            "the UTF-8 bytes of the valid text) at the last update, or at the best checkpoint "
+            f"for a run with patience; samples: break mode {windows} ("
+            + ("one line each" if windows == "eos" else "context windows across lines")
+            + ")"
         )
     results = aggregate["results"]
     seconds = float(aggregate.get("wall_seconds", 0.0))
