@@ -40,8 +40,10 @@ def _metrics_of(experiment: Experiment) -> tuple[str, ...]:
 
 def runs_table(experiment: Experiment, summaries: Sequence[RunSummary]) -> str:
     """A row per run: recipe, seeds, the metrics (mean ± std), parameters, tokens/s; a declared
-    run with no result yet is a row saying so (no number stands in for it)."""
-    metrics = _metrics_of(experiment)
+    run with no result yet is a row saying so (no number stands in for it). A metric of the
+    task that no result measured (bits per byte in a record made before it was) has no column."""
+    measured = {m for s in summaries for m in s.values}
+    metrics = tuple(m for m in _metrics_of(experiment) if m in measured or m == experiment.metric)
     header = ["run", "recipe", "seeds"] + [metric_title(m) for m in metrics]
     header += ["parameters", "train tokens/s"]
     positions = experiment.table == "bins"
@@ -367,10 +369,16 @@ def _how(experiment: Experiment, aggregate: Mapping[str, Any]) -> str:
         )
     else:
         windows = experiment.settings.get("sample_break_mode", "none")
+        bpb = any("bpb" in r.get("metrics", {}) for r in aggregate["results"])
         evaluation = (
-            "validation perplexity 2^(nll bits per subword) and bits per byte (nll bits over "
-            "the UTF-8 bytes of the valid text) at the last update, or at the best checkpoint "
-            f"for a run with patience; samples: break mode {windows} ("
+            "validation perplexity 2^(nll bits per subword)"
+            + (
+                " and bits per byte (nll bits over the UTF-8 bytes of the valid text)"
+                if bpb
+                else ""
+            )
+            + " at the last update, or at the best checkpoint for a run with patience; samples: "
+            f"break mode {windows} ("
             + ("one line each" if windows == "eos" else "context windows across lines")
             + ")"
         )
