@@ -464,7 +464,8 @@ def test_tensorboard_holds_the_logs_curves(text: Path, tmp_path: Path) -> None:
     for tag, key in (("loss", "loss"), ("lr", "lr"), ("tokens_per_s", "tokens_per_s")):
         expected = {e["update"]: e[key] for e in trains}
         assert events[f"train/{tag}"] == pytest.approx(expected, rel=1e-6), tag
-    for tag, key in (("ppl", "valid_ppl"), ("loss", "valid_loss"), ("nll_loss", "valid_nll_loss")):
+    valid_tags = (("ppl", "valid_ppl"), ("loss", "valid_loss"), ("nll_loss", "valid_nll_loss"))
+    for tag, key in (*valid_tags, ("bpb", "valid_bpb")):
         expected = {e["update"]: e[key] for e in valids}
         assert events[f"valid/{tag}"] == pytest.approx(expected, rel=1e-6), tag
     radii = {e["update"]: max(s["radius"] for s in e["streams"]) for e in valids}

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..devices import set_threads
 from ..errors import DeclarationError
+from ..tasks import LANGUAGE_MODEL
 
 # What `butcherflow bench WHAT` runs: the one list of benchmarks (the command's help, and its
 # answer when WHAT is left out).
@@ -147,7 +148,7 @@ def run_benchmark(args: argparse.Namespace) -> int:
         command += " --no-nodepy"
     if str(args.output) != DEFAULT_OUTPUT:
         command += f" --output {args.output}"
-    if args.what == "train" and getattr(args, "task", None) == "language_model":
+    if args.what == "train" and getattr(args, "task", None) == LANGUAGE_MODEL.name:
         from .lm import run_from_args as run_lm
 
         return run_lm(args, given)

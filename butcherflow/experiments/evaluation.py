@@ -31,6 +31,7 @@ from ..errors import ButcherflowError
 from ..generate import score, translate
 from ..generate.evaluate import QUICK_DECODING
 from ..savedir import load_language_model, load_model, read_commit, read_log, run_corpus
+from ..tasks import LANGUAGE_MODEL, TRANSLATION
 
 DECODING: dict[str, Any] = {"subset": "test", "checkpoint": "last", **QUICK_DECODING}
 LENGTH_BINS = 4
@@ -119,8 +120,8 @@ def evaluate_translation(
 
 # How a run of each task is evaluated: `(save_dir, device, *, bins, checkpoint) -> result`.
 EVALUATIONS: dict[str, Callable[..., dict[str, Any]]] = {
-    "translation": evaluate_translation,
-    "language_model": evaluate_language_model,
+    TRANSLATION.name: evaluate_translation,
+    LANGUAGE_MODEL.name: evaluate_language_model,
 }
 
 

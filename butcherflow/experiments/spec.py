@@ -17,7 +17,7 @@ from typing import Any, final
 
 from ..assemble import Recipe, load_recipe, recipe_from_dict, recipe_to_toml
 from ..errors import DeclarationError, count_problem
-from ..tasks import task_named
+from ..tasks import TRANSLATION, task_named
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -330,7 +330,8 @@ class Preset:
     lr: float
     warmup_updates: int
     dropout: float
-    label_smoothing: float = 0.1
+    # translation's default, for every run of a preset: the language-model records trained so
+    label_smoothing: float = TRANSLATION.label_smoothing
 
     def train_fields(self) -> dict[str, Any]:
         """The `TrainConfig` fields this preset sets."""

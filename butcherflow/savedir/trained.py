@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from safetensors.torch import save_file
@@ -108,8 +108,7 @@ def load_model(
     dir of `--task language_model` is refused (`load_language_model` reads it).
     """
     model, vocab, config = _load_trained(TRANSLATION, Path(save_dir), checkpoint, device)
-    assert isinstance(model, Seq2Seq)  # the task's model
-    return model, vocab, config
+    return cast(Seq2Seq, model), vocab, config  # the task's model
 
 
 def load_language_model(
@@ -120,8 +119,7 @@ def load_language_model(
     **Returns:** `(model in eval mode, vocabulary, config)`.
     """
     model, vocab, config = _load_trained(LANGUAGE_MODEL, Path(save_dir), checkpoint, device)
-    assert isinstance(model, LanguageModel)  # the task's model
-    return model, vocab, config
+    return cast(LanguageModel, model), vocab, config  # the task's model
 
 
 def load_trained(

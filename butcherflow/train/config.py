@@ -27,6 +27,7 @@ from ..tasks import (
     BREAK_MODE,
     LANGUAGE_MODEL,
     TOKENS_PER_SAMPLE,
+    TRANSLATION,
     Task,
     task_named,
     task_of_recipe,
@@ -60,8 +61,8 @@ RESUMABLE_CHANGES = (
 # Settings added after save dirs were first written, and what a save dir without them trained
 # with: a language model read one line per sample (break mode `eos`, lines kept whole).
 ADDED_SETTINGS: dict[str, dict[str, Any]] = {
-    "translation": {"tokens_per_sample": None, "sample_break_mode": None},
-    "language_model": {"tokens_per_sample": None, "sample_break_mode": "eos"},
+    TRANSLATION.name: {"tokens_per_sample": None, "sample_break_mode": None},
+    LANGUAGE_MODEL.name: {"tokens_per_sample": None, "sample_break_mode": "eos"},
 }
 
 
