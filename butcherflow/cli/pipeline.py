@@ -57,7 +57,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             f"{'does' if len(given) == 1 else 'do'} not apply to it",
             key=flag(given[0]),
             value=getattr(args, given[0]),
-            valid="leave it out; a "
+            valid=f"leave {'it' if len(given) == 1 else 'them'} out; a "
             + task.title
             + " takes "
             + (" ".join(flag(d) for d in task.evaluate_flags) or "no flag of its own"),

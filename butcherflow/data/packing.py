@@ -122,10 +122,11 @@ def pack_lines(
 
 def describe_windows(count: int, tokens_per_sample: int | None, break_mode: str) -> str:
     """`count` windows in words: `"1,234 context windows of 512 tokens across lines"`."""
+    plural = "" if count == 1 else "s"
     if break_mode == "none":
-        return f"{count:,} context windows of {tokens_per_sample} tokens across lines"
+        return f"{count:,} context window{plural} of {tokens_per_sample} tokens across lines"
     cut = f" (longer lines cut every {tokens_per_sample} tokens)" if tokens_per_sample else ""
-    return f"{count:,} samples of one line each{cut}"
+    return f"{count:,} sample{plural} of one line each{cut}"
 
 
 def _cut(stream: list[int], width: int) -> list[list[int]]:
