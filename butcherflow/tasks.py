@@ -28,7 +28,15 @@ from .assemble import (
     load_recipe,
     model_class,
 )
-from .data import Batch, ParallelCorpus, Split, Vocabulary, encode_split, pack_lines
+from .data import (
+    Batch,
+    ParallelCorpus,
+    Split,
+    Vocabulary,
+    check_packing,
+    encode_split,
+    pack_lines,
+)
 from .data.packing import describe_windows
 from .errors import DeclarationError
 
@@ -96,6 +104,13 @@ class Task(ABC):
         """Refuse a recipe this task cannot train (`given`: the `RECIPE` as given)."""
 
     @abstractmethod
+    def windows(
+        self, tokens_per_sample: int | None, break_mode: str | None
+    ) -> tuple[int | None, str | None]:
+        """`(--tokens-per-sample, --sample-break-mode)` as a run of this task has them: a
+        language model's defaults filled in and checked; a translation run takes neither."""
+
+    @abstractmethod
     def check_corpus(self, corpus: ParallelCorpus, data: str) -> None:
         """Refuse a corpus this task cannot read (`data`: the `--data` given)."""
 
@@ -148,6 +163,21 @@ class Translation(Task):
         self, count: int, tokens_per_sample: int | None, break_mode: str | None
     ) -> str:
         return f"{count:,} sentence pairs"
+
+    def windows(
+        self, tokens_per_sample: int | None, break_mode: str | None
+    ) -> tuple[int | None, str | None]:
+        given = {"--tokens-per-sample": tokens_per_sample, "--sample-break-mode": break_mode}
+        for flag, value in given.items():
+            if value is not None:
+                raise DeclarationError(
+                    f"{flag} shapes a language model's context windows; this run trains a "
+                    f"{self.title} on sentence pairs",
+                    key=flag,
+                    value=value,
+                    valid=f"leave it out, or --task {LANGUAGE_MODEL.name}",
+                )
+        return None, None
 
     def check_recipe(self, recipe: Recipe, given: str) -> None:
         if model_class(recipe) is not Seq2Seq:
@@ -210,6 +240,16 @@ class LanguageModeling(Task):
         self, count: int, tokens_per_sample: int | None, break_mode: str | None
     ) -> str:
         return describe_windows(count, tokens_per_sample, break_mode or BREAK_MODE)
+
+    def windows(
+        self, tokens_per_sample: int | None, break_mode: str | None
+    ) -> tuple[int | None, str | None]:
+        mode = break_mode or BREAK_MODE
+        length = tokens_per_sample
+        if length is None and mode == "none":  # across lines, a window needs a length
+            length = TOKENS_PER_SAMPLE
+        check_packing(length, mode)
+        return length, mode
 
     def check_corpus(self, corpus: ParallelCorpus, data: str) -> None:
         return None  # text, or the target side of a parallel corpus: both are lines of text

@@ -20,18 +20,9 @@ import torch
 from ..assemble import Recipe, apply_param_budget, load_recipe
 from ..assemble.declarations import pinned
 from ..assemble.recipe import OVERRIDES
-from ..data import check_packing
 from ..devices import check_device, check_threads
 from ..errors import DeclarationError, count_problem
-from ..tasks import (
-    BREAK_MODE,
-    LANGUAGE_MODEL,
-    TOKENS_PER_SAMPLE,
-    TRANSLATION,
-    Task,
-    task_named,
-    task_of_recipe,
-)
+from ..tasks import LANGUAGE_MODEL, TRANSLATION, Task, task_named, task_of_recipe
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 # A resumed run may change these (when to stop, what to keep, where to run, where the files are:
@@ -238,26 +229,14 @@ class TrainConfig:
         refused. (A frozen dataclass sets its own resolved fields once, here.)"""
         task = task_named(self.task) if self.task is not None else None
         task = task or task_of_recipe(load_recipe(self.recipe))
-        resolved: dict[str, Any] = {"task": task.name}
+        length, mode = task.windows(self.tokens_per_sample, self.sample_break_mode)
+        resolved: dict[str, Any] = {
+            "task": task.name,
+            "tokens_per_sample": length,
+            "sample_break_mode": mode,
+        }
         if self.label_smoothing is None:
             resolved["label_smoothing"] = task.label_smoothing
-        if task.monolingual:  # a language model: windows of text
-            mode = self.sample_break_mode or BREAK_MODE
-            length = self.tokens_per_sample
-            if length is None and mode == "none":
-                length = TOKENS_PER_SAMPLE
-            check_packing(length, mode)
-            resolved |= {"sample_break_mode": mode, "tokens_per_sample": length}
-        else:
-            for name in ("tokens_per_sample", "sample_break_mode"):
-                if getattr(self, name) is not None:
-                    raise DeclarationError(
-                        f"{flag(name)} shapes a language model's context windows; this run "
-                        f"trains a {task.title} on sentence pairs",
-                        key=flag(name),
-                        value=getattr(self, name),
-                        valid=f"leave it out, or --task {LANGUAGE_MODEL.name}",
-                    )
         for name, value in resolved.items():
             object.__setattr__(self, name, value)
 
