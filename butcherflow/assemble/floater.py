@@ -69,9 +69,10 @@ def resolve_floater(
         raise DeclarationError(str(error), key=key, value=str(value), source=source) from None
     flow = found.position_flow
     if flow is None:
+        grid = getattr(found, "grid", None)  # continuous dynamics over an interval of depth
+        what = f"grid = '{grid}'" if grid is not None else f"a {found.family} declaration"
         raise DeclarationError(
-            f"'{found.name}' is not a position flow (a {found.family} declaration whose "
-            "layer is a block)",
+            f"'{found.name}' is not a position flow ({what})",
             key=key,
             value=str(value),
             valid=valid,

@@ -219,7 +219,8 @@ class Experiment:
         _check_metric(self.metric, f"{where}.metric")
         if self.metric.partition("_bin")[0] not in task.metrics:  # bleu_binN: BLEU by length
             raise DeclarationError(
-                f"a {task.title} is judged by other metrics",
+                f"a {task.title} is judged by "
+                + ", ".join(metric_title(m).removeprefix("valid ") for m in task.metrics),
                 key=f"{where}.metric",
                 value=self.metric,
                 valid=", ".join(task.metrics),

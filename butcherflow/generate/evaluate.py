@@ -166,7 +166,8 @@ def translate(
     check_options(beam=beam, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b)
     target = resolve_device(device)
     model.to(target)
-    cut = model.recipe.max_positions
+    recipe = getattr(model, "recipe", None)  # a stand-in model may have none
+    cut = None if recipe is None else recipe.max_positions
     encoded = [source_ids(vocab, s, cut) if s.strip() else [] for s in sentences]
     todo = [i for i, ids in enumerate(encoded) if ids]
     batches = token_batches([len(encoded[i]) for i in todo], max_tokens)
