@@ -1,5 +1,5 @@
-"""The subcommands that need torch (show, evaluate, translate, generate, train, average, bench,
-gallery, experiment): their parsers, imported by `butcherflow.cli` only when one of them runs."""
+"""The subcommands that need torch (show, evaluate, translate, generate, train, average, export,
+bench, gallery, experiment): their parsers, imported by `butcherflow.cli` only when one runs."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ..tasks import TASKS, TOKENS_PER_SAMPLE
 from ..train.config import TRAIN_DEFAULTS
 from .declarations import cmd_show
 from .docs import cmd_bench, cmd_gallery
+from .export import add_command as add_export
 from .extract import add_command as add_extract
 from .parser import said
 from .pipeline import (
@@ -99,6 +100,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--last", type=int, required=True, help="how many checkpoint_<update> files")
     p.add_argument("-o", "--output", required=True, help="the averaged .safetensors file")
     p.set_defaults(run=cmd_average)
+
+    add_export(sub)
 
     _bench(sub)
 

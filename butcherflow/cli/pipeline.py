@@ -427,6 +427,8 @@ _TRAIN_FLAGS: tuple[tuple[str, type, str], ...] = (
 )  # fmt: skip
 _TRAIN_SWITCHES: tuple[tuple[str, str], ...] = (
     ("compile", "torch.compile"),
+    ("fsdp", "under torchrun, shard each block's weights, gradients and optimizer state over "
+     "the processes (FSDP2) instead of replicating the model (DDP, the default)"),
     ("no_epoch_checkpoints", "no checkpoint_last at epoch ends: only at "
      "--save-interval-updates, a new best and when the run stops (fairseq's flag)"),
     ("allow_failed_claims", "train a declaration whose proof refutes its claimed order "
