@@ -302,5 +302,6 @@ def task_of_recipe(recipe: Recipe) -> Task:
 
 
 def task_of_model(model: nn.Module) -> Task:
-    """The task of a built model (`Seq2Seq` or `LanguageModel`)."""
-    return _BY_MODEL[type(model)]
+    """The task of a built model (`Seq2Seq` or `LanguageModel`, or a class derived from one:
+    `fully_shard` swaps a module's class for a subclass)."""
+    return next(_BY_MODEL[c] for c in type(model).__mro__ if c in _BY_MODEL)

@@ -557,7 +557,9 @@ def test_validation_perplexity_is_the_one_computed_by_hand(task: str) -> None:
                 smoothed += (1 - epsilon) * -float(logp[position, token])
                 smoothed += epsilon / (vocab - 1) * others
                 tokens += 1
-    config = TrainConfig("transformer-small", "x", "-", max_tokens=12, label_smoothing=epsilon)
+    config = TrainConfig(
+        "transformer-small", "x", "-", max_tokens=12, label_smoothing=epsilon, task=task
+    )
     measured = validate(
         model, split, config, torch.device("cpu"), contextlib.nullcontext, Process()
     )

@@ -190,7 +190,8 @@ def bench_lm(
 def _sizes(recipe: Recipe) -> str:
     assert recipe.decoder is not None
     keys = ("d_model", "n_heads", "d_ffn")
-    return "/".join(str(recipe.sizes[k]) for k in keys) + f", {recipe.decoder.layers} layers"
+    layers = recipe.decoder.layers
+    return "/".join(str(recipe.sizes[k]) for k in keys) + f", {layers} layer" + "s" * (layers > 1)
 
 
 def _step(

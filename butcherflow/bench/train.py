@@ -60,7 +60,7 @@ from ..data import (
 from ..devices import resolve_device
 from ..errors import DeclarationError
 from ..experiments.catalog import PRESETS
-from ..train.config import TrainConfig, resolve_precision, resolve_recipe
+from ..train.config import TRAIN_DEFAULTS, TrainConfig, resolve_precision, resolve_recipe
 from ..train.step import forward_backward, optimizer_step
 from . import write_section
 from .block import TorchTransformer
@@ -206,8 +206,8 @@ def bench_train(
     *,
     data: str = "bible:de-en",
     recipes: Sequence[str] = RECIPES,
-    vocab_size: int = 8000,
-    max_tokens: int = 4096,
+    vocab_size: int = TRAIN_DEFAULTS["vocab_size"],
+    max_tokens: int = TRAIN_DEFAULTS["max_tokens"],
     updates: int = 20,
     warmup: int = 1,
     device: str = "auto",

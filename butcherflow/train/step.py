@@ -21,7 +21,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ..assemble import LanguageModel, Seq2Seq
 from ..data import Batch, Split, collate, make_batches
-from ..tasks import TRANSLATION, Task, task_of_model
+from ..tasks import TRANSLATION, Task
 from . import distributed
 from .config import TrainConfig
 from .parallelize import sharded
@@ -153,7 +153,7 @@ def validate(
     for a split of text (`Split.text_bytes`), bits per byte: the summed nll in bits over the
     UTF-8 bytes of the text (`valid_bpb`), which runs with different vocabularies share."""
     model.eval()
-    task = task_of_model(model)
+    task = config.run_task
     batches = make_batches(split, config.max_tokens, shuffle=False, seed=config.seed, epoch=1)
     loss = nll = tokens = 0.0
     # DDP: each process validates its share of the batches; FSDP: every process runs every batch
