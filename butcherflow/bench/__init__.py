@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..devices import set_threads
 from ..errors import DeclarationError
-from ..tasks import LANGUAGE_MODEL
+from ..tasks import LANGUAGE_MODEL, TRANSLATION
 
 # What `butcherflow bench WHAT` runs: the one list of benchmarks (the command's help, and its
 # answer when WHAT is left out).
@@ -30,6 +30,8 @@ BENCHMARKS = {
     "SSP coefficients beside NodePy",
 }
 DEFAULT_OUTPUT = "docs/benchmarks.md"  # relative to the working directory: a checkout's root
+# `bench train --data`'s default by task: a translation corpus, or the target side alone
+TRAIN_DATA = {TRANSLATION.name: "bible:de-en", LANGUAGE_MODEL.name: "bible:en"}
 
 HEADER = (
     "# Benchmarks\n\n"

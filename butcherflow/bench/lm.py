@@ -46,7 +46,7 @@ from ..tasks import LANGUAGE_MODEL, TOKENS_PER_SAMPLE
 from ..train.config import TRAIN_DEFAULTS, TrainConfig, resolve_precision, resolve_recipe
 from ..train.run import encode
 from ..train.step import forward_backward, optimizer_step
-from . import DEFAULT_OUTPUT, write_section
+from . import DEFAULT_OUTPUT, TRAIN_DATA, write_section
 from .order import machine
 
 RECIPES = ("lm-residual",)
@@ -123,7 +123,7 @@ class LMRow:
 
 def bench_lm(
     *,
-    data: str = "bible:en",
+    data: str = TRAIN_DATA[LANGUAGE_MODEL.name],
     recipes: Sequence[str] = RECIPES,
     sizes: dict[str, Any] | None = None,
     vocab_size: int = TRAIN_DEFAULTS["vocab_size"],
@@ -250,7 +250,7 @@ def run_lm_bench(output: str, command: str, **options: Any) -> list[LMRow]:
 def run_from_args(args: argparse.Namespace, given: str = "") -> int:
     """`bench train --task language_model`: the options, the command line shown, the run."""
     options: dict[str, Any] = {
-        "data": args.data,
+        "data": args.data or TRAIN_DATA[LANGUAGE_MODEL.name],
         "vocab_size": args.vocab_size,
         "max_tokens": args.max_tokens,
         "tokens_per_sample": args.tokens_per_sample,

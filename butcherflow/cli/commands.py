@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..bench import BENCHMARKS, DEFAULT_OUTPUT
+from ..bench import BENCHMARKS, DEFAULT_OUTPUT, TRAIN_DATA
 from ..data import BREAK_MODES
 from ..experiments import EXPERIMENTS
 from ..experiments.report import DEFAULT_OUT
@@ -136,7 +136,13 @@ def _bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default="auto", help="train and beam: auto, cpu, cuda or cuda:N")
     p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     train = p.add_argument_group("bench train (training tokens/s beside torch.nn.Transformer)")
-    train.add_argument("--data", default="bible:de-en", help="the corpus whose batches are timed")
+    train.add_argument(
+        "--data",
+        default=None,
+        help="the corpus whose batches are timed (default: "
+        + ", ".join(f"{data} for {task}" for task, data in TRAIN_DATA.items())
+        + ")",
+    )
     train.add_argument(
         "--vocab-size", type=int, default=TRAIN_DEFAULTS["vocab_size"], help="BPE vocabulary size"
     )
