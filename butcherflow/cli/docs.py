@@ -11,6 +11,7 @@ from ..bench import run_benchmark
 from ..errors import ButcherflowError
 from ..gallery import build_gallery
 from ..methods import catalog, load
+from .parser import check_parent
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -50,6 +51,7 @@ def _only(entries: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def cmd_gallery(args: argparse.Namespace) -> int:
+    check_parent(args.out, "--out")
     names, recipes = (None, None) if not args.only else _only(args.only)
     result = build_gallery(
         args.out,
