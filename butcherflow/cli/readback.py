@@ -21,10 +21,10 @@ from torch import nn
 from ..analysis import check
 from ..compiler import CompiledBlock, GeneralLinearStack
 from ..compiler.coefficients import StageGate
-from ..compiler.general_linear import advance, read_stages
 from ..errors import ExtractionError
 from ..extract import Extracted, extract
 from ..nn import Context, Field
+from ..nn.streams import advance, read_stages
 from .proofs import order_table
 
 BATCH, LENGTH, MEMORY = 2, 6, 5  # the random state a block is read at

@@ -30,7 +30,7 @@ from ..data import (
     make_batches,
     target_side,
 )
-from ..devices import threads_note
+from ..devices import can_compile, threads_note
 from ..errors import DeclarationError
 from ..savedir.checkpoint import CORRUPT, Found, latest_checkpoint, set_aside
 from ..savedir.curves import append_log
@@ -223,7 +223,7 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     if config.tensorboard is not None and process.is_main:
         resumed_at = run.progress.update if found is not None else None
         run.tensorboard = TensorBoard(Path(config.tensorboard), resumed_at)
-    if config.compile:
+    if config.compile and can_compile(device.type, lambda line: run.say(line, warning=True)):
         run.model = torch.compile(run.model)  # type: ignore[assignment]
     if process.distributed:
         run.model = DDP(run.model, device_ids=[device.index] if device.type == "cuda" else None)
