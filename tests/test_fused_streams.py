@@ -8,10 +8,12 @@ fall back with one line."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from tiny_run import RUN, TINY
 from torch import fx
 
 import butcherflow as bf
@@ -22,6 +24,8 @@ from butcherflow.compiler.general_linear import GLM_POLICIES
 from butcherflow.extract import extract
 from butcherflow.methods.general_linear import GeneralLinear
 from butcherflow.nn import streams
+from butcherflow.savedir import read_log
+from butcherflow.train import TrainConfig, train
 
 DOUBLE = torch.float64
 SIZES = {"d_model": 8, "n_heads": 2, "d_ffn": 16}
@@ -83,11 +87,12 @@ def test_the_fused_form_computes_what_the_products_compute(
     ("policy", "dynamic"), [*((p, False) for p in GLM_POLICIES), ("sinkhorn", True)]
 )
 def test_the_traced_stack_computes_what_the_eager_one_does(policy: str, dynamic: bool) -> None:
-    """dynamo and AOTAutograd (the forward and backward graphs inductor gets); with dynamic
-    shapes too (how training compiles its blocks)."""
+    """dynamo and AOTAutograd (the forward and backward graphs inductor gets), in one graph
+    (a graph break would leave the mixing eager); with dynamic shapes too (how training
+    compiles its blocks)."""
     stack = _stack("hyper-connections-4", policy)
     want = _values_and_gradients(stack, stack)
-    run = torch.compile(stack, backend="aot_eager", dynamic=dynamic)
+    run = torch.compile(stack, backend="aot_eager", dynamic=dynamic, fullgraph=True)
     _assert_all_close(_values_and_gradients(run, stack), want, rtol=1e-12)
 
 
@@ -240,3 +245,36 @@ def test_a_missing_compiler_is_one_line_and_compile_falls_back() -> None:
     said: list[str] = []
     assert not devices.can_compile("cpu", said.append)
     assert said == [f"--compile: torch.compile cannot compile on cpu ({problem}); running eagerly"]
+
+
+def _lm_mhc(save_dir: Path, **changes: Any) -> TrainConfig:
+    """`lm-mhc` at the tiny run's sizes, one block, on the target side of the tiny corpus."""
+    sizes = {k: v for k, v in RUN.items() if k != "encoder_layers"}
+    settings = {**sizes, "max_update": 2, "save_interval_updates": 0}
+    return TrainConfig(
+        "lm-mhc", f"{TINY}:de-en", str(save_dir), task="language_model", **{**settings, **changes}
+    )
+
+
+def test_training_with_compile_where_it_cannot_compile_runs_eagerly_saying_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(devices, "compile_problem", lambda device_type: "InvalidCxxCompiler: x")
+    summary = train(_lm_mhc(tmp_path, compile=True, max_update=1))
+    assert summary["updates"] == 1
+    err = capsys.readouterr().err
+    line = "--compile: torch.compile cannot compile on cpu (InvalidCxxCompiler: x); running eagerly"
+    assert err.count(line) == 1
+
+
+@pytest.mark.slow
+def test_training_lm_mhc_with_compile_takes_the_eager_losses(tmp_path: Path) -> None:
+    """`butcherflow train --compile` on `lm-mhc`: inductor compiles the model, the stream
+    mixing in its fused form, and two updates give the eager run's losses."""
+    # no dropout: inductor draws its own random numbers
+    eager = train(_lm_mhc(tmp_path / "eager", dropout=0.0))
+    compiled = train(_lm_mhc(tmp_path / "compiled", dropout=0.0, compile=True))
+    logged = [read_log(tmp_path / name / "log.jsonl") for name in ("eager", "compiled")]
+    losses = [[e["loss"] for e in log if e.get("kind") == "train"] for log in logged]
+    assert eager["updates"] == compiled["updates"] == 2 and len(losses[0]) == 2
+    assert losses[1] == pytest.approx(losses[0], rel=1e-4)

@@ -13,6 +13,7 @@ profiled step of the stack beside one of its residual stack.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -121,26 +122,29 @@ def bench_streams(repeats: int, device: torch.device, compiled: bool) -> list[St
 
 
 def _self_times(step: Callable[[], None], device: torch.device, steps: int) -> dict[str, float]:
-    """Self time per operator over `steps` profiled steps (ms per step); every inductor graph's
-    own code (its fused C++ or Triton loops) counts as one entry, `fused kernels`."""
+    """Self time per operator (ms), the least over `steps` profiled steps (the load of a shared
+    machine only adds); every inductor graph's own code (its fused C++ or Triton loops) counts
+    as one entry, `fused kernels`."""
     cuda = device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with profile(activities=activities) as prof:
-        for _ in range(steps):
-            step()
     key = "self_device_time_total" if cuda else "self_cpu_time_total"
-    found: dict[str, float] = {}
-    for event in prof.key_averages():
-        name = "fused kernels" if "CompiledFxGraph" in event.key or "triton" in event.key else None
-        name = name or event.key
-        found[name] = found.get(name, 0.0) + float(getattr(event, key)) / 1e3 / steps
-    return found
+    least: dict[str, float] = {}
+    for _ in range(steps):
+        with profile(activities=activities) as prof:
+            step()
+        found: dict[str, float] = {}
+        for event in prof.key_averages():
+            fused = "CompiledFxGraph" in event.key or "triton" in event.key
+            name = "fused kernels" if fused else event.key
+            found[name] = found.get(name, 0.0) + float(getattr(event, key)) / 1e3
+        least = {k: min(v, least.get(k, v)) for k, v in found.items()}
+    return least
 
 
 def where(stack: Callable[[], None], residual: Callable[[], None], device: torch.device) -> str:
     """Where the stack's time beyond its residual stack's goes: the operators whose self time
-    grew most, per step (3 profiled steps of each)."""
-    ours, theirs = _self_times(stack, device, 3), _self_times(residual, device, 3)
+    grew most, per step (the least of 5 profiled steps of each)."""
+    ours, theirs = _self_times(stack, device, 5), _self_times(residual, device, 5)
     extra = {k: v - theirs.get(k, 0.0) for k, v in ours.items()}
     total = sum(ours.values()) - sum(theirs.values())
     grown = sorted((item for item in extra.items() if item[1] > 0), key=lambda kv: -kv[1])[:3]
@@ -150,6 +154,7 @@ def where(stack: Callable[[], None], residual: Callable[[], None], device: torch
 
 def run_streams(output: str, repeats: int, command: str, device: str = "auto") -> None:
     target = resolve_device(device)
+    load = os.getloadavg()[0]  # the machine's business, which every stack shared (interleaved)
     problem = compile_problem(target.type)
     if problem is not None:
         print(f"torch.compile cannot compile on {target.type}: {problem}; eager rows only")
@@ -160,13 +165,18 @@ def run_streams(output: str, repeats: int, command: str, device: str = "auto") -
             f"residual {r.residual * 1e3:7.1f} ms  ratio {r.ratio:.3f}",
             flush=True,
         )
-    body = "\n".join(_section(rows, repeats, command, target, problem))
+    body = "\n".join(_section(rows, repeats, command, target, problem, load))
     print(body)
     write_section(output, "streams", body)
 
 
 def _section(
-    rows: list[StreamRow], repeats: int, command: str, device: torch.device, problem: str | None
+    rows: list[StreamRow],
+    repeats: int,
+    command: str,
+    device: torch.device,
+    problem: str | None,
+    load: float,
 ) -> list[str]:
     gpu = f", {torch.cuda.get_device_name(device)}" if device.type == "cuda" else ""
     lines = [
@@ -174,7 +184,8 @@ def _section(
         "",
         f"Command: `{command}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}). "
         f"Machine: {machine()}; torch {torch.__version__}, device {device}{gpu}, "
-        f"{torch.get_num_threads()} torch thread(s). Each time is the median of {repeats} "
+        f"{torch.get_num_threads()} torch thread(s); load average {load:.1f} at start, "
+        f"{os.getloadavg()[0]:.1f} at the end. Each time is the median of {repeats} "
         f"repeats of forward + backward on a ({BATCH}, {LENGTH}, {D_MODEL}) input through "
         f"{LAYERS} `san+ffn` layers (d_model={D_MODEL}, n_heads={N_HEADS}, d_ffn={D_FFN}): "
         "the `hyper-connections-4` stack (n = 4 streams) under each coefficient policy, "

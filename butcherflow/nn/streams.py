@@ -81,12 +81,39 @@ def tokens(streams: Tensor) -> Tensor:
 def _mix(M: Tensor, streams: Tensor) -> Tensor:
     """Σₖ M[..., i, k] yₖ for every row i, as broadcast products summed over k (the fused
     form): M static `(n, r)` or per token `(batch, time, n, r)`; returns `(n, batch, time, d)`."""
-    r = streams.shape[0]
     if M.dim() == 2:
-        weights = M.view(M.shape[0], r, 1, 1, 1)
-    else:  # (b, t, n, r) -> (n, r, b, t, 1)
-        weights = M.permute(2, 3, 0, 1).unsqueeze(-1)
+        out: Tensor = _StaticMix.apply(M, streams)
+        return out
+    weights = M.permute(2, 3, 0, 1).unsqueeze(-1)  # (b, t, n, r) -> (n, r, b, t, 1)
     return (weights * streams.unsqueeze(0)).sum(1)
+
+
+def _broadcast_sum(M: Tensor, streams: Tensor) -> Tensor:
+    return (M.view(*M.shape, 1, 1, 1) * streams.unsqueeze(0)).sum(1)
+
+
+@final
+class _StaticMix(torch.autograd.Function):
+    """`apply(M, streams)`: Σₖ M[i, k] yₖ for a static `(n, r)` M, as a broadcast sum (fused
+    with its neighbours), whose backward takes M's gradient (learned coefficients) as one
+    matrix product over all tokens: written as sums, each of M's n·r entries would be a
+    reduction of its own, reading two stream-sized tensors each."""
+
+    @staticmethod
+    def forward(ctx: Any, M: Tensor, streams: Tensor) -> Tensor:
+        ctx.save_for_backward(M, streams)
+        return _broadcast_sum(M, streams)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        M, streams = ctx.saved_tensors
+        n, r = M.shape
+        grad_M = grad_streams = None
+        if ctx.needs_input_grad[0]:
+            grad_M = torch.mm(grad.reshape(n, -1), streams.reshape(r, -1).t())
+        if ctx.needs_input_grad[1]:
+            grad_streams = _broadcast_sum(M.t(), grad)
+        return grad_M, grad_streams
 
 
 def read_stages(U: Tensor, streams: Tensor) -> Tensor:
@@ -200,7 +227,8 @@ class Sinkhorn(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
         (logits,) = ctx.saved_tensors
-        L, kept = _token_last(logits), list[Tensor]()
+        L = _token_last(logits)
+        kept: list[Tensor] = []
         _iterate(L, ctx.iterations, kept)
         grad = _token_last(grad)
         for k in reversed(range((len(kept) - 1) // 2)):
