@@ -21,7 +21,7 @@ import butcherflow.cli.readback as readback
 import butcherflow.devices as devices
 from butcherflow.cli.readback import StackLayer
 from butcherflow.compiler.general_linear import GLM_POLICIES
-from butcherflow.extract import extract
+from butcherflow.extraction import extract
 from butcherflow.methods.general_linear import GeneralLinear
 from butcherflow.nn import streams
 from butcherflow.savedir import read_log

@@ -22,7 +22,7 @@ from ..analysis import check
 from ..compiler import CompiledBlock, GeneralLinearStack
 from ..compiler.coefficients import StageGate
 from ..errors import ExtractionError
-from ..extract import Extracted, extract
+from ..extraction import Extracted, extract
 from ..nn import Context, Field
 from ..nn.streams import advance, read_stages
 from .proofs import order_table
