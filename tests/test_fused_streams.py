@@ -72,15 +72,30 @@ def _assert_all_close(got: list[torch.Tensor], want: list[torch.Tensor], rtol: f
         torch.testing.assert_close(a, b, rtol=rtol, atol=rtol)
 
 
+def _count_mixes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The fused form without tracing; returns the list that counts its broadcast sums."""
+    monkeypatch.setattr(streams, "_fused", streams.fusable)
+    mix, calls = streams._mix, []
+
+    def counted(M: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        calls.append(M.dim())
+        return mix(M, y)
+
+    monkeypatch.setattr(streams, "_mix", counted)
+    return calls
+
+
 @pytest.mark.parametrize(("name", "policy"), MIXED)
 def test_the_fused_form_computes_what_the_products_compute(
     name: str, policy: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Run eagerly, the broadcast sums equal the matrix products: values and every gradient."""
+    """Run eagerly, the broadcast sums equal the matrix products: values and every gradient;
+    every read and update of both layers took the fused form."""
     stack = _stack(name, policy, fields=2)
     want = _values_and_gradients(stack, stack)
-    monkeypatch.setattr(streams, "_fused", streams.fusable)  # the fused form without tracing
+    mixed = _count_mixes(monkeypatch)
     _assert_all_close(_values_and_gradients(stack, stack), want, rtol=1e-12)
+    assert len(mixed) == 2 * 3  # per layer: the stage read, V y and B F(Y)
 
 
 @pytest.mark.parametrize(
@@ -164,6 +179,39 @@ def test_sinkhorn_gradient_is_autograd_through_the_unrolled_loop(iterations: int
     (a,) = torch.autograd.grad(P, logits, upstream)
     (b,) = torch.autograd.grad(Q, logits, upstream)
     torch.testing.assert_close(a, b, rtol=1e-11, atol=1e-12)
+
+
+def _double(*shape: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, dtype=DOUBLE, generator=g).requires_grad_(True)
+
+
+def test_sinkhorn_gradient_and_its_derivative_pass_gradcheck() -> None:
+    """The written-out backward against finite differences (fast mode: random directions),
+    and its own derivative (a gradient penalty through Sinkhorn differentiates it)."""
+    logits = _double(2, 3, 4, 4, seed=6)
+    project = lambda L: streams.sinkhorn(L, 3)  # noqa: E731
+    assert torch.autograd.gradcheck(project, (logits,), fast_mode=True)
+    assert torch.autograd.gradgradcheck(project, (logits,), fast_mode=True)
+
+
+def test_static_mixing_gradient_passes_gradcheck() -> None:
+    """`_StaticMix`'s backward (M's gradient as one product over the tokens)."""
+    M, y = _double(3, 4, seed=7), _double(4, 2, 3, 5, seed=8)
+    assert torch.autograd.gradcheck(streams._StaticMix.apply, (M, y), fast_mode=True)
+
+
+@pytest.mark.parametrize("per_token", [False, True], ids=["static", "per-token"])
+def test_the_fused_kernels_pass_gradcheck(per_token: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_stages and advance in their fused form, 4 streams, 2 stages, every input."""
+    mixed = _count_mixes(monkeypatch)
+    tokens = (2, 3) if per_token else ()
+    U, V, B = (_double(*tokens, *rc, seed=9 + k) for k, rc in enumerate([(2, 4), (4, 4), (4, 2)]))
+    y, F = _double(4, 2, 3, 5, seed=12), _double(2, 2, 3, 5, seed=13)
+    assert torch.autograd.gradcheck(streams.read_stages, (U, y), fast_mode=True)
+    step = lambda V, y, B, F: streams.advance(V, y, B, F[0], F[1])  # noqa: E731
+    assert torch.autograd.gradcheck(step, (V, y, B, F), fast_mode=True)
+    assert mixed and set(mixed) == {U.dim()}
 
 
 @pytest.fixture
