@@ -62,7 +62,7 @@ from ..data import (
 from ..devices import can_compile, resolve_device
 from ..errors import DeclarationError
 from ..experiments.catalog import PRESETS
-from ..tasks import TRANSLATION
+from ..tasks import LANGUAGE_MODEL, TRANSLATION
 from ..train.config import TRAIN_DEFAULTS, TrainConfig, resolve_precision, resolve_recipe
 from ..train.step import forward_backward, optimizer_step
 from . import TRAIN_DATA, write_section
@@ -400,7 +400,7 @@ def _prepare(
             autocast=autocast,
             scaler=scaler,
             world_size=1,
-            language_model=isinstance(entry.counter, LanguageModel),
+            task=LANGUAGE_MODEL if isinstance(entry.counter, LanguageModel) else TRANSLATION,
         )
         optimizer_step(optimizer, scaler, params, 0.0, math.isfinite(loss))
 
