@@ -165,11 +165,26 @@ def test_each_configuration_writes_its_own_section() -> None:
     assert train_section_key(cuda, False, ["macaron", "floater"]) == "train-cuda"
 
 
+def _dynamo_only(monkeypatch: pytest.MonkeyPatch) -> list[torch.nn.Module]:
+    """torch.compile as dynamo alone (no inductor C++ compilation, to keep the tests short),
+    taken to compile here; returns the list of the models it compiled."""
+    import butcherflow.bench.train as bench
+
+    compile_, compiled = torch.compile, []
+
+    def dynamo(model: torch.nn.Module, **options: object) -> object:
+        compiled.append(model)
+        return compile_(model, **{**options, "backend": "eager"})  # type: ignore[call-overload]
+
+    monkeypatch.setattr(torch, "compile", dynamo)
+    monkeypatch.setattr(bench, "can_compile", lambda *args: True)
+    return compiled
+
+
 def test_the_section_has_flops_mfu_and_memory_and_compiled_vs_eager(
     benchmarks_md: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    compile_ = torch.compile  # dynamo only, to keep the test short
-    monkeypatch.setattr(torch, "compile", lambda m, **k: compile_(m, backend="eager", **k))
+    _dynamo_only(monkeypatch)
     rows = run_train_bench(
         str(benchmarks_md),
         "butcherflow bench train (test)",
@@ -272,8 +287,7 @@ def test_a_decoder_only_recipe_is_timed_beside_the_residual_lm(
 ) -> None:
     """`bench train --recipes lm-mhc --compile`: the stack compiled, beside `lm-residual` at its
     sizes compiled alike, with its ratio in the "vs lm-residual" column."""
-    compile_ = torch.compile  # dynamo only, to keep the test short
-    monkeypatch.setattr(torch, "compile", lambda m, **k: compile_(m, backend="eager", **k))
+    compiled = _dynamo_only(monkeypatch)
     rows = run_train_bench(
         str(benchmarks_md),
         "butcherflow bench train (test)",
@@ -286,6 +300,7 @@ def test_a_decoder_only_recipe_is_timed_beside_the_residual_lm(
         sizes={"d_model": 32, "n_heads": 2, "d_ffn": 64, "decoder_layers": 1},
     )
     reference = "lm-residual (32/2/64, 1 layers)"
+    assert [type(m).__name__ for m in compiled] == ["LanguageModel"] * 2
     assert [(r.name, r.reference) for r in rows] == [("lm-mhc", reference), (reference, None)]
     assert all(r.flops is not None and r.flops > 0 for r in rows)
     section = read_section(benchmarks_md.read_text(), "train-compiled-lm-mhc")
