@@ -85,11 +85,9 @@ class AdditiveReport(Report):
     def _balls(self, family: TreeFamily) -> WeightEnclosures:
         """The per-field weights in balls holding every method within the entries' precision."""
         m = self.method
-        prec = working_precision(list(m.entries.values()))
-        s = m.stages
+        prec = working_precision(m.numbers.flat)
         with flint.ctx.workprec(prec):
-            A = [[m.entries[f"A[{i}][{j}]"].ball() for j in range(s)] for i in range(s)]
-            b = [m.entries[f"b[{j}]"].ball() for j in range(s)]
+            A, b = m.numbers.A.balls(), m.numbers.b.balls()
             big_A, big_b = split_by_field(m.fields, A, b, flint.arb(0))
         return WeightEnclosures(family, big_A, big_b, prec=prec)
 

@@ -108,7 +108,7 @@ def splitting_series(
     for sub in {id(t): t for t in chosen.values() if t is not None}.values():
         values += [x for row in sub.A for x in row] + list(sub.b)
     if split.numeric and not digits:
-        with flint.ctx.workprec(working_precision(split.entries.values())):
+        with flint.ctx.workprec(working_precision(split.numbers.flat)):
             return _composed(split, order, chosen, BallField(flint.ctx.prec))
     domain, _ = smallest_domain(values)
     return _composed(split, order, chosen, domain.get_field())
@@ -128,7 +128,7 @@ def _composed(
         table = WeightTable(PLAIN, {"y": A}, {"y": b}, domain=K)
         table.prepare(list(PLAIN.up_to(order)))
         weights[op] = {t.index: domain.convert_from(table.weight(t), K) for t in PLAIN.up_to(order)}
-    numbers = list(split.entries.values())
+    numbers = split.numbers.steps
     steps = [
         (op, x.ball() if isinstance(domain, BallField) else domain.from_sympy(c))
         for (op, c), x in zip(split.steps, numbers, strict=True)

@@ -58,7 +58,7 @@ def enclose_real_interval(
 
     **Returns:** `(enclosure, widened, why)` as `schur_enclosure.enclose_axis`.
     """
-    with flint.ctx.workprec(working_precision(method.entries.values())):
+    with flint.ctx.workprec(working_precision(method.numbers.flat)):
         family = [flint.arb_poly(row) for row in _coefficients(method)]
         unrooted = (
             None
@@ -166,8 +166,7 @@ def _shapes(s: int, r: int) -> list[tuple[str, int, int]]:
 
 def _balls(method: GeneralLinear, key: str, rows: int, cols: int) -> list[list[flint.arb]]:
     """The block `key`'s entries as balls: the digits ± their rounding."""
-    numbers = [[method.entries[f"{key}[{i}][{j}]"] for j in range(cols)] for i in range(rows)]
-    return [[x.ball() for x in row] for row in numbers]
+    return method.numbers.arrays[key].balls()
 
 
 def _unit(k: int, n: int) -> flint.acb:
@@ -212,7 +211,7 @@ def _generic_coefficients(method: GeneralLinear, seed: int) -> list[list[flint.f
     s, r = method.stages, method.values
 
     def entry(key: str, i: int, j: int) -> flint.fmpq:
-        number = method.entries[f"{key}[{i}][{j}]"]
+        number = method.numbers.arrays[key][i][j]
         if number.value == 0:
             return flint.fmpq(0)
         if not number.numeric and number.value.is_Rational:
