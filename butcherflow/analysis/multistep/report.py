@@ -40,6 +40,7 @@ from ..report import (
 from .boundary_locus import a_alpha_angle, float_coefficients, locus, real_interval
 from .enclosure import enclose_real_interval, unstable_below
 from .order import (
+    MultistepOrder,
     condition,
     dahlquist_barrier,
     error_constant_radius,
@@ -287,20 +288,7 @@ def analyse_multistep(
         raise AnalysisError(f"max_order must be at least 1 (got {limit})")
     notes: list[str] = []
     rho, sigma = _poly(method.alpha), _poly(method.beta)
-    zero_stable: bool | None = None
-    weakly = False
-    roots: list[Root] = []
-    if rho.free_symbols - {ZETA}:
-        factored = sympy.factor(rho.as_expr())
-        notes.append(f"zero-stability depends on the parameters: ρ = {factored}")
-        solved = sympy.roots(rho)
-        if sum(solved.values()) == rho.degree():
-            roots = [(v, m, sympy.Abs(v)) for v, m in solved.items()]
-    else:
-        # ρ is α's alone: exact α decide the root condition exactly, whatever digits β carries
-        alpha_rounding = max(x.rounding for x in method.entries_under("alpha"))
-        zero_stable, roots, how, weakly = root_condition(rho, float(alpha_rounding))
-        notes.append(how)
+    zero_stable, roots, weakly = _zero_stability(method, rho, notes)
     barrier = dahlquist_barrier(k, method.is_explicit) if zero_stable else 2 * k
     found = search_multistep_order(method, limit, barrier, max_order is not None)
     if method.numeric:
@@ -333,6 +321,55 @@ def analyse_multistep(
         notes += raising_notes(method, found, limit)
     if found.stopped == "max_order":
         notes.append(f"C_0..C_{limit} all vanish: the order is at least {limit} (search stopped)")
+    error_constant, radius = _error_constant(method, found, notes)
+    out_of_time = deadline.passed()
+    a_alpha, interval, enclosure, widened = _stability(method, found, out_of_time, deadline, notes)
+    return MultistepReport(
+        method=method,
+        order=found.order,
+        order_upper=found.upper,
+        consistent=found.consistent,
+        error_constant=error_constant,
+        error_constant_radius=radius,
+        zero_stable=zero_stable,
+        weakly_stable=weakly,
+        rho=rho,
+        sigma=sigma,
+        roots=roots,
+        a_alpha=a_alpha,
+        real_interval=interval,
+        undetermined=[(f"C_{q}", j.residual, j.bound) for q, j in found.undetermined],
+        notes=notes,
+        stopped=found.stopped,
+        real_enclosure=enclosure,
+        real_widened=widened,
+        out_of_time=out_of_time,
+    )
+
+
+def _zero_stability(
+    method: LinearMultistep, rho: sympy.Poly, notes: list[str]
+) -> tuple[bool | None, list[Root], bool]:
+    """The root condition on ρ (None for a family: it depends on the parameters), ρ's roots,
+    and whether the method is only weakly stable; the note saying how it was decided."""
+    if rho.free_symbols - {ZETA}:
+        factored = sympy.factor(rho.as_expr())
+        notes.append(f"zero-stability depends on the parameters: ρ = {factored}")
+        solved = sympy.roots(rho)
+        if sum(solved.values()) == rho.degree():
+            return None, [(v, m, sympy.Abs(v)) for v, m in solved.items()], False
+        return None, [], False
+    # ρ is α's alone: exact α decide the root condition exactly, whatever digits β carries
+    zero_stable, roots, how, weakly = root_condition(rho, float(method.numbers.alpha.rounding))
+    notes.append(how)
+    return zero_stable, roots, weakly
+
+
+def _error_constant(
+    method: LinearMultistep, found: MultistepOrder, notes: list[str]
+) -> tuple[sympy.Expr | None, float | None]:
+    """The normalised error constant C_{p+1}/σ(1) (None where undefined or undetermined), and
+    the radius of its ball for a numeric declaration."""
     error_constant, radius = None, None
     if found.consistent and found.upper == found.order:
         sigma_1 = sympy.expand(sum(method.beta, sympy.Integer(0)))
@@ -350,11 +387,22 @@ def analyse_multistep(
                         "σ(1) is 0 within the precision: the normalised error constant "
                         "C_{p+1}/σ(1) is undetermined"
                     )
+    return error_constant, radius
+
+
+def _stability(
+    method: LinearMultistep,
+    found: MultistepOrder,
+    out_of_time: bool,
+    deadline: Deadline,
+    notes: list[str],
+) -> tuple[float | None, float | None, Enclosure | None, bool]:
+    """A(α), the real stability interval, its enclosure for a numeric declaration and whether
+    it was widened: float64 readings of the boundary locus, checked by root tests."""
     a_alpha: float | None = None
     interval: float | None = None
     enclosure: Enclosure | None = None
     widened = False
-    out_of_time = deadline.passed()
     if method.symbols:
         notes.append("A(α) and the stability interval need numeric coefficients")
     elif out_of_time:
@@ -366,7 +414,11 @@ def analyse_multistep(
         # real axis moves by about δ, so the interval ignores crossings within 10δ; the angle
         # ignores points within 1000δ, where that tilts it by under 0.06°.
         tiny, sigma_1 = 1e-6, abs(float(sum(method.beta, sympy.Integer(0))))
-        noise = (k + 1) * float(method.rounding) / sigma_1 if method.numeric and sigma_1 else 0.0
+        noise = (
+            (method.steps + 1) * float(method.rounding) / sigma_1
+            if method.numeric and sigma_1
+            else 0.0
+        )
         # Dahlquist's second barrier: an A-stable multistep method has order ≤ 2, so above
         # order 2 a reading within float noise of 90° is not rounded up to A-stability.
         a_alpha = a_alpha_angle(rho_c, sigma_c, max(tiny, 1000 * noise), snap=found.order <= 2)
@@ -400,27 +452,7 @@ def analyse_multistep(
             interval, a_alpha, enclosure, widened = _enclosed(method, interval, a_alpha, notes)
         elif interval == 0.0:
             enclosure = _exact_none(method, tiny, notes)
-    return MultistepReport(
-        method=method,
-        order=found.order,
-        order_upper=found.upper,
-        consistent=found.consistent,
-        error_constant=error_constant,
-        error_constant_radius=radius,
-        zero_stable=zero_stable,
-        weakly_stable=weakly,
-        rho=rho,
-        sigma=sigma,
-        roots=roots,
-        a_alpha=a_alpha,
-        real_interval=interval,
-        undetermined=[(f"C_{q}", j.residual, j.bound) for q, j in found.undetermined],
-        notes=notes,
-        stopped=found.stopped,
-        real_enclosure=enclosure,
-        real_widened=widened,
-        out_of_time=out_of_time,
-    )
+    return a_alpha, interval, enclosure, widened
 
 
 def _exact_none(method: LinearMultistep, tiny: float, notes: list[str]) -> Enclosure | None:
@@ -479,7 +511,7 @@ def _enclosed(
             )
             interval, a_alpha = None, None
         else:
-            rooted = met and any(x.numeric for x in method.entries_under("alpha"))
+            rooted = met and method.numbers.alpha.rounding > 0
             shown = (
                 "the whole negative axis"
                 if found[1] == math.inf
