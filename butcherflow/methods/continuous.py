@@ -79,38 +79,12 @@ def _solver(method: Any, source: str | None) -> tuple[ButcherTableau | None, str
     """The fixed-step tableau (None for an adaptive method) and the solver's name."""
     if isinstance(method, str) and method in ADAPTIVE:
         return None, method
-    if isinstance(method, str):
-        from .files import catalog  # files.py builds these: a late import breaks the cycle
+    from .files import catalog  # files.py builds these: a late import breaks the cycle
 
-        found = catalog.get(method)
-        tableau = None if found is None else found.as_tableau
-        if tableau is None:
-            raise DeclarationError(
-                f"unknown solver '{method}'",
-                key="method",
-                value=method,
-                valid="an explicit Runge-Kutta method of the catalog (e.g. 'rk4', 'midpoint')"
-                f" or an adaptive torchdiffeq method: {', '.join(ADAPTIVE)}",
-                source=source,
-            )
-    else:
-        tableau = method.as_tableau if isinstance(method, Method) else None
-        if tableau is None:
-            raise DeclarationError(
-                "method must be a name or a ButcherTableau",
-                key="method",
-                value=method,
-                source=source,
-            )
+    valid = "an explicit Runge-Kutta method of the catalog (e.g. 'rk4', 'midpoint') or an "
+    valid += f"adaptive torchdiffeq method for stiff dynamics: {', '.join(ADAPTIVE)}"
+    tableau: ButcherTableau = catalog.tableau(method, "solver", "method", source, valid)
     name = method if isinstance(method, str) else tableau.name
-    if not tableau.is_explicit:
-        raise DeclarationError(
-            f"fixed-step solver '{tableau.name}' is implicit",
-            key="method",
-            value=name,
-            valid="an explicit tableau, or an adaptive method for stiff dynamics",
-            source=source,
-        )
     if tableau.symbols:
         raise DeclarationError(
             "the solver's tableau has free symbols",

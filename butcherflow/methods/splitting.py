@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping, Sequence
 from functools import cached_property
@@ -12,7 +11,7 @@ from typing import Any, final
 import sympy
 
 from ..errors import DeclarationError
-from .base import CoefficientMethod, Layer, Method, check_order
+from .base import CoefficientMethod, Layer, check_order
 from .entries.arrays import Coefficients, NumberArray, vector
 from .entries.numbers import Number, as_list, is_zero, parse_number, substitute
 from .tableau import ButcherTableau
@@ -347,44 +346,9 @@ def _declared_operators(
 
 
 def _resolve_substep(substep: Any, source: str | None) -> ButcherTableau | None:
-    if substep == "exact":
-        return None
-    if substep == "euler":
-        return EULER
-    if isinstance(substep, str):
-        from .files import catalog  # files.py builds splittings: a late import breaks the cycle
+    if substep in ("exact", "euler"):
+        return None if substep == "exact" else EULER
+    from .files import catalog  # files.py builds splittings: a late import breaks the cycle
 
-        found = catalog.get(substep) if substep in catalog else None
-        tableau = None if found is None else found.as_tableau
-        if tableau is None:
-            what = "is not a Runge-Kutta method" if found is not None else "is unknown"
-            known = ["exact", "euler", *catalog.names(family="runge-kutta")]
-            close = difflib.get_close_matches(substep, known, n=3)
-            hint = f"did you mean {', '.join(repr(c) for c in close)}? " if close else ""
-            raise DeclarationError(
-                f"sub-step '{substep}' {what}",
-                key="substep",
-                value=substep,
-                valid=f"{hint}use 'exact', 'euler' or an explicit Runge-Kutta method of the "
-                "catalog (`butcherflow list` shows them)",
-                source=source,
-            )
-    else:
-        tableau = substep.as_tableau if isinstance(substep, Method) else None
-        if tableau is None:
-            raise DeclarationError(
-                "substep must be a name or a ButcherTableau",
-                key="substep",
-                value=substep,
-                valid="'exact', 'euler', a catalog Runge-Kutta name, or a ButcherTableau",
-                source=source,
-            )
-    if not tableau.is_explicit:
-        raise DeclarationError(
-            f"sub-step '{tableau.name}' is implicit",
-            key="substep",
-            value=tableau.name,
-            valid="sub-steps are explicit Runge-Kutta methods (or 'exact')",
-            source=source,
-        )
-    return tableau
+    valid = "use 'exact', 'euler' or an explicit Runge-Kutta method of the catalog "
+    return catalog.tableau(substep, "sub-step", "substep", source, valid + "(`butcherflow list`)")

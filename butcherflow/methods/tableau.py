@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from functools import cached_property
 from pathlib import Path
@@ -23,6 +23,13 @@ from .parameters import KINDS, Parameter, parse_parameters, raw_parameters
 # Coefficient policies (ODE Transformer Table 10), each stated as the declaration it compiles to
 # (`ButcherTableau.with_coefficients`): the compiler knows only declarations and parameters.
 POLICIES = ("exact", "unit", "learned", "gated", "tanh")
+# The trained policies: the kind of their weights' parameters, and whether those can start at
+# the tableau's weights (else at the kind's own start).
+TRAINED: dict[str, tuple[str, Callable[[list[float]], bool]]] = {
+    "learned": ("learned", lambda w: True),
+    "tanh": ("tanh", lambda w: all(abs(x) < 1 for x in w)),
+    "gated": ("softmax", lambda w: all(x > 0 for x in w) and abs(sum(w) - 1.0) < 1e-12),
+}
 
 
 def _node_verdict(c: Number, row: Sequence[Number]) -> Verdict:
@@ -376,33 +383,16 @@ class ButcherTableau(CoefficientMethod):
                 value=policy,
                 valid="'exact', 'unit' or 'learned'",
             )
-        raw = self.numbers.b.raw
-        weights = [float(x) for x in self.b]
         named = {"name": f"{self.name}-{policy}", "title": f"{self.title}, {policy} weights"}
         if policy == "unit":
             return self.with_weights([1] * s, **named)
-        symbols = [f"b{i + 1}" if policy == "learned" else f"g{i + 1}" for i in range(s)]
-        declared: dict[str, Any]
-        if policy == "learned":
-            declared = {
-                x: {"kind": "learned", "init": v} for x, v in zip(symbols, raw, strict=True)
-            }
-            return self.with_weights(symbols, parameters=declared, **named)
-        if policy == "tanh":
-            starts = all(abs(w) < 1 for w in weights)
-            declared = {
-                x: {"kind": "tanh", "init": v if starts else None}
-                for x, v in zip(symbols, raw, strict=True)
-            }
-            return self.with_weights(symbols, parameters=declared, **named)
-        starts = all(w > 0 for w in weights) and abs(sum(weights) - 1.0) < 1e-12
-        if s == 2:
-            gate = {"kind": "gate", "init": raw[0] if starts else None}
+        raw, (kind, starts) = self.numbers.b.raw, TRAINED[policy]
+        init = [v if starts([float(x) for x in self.b]) else None for v in raw]
+        if policy == "gated" and s == 2:
+            gate = {"kind": "gate", "init": init[0]}
             return self.with_weights(["g", "1 - g"], parameters={"g": gate}, **named)
-        declared = {
-            x: {"kind": "softmax", "init": v if starts else None}
-            for x, v in zip(symbols, raw, strict=True)
-        }
+        symbols = [f"{'b' if policy == 'learned' else 'g'}{i + 1}" for i in range(s)]
+        declared = {x: {"kind": kind, "init": v} for x, v in zip(symbols, init, strict=True)}
         return self.with_weights(symbols, parameters=declared, **named)
 
     def embedded(self) -> ButcherTableau:

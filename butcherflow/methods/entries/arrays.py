@@ -9,7 +9,7 @@ one conversion from what a user gives (lists, arrays, tensors) to it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, final
@@ -35,7 +35,7 @@ class NumberArray(Sequence[Any]):
 
     key: str
     items: tuple[Any, ...]
-    names: tuple[str, ...] = ()
+    names: tuple[str, ...] = field(default=(), compare=False)  # where, not what
 
     def name(self, i: int) -> str:
         """The key of entry (or row) i, as an error names it."""
