@@ -13,7 +13,7 @@ from typing import Any, final
 import sympy
 
 from ..errors import DeclarationError
-from .base import Layer, Method, check_flag
+from .base import Layer, Method, check_count, check_flag
 from .entries.numbers import parse_number
 from .tableau import ButcherTableau
 
@@ -29,13 +29,7 @@ GRIDS = ("interval", "positions")
 TIME = ("none", "concat", "embedding")
 
 
-def _positive(value: Any, key: str, source: str | None, *, integer: bool = False) -> Any:
-    if integer:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise DeclarationError(
-                f"{key} must be a positive integer", key=key, value=value, source=source
-            )
-        return value
+def _positive(value: Any, key: str, source: str | None) -> Any:
     number = parse_number(value, key, source).value
     if number.free_symbols or not bool(number > 0):
         raise DeclarationError(
@@ -133,7 +127,8 @@ def _stepping(
     if adaptive:
         for key, default in _ADAPTIVE_DEFAULTS.items():
             value = default if given[key] is None else given[key]
-            found[key] = _positive(value, key, source, integer=key == "max_num_steps")
+            count = key == "max_num_steps"
+            found[key] = (check_count if count else _positive)(value, key, source)
         return found | {"rtol": float(found["rtol"]), "atol": float(found["atol"])}
     if given["steps"] is not None and given["step_size"] is not None:
         raise DeclarationError(
@@ -145,10 +140,7 @@ def _stepping(
         )
     if given["step_size"] is not None:
         return found | {"step_size": _positive(given["step_size"], "step_size", source)}
-    steps = given["steps"]
-    return found | {
-        "steps": 1 if steps is None else _positive(steps, "steps", source, integer=True)
-    }
+    return found | {"steps": check_count(given["steps"], "steps", source) or 1}
 
 
 @final
@@ -238,17 +230,15 @@ class ContinuousDynamics(Method):
         self._set(**_stepping(solver, tableau is None, given, src))
 
     def _declared(self) -> dict[str, Any]:
-        numbers = {
-            k: parse_number(self._given[k], k, self.source).raw for k in ("t0", "t1", "delta")
-        }
-        step_size = self._given["step_size"]
+        given = dict(self._given)
+        for key in ("t0", "t1", "delta", "step_size"):  # as the parser keeps them
+            if given[key] is not None:
+                given[key] = parse_number(given[key], key, self.source).raw
+        method = self.method if self.tableau is None else self.tableau.to_table()
         return {
-            "method": self.method if self.tableau is None else self.tableau.to_table(),
+            "method": method,
             "grid": self.grid,
-            **numbers,
-            "steps": self._given["steps"],
-            "step_size": None if step_size is None else parse_number(step_size, "", None).raw,
-            **{k: self._given[k] for k in ("rtol", "atol", "max_num_steps")},
+            **given,
             "adjoint": self.adjoint,
             "time": self.time,
         }

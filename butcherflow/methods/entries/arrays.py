@@ -123,9 +123,13 @@ class Coefficients:
         return name in self.arrays
 
     @property
+    def every(self) -> NumberArray:
+        """All the arrays as one, in the declaration's order."""
+        return NumberArray("", tuple(self.arrays.values()))
+
+    @property
     def flat(self) -> tuple[Number, ...]:
-        """Every entry of every array, in the declaration's order."""
-        return tuple(x for array in self.arrays.values() for x in array.flat)
+        return self.every.flat
 
     @property
     def values(self) -> list[sympy.Expr]:
@@ -133,19 +137,24 @@ class Coefficients:
 
     @property
     def rounding(self) -> Fraction:
-        return max((x.rounding for x in self.flat), default=Fraction(0))
+        return self.every.rounding
 
     def keyed(self) -> Iterator[tuple[str, Number]]:
-        for array in self.arrays.values():
-            yield from array.keyed()
+        return self.every.keyed()
 
     def map(self, change: Callable[[Number, str], Number]) -> Coefficients:
         return Coefficients({k: a.map(change) for k, a in self.arrays.items()})
 
 
-def _listed(raw: Any, key: str, source: str | Path | None, problem: str, valid: str) -> list[Any]:
+def _listed(
+    raw: Any, key: str, source: str | Path | None, problem: str, valid: str, empty: bool = True
+) -> list[Any]:
     listed = as_list(raw)
-    if isinstance(listed, (str, bytes)) or not isinstance(listed, Sequence):
+    if (
+        isinstance(listed, (str, bytes))
+        or not isinstance(listed, Sequence)
+        or not (empty or listed)
+    ):
         raise DeclarationError(problem, key=key, value=listed, valid=valid, source=source)
     return list(listed)
 
@@ -191,15 +200,7 @@ def matrix(
     """Parse a non-empty list of rows named `key`: `rows` × `cols` (None: as many rows as given;
     `cols` None: square); judged at a declared `precision`."""
     example = valid or f"e.g. {key} = [[0, 0], [1, 0]]"
-    given = _listed(raw, key, source, f"{key} must be a non-empty list of rows", example)
-    if not given:
-        raise DeclarationError(
-            f"{key} must be a non-empty list of rows",
-            key=key,
-            value=given,
-            valid=example,
-            source=source,
-        )
+    given = _listed(raw, key, source, f"{key} must be a non-empty list of rows", example, False)
     parsed = NumberArray(
         key,
         tuple(
