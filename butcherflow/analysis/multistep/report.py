@@ -399,59 +399,56 @@ def _stability(
 ) -> tuple[float | None, float | None, Enclosure | None, bool]:
     """A(α), the real stability interval, its enclosure for a numeric declaration and whether
     it was widened: float64 readings of the boundary locus, checked by root tests."""
-    a_alpha: float | None = None
-    interval: float | None = None
+    if method.symbols or out_of_time:
+        symbols = "A(α) and the stability interval need numeric coefficients"
+        notes.append(symbols if method.symbols else deadline.note)
+        return None, None, None, False
     enclosure: Enclosure | None = None
     widened = False
-    if method.symbols:
-        notes.append("A(α) and the stability interval need numeric coefficients")
-    elif out_of_time:
-        notes.append(deadline.note)
-    else:
-        rho_c, sigma_c = float_coefficients(method)
-        # Near z = 0 the locus is noise: float64 cancellation, or the rounding of a numeric
-        # declaration, which moves z(θ) by δ ≈ (k+1)·rounding/|σ(1)| there. A crossing of the
-        # real axis moves by about δ, so the interval ignores crossings within 10δ; the angle
-        # ignores points within 1000δ, where that tilts it by under 0.06°.
-        tiny, sigma_1 = 1e-6, abs(float(sum(method.beta, sympy.Integer(0))))
-        noise = (
-            (method.steps + 1) * float(method.rounding) / sigma_1
-            if method.numeric and sigma_1
-            else 0.0
-        )
-        # Dahlquist's second barrier: an A-stable multistep method has order ≤ 2, so above
-        # order 2 a reading within float noise of 90° is not rounded up to A-stability.
-        a_alpha = a_alpha_angle(rho_c, sigma_c, max(tiny, 1000 * noise), snap=found.order <= 2)
-        reach = max(tiny, 10 * noise)
-        interval, skipped = real_interval(rho_c, sigma_c, reach)
-        if method.numeric:
-            # An end that the digits' own method reads is judged by its enclosure over the
-            # methods within the precision (`_enclosed`), not by the reach of the rounding.
-            read, _ = real_interval(rho_c, sigma_c, tiny)
-            if read > 0:
-                interval, skipped, reach = read, False, tiny
-        if interval != math.inf:
-            a_alpha = None  # A(α) for any α needs the whole negative real axis in the region
-        if skipped or (interval == 0.0 and 10 * noise > tiny):
-            # "none", or an end beyond a crossing the rounding may move, claims what the digits
-            # cannot tell
-            interval, a_alpha = None, None
-            notes.append(
-                "real stability interval undetermined: the boundary locus "
-                + ("crosses the real axis" if skipped else "finds no interval beyond")
-                + f" within {reach:.3g} of z = 0, the reach of the digits' rounding there, so "
-                "they cannot tell where the interval ends"
-            )
+    rho_c, sigma_c = float_coefficients(method)
+    # Near z = 0 the locus is noise: float64 cancellation, or the rounding of a numeric
+    # declaration, which moves z(θ) by δ ≈ (k+1)·rounding/|σ(1)| there. A crossing of the
+    # real axis moves by about δ, so the interval ignores crossings within 10δ; the angle
+    # ignores points within 1000δ, where that tilts it by under 0.06°.
+    tiny, sigma_1 = 1e-6, abs(float(sum(method.beta, sympy.Integer(0))))
+    noise = (
+        (method.steps + 1) * float(method.rounding) / sigma_1 if method.numeric and sigma_1 else 0.0
+    )
+    # Dahlquist's second barrier: an A-stable multistep method has order ≤ 2, so above
+    # order 2 a reading within float noise of 90° is not rounded up to A-stability.
+    angle = max(tiny, 1000 * noise)
+    a_alpha: float | None = a_alpha_angle(rho_c, sigma_c, angle, snap=found.order <= 2)
+    reach = max(tiny, 10 * noise)
+    interval: float | None
+    interval, skipped = real_interval(rho_c, sigma_c, reach)
+    if method.numeric:
+        # An end that the digits' own method reads is judged by its enclosure over the
+        # methods within the precision (`_enclosed`), not by the reach of the rounding.
+        read, _ = real_interval(rho_c, sigma_c, tiny)
+        if read > 0:
+            interval, skipped, reach = read, False, tiny
+    if interval != math.inf:
+        a_alpha = None  # A(α) for any α needs the whole negative real axis in the region
+    if skipped or (interval == 0.0 and 10 * noise > tiny):
+        # "none", or an end beyond a crossing the rounding may move, claims what the digits
+        # cannot tell
+        interval, a_alpha = None, None
         notes.append(
-            "A(α) and the real stability interval are float64 readings of the boundary locus "
-            f"(4097 angles on [0, π], refined; points within {max(tiny, 1000 * noise):.3g} of 0 "
-            f"ignored for the angle, {reach:.3g} for the interval), checked by "
-            "root tests in the region"
+            "real stability interval undetermined: the boundary locus "
+            + ("crosses the real axis" if skipped else "finds no interval beyond")
+            + f" within {reach:.3g} of z = 0, the reach of the digits' rounding there, so "
+            "they cannot tell where the interval ends"
         )
-        if method.numeric:
-            interval, a_alpha, enclosure, widened = _enclosed(method, interval, a_alpha, notes)
-        elif interval == 0.0:
-            enclosure = _exact_none(method, tiny, notes)
+    notes.append(
+        "A(α) and the real stability interval are float64 readings of the boundary locus "
+        f"(4097 angles on [0, π], refined; points within {max(tiny, 1000 * noise):.3g} of 0 "
+        f"ignored for the angle, {reach:.3g} for the interval), checked by "
+        "root tests in the region"
+    )
+    if method.numeric:
+        interval, a_alpha, enclosure, widened = _enclosed(method, interval, a_alpha, notes)
+    elif interval == 0.0:
+        enclosure = _exact_none(method, tiny, notes)
     return a_alpha, interval, enclosure, widened
 
 

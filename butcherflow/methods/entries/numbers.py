@@ -544,8 +544,3 @@ def is_zero(number: Number) -> bool:
     if value.is_zero is not None:
         return bool(value.is_zero)
     return bool(sympy.simplify(value) == 0)
-
-
-def to_latex(value: sympy.Expr) -> str:
-    """LaTeX of an exact value (used by reports and the gallery)."""
-    return sympy.latex(value)
