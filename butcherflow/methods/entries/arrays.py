@@ -160,15 +160,9 @@ def _listed(
 
 
 def vector(
-    raw: Any,
-    key: str,
-    source: str | Path | None = None,
-    *,
-    length: int | None = None,
-    precision: Fraction | None = None,
-    what: str = "entries",
-    because: str | None = None,
-) -> NumberArray:
+    raw: Any, key: str, source: str | Path | None = None, *, precision: Fraction | None = None,
+    length: int | None = None, what: str = "entries", because: str | None = None,
+) -> NumberArray:  # fmt: skip
     """Parse a list (or 1-d array) of coefficients named `key`, judged at a declared `precision`;
     with `length`, refuse another length, saying `because` why it is needed ("A has 2 stages")
     and that the declaration should give exactly `length` of `what` ("weights")."""
@@ -188,30 +182,18 @@ def vector(
 
 
 def matrix(
-    raw: Any,
-    key: str,
-    source: str | Path | None = None,
-    *,
-    rows: int | None = None,
-    cols: int | None = None,
-    precision: Fraction | None = None,
-    valid: str | None = None,
-) -> NumberArray:
+    raw: Any, key: str, source: str | Path | None = None, *, rows: int | None = None,
+    cols: int | None = None, precision: Fraction | None = None, valid: str | None = None,
+) -> NumberArray:  # fmt: skip
     """Parse a non-empty list of rows named `key`: `rows` × `cols` (None: as many rows as given;
-    `cols` None: square); judged at a declared `precision`."""
+    `cols` None: square); judged at a declared `precision`; `valid` says what shape is."""
     example = valid or f"e.g. {key} = [[0, 0], [1, 0]]"
     given = _listed(raw, key, source, f"{key} must be a non-empty list of rows", example, False)
-    parsed = NumberArray(
-        key,
-        tuple(
-            vector(
-                _listed(row, f"{key}[{i}]", source, f"each row of {key} must be a list", example),
-                f"{key}[{i}]",
-                source,
-            )
-            for i, row in enumerate(given)
-        ),
-    )
+    problem = f"each row of {key} must be a list"
+    parsed = NumberArray(key, tuple(
+        vector(_listed(row, f"{key}[{i}]", source, problem, example), f"{key}[{i}]", source)
+        for i, row in enumerate(given)
+    ))  # fmt: skip
     if rows is not None and len(parsed) != rows:
         raise DeclarationError(
             f"{key} has {len(parsed)} rows but needs {rows}",
