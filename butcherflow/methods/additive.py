@@ -95,12 +95,7 @@ class AdditiveRungeKutta(CoefficientMethod):
         )
 
     def _declared(self) -> dict[str, Any]:
-        return {
-            "A": self.numbers.A.raw,
-            "b": self.numbers.b.raw,
-            "fields": list(self.fields),
-            "precision": self._precision_raw,
-        }
+        return {**self.numbers.raw, "fields": list(self.fields), "precision": self._precision_raw}
 
     @property
     def rounding(self) -> Fraction:

@@ -327,17 +327,13 @@ class CoefficientMethod(Method):
 
     @property
     def numeric(self) -> bool:
-        """True when some coefficient was given as a float or decimal (its digits, not an exact
-        form)."""
+        """Some coefficient was given as a float or decimal (its digits, not an exact form)."""
         return self.rounding > 0
 
     @property
     def symbols(self) -> set[sympy.Symbol]:
         """The free symbols of a parametrised family (empty for one method)."""
-        found: set[sympy.Symbol] = set()
-        for x in self.coefficient_values:
-            found |= x.free_symbols
-        return found
+        return set().union(*(x.free_symbols for x in self.coefficient_values))
 
     @property
     def parameters(self) -> dict[sympy.Symbol, Parameter]:

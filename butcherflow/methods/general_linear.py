@@ -157,12 +157,8 @@ class GeneralLinear(CoefficientMethod):
         )
 
     def _declared(self) -> dict[str, Any]:
-        n = self.numbers
         return {
-            "A": n.A.raw,
-            "U": n.U.raw,
-            "B": n.B.raw,
-            "V": n.V.raw,
+            **self.numbers.raw,
             "start": None if self._start_given is None else list(self._start_given),
             "precision": self._precision_raw,
         }

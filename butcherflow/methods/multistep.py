@@ -94,8 +94,7 @@ class LinearMultistep(CoefficientMethod):
 
     def _declared(self) -> dict[str, Any]:
         return {
-            "alpha": self.numbers.alpha.raw,
-            "beta": self.numbers.beta.raw,
+            **self.numbers.raw,
             "zero_stable": self.zero_stable,
             "parameters": raw_parameters(self._parameters),
             "precision": self._precision_raw,

@@ -205,12 +205,9 @@ class ButcherTableau(CoefficientMethod):
         return tuple(undetermined)
 
     def _declared(self) -> dict[str, Any]:
-        n = self.numbers
         return {
-            "A": n.A.raw,
-            "b": n.b.raw,
-            "c": n.c.raw if self._given_c else None,
-            "b_hat": n.b_hat.raw if "b_hat" in n else None,
+            **self.numbers.raw,
+            "c": self.numbers.c.raw if self._given_c else None,  # (its place kept: A, b, c)
             "embedded_order": self.embedded_order,
             "row_sum_c": None if self.row_sum_c else False,
             "iterations": self.iterations,

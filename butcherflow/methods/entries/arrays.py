@@ -136,6 +136,11 @@ class Coefficients:
         return [x.value for x in self.flat]
 
     @property
+    def raw(self) -> dict[str, list[Any]]:
+        """Each array as given, for writing the declaration back."""
+        return {k: a.raw for k, a in self.arrays.items()}
+
+    @property
     def rounding(self) -> Fraction:
         return self.every.rounding
 
