@@ -133,19 +133,15 @@ def _tableau_field(
     b_hat: tuple[sympy.Expr, ...] | None,
     c: tuple[sympy.Expr, ...] | None,
 ) -> tuple[Any, Mapping[str, Any]]:
-    s = len(b)
-    flat = [x for row in A for x in row] + [*b, *(b_hat or ()), *(c or ())]
-    domain, converted = smallest_domain(flat)
-    rows = tuple(tuple(converted[i * s : (i + 1) * s]) for i in range(s))
-    rest = iter(converted[s * s :])
-    field = {"A": rows, "b": tuple(next(rest) for _ in b)}
-    if b_hat is not None:
-        field["b_hat"] = tuple(next(rest) for _ in b_hat)
-    field["c"] = (
-        tuple(next(rest) for _ in c)
-        if c is not None
-        else tuple(sum(row, domain.zero) for row in rows)
+    domain, converted = smallest_domain(
+        [x for row in A for x in row] + [*b, *(b_hat or ()), *(c or ())]
     )
+    rest = iter(converted)
+    field = {"A": tuple(tuple(next(rest) for _ in b) for _ in b), "b": tuple(next(rest) for _ in b)}
+    for key, given in (("b_hat", b_hat), ("c", c)):
+        if given is not None:
+            field[key] = tuple(next(rest) for _ in given)
+    field.setdefault("c", tuple(sum(row, domain.zero) for row in field["A"]))
     # cached and shared by every caller: read-only
     return domain, types.MappingProxyType(field)
 

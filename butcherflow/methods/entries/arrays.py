@@ -1,10 +1,6 @@
-"""A declaration's coefficients, held once: vectors and matrices of parsed entries (`Number`s).
-
-Every family keeps its coefficients as one `Coefficients` record of `NumberArray`s, named as the
-declaration names them (`tableau.numbers.A[1][0]`, `method.numbers.alpha`): the sympy values,
-the balls, the raw forms and the roundings are read from it, and `vector` and `matrix` are the
-one conversion from what a user gives (lists, arrays, tensors) to it.
-"""
+"""A declaration's coefficients, held once: a `Coefficients` record of `NumberArray`s of parsed
+entries, named as the declaration names them (`tableau.numbers.A[1][0]`), whose values, balls,
+raw forms and roundings every reader uses; `vector` and `matrix` are the one conversion to it."""
 
 from __future__ import annotations
 
