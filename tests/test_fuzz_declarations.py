@@ -19,6 +19,7 @@ from types import FrameType
 from typing import Any
 
 import pytest
+import sympy
 
 import butcherflow as bf
 from butcherflow.analysis.budget import DEFAULT_TIME_BUDGET
@@ -254,3 +255,23 @@ def test_a_starting_value_that_is_no_expression_is_one_line(tmp_path: Path) -> N
         with pytest.raises(bf.DeclarationError, match=r"key 'start\[3\]'") as caught:
             bf.load(path)
         assert caught.value.value == bad and "\n" not in str(caught.value)
+
+
+def test_a_required_array_given_as_none_is_one_line() -> None:
+    """`b = None` (verner-7-efficient, from a TOML-like dict) built a tableau without weights
+    that failed inside bf.check with AttributeError; b is required and named."""
+    data = read_toml(SOLVERS / "verner-7-efficient.toml") | {"b": None}
+    with pytest.raises(bf.DeclarationError, match=r"key 'b'.*got None") as caught:
+        from_dict(data, source="verner-7-efficient.toml")
+    assert "\n" not in str(caught.value)
+
+
+def test_an_additive_stability_function_with_a_400_digit_entry_is_reported() -> None:
+    """A[0][0] = 10**400 beside √2 (ars-222): sympy cannot factor over QQ<√2> with such a
+    coefficient (CoercionFailed); R is then factored over QQ, the same function."""
+    data = read_toml(SOLVERS / "ars-222.toml")
+    data["tableaux"]["f"]["A"][0][0] = 10**400
+    report = bf.check(from_dict(data), time_budget=5.0)
+    R = report.stability_function
+    z = sorted(R.free_symbols, key=str)
+    assert sympy.simplify(R.subs({x: 0 for x in z})) == 1 and report.order is not None

@@ -154,7 +154,7 @@ class ButcherTableau(CoefficientMethod):
         arrays = {"A": a} | {
             k: vector(x, k, src, length=s, precision=declared, what=PER_STAGE[k], because=because)
             for k, x in given.items()
-            if x is not None
+            if x is not None or k == "b"  # b is required: vector() refuses None, naming it
         }
         self._set(
             numbers=Coefficients(arrays),

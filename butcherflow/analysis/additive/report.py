@@ -15,6 +15,7 @@ from typing import Any, final
 
 import flint
 import sympy
+from sympy.polys.polyerrors import CoercionFailed
 
 from ...methods import AdditiveRungeKutta
 from ...methods.additive import split_by_field
@@ -175,9 +176,16 @@ def stability_function(method: AdditiveRungeKutta) -> sympy.Expr:
         {a for a in step.atoms(sympy.Pow) if a.exp.is_Rational and not a.exp.is_Integer}, key=str
     )
     num, den = (sympy.expand(sympy.radsimp(sympy.expand(x / scale))) for x in (num, den))
-    return sympy.factor(num, extension=algebraic or None) / sympy.factor(
-        den, extension=algebraic or None
-    )
+    return _factored(num, algebraic) / _factored(den, algebraic)
+
+
+def _factored(x: sympy.Expr, algebraic: list[sympy.Expr]) -> sympy.Expr:
+    """x factored over the field of its radicals; over QQ where sympy cannot put a coefficient in
+    that field (a 400-digit entry beside √2: CoercionFailed), the same polynomial, less split."""
+    try:
+        return sympy.factor(x, extension=algebraic or None)
+    except CoercionFailed:
+        return sympy.factor(x)
 
 
 def analyse_additive(

@@ -313,8 +313,7 @@ def analyse_multistep(
             "zero-stable, but only weakly: ρ has roots on the unit circle other than ζ = 1, "
             "whose (parasitic) error components are never damped"
         )
-    flipped = reversed_reading(method, found, limit)
-    if flipped:
+    if flipped := reversed_reading(method, found, limit):
         notes.append(flipped)
     if method.symbols:
         notes.append("the order is the family's generic order (conditions that vanish identically)")
