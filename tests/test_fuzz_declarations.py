@@ -268,7 +268,7 @@ def test_a_required_array_given_as_none_is_one_line() -> None:
 
 def test_an_additive_stability_function_with_a_400_digit_entry_is_reported() -> None:
     """A[0][0] = 10**400 beside √2 (ars-222): sympy cannot factor over QQ<√2> with such a
-    coefficient (CoercionFailed); R is then factored over QQ, the same function."""
+    coefficient (CoercionFailed); R is then given expanded, the same function."""
     data = read_toml(SOLVERS / "ars-222.toml")
     data["tableaux"]["f"]["A"][0][0] = 10**400
     report = bf.check(from_dict(data), time_budget=5.0)

@@ -180,12 +180,13 @@ def stability_function(method: AdditiveRungeKutta) -> sympy.Expr:
 
 
 def _factored(x: sympy.Expr, algebraic: list[sympy.Expr]) -> sympy.Expr:
-    """x factored over the field of its radicals; over QQ where sympy cannot put a coefficient in
-    that field (a 400-digit entry beside √2: CoercionFailed), the same polynomial, less split."""
+    """x factored over the field of its radicals; expanded as it is where sympy cannot put a
+    coefficient in that field (a 400-digit entry beside √2: CoercionFailed; factoring it over QQ
+    instead takes minutes)."""
     try:
         return sympy.factor(x, extension=algebraic or None)
     except CoercionFailed:
-        return sympy.factor(x)
+        return x
 
 
 def analyse_additive(
