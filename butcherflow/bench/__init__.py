@@ -184,9 +184,11 @@ def run_benchmark(args: argparse.Namespace) -> int:
         from .block import run_block
         from .streams import run_streams
 
+        if args.device != "auto":
+            command += f" --device {args.device}"
         if args.what == "block":
             run_block(output=args.output, repeats=args.repeats, command=command)
-        run_streams(output=args.output, repeats=args.repeats, command=command)
+        run_streams(args.output, args.repeats, command, device=args.device)
         return 0
     from .order import run_order
 

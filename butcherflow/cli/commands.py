@@ -133,7 +133,9 @@ def _bench(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--repeats", type=int, default=3, help="timings are the median of repeats")
     p.add_argument("--no-nodepy", action="store_true", help="skip the NodePy comparison")
-    p.add_argument("--device", default="auto", help="train and beam: auto, cpu, cuda or cuda:N")
+    p.add_argument(
+        "--device", default="auto", help="train, beam and streams: auto, cpu, cuda or cuda:N"
+    )
     p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     train = p.add_argument_group("bench train (training tokens/s beside torch.nn.Transformer)")
     train.add_argument(
