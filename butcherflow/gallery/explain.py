@@ -16,6 +16,7 @@ from ..methods import (
     ButcherTableau,
     ContinuousDynamics,
     LinearMultistep,
+    Number,
     Splitting,
 )
 from ..methods.parameters import KINDS, initial_values
@@ -286,18 +287,18 @@ def accuracy_continuous(method: ContinuousDynamics, report: Report) -> list[str]
 def butcher_table(m: ButcherTableau) -> str:
     """The tableau as HTML (c | A over the weights), exact entries."""
 
-    def entry(key: str, value: Any) -> str:
-        numeric = m.entries[key].numeric if key in m.entries else m.numeric
-        return esc(exact(value, numeric))
+    def entry(x: Number) -> str:
+        return esc(exact(x.value, x.numeric))
 
     rows = []
-    for i, row in enumerate(m.A):
-        cells = "".join(f"<td>{entry(f'A[{i}][{j}]', a)}</td>" for j, a in enumerate(row))
-        rows.append(f'<tr><th class="c">{entry(f"c[{i}]", m.c[i])}</th>{cells}</tr>')
-    weights = "".join(f"<td>{entry(f'b[{i}]', b)}</td>" for i, b in enumerate(m.b))
+    n = m.numbers
+    for ci, row in zip(n.c, n.A, strict=True):
+        cells = "".join(f"<td>{entry(a)}</td>" for a in row)
+        rows.append(f'<tr><th class="c">{entry(ci)}</th>{cells}</tr>')
+    weights = "".join(f"<td>{entry(b)}</td>" for b in n.b)
     rows.append(f'<tr class="b"><th class="c">b</th>{weights}</tr>')
-    if m.b_hat is not None:
-        hat = "".join(f"<td>{entry(f'b_hat[{i}]', b)}</td>" for i, b in enumerate(m.b_hat))
+    if "b_hat" in n:
+        hat = "".join(f"<td>{entry(b)}</td>" for b in n.b_hat)
         rows.append(f'<tr class="b"><th class="c">b̂</th>{hat}</tr>')
     return '<table class="butcher">\n' + "\n".join(rows) + "\n</table>"
 
