@@ -14,9 +14,9 @@ from torch import Tensor, nn
 
 from ..analysis import check
 from ..errors import ExtractionError
+from .binding import Signature, caches
 from .declare import declare
 from .probe import (
-    CACHE_KEYWORDS,
     Probe,
     Run,
     computes_below_float64,
@@ -96,7 +96,7 @@ def _extract(
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ExtractionError(f"{who}: runs={runs!r}; valid: a positive number of probe runs")
     _require_eval(module, who)
-    _refuse_cache(kwargs, who)
+    _refuse_cache(module, args, kwargs, who)
     work = copy.deepcopy(module).to(torch.float64)
     call_args, call_kwargs = float64(args), float64(kwargs)
     chains = parse_fields(work, fields)
@@ -178,6 +178,7 @@ def _extract(
         work=work,
         chains=chains,
         templates=probe.templates,
+        outputs=probe.outputs,
         args=call_args,
         kwargs=call_kwargs,
         state=state,
@@ -217,16 +218,18 @@ def _runs_needed(runs: int, calls: int, state: Tensor, streams: Streams) -> int:
     return max(runs, math.ceil(ROWS_PER_UNKNOWN * unknowns / x.shape[2]))
 
 
-def _refuse_cache(kwargs: dict[str, Any], who: str) -> None:
+def _refuse_cache(
+    module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], who: str
+) -> None:
     """Extraction calls the layer several times with the same arguments: a KV cache among
-    them would grow with each call (the second run then attends to twice the keys)."""
-    for key in CACHE_KEYWORDS:
-        if kwargs.get(key) is not None:
-            raise ExtractionError(
-                f"{who} gets a cache ({key}={type(kwargs[key]).__name__}), which grows with "
-                "every call, and extraction calls it several times; call it (or its model, "
-                "to capture the layer's arguments) with use_cache=False"
-            )
+    them (passed positionally, as GPT-2's, or by keyword) would grow with each call (the
+    second run then attends to twice the keys)."""
+    for key, value in caches(Signature(module, who).named(args, kwargs)).items():
+        raise ExtractionError(
+            f"{who} gets a cache ({key}={type(value).__name__}), which grows with every call, "
+            "and extraction calls it several times; call it (or its model, to capture the "
+            "layer's arguments) with use_cache=False"
+        )
 
 
 def _require_eval(module: nn.Module, who: str) -> None:

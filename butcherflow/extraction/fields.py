@@ -34,13 +34,19 @@ class ChainField(Field):
         self.name, self.needs_memory, self.has_self_attention = name, False, False
         self.members = tuple(members)
         self.arguments = arguments
+        # (field, member index) -> the member's last output, while a rewired layer listens
+        # (the outputs it passes on, as a legacy cache's present)
+        self.seen: dict[tuple[str, int], Any] | None = None
 
     def forward(self, y: Tensor, ctx: Context | None = None, slot: int = 0) -> Tensor:
         value = y
         for index, member in enumerate(self.members):
             call = self.arguments(index)
             args, kwargs = replace_input(call.args, call.kwargs, call.where, value)
-            value = first_output(member(*args, **kwargs), self.name)
+            out = member(*args, **kwargs)
+            if self.seen is not None:
+                self.seen[(str(self.name), index)] = out
+            value = first_output(out, self.name)
         return value
 
 

@@ -23,10 +23,6 @@ from torch.overrides import TorchFunctionMode
 
 from ..errors import ExtractionError
 
-# Keywords under which a layer gets a KV cache: it grows with every call, so a layer called
-# more than once per step with it (extraction's probe runs, a rewired field run twice) breaks
-CACHE_KEYWORDS = ("cache", "past_key_value", "past_key_values", "layer_past")
-
 # Where a call's tensor input sits: ("arg", position) or ("kw", keyword).
 Where = tuple[str, Any]
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -191,17 +187,6 @@ def replace_output(out: Any, value: Tensor) -> Any:
     return type(out)((value, *out[1:]))
 
 
-def with_output(template: Any, value: Tensor) -> Any:
-    """`value` in the structure of a module's output `template` (a tensor, or a tuple whose
-    other entries become None: a rewired layer has no attention weights of its own)."""
-    if isinstance(template, Tensor):
-        return value
-    if isinstance(template, Mapping):
-        first = next(iter(template))
-        return type(template)(**{first: value})
-    return type(template)((value, *([None] * (len(template) - 1))))
-
-
 @final
 class Probe:
     """Runs a (float64) module with hooks on its field chains and frozen sub-modules.
@@ -224,6 +209,7 @@ class Probe:
         self.generator = torch.Generator().manual_seed(seed)
         self.replay: dict[str, list[Any]] = {path: [] for path in self.frozen}
         self.templates: dict[str, list[Call]] = {}  # per field, each member's first call
+        self.outputs: dict[str, list[Any]] = {}  # per field, each member's first output
         members = {p for c in chains for p in c.paths}
         # dropout is the identity in eval mode: never where linearity breaks
         self.watched = [
@@ -272,8 +258,10 @@ class Probe:
         members = [self.module.get_submodule(p) for p in chain.paths]
         who = f"{module_name(self.module)}.{chain.paths[0]} (field '{chain.name}')"
         calls: list[Call] = []
+        outputs: list[Any] = []
         if ref:
             self.templates[chain.name] = calls
+            self.outputs[chain.name] = outputs
 
         def start(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             where = tensor_input(args, kwargs, who)
@@ -285,6 +273,13 @@ class Probe:
                 if len(calls) == index:
                     place = f"{module_name(self.module)}.{chain.paths[index]}"
                     calls.append(Call(args, dict(kwargs), tensor_input(args, kwargs, place)))
+
+            return hook
+
+        def returned(index: int) -> Any:
+            def hook(module: nn.Module, args: Any, out: Any) -> None:
+                if len(outputs) == index:
+                    outputs.append(out)
 
             return hook
 
@@ -329,6 +324,7 @@ class Probe:
                 m.register_forward_pre_hook(record(i), with_kwargs=True)
                 for i, m in enumerate(members)
             ]
+            handles += [m.register_forward_hook(returned(i)) for i, m in enumerate(members)]
         handles.append(members[-1].register_forward_hook(finish, with_kwargs=True))
         return handles
 
