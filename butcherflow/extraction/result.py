@@ -151,7 +151,7 @@ class Extracted:
 
     - `method`: the declaration (for coefficients varying per token: the one at the first
       token; every token's is in `varies`).
-    - `report`: `bf.check(method)`.
+    - `report`: `bf.check(method)` (proved when first read).
     - `varies`: a `Variation` (falsy when the coefficients are fixed).
     - `fields`: field name -> the module's sub-module paths.
     - `declared`: how the declaration's fields map to the module's (`groups`), and notes.
@@ -161,13 +161,17 @@ class Extracted:
 
     module: str
     method: Method
-    report: Report
     varies: Variation
     fields: dict[str, tuple[str, ...]]
     declared: Declared
     fit: Fit
     streams: Streams
     session: Session = field(repr=False, compare=False)
+
+    @functools.cached_property
+    def report(self) -> Report:
+        """`bf.check(method)`, proved on first use (a rewiring needs the reading only)."""
+        return check(self.method)
 
     @property
     def notes(self) -> tuple[str, ...]:

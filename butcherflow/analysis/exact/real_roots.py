@@ -22,8 +22,8 @@ import flint
 import sympy
 from sympy.polys.densebasic import dup_strip
 from sympy.polys.densetools import dup_clear_denoms, dup_eval
-from sympy.polys.rootisolation import dup_isolate_real_roots_sqf
 from sympy.polys.domains import QQ
+from sympy.polys.rootisolation import dup_isolate_real_roots_sqf
 
 from ..budget import Deadline
 
@@ -36,6 +36,7 @@ Root = tuple[Any, Any, Callable[[Any], int]]
 # Past this many bits, a factor whose root boxes still overlap is isolated exactly instead
 # (`_isolated_exactly`): doubling further is minutes of work, and has not helped where seen.
 MAX_BALL_BITS = 4096
+
 
 def is_rational(c: Any) -> bool:
     """An element of an algebraic field that lies in QQ."""
