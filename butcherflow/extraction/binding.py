@@ -27,7 +27,7 @@ from typing import Any, final
 from torch import Tensor, nn
 
 from ..errors import ExtractionError
-from .probe import Call, Where
+from .probe import Call, Where, read
 
 # Names under which a layer or its attention gets a KV cache (transformers, nanoGPT variants,
 # Mamba's state): it grows with every call, so a field called twice per step with it breaks.
@@ -165,16 +165,19 @@ class Binding:
 
     def __init__(self, call: Call, member: nn.Module, named: Mapping[str, Any], who: str) -> None:
         self.where: Where = call.where
+        stage = read(call.args, call.kwargs, call.where)
         names = _member_names(member, call)
+        self.also: tuple[Where, ...] = tuple(
+            [("arg", i) for i, a in enumerate(call.args) if a is stage and ("arg", i) != call.where]
+            + [("kw", k) for k, v in call.kwargs.items() if v is stage and ("kw", k) != call.where]
+        )
+        skip = {call.where, *self.also}
         self.args: list[Source | None] = []
         for i, a in enumerate(call.args):
-            self.args.append(
-                None if ("arg", i) == call.where else self._source(a, names, i, named, who)
-            )
+            self.args.append(None if ("arg", i) in skip else self._source(a, names, i, named, who))
         self.kwargs = {
-            k: self._source(v, names, k, named, who)
+            k: None if ("kw", k) in skip else self._source(v, names, k, named, who)
             for k, v in call.kwargs.items()
-            if ("kw", k) != call.where
         }
 
     @staticmethod
@@ -194,17 +197,14 @@ class Binding:
 
     def reads(self) -> set[str]:
         """The layer parameters this member's call reads."""
-        return {
-            s[1] for s in (*self.args, *self.kwargs.values()) if s is not None and s[0] != "const"
-        }
+        sources = [*self.args, *self.kwargs.values()]
+        return {s[1] for s in sources if s is not None and s[0] != "const"}
 
     def call(self, named: Mapping[str, Any]) -> Call:
         """The member's call for the layer call `named` (its stage value left as None)."""
         args = tuple(None if s is None else _value(s, named) for s in self.args)
-        kwargs = {k: _value(s, named) for k, s in self.kwargs.items()}
-        if self.where[0] == "kw":
-            kwargs[self.where[1]] = None
-        return Call(args, kwargs, self.where)
+        kwargs = {k: None if s is None else _value(s, named) for k, s in self.kwargs.items()}
+        return Call(args, kwargs, self.where, self.also)
 
 
 def _value(source: Source, named: Mapping[str, Any]) -> Any:

@@ -9,7 +9,7 @@ from typing import Any, final
 from torch import Tensor, nn
 
 from ..nn import Context, Field
-from .probe import Call, first_output, replace_input
+from .probe import Call, first_output
 
 # Member i's call (arguments with the stage value's place) for the call in progress.
 Arguments = Callable[[int], Call]
@@ -41,8 +41,7 @@ class ChainField(Field):
     def forward(self, y: Tensor, ctx: Context | None = None, slot: int = 0) -> Tensor:
         value = y
         for index, member in enumerate(self.members):
-            call = self.arguments(index)
-            args, kwargs = replace_input(call.args, call.kwargs, call.where, value)
+            args, kwargs = self.arguments(index).given(value)
             out = member(*args, **kwargs)
             if self.seen is not None:
                 self.seen[(str(self.name), index)] = out

@@ -7,7 +7,7 @@ import copy
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, final
 
 import numpy as np
 import torch
@@ -19,7 +19,9 @@ from .declare import declare
 from .probe import (
     Probe,
     Run,
+    Where,
     computes_below_float64,
+    first_output,
     module_name,
     parse_fields,
     read,
@@ -43,6 +45,12 @@ class NotLinear(ExtractionError):
         self.between = between
 
 
+class Undetermined(ExtractionError):
+    """The state's streams and the field values are linearly dependent at some token (equal
+    streams, as a hyper-connection stack's first layer gets) and the coefficients depend on
+    the state, so no state-independent reading fills them."""
+
+
 def extract_layer(
     module: nn.Module,
     args: tuple[Any, ...],
@@ -54,7 +62,144 @@ def extract_layer(
     seed: int,
     precision: float | None,
 ) -> Extracted:
-    """`bf.extract` on one layer with its fields (see `api.extract`)."""
+    """`bf.extract` on one layer with its fields (see `api.extract`). A layer that is no
+    linear combination of its state and field values, and that takes other tensors of its
+    state's shape as arguments (modded-nanogpt's embedding `x0`), is read again with them as
+    second states (`SecondStates`): a general linear method over (state, x0, ...), the second
+    states carried unchanged."""
+    try:
+        return _read(module, args, kwargs, fields, streams, frozen, runs, seed, precision)
+    except NotLinear as refusal:
+        seconds = second_states(module, args, kwargs)
+        if not seconds or streams is not None:
+            raise
+        wrapper = SecondStates(module, args, kwargs, seconds)
+        prefixed = {
+            name: tuple(f"layer.{p}" for p in ((spec,) if isinstance(spec, str) else spec))
+            for name, spec in fields.items()
+        }
+        try:
+            found = _read(
+                wrapper,
+                (wrapper.stacked(),),
+                {},
+                prefixed,
+                wrapper.axis,
+                [f"layer.{p}" for p in frozen],
+                runs,
+                seed,
+                precision,
+            )
+        except ExtractionError:
+            names = ", ".join(n for n, _ in seconds)
+            raise NotLinear(
+                f"{refusal}; it takes {names} of its state's shape too, and read as second "
+                "states they leave it no linear combination either",
+                refusal.between,
+            ) from None
+        return _as_second_states(found, module_name(module), [n for n, _ in seconds])
+
+
+def state_dtype(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    """The dtype of a call's first floating tensor, in words."""
+    found = next(
+        (a for a in (*args, *kwargs.values()) if isinstance(a, Tensor) and a.is_floating_point()),
+        None,
+    )
+    return "its own dtype" if found is None else str(found.dtype).removeprefix("torch.")
+
+
+def second_states(
+    module: nn.Module, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> list[tuple[str, Where]]:
+    """The tensor arguments of a call, other than the state, of the state's shape and floating
+    type (an embedding skip's `x0`): (parameter name, where)."""
+    who = module_name(module)
+    where = tensor_input(args, kwargs, who)
+    state = read(args, kwargs, where)
+    names = Signature(module, who).named(args, kwargs)
+    found = []
+    places: list[Where] = [("arg", i) for i in range(len(args))]
+    places += [("kw", k) for k in kwargs]
+    for place in places:
+        value = read(args, kwargs, place) if _tensor_at(args, kwargs, place) else None
+        if place == where or value is None or value is state:
+            continue
+        if value.shape == state.shape and value.is_floating_point():
+            name = next((k for k, v in names.items() if v is value), str(place[1]))
+            found.append((name, place))
+    return found
+
+
+def _tensor_at(args: tuple[Any, ...], kwargs: Mapping[str, Any], place: Where) -> bool:
+    value = args[place[1]] if place[0] == "arg" else kwargs[place[1]]
+    return isinstance(value, Tensor)
+
+
+@final
+class SecondStates(nn.Module):
+    """A layer called with its state and its second states stacked on a new stream axis (the
+    one before the channels); it returns the layer's new state stacked with the second states,
+    unchanged, so that `bf.extract` reads them as streams of a general linear method.
+
+    **Arguments:** `layer`; `args`, `kwargs`: its call; `seconds`: (name, where) of each
+    second state in the call (`second_states`).
+    """
+
+    def __init__(
+        self,
+        layer: nn.Module,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        seconds: Sequence[tuple[str, Where]],
+    ) -> None:
+        super().__init__()
+        self.layer = layer
+        self.call = (tuple(args), dict(kwargs))
+        self.where = tensor_input(args, kwargs, module_name(layer))
+        self.seconds = [w for _, w in seconds]
+        self.axis = read(args, kwargs, self.where).dim() - 1
+        self.train(layer.training)
+
+    def stacked(self) -> Tensor:
+        args, kwargs = self.call
+        parts = [read(args, kwargs, w) for w in (self.where, *self.seconds)]
+        return torch.stack(parts, dim=self.axis)
+
+    def forward(self, stacked: Tensor) -> Tensor:
+        args, kwargs = float64(self.call) if stacked.dtype == torch.float64 else self.call
+        x, *others = stacked.unbind(self.axis)
+        args, kwargs = replace_input(args, kwargs, self.where, x)
+        for place, value in zip(self.seconds, others, strict=True):
+            args, kwargs = replace_input(args, kwargs, place, value)
+        out = first_output(self.layer(*args, **kwargs), module_name(self.layer))
+        return torch.stack([out, *others], dim=self.axis)
+
+
+def _as_second_states(found: Extracted, who: str, names: list[str]) -> Extracted:
+    note = (
+        f"{who} reads {', '.join(names)} (argument(s) of its state's shape) linearly beside its "
+        f"state: a general linear method over the values (state, {', '.join(names)}), "
+        f"{'each' if len(names) > 1 else 'the second'} carried unchanged"
+    )
+    declared = dataclasses.replace(found.declared, notes=(*found.declared.notes, note))
+    fields = {n: tuple(p.removeprefix("layer.") for p in ps) for n, ps in found.fields.items()}
+    return dataclasses.replace(
+        found, module=who, fields=fields, declared=declared, seconds=tuple(names)
+    )
+
+
+def _read(
+    module: nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    fields: Mapping[str, str | Sequence[str]],
+    streams: Any,
+    frozen: Sequence[str],
+    runs: int,
+    seed: int,
+    precision: float | None,
+) -> Extracted:
     who = module_name(module)
     if not isinstance(module, nn.Module):
         raise ExtractionError(f"bf.extract takes an nn.Module, not {type(module).__name__}")
@@ -82,7 +227,17 @@ def extract_layer(
             )
         return run
 
-    reference = once(state, probing=False, reference=True)
+    try:
+        reference = once(state, probing=False, reference=True)
+    except ExtractionError:
+        raise
+    except Exception as error:  # the module's own forward, in float64
+        raise ExtractionError(
+            f"{who} runs in {state_dtype(args, kwargs)} but not in float64 "
+            f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}); "
+            "bf.extract reads a float64 copy (exact coefficients need float64 round-off): "
+            "valid: a module whose forward runs in float64"
+        ) from None
     _require_called(reference, chains, who)
     if not torch.allclose(once(state, probing=False).output, reference.output, 1e-12, 0):
         raise ExtractionError(
@@ -111,7 +266,7 @@ def extract_layer(
     )
     if not found.determined.all():
         if state_dependent or not elsewhere.determined.all():
-            raise ExtractionError(
+            raise Undetermined(
                 f"{who}: the state's streams and the field values are linearly dependent at "
                 f"{int((~found.determined).sum())} token(s) (a zero state, equal streams, or "
                 "fewer channels than streams plus field calls) and the coefficients depend on "
@@ -319,7 +474,9 @@ def _explain_break(
         f"linearity breaks in {', '.join(f'{n} ({kinds[n]})' for n in _leaves(between))} "
         f"(called between {after} and it)"
         if between
-        else "no sub-module runs between them: the nonlinearity is in the forward's own code"
+        else "no sub-module outside the fields runs between them: the nonlinearity is in the "
+        "forward's own code, or the state passes through a field member (a norm whose output "
+        "is also the residual, as post-norm's or MiniMax's residual = norm(x))"
     )
     hint = (
         ""

@@ -40,11 +40,20 @@ class Chain:
 @final
 @dataclass(frozen=True)
 class Call:
-    """How a member of a chain was called: its arguments, with the stage value at `where`."""
+    """How a member of a chain was called: its arguments, with the stage value at `where`
+    (and at `also`: the same tensor passed again, as self-attention's keys and values)."""
 
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     where: Where
+    also: tuple[Where, ...] = ()
+
+    def given(self, value: Tensor) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The arguments with `value` as the stage value (at `where` and `also`)."""
+        args, kwargs = replace_input(self.args, self.kwargs, self.where, value)
+        for place in self.also:
+            args, kwargs = replace_input(args, kwargs, place, value)
+        return args, kwargs
 
 
 @dataclass
@@ -163,6 +172,16 @@ def replace_input(
     return tuple(new_args), new_kwargs
 
 
+def same_input_call(args: tuple[Any, ...], kwargs: Mapping[str, Any], where: Where) -> Call:
+    """A recorded call, with the other places that get the stage value itself (`also`)."""
+    stage = read(args, kwargs, where)
+    also: list[Where] = [
+        ("arg", i) for i, a in enumerate(args) if a is stage and ("arg", i) != where
+    ]
+    also += [("kw", k) for k, v in kwargs.items() if v is stage and ("kw", k) != where]
+    return Call(tuple(args), dict(kwargs), where, tuple(also))
+
+
 def first_output(out: Any, who: str) -> Tensor:
     """A module's output tensor: the output itself, or the first entry of a tuple or list."""
     if isinstance(out, Tensor):
@@ -272,7 +291,7 @@ class Probe:
             def hook(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
                 if len(calls) == index:
                     place = f"{module_name(self.module)}.{chain.paths[index]}"
-                    calls.append(Call(args, dict(kwargs), tensor_input(args, kwargs, place)))
+                    calls.append(same_input_call(args, kwargs, tensor_input(args, kwargs, place)))
 
             return hook
 

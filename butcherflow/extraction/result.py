@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from ..analysis import Report, check
+from ..errors import ExtractionError
 from ..methods import Method
 from ..nn import Field
 from .declare import NUMERIC_DIGITS, Declared, declare
@@ -21,7 +22,7 @@ from .evaluate import evaluate_glm
 from .families import On, wiring
 from .fields import ChainField, SumField
 from .probe import Call, Chain, small_on_one_thread
-from .rewire import FieldChoice, LayerRecord, Rewired, rewire_layer
+from .rewiring import FieldChoice, LayerRecord, Rewired, rewire_layer
 from .solve import (
     EXACT_TOLERANCE,
     FLOAT32_PRECISION,
@@ -33,6 +34,11 @@ from .solve import (
 from .streams import Streams, stream_count
 
 PROPERTY_TOLERANCE = 1e-9  # how close a per-token row sum must be to 1 to count as 1
+# The largest `verify()` of a right reading of a float64 module: the declaration recompiled on
+# the module's own sub-modules reproduces its output to float64 round-off (~1e-15 of its size;
+# sums of a few dozen terms, as a 24-branch stack, stay below 1e-13). The one home of this
+# bound: tests and the sweep import it.
+ROUND_TRIP = 1e-12
 
 
 @final
@@ -167,6 +173,7 @@ class Extracted:
     fit: Fit
     streams: Streams
     session: Session = field(repr=False, compare=False)
+    seconds: tuple[str, ...] = ()  # second states read beside the state (`layer.SecondStates`)
 
     @functools.cached_property
     def report(self) -> Report:
@@ -275,6 +282,12 @@ class Extracted:
 
     def record(self) -> LayerRecord:
         """The module, its fields and the call read, as `rewire_layer` takes them."""
+        if self.seconds:
+            raise ExtractionError(
+                f"rewire: {self.module} reads {', '.join(self.seconds)} beside its state (a "
+                "general linear method over both); a rewired layer computes one state from "
+                "its state: valid: a layer whose fields read its state alone"
+            )
         s = self.session
         return LayerRecord(
             module=s.original,
@@ -358,6 +371,20 @@ class Extracted:
                     "each proved: found.token_orders)"
                 )
         return lines + [f"  note: {n}" for n in self.notes]
+
+    def __repr__(self) -> str:
+        """A few words: the module, the declaration, its fields, how it varies (the arrays are
+        in `fit` and `varies`)."""
+        varies = (
+            "static"
+            if not self.varies
+            else ("per token" if self.varies.token else "with the state")
+        )
+        fields = ", ".join(self.fields)
+        return (
+            f"Extracted({self.module}: {self.method.family} '{self.method.name}', fields "
+            f"{fields}; {varies})"
+        )
 
     def __str__(self) -> str:
         lines = [f"{self.module}: {self.method.family} '{self.method.name}'", *self._summary()]

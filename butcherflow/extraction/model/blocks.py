@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, final
 
@@ -239,20 +239,27 @@ def capture(
     args: tuple[Any, ...],
     kwargs: Mapping[str, Any],
     descendants: bool = True,
+    run: Callable[[], Any] | None = None,
 ) -> list[BlockCall]:
     """Each block's call in one forward of `model(*args, **kwargs)` (no gradients), with the
-    calls of its descendants (`descendants`)."""
+    calls of its descendants (`descendants`); `run`: what to run instead (`generate`, whose
+    first forward passes the cache generation uses): the first call of each block is kept."""
     found: list[BlockCall] = []
     clock = [0]
     running: dict[int, list[Seen]] = {}  # module id -> its calls in progress
     pairs: list[tuple[nn.Module, Any, Any]] = []
+    active = [True]
     for block in blocks.modules:
 
         def pre(m: nn.Module, a: tuple, k: dict) -> None:
-            found.append(BlockCall(a, dict(k)))
+            if len(found) == len(blocks.modules):
+                active[0] = False
+            if active[0]:
+                found.append(BlockCall(a, dict(k)))
 
         def post(m: nn.Module, a: tuple, out: Any) -> None:
-            found[-1].output = out
+            if active[0]:
+                found[-1].output = out
 
         pairs.append((block, pre, post))
         if not descendants:
@@ -262,9 +269,10 @@ def capture(
                 continue
 
             def sub_pre(m: nn.Module, a: tuple, k: dict, p: str = path) -> None:
-                tensors = [v for v in (*a, *k.values()) if isinstance(v, Tensor)]
-                first = tensors[0] if tensors else None
-                seen = Seen(p, first, None, tuple(tensors[1:]), clock[0], -1, a, dict(k))
+                if not active[0]:
+                    return
+                first, others = _input_of(a, k)
+                seen = Seen(p, first, None, others, clock[0], -1, a, dict(k))
                 clock[0] += 1
                 found[-1].seen.append(seen)
                 running.setdefault(id(m), []).append(seen)
@@ -278,7 +286,10 @@ def capture(
 
             pairs.append((sub, sub_pre, sub_post))
     with _hooks(pairs), torch.no_grad():
-        model(*args, **kwargs)
+        if run is None:
+            model(*args, **kwargs)
+        else:
+            run()
     if len(found) != len(blocks.modules):
         raise ExtractionError(
             f"{module_name(model)}: {len(found)} block calls in a forward where the stack "
@@ -293,12 +304,27 @@ def model_kwargs(model: nn.Module, kwargs: Mapping[str, Any], cache: bool) -> di
     say): off for reading (probes call every block several times), on to see the cache."""
     given = dict(kwargs)
     try:
-        takes = "use_cache" in inspect.signature(model.forward).parameters
+        parameters = inspect.signature(model.forward).parameters
     except (TypeError, ValueError):
-        takes = False
+        parameters = {}  # type: ignore[assignment]
+    passes_on = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    configured = hasattr(getattr(model, "config", None), "use_cache")
+    takes = "use_cache" in parameters or (passes_on and configured)
     if takes and "use_cache" not in given:
         given["use_cache"] = cache
     return given
+
+
+def _input_of(args: tuple, kwargs: dict) -> tuple[Tensor | None, tuple[Tensor, ...]]:
+    """A call's input as extraction reads it (`probe.tensor_input`: the first positional
+    argument, else `hidden_states`, else the first tensor keyword) and its other tensors."""
+    tensors = [v for v in (*args, *kwargs.values()) if isinstance(v, Tensor)]
+    try:
+        where = tensor_input(args, kwargs, "")
+    except ExtractionError:
+        return None, tuple(tensors)
+    first = args[where[1]] if where[0] == "arg" else kwargs[where[1]]
+    return first, tuple(t for t in tensors if t is not first)
 
 
 _IDENTIFIER = re.compile(r"[^A-Za-z0-9_]")
@@ -368,7 +394,9 @@ def discover(block: nn.Module, call: BlockCall) -> FieldPaths:
             continue
         if end.output.shape != start.input.shape or not start.input.is_floating_point():
             continue
-        fields[_name(chain, named, fields)] = tuple(s.path for s in chain)
+        paths = tuple(s.path for s in chain)
+        if paths not in fields.values():  # a field called several times (a half step twice)
+            fields[_name(chain, named, fields)] = paths
     if not fields:
         raise ExtractionError(
             f"{module_name(block)}: no sub-module call's output reaches the block's output (no "

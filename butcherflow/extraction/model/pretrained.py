@@ -28,9 +28,16 @@ from torch import nn
 from ...errors import ExtractionError
 from ...methods.files import from_dict
 from ..probe import Chain
-from ..rewire import rewire_layer
-from .blocks import Blocks, capture, model_kwargs
-from .rewire import RECORD_FORMAT, example_call, guard_cache, layer_record, set_record
+from ..rewiring import rewire_layer
+from .blocks import Blocks
+from .rewire import (
+    RECORD_FORMAT,
+    capture_generating,
+    example_call,
+    guard_cache,
+    layer_record,
+    set_record,
+)
 
 
 def load_pretrained(path: str | Path, **kwargs: Any) -> nn.Module:
@@ -87,8 +94,7 @@ def rewire_recorded(model: nn.Module, record: dict[str, Any]) -> nn.Module:
     blocks = Blocks(stack, tuple(parent), None)  # type: ignore[arg-type]
     args, call = example_call(model)
     mode = model.training
-    model.eval()
-    calls = capture(model, blocks, args, model_kwargs(model, call, cache=True))
+    calls = capture_generating(model, blocks, args, call)
     entries = []
     for entry in record["layers"]:
         i = int(entry["index"])

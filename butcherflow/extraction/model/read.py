@@ -21,12 +21,20 @@ from torch import nn
 
 from ...analysis import Report
 from ...errors import ExtractionError
-from ..layer import NotLinear, extract_layer, require_eval
-from ..probe import Run, first_output, module_name
+from ..layer import NotLinear, Undetermined, extract_layer, require_eval
+from ..probe import (
+    Run,
+    computes_below_float64,
+    first_output,
+    module_name,
+    replace_input,
+    tensor_input,
+)
 from ..probe import to_float64 as float64
 from ..recognise import recognised
-from ..result import Extracted
-from ..rewire import rewire_layer
+from ..result import ROUND_TRIP, Extracted
+from ..rewiring import rewire_layer
+from ..solve import FLOAT32_PRECISION
 from ..streams import Streams
 from .blocks import (
     BlockCall,
@@ -102,8 +110,27 @@ class ExtractedModel:
 
     def verify(self) -> float:
         """The whole model's round trip: the largest of `round_trips` (float64 round-off,
-        ~1e-15 of the output's size, when the reading is right)."""
+        ~1e-15 of the output's size, when the reading is right; within `tolerance`)."""
         return max(self.round_trips.values())
+
+    @property
+    def tolerance(self) -> float:
+        """What `verify()` is within for a right reading: `result.ROUND_TRIP` (float64), or
+        the precision of the coarsest block that computes below float64 (Mamba's float32
+        residual, mHC's float32 mixing)."""
+        coarsest = [layer.precision for layer in self.layers if layer.precision is not None]
+        if not coarsest and self.below_float64:
+            return FLOAT32_PRECISION
+        return max(coarsest, default=ROUND_TRIP)
+
+    @functools.cached_property
+    def below_float64(self) -> bool:
+        """The float64 model computes something below float64 (a `.to(torch.float32)` of its
+        residual, as Mamba's `residual_in_fp32`): its round trip then carries that rounding."""
+        s = self.session
+        work = s.work if s.work is not None else copy.deepcopy(s.original).to(torch.float64)
+        args, kwargs = float64(s.user_args), float64(s.user_kwargs)
+        return computes_below_float64(lambda: work(*args, **kwargs))
 
     def _model_round_trip(self) -> float:
         s = self.session
@@ -111,8 +138,8 @@ class ExtractedModel:
         rewired = copy.deepcopy(work)
         blocks = s.blocks.on(rewired)
         for i, layer in zip(self.indices, self.layers, strict=True):
-            if layer.varies.token:
-                continue  # per-token coefficients: the layer's own round trip covers it
+            if layer.varies.token or layer.seconds:
+                continue  # per-token coefficients, second states: its own round trip covers it
             record = dataclasses.replace(layer.record(), module=blocks.modules[i])
             blocks.put(rewired, i, rewire_layer(record, layer.method))
         args, kwargs = float64(s.user_args), float64(s.user_kwargs)
@@ -247,18 +274,35 @@ def _layer(
     """One block read as its model calls it; its fields discovered when not given, the
     sub-modules through which its coefficients read the state frozen when the first reading
     names them (a hyper-connection's norms), and its streams found from its fields' shape."""
-    notes: tuple[str, ...] = ()
     chains: dict[str, Any] = dict(fields) if fields is not None else dict(discover(block, call))
     if streams is None and fields is None:
         streams = stream_axis(call.state.shape, stage_shape_of(chains, call))
 
-    def read(frozen_now: Sequence[str]) -> Extracted:
-        return extract_layer(
-            block, call.args, call.kwargs, chains, streams, frozen_now, runs, seed, precision
-        )
+    args, kwargs = call.args, call.kwargs
 
+    def read(frozen_now: Sequence[str]) -> Extracted:
+        try:
+            return extract_layer(
+                block, args, kwargs, chains, streams, frozen_now, runs, seed, precision
+            )
+        except Undetermined:
+            if streams is None:
+                raise
+            # equal streams (a hyper-connection stack's first layer): read at distinct ones
+            state = call.state
+            spread = torch.randn(
+                state.shape, generator=torch.Generator().manual_seed(seed), dtype=state.dtype
+            )
+            moved = replace_input(args, kwargs, tensor_input(args, kwargs, where), spread)
+            notes.append(
+                f"{where}: its input's streams are equal (the expanded embedding), so its "
+                "coefficients, which depend on the state, were read at a random state"
+            )
+            return extract_layer(block, *moved, chains, streams, frozen_now, runs, seed, precision)
+
+    notes: list[str] = []
     try:
-        return read(frozen), notes
+        return read(frozen), tuple(notes)
     except NotLinear as first:
         if frozen or fields is not None or not first.between or streams is None:
             raise _at(where, first) from None
@@ -268,11 +312,11 @@ def _layer(
             raise _at(where, first) from None
         if not found.varies.state:
             raise _at(where, first) from None
-        notes = (
+        notes.append(
             f"{where}: the coefficients read the streams through {', '.join(first.between)} "
-            "(frozen in the probe runs: the per-token coefficients at the block's input)",
+            "(frozen in the probe runs: the per-token coefficients at the block's input)"
         )
-        return found, notes
+        return found, tuple(notes)
     except ExtractionError as error:
         raise _at(where, error) from None
 
@@ -307,7 +351,14 @@ def read_model(
     blocks = find_blocks(model, args, call_kwargs)
     calls = capture(model, blocks, args, call_kwargs)
     names = blocks.names()
-    chosen = range(len(blocks.modules)) if layers is None else layers
+    chosen = list(range(len(blocks.modules))) if layers is None else list(layers)
+    if not chosen or any(
+        isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(names) for i in chosen
+    ):
+        raise ExtractionError(
+            f"{who}: layers={layers!r}; valid: indices of its {len(names)} blocks "
+            f"(0..{len(names) - 1}, {blocks.path})"
+        )
     readings: list[Extracted] = []
     notes: list[str] = []
     for i in chosen:

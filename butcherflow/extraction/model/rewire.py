@@ -30,7 +30,7 @@ from ...errors import ExtractionError
 from ...methods import Method
 from ..fields import ChainField, SumField
 from ..probe import Call, Chain, module_name, tensor_input
-from ..rewire import LayerField, LayerRecord, Rewired, resolve_method, rewire_layer
+from ..rewiring import LayerField, LayerRecord, Rewired, resolve_method, rewire_layer
 from ..streams import Streams
 from .blocks import BlockCall, Blocks, capture, model_kwargs
 
@@ -76,12 +76,7 @@ def _records(
     kwargs: Mapping[str, Any],
 ) -> dict[int, LayerRecord]:
     """Each chosen block of the copy, its fields as read, and its call with the cache on."""
-    mode = copy_.training
-    copy_.eval()
-    try:
-        calls = capture(copy_, blocks, args, model_kwargs(copy_, kwargs, cache=True))
-    finally:
-        copy_.train(mode)
+    calls = capture_generating(copy_, blocks, args, kwargs)
     position = {i: n for n, i in enumerate(found_indices(found))}
     records = {}
     for i in indices:
@@ -95,6 +90,34 @@ def _records(
             layer.declared.groups,
         )
     return records
+
+
+def capture_generating(
+    model: nn.Module, blocks: Blocks, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> list[BlockCall]:
+    """Each block's call as generation makes it: the first forward of `model.generate` (one
+    new token) for a model that generates, so that each block gets the cache generation
+    passes it (some models build theirs only in `generate`); else a forward with
+    `use_cache=True` where the model takes it. The model is read in eval mode, then put back
+    in its mode."""
+    mode = model.training
+    model.eval()
+    try:
+        generates = callable(getattr(model, "generate", None)) and not args
+        if generates and getattr(model, "can_generate", lambda: False)():
+            options = {"max_new_tokens": 1, "do_sample": False, "pad_token_id": 0}
+            generate: Any = model.generate
+            try:
+                return capture(
+                    model, blocks, args, kwargs, run=lambda: generate(**kwargs, **options)
+                )
+            except ExtractionError:
+                raise
+            except Exception:  # a model whose generate needs more than its inputs
+                pass
+        return capture(model, blocks, args, model_kwargs(model, kwargs, cache=True))
+    finally:
+        model.train(mode)
 
 
 def found_indices(found: ExtractedModel) -> list[int]:

@@ -422,8 +422,11 @@ def _in_order(
     operators: tuple[str, ...],
     method: Method,
 ) -> dict[str, Field]:
-    """Operators in order of first use onto the layer's declaration fields in call order."""
+    """Operators in order of first use onto the layer's declaration fields in call order (or,
+    where parallel branches are summed into fewer, its fields)."""
     order = list(groups)
+    if len(order) != len(operators):
+        order = [c.name for c in record.chains]
     if len(order) != len(operators):
         raise ExtractionError(
             f"rewire: '{method.name}' has {len(operators)} operator(s) ({', '.join(operators)}) "

@@ -1,0 +1,225 @@
+"""The sweep over every causal LM of the installed transformers: each built tiny
+(`causal_lm.tiny_causal_lm`), read with no configuration, round-tripped, rewired to its own
+method (the original's tokens with the KV cache, greedy and sampled with a seed), to Strang
+(the MLP's half steps around the attention, Macaron's layer) and to the explicit midpoint
+method on the whole block (two calls of each block per step: the cache is turned off), each
+rewired model trained one step and generating, and the Strang model saved and loaded back.
+
+`sweep_one(model_type)` returns a `SweepRow`: what was read (or why it was refused), and for
+each step `"ok"`, `"refused: <the one-line reason>"` (a `ButcherflowError`) or
+`"traceback: <exception>"` (anything else: a defect of butcherflow, goal 0). A silent cache
+mismatch (a rewired model generating other tokens with the cache than without, or its own
+method other tokens than the original) is `"mismatch: ..."` (goal 0).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, final
+
+import torch
+from torch import nn
+
+from ..errors import ButcherflowError
+from ..extraction import ExtractedModel, extract, load_pretrained
+from ..extraction.model.read import describe
+from .causal_lm import architectures, tiny_causal_lm, tiny_ids
+
+STEPS = ("own", "strang", "midpoint", "reload")
+NEW_TOKENS = 4
+
+
+@final
+@dataclass
+class SweepRow:
+    """One architecture's sweep: `model_type`, `architecture` (the class), `built` ("ok" or
+    why not), `read` ("ok", "refused: ..." or "traceback: ..."), what was read (`integrator`,
+    `order`, `depth`, `round_trip`), each of `STEPS`' outcome, and seconds per phase."""
+
+    model_type: str
+    architecture: str
+    built: str = "ok"
+    read: str = ""
+    integrator: str = ""
+    order: str = ""
+    depth: str = ""
+    round_trip: float | None = None
+    steps: dict[str, str] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def outcomes(self) -> list[str]:
+        return [self.read, *self.steps.values()]
+
+    def count(self, kind: str) -> int:
+        return sum(o.startswith(kind) for o in self.outcomes)
+
+
+def _outcome(run: Callable[[], str | None]) -> str:
+    try:
+        said = run()
+    except ButcherflowError as refusal:
+        return "refused: " + str(refusal).replace("\n", " ")
+    except Exception as error:  # a defect: recorded, never hidden
+        return f"traceback: {type(error).__name__}: {str(error).splitlines()[0][:300]}"
+    return said or "ok"
+
+
+def _generate(
+    model: nn.Module, ids: torch.Tensor, sample: bool, cache: bool | None
+) -> torch.Tensor:
+    options: dict[str, Any] = {"max_new_tokens": NEW_TOKENS, "do_sample": sample}
+    if cache is not None:
+        options["use_cache"] = cache
+    if sample:
+        options |= {"top_k": 0, "top_p": 1.0, "temperature": 1.0}
+    torch.manual_seed(7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        generate: Any = model.generate
+        out: torch.Tensor = generate(ids, pad_token_id=0, **options)
+    return out
+
+
+def _same_tokens(new: nn.Module, reference: nn.Module, ids: torch.Tensor) -> str | None:
+    for sample in (False, True):
+        expected = _generate(reference, ids, sample, None)
+        got = _generate(new, ids, sample, None)
+        if not torch.equal(got, expected):
+            kind = "sampled" if sample else "greedy"
+            return f"mismatch: {kind} tokens {got[0].tolist()} against {expected[0].tolist()}"
+    return None
+
+
+def _cache_agrees(model: nn.Module, ids: torch.Tensor) -> str | None:
+    """Greedy tokens with the model's default cache setting against none."""
+    with_default = _generate(model, ids, False, None)
+    without = _generate(model, ids, False, False)
+    if not torch.equal(with_default, without):
+        return f"mismatch: cached tokens {with_default[0].tolist()} against {without[0].tolist()}"
+    return None
+
+
+def _train_step(model: nn.Module, ids: torch.Tensor) -> None:
+    work = copy.deepcopy(model).train()
+    optimiser = torch.optim.SGD([p for p in work.parameters() if p.requires_grad], lr=1e-3)
+    out = work(input_ids=ids, labels=ids, use_cache=False)
+    loss = out.loss
+    if loss is None or not torch.isfinite(loss):
+        raise RuntimeError(f"training loss {loss}")
+    loss.backward()
+    optimiser.step()
+
+
+def _rewired(
+    found: ExtractedModel,
+    method: str,
+    fields: dict[str, str] | None,
+    ids: torch.Tensor,
+    field: str | None = None,
+) -> str | None:
+    new = found.rewire(method, fields=fields, field=field)
+    _train_step(new, ids)
+    return _cache_agrees(new.eval(), ids[:, :3])
+
+
+def _macaron(found: ExtractedModel) -> dict[str, str]:
+    """Strang's A (half steps) on the block's last field, B on its first (attention once)."""
+    names = list(found.layers[0].fields)
+    if len(names) != 2:
+        return {}
+    return {"A": names[1], "B": names[0]}
+
+
+def _reload(found: ExtractedModel, ids: torch.Tensor) -> str | None:
+    fields = _macaron(found) or None
+    new = found.rewire("strang", fields=fields)
+    with tempfile.TemporaryDirectory() as folder:
+        save: Any = new.save_pretrained
+        save(folder)
+        back = load_pretrained(folder)
+        with torch.no_grad():
+            a = new(input_ids=ids, use_cache=False).logits
+            b = back(input_ids=ids, use_cache=False).logits
+    if not torch.equal(a, b):
+        return f"mismatch: reloaded logits differ by {float((a - b).abs().max()):.2g}"
+    return None
+
+
+def sweep_one(model_type: str) -> SweepRow:
+    """Build, read, round-trip, rewire, train, generate, save and reload one architecture."""
+    row = SweepRow(model_type, architectures()[model_type])
+    start = time.perf_counter()
+    ids = tiny_ids()
+    try:
+        model = tiny_causal_lm(model_type)
+        with torch.no_grad():
+            model(input_ids=ids)  # the tiny configuration runs as transformers builds it
+    except Exception as error:  # transformers' own: this architecture does not run tiny
+        text = str(error).splitlines()[0][:200] if str(error).strip() else ""
+        row.built = f"{type(error).__name__}: {text}" if text else type(error).__name__
+        return row
+    row.seconds["build"] = time.perf_counter() - start
+    found: list[ExtractedModel] = []
+
+    def read() -> str | None:
+        reading = extract(model, input_ids=ids)
+        assert isinstance(reading, ExtractedModel)
+        found.append(reading)
+        row.integrator = "; ".join(sorted({describe(layer.method) for layer in reading.layers}))
+        row.order = ", ".join(sorted({str(layer.report.order) for layer in reading.layers}))
+        row.depth = describe(reading.depth.method)
+        row.round_trip = reading.verify()
+        if row.round_trip > reading.tolerance:
+            return f"mismatch: round trip {row.round_trip:.2g}"
+        return None
+
+    start = time.perf_counter()
+    row.read = _outcome(read)
+    row.seconds["read"] = time.perf_counter() - start
+    if not found:
+        return row
+    reading = found[0]
+    plans: dict[str, Callable[[], str | None]] = {
+        "own": lambda: _same_tokens(reading.rewire(), model, ids[:, :3]),
+        "strang": lambda: _rewired(reading, "strang", _macaron(reading) or None, ids),
+        "midpoint": lambda: _rewired(reading, "midpoint", None, ids, field="layer"),
+        "reload": lambda: _reload(reading, ids),
+    }
+    for name, plan in plans.items():
+        start = time.perf_counter()
+        row.steps[name] = _outcome(plan)
+        row.seconds[name] = time.perf_counter() - start
+    return row
+
+
+def sweep(model_types: Iterable[str] | None = None) -> list[SweepRow]:
+    """`sweep_one` over `model_types` (default: one model type per causal LM class), on one
+    CPU thread (a tiny model's kernels are microseconds: threads only add waiting)."""
+    chosen = list(model_types) if model_types is not None else one_per_class()
+    with one_thread():
+        return [sweep_one(t) for t in chosen]
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def one_per_class() -> list[str]:
+    """The first model type of each causal LM class transformers lists."""
+    seen: dict[str, str] = {}
+    for model_type, name in architectures().items():
+        seen.setdefault(name, model_type)
+    return list(seen.values())
