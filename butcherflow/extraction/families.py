@@ -114,7 +114,22 @@ def _additive_calls(method: AdditiveRungeKutta) -> dict[str, int]:
     return counts
 
 
+def _one_stream(method: Method, on: On) -> None:
+    if on.values != 1:
+        raise ExtractionError(
+            f"rewire: '{method.name}' is a {method.family} method of one state, and the layer's "
+            f"state carries {on.values} streams (hyper-connections); valid: a general linear "
+            f"method with {on.values} values"
+        )
+
+
+def _tableau(method: ButcherTableau, on: On) -> nn.Module:
+    _one_stream(method, on)
+    return Step(compile_method(method, field=on.fields["F"], d_model=on.width))
+
+
 def _by_operators(method: Splitting | AdditiveRungeKutta, on: On) -> nn.Module:
+    _one_stream(method, on)
     fields = {op: on.fields[op] for op in method.operators}
     return Step(compile_method(method, fields=fields, share=True, d_model=on.width))
 
@@ -138,7 +153,7 @@ WIRINGS: dict[type[Method], Wiring] = {
     ButcherTableau: Wiring(
         lambda m: ("F",),
         lambda m: {"F": m.stages},
-        lambda m, on: Step(compile_method(m, field=on.fields["F"], d_model=on.width)),
+        _tableau,
     ),
     Splitting: Wiring(lambda m: tuple(m.operators), _splitting_calls, _by_operators),
     AdditiveRungeKutta: Wiring(lambda m: tuple(m.operators), _additive_calls, _by_operators),

@@ -70,8 +70,9 @@ class LayerField(Field):
     def forward(self, y: Tensor, ctx: Context | None = None, slot: int = 0) -> Tensor:
         owner = self.owner[0]
         args, kwargs = owner.with_state(*owner.current(), y)
-        value = first_output(owner.original_forward(*args, **kwargs), owner.module_name)
-        return value - y
+        out = owner.original_forward(*args, **kwargs)
+        owner.layer_output = out  # what the last call returned beside the state (a cache)
+        return first_output(out, owner.module_name) - y
 
 
 @final
@@ -118,6 +119,7 @@ class Rewired(nn.Module):
         self.state = _state_parameter(captured, record, self.where)
         self._call: tuple[tuple, dict] | None = None
         self._named: dict[str, Any] | None = None
+        self.layer_output: Any = None
         self.shell = Shell.of(record.returned)
         self.bindings = {
             chain.name: [
@@ -191,6 +193,7 @@ class Rewired(nn.Module):
                 "tensor; valid: the call of the original layer"
             )
         self._call, self._named = (args, kwargs), named
+        self.layer_output = None
         seen: dict[tuple[str, int], Any] = {}
         for chain in self.chain_fields():
             chain.seen = seen
@@ -201,6 +204,9 @@ class Rewired(nn.Module):
             for chain in self.chain_fields():
                 chain.seen = None
         extras = {i: _item(seen.get(source[:2]), source[2]) for i, source in self.passed.items()}
+        if self.whole and isinstance(self.layer_output, (tuple, list)):
+            extras = dict(enumerate(self.layer_output))  # the whole layer's last call's
+        self.layer_output = None
         return self.shell.fill(out, extras)
 
     def chain_fields(self) -> list[ChainField]:

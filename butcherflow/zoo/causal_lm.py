@@ -2,12 +2,12 @@
 with random weights (nothing is downloaded): `tiny_causal_lm(model_type)`.
 
 The architectures are transformers' own table, `MODEL_FOR_CAUSAL_LM_MAPPING_NAMES` (model type ->
-class name). A configuration is the architecture's defaults with the sizes of `TINY` set on
-every attribute it has (through `attribute_map`: GPT-2's `n_embd` is its `hidden_size`), on its
-text sub-configuration too (a multimodal model's language part), with the per-layer lists
-(`layer_types`, ...) cut to the number of layers, and the few entries `OVERRIDES` states per
-model type where the defaults do not fit a tiny model (a rotary dimension larger than a tiny
-head, an attention layer period longer than the stack). Whether an architecture builds is
+class name). A configuration is built by the model class's own configuration class with the
+sizes of `TINY` it has (under its names, `attribute_map`: GPT-2's `n_embd` is its
+`hidden_size`), so that what it derives from them (the layer types of two layers) is
+consistent, with its sub-configurations tiny too (a multimodal model's language part), the
+defaults' per-layer lists cut to the depth, and the few entries `OVERRIDES` states per model
+type where the defaults do not fit a tiny model. Whether an architecture builds is
 what `build` answers: a tiny model of more than `MAX_PARAMETERS` (the defaults left a large
 part, as a vision tower) counts as not built.
 """
@@ -24,6 +24,7 @@ from .common import SEED
 
 VOCAB, WIDTH, LAYERS = 64, 32, 2
 MAX_PARAMETERS = 3_000_000
+DEEPER = (LAYERS, 4, 8)  # depths tried in turn (a hybrid's attention every fourth layer)
 
 TINY: dict[str, Any] = {
     "vocab_size": VOCAB,
@@ -53,9 +54,16 @@ TINY: dict[str, Any] = {
     # multi-head latent attention
     "q_lora_rank": 16,
     "kv_lora_rank": 16,
-    "qk_rope_head_dim": 4,
-    "qk_nope_head_dim": 4,
+    "qk_rope_head_dim": 8,
+    "qk_nope_head_dim": 8,
     "v_head_dim": 8,
+    # encoder-decoder models' decoders
+    "encoder_layers": LAYERS,
+    "decoder_layers": LAYERS,
+    "encoder_ffn_dim": 64,
+    "decoder_ffn_dim": 64,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
     # state-space and recurrent layers
     "state_size": 4,
     "mamba_d_state": 4,
@@ -77,6 +85,12 @@ TINY: dict[str, Any] = {
 
 # Per model type, where the defaults do not fit a tiny model.
 OVERRIDES: dict[str, dict[str, Any]] = {
+    # hybrids whose two tiny layers would hold no attention layer (one generation runs past
+    # its state-space layers alone)
+    "bamba": {"attn_layer_indices": [1]},
+    "bailing_hybrid": {"layer_group_size": 2},
+    "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"]},
+    "zamba2": {"layers_block_type": ["linear_attention", "hybrid"]},
     "gpt_neo": {"attention_types": [[["global", "local"], 1]]},
     "jamba": {"attn_layer_period": 2, "attn_layer_offset": 1, "expert_layer_period": 2},
     "plbart": {"num_attention_heads": 4, "decoder_attention_heads": 4},
@@ -91,34 +105,55 @@ def architectures() -> dict[str, str]:
     return dict(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
 
 
-def _set(config: Any, sizes: Mapping[str, Any]) -> None:
-    names = set(config.to_dict()) | set(getattr(config, "attribute_map", {}))
-    default_layers = getattr(config, "num_hidden_layers", None)
+TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id")
+
+
+def _config_class(value: Any) -> bool:
+    """A configuration class of a model (not transformers' `AutoConfig` placeholder)."""
+    from transformers import PretrainedConfig
+
+    return isinstance(value, type) and issubclass(value, PretrainedConfig)
+
+
+def _tiny_kwargs(config_class: Any, sizes: Mapping[str, Any]) -> dict[str, Any]:
+    """The constructor arguments of a tiny `config_class`: each size of `sizes` under the
+    name the class gives it (its `attribute_map`), where the class has it; the defaults'
+    per-layer lists (one entry per layer of the default depth) cut to the tiny depth; each
+    sub-configuration (a multimodal model's text part) tiny too."""
+    default = config_class()
+    fields = set(default.to_dict())
+    mapping = dict(getattr(config_class, "attribute_map", {}) or {})
+    kwargs: dict[str, Any] = {}
+    if "kv_lora_rank" in fields:  # latent attention: its keys have every head already
+        sizes = {**sizes, "num_key_value_heads": sizes["num_attention_heads"]}
     for key, value in sizes.items():
-        if key in names or key in ("pad_token_id", "bos_token_id", "eos_token_id"):
-            try:
-                setattr(config, key, value)
-            except (AttributeError, TypeError, ValueError):
-                continue
-    layers = getattr(config, "num_hidden_layers", LAYERS)
-    for key, value in list(vars(config).items()):
-        per_layer = isinstance(value, list) and len(value) == default_layers
-        if per_layer or (key.endswith("layer_types") and isinstance(value, list)):
-            setattr(config, key, value[:layers])  # one entry per layer
-        elif isinstance(value, dict) and value and all(isinstance(k, int) for k in value):
-            setattr(config, key, {k: v for k, v in value.items() if k < layers})
+        name = mapping.get(key, key)
+        if name in fields or key in TOKEN_IDS:
+            kwargs[name] = value
+    depth = getattr(default, "num_hidden_layers", None)
+    layers = int(sizes.get("num_hidden_layers", LAYERS))
+    for name in fields - set(kwargs):
+        value = getattr(default, name, None)
+        if isinstance(value, list) and depth and len(value) == depth:
+            kwargs[name] = value[:layers]
+    for name, sub in (getattr(config_class, "sub_configs", None) or {}).items():
+        if _config_class(sub) and name not in kwargs:
+            kwargs[name] = _tiny_kwargs(sub, sizes)
+    return kwargs
 
 
-def tiny_config(model_type: str) -> Any:
-    """The tiny configuration of `model_type` (eager attention: a kernel with a float64 path)."""
-    from transformers import AutoConfig, PretrainedConfig
+def tiny_config(model_type: str, depth: Mapping[str, int] | None = None) -> Any:
+    """The tiny configuration of `model_type`'s causal LM class (of the class its model is
+    built from: a multimodal type's text configuration), eager attention (a kernel with a
+    float64 path)."""
+    import transformers
 
-    config = AutoConfig.for_model(model_type)
-    sizes = {**TINY, **OVERRIDES.get(model_type, {})}
-    _set(config, sizes)
-    for value in list(vars(config).values()):
-        if isinstance(value, PretrainedConfig):
-            _set(value, sizes)
+    cls = getattr(transformers, architectures()[model_type])
+    config_class = cls.config_class
+    if not _config_class(config_class):
+        config_class = type(transformers.AutoConfig.for_model(model_type))
+    sizes = {**TINY, **OVERRIDES.get(model_type, {}), **(depth or {})}
+    config = config_class(**_tiny_kwargs(config_class, sizes))
     config._attn_implementation = "eager"
     if hasattr(config, "_experts_implementation"):
         config._experts_implementation = "eager"  # grouped_mm has no float64 kernel
@@ -127,20 +162,32 @@ def tiny_config(model_type: str) -> Any:
 
 def tiny_causal_lm(model_type: str) -> nn.Module:
     """The causal LM of `model_type` built from `tiny_config` with transformers' own random
-    initialisation (seeded), in eval mode; raises whatever transformers raises for a
-    configuration it cannot build, and `ValueError` past `MAX_PARAMETERS`."""
+    initialisation (seeded), in eval mode, its forward run once on `tiny_ids()`: with two
+    layers, or `DEEPER` where two layers are all of one kind a hybrid cannot run alone (its
+    attention every fourth layer). Raises whatever transformers raises for a configuration it
+    cannot build or run, and `ValueError` past `MAX_PARAMETERS`."""
     import transformers
 
-    name = architectures()[model_type]
-    cls = getattr(transformers, name)
-    config = tiny_config(model_type)
-    type(config).from_dict(config.to_dict())  # it must save and load, as the sweep's reload
-    with torch.device("meta"):
-        size = sum(p.numel() for p in cls(config).parameters())
-    if size > MAX_PARAMETERS:
-        raise ValueError(f"{size} parameters from a tiny configuration (over {MAX_PARAMETERS})")
-    torch.manual_seed(SEED)
-    return cls(config).eval()
+    cls = getattr(transformers, architectures()[model_type])
+    first: Exception | None = None
+    for layers in DEEPER:
+        config = tiny_config(model_type, {"num_hidden_layers": layers, "decoder_layers": layers})
+        type(config).from_dict(config.to_dict())  # it must save and load, as the sweep's reload
+        with torch.device("meta"):
+            size = sum(p.numel() for p in cls(config).parameters())
+        if size > MAX_PARAMETERS:
+            raise ValueError(f"{size} parameters from a tiny configuration (over {MAX_PARAMETERS})")
+        torch.manual_seed(SEED)
+        model = cls(config).eval()
+        try:
+            with torch.no_grad():
+                model(input_ids=tiny_ids())
+        except Exception as error:
+            first = first or error
+            continue
+        return model
+    assert first is not None
+    raise first
 
 
 def tiny_ids(length: int = 6, batch: int = 2) -> torch.Tensor:

@@ -3,7 +3,8 @@
 method (the original's tokens with the KV cache, greedy and sampled with a seed), to Strang
 (the MLP's half steps around the attention, Macaron's layer) and to the explicit midpoint
 method on the whole block (two calls of each block per step: the cache is turned off), each
-rewired model trained one step and generating, and the Strang model saved and loaded back.
+rewired model trained one step and generating, and the Strang model (or, where Strang does not
+fit the block, the first block's reading on every block) saved and loaded back.
 
 `sweep_one(model_type)` returns a `SweepRow`: what was read (or why it was refused), and for
 each step `"ok"`, `"refused: <the one-line reason>"` (a `ButcherflowError`) or
@@ -138,8 +139,12 @@ def _macaron(found: ExtractedModel) -> dict[str, str]:
 
 
 def _reload(found: ExtractedModel, ids: torch.Tensor) -> str | None:
-    fields = _macaron(found) or None
-    new = found.rewire("strang", fields=fields)
+    """Strang (Macaron's) saved and loaded back; for a block it does not fit (one field,
+    streams), the first block's reading put on every block."""
+    try:
+        new = found.rewire("strang", fields=_macaron(found) or None)
+    except ButcherflowError:
+        new = found.rewire(found.layers[0].method)
     with tempfile.TemporaryDirectory() as folder:
         save: Any = new.save_pretrained
         save(folder)

@@ -1,7 +1,10 @@
 """The depth method: the residual stream across a whole stack read as one declaration.
 
-Each block l is a field of the stack, its increment K_l = block_l(Y_l) − Y_l at its input Y_l.
-A probe run makes every block return its input plus a random value (so K_l is that value) and
+Each block l is a field of the stack, its increment K_l = block_l(Y_l) − v_l Y_l at its input
+Y_l, v_l the block's own weight of its state as its reading found it (1 for a residual block
+y + F(y), 0 for a branch whose output the model's code adds to the stream, as a stack of
+sub-layers x = x + layer(x)). A probe run makes every block return v_l Y_l plus a random value
+(so K_l is that value) and
 records each block's input and the stream the read-out (the final norm, or the head) reads;
 the model's own code between the blocks (embedding skips, U-net skips, DenseFormer averages)
 is then read, per token, as Y_l = U_l x₀ + Σ_{j<l} A_lj K_j and out = V x₀ + Σ_j B_j K_j, with
@@ -40,7 +43,7 @@ from ...errors import ExtractionError
 from ...methods import GeneralLinear, LinearMultistep, Method
 from ..declare import declare, glm
 from ..probe import Run, first_output, module_name, replace_output
-from ..solve import as_entry, fit, fixed_tolerance, recognise
+from ..solve import as_entry, entries, fit, fixed_tolerance, recognise
 from .blocks import Blocks
 
 MAX_STEPS = 4  # the longest history a depth recurrence is read with
@@ -173,7 +176,8 @@ def read_rows(R: np.ndarray, precision: float | None, name: str) -> tuple[Method
     except ExtractionError:
         method = glm(U, A, B, V, f"{name}-depth", precision)
         note += " (a general linear method: the report proves it with one field in every stage)"
-    return method, R.copy(), note
+    rows = np.array([[float(x) for x in row] for row in entries(R, precision)])
+    return method, rows, note
 
 
 @contextlib.contextmanager
@@ -197,9 +201,11 @@ def stack_run(
     readout: nn.Module | None,
     call: Callable[[], Any],
     noise: Sequence[Tensor] | None,
+    selves: Sequence[Tensor | float],
 ) -> Run:
     """One forward of the model recording each block's input and the read-out's input;
-    with `noise`, block l returns its input plus `noise[l]` (its increment)."""
+    with `noise`, block l returns `selves[l]` times its input plus `noise[l]` (its
+    increment)."""
     run = Run()
     inputs: list[Tensor] = []
 
@@ -216,11 +222,12 @@ def stack_run(
             done[0] = index == len(blocks) - 1
             y = inputs[index]
             value = first_output(out, module_name(module))
+            v = selves[index]
             if noise is None:
-                run.values.append((value - y).detach().clone())
+                run.values.append((value - v * y).detach().clone())
                 return None
             run.values.append(noise[index])
-            return replace_output(out, (y + noise[index]).to(value.dtype))
+            return replace_output(out, (v * y + noise[index]).to(value.dtype))
 
         return hook
 
@@ -248,14 +255,16 @@ def read_depth(
     runs: int,
     generator: torch.Generator,
     precision: float | None,
+    selves: Sequence[Tensor | float],
 ) -> tuple[Depth, Run]:
-    """The depth method of `model`'s stack (a float64 copy), called by `call()`.
+    """The depth method of `model`'s stack (a float64 copy), called by `call()`; `selves`:
+    each block's weight of its own state (`v_l`, per token or one number).
 
     **Returns:** the `Depth` and the reference run (the blocks' own increments), for `verify`.
     """
     who = module_name(model)
     readout = model.get_submodule(blocks.readout) if blocks.readout else None
-    reference = stack_run(model, blocks.modules, readout, call, None)
+    reference = stack_run(model, blocks.modules, readout, call, None, selves)
     if len(reference.stage_inputs) != len(blocks.modules):
         raise ExtractionError(f"{who}: the blocks a forward runs depend on the data")
     x0 = reference.stage_inputs[0]
@@ -265,7 +274,7 @@ def read_depth(
             torch.randn(y.shape, dtype=torch.float64, generator=generator)
             for y in reference.stage_inputs
         ]
-        probe = stack_run(model, blocks.modules, readout, call, noise)
+        probe = stack_run(model, blocks.modules, readout, call, noise, selves)
         if len(probe.stage_inputs) != len(blocks.modules):
             raise ExtractionError(
                 f"{who}: the blocks a forward runs change with their outputs (data-dependent "

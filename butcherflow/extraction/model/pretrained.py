@@ -47,7 +47,8 @@ def load_pretrained(path: str | Path, **kwargs: Any) -> nn.Module:
 
     - `path`: the folder.
     - `kwargs`: passed to transformers' `from_pretrained` (`dtype=`, ...); the attention
-      kernel is the one the model was saved with unless `attn_implementation=` says another.
+      and experts kernels are the ones the model was saved with unless `attn_implementation=`
+      or `experts_implementation=` says others.
 
     **Returns:** the model, its blocks computing the recorded integrators, in eval mode (as
     `from_pretrained` returns it); raises `ExtractionError` for a folder without a record.
@@ -75,9 +76,10 @@ def load_pretrained(path: str | Path, **kwargs: Any) -> nn.Module:
             f"{folder / 'config.json'}: architectures = {architecture!r}, which transformers "
             f"{transformers.__version__} does not have; valid: a model class of transformers"
         )
-    kernel = record.get("attn_implementation")
-    if kernel and "attn_implementation" not in kwargs:
-        kwargs = {**kwargs, "attn_implementation": kernel}
+    for key in ("attn_implementation", "experts_implementation"):
+        kernel = record.get(key)
+        if kernel and key not in kwargs:
+            kwargs = {**kwargs, key: kernel}
     model = cls.from_pretrained(folder, **kwargs)
     return rewire_recorded(model, record)
 

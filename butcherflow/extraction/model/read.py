@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, final
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from ...analysis import Report
 from ...errors import ExtractionError
@@ -321,6 +321,15 @@ def _layer(
         raise _at(where, error) from None
 
 
+def _self_weight(layer: Extracted) -> Tensor:
+    """A block's weight of its own state at each token, as its reading found it (V's first
+    entry: 1 for y + F(y), 0 for a branch the model adds itself), shaped to multiply it."""
+    state = layer.session.state
+    lead = state.shape[:-2] if layer.seconds else state.shape[:-1]
+    v = torch.as_tensor(layer.fit.V[:, 0, 0], dtype=torch.float64)
+    return v.reshape(*lead, 1)
+
+
 def _at(where: str, error: ExtractionError) -> ExtractionError:
     return ExtractionError(f"{where}: {error}")
 
@@ -376,7 +385,7 @@ def read_model(
         readings.append(found)
         notes += said
     work, run = None, None
-    if any(r.streams is not None for r in readings) or not depth:
+    if any(r.streams is not None and not r.seconds for r in readings) or not depth:
         stack: Depth = streams_depth([r.method for r in readings])
     else:
         work = copy.deepcopy(model).to(torch.float64)
@@ -388,6 +397,7 @@ def read_model(
             runs,
             torch.Generator().manual_seed(seed),
             precision,
+            [_self_weight(r) for r in readings],
         )
     session = ModelSession(model, blocks, tuple(args), call_kwargs, tuple(calls), work, run)
     return ExtractedModel(

@@ -102,6 +102,7 @@ def capture_generating(
     in its mode."""
     mode = model.training
     model.eval()
+    kwargs = {k: v for k, v in kwargs.items() if k != "use_cache"}  # the read's is False
     try:
         generates = callable(getattr(model, "generate", None)) and not args
         if generates and getattr(model, "can_generate", lambda: False)():
@@ -280,9 +281,10 @@ def set_record(model: nn.Module, blocks: Blocks, entries: list[dict[str, Any]]) 
         "stack": blocks.path,
         "layers": entries,
         "use_cache": bool(getattr(config, "use_cache", True)),
-        # the attention kernel the model ran with (transformers does not save it): loaded
-        # with another (SDPA for eager), the logits differ by float rounding
+        # the attention and experts kernels the model ran with (transformers does not save
+        # them): loaded with others (SDPA for eager), the logits differ by float rounding
         "attn_implementation": getattr(config, "_attn_implementation", None),
+        "experts_implementation": getattr(config, "_experts_implementation", None),
         "note": (
             "the integrators bf.rewire put on the blocks; reload with "
             "butcherflow.load_pretrained(dir) (transformers alone loads the original blocks)"
