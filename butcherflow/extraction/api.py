@@ -189,7 +189,7 @@ def rewire(
     state = next((a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)), None)
     with small_on_one_thread(state):
         try:
-            found = read_model(reading, args, kwargs, layers=layers, depth=False)
+            found = read_model(reading, args, kwargs, layers=layers, depth=False, shapes_only=True)
         except NoStack as missing:
             layer = copy.deepcopy(model).eval()
             one = _one_layer(layer, args, kwargs, None, (), 2, 0, None, missing)

@@ -46,7 +46,7 @@ class ChainField(Field):
             if self.seen is not None:
                 self.seen[(str(self.name), index)] = out
             value = first_output(out, self.name)
-        return value
+        return value.reshape(y.shape)  # a mixture of experts may return (tokens, d)
 
 
 @final

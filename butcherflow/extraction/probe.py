@@ -190,20 +190,35 @@ def first_output(out: Any, who: str) -> Tensor:
         return out[0]
     if isinstance(out, Mapping) and out and isinstance(next(iter(out.values())), Tensor):
         return next(iter(out.values()))  # a transformers ModelOutput: its first field
+    first = type(out[0]).__name__ if isinstance(out, (tuple, list)) and out else "nothing"
     raise ExtractionError(
-        f"{who} returns {type(out).__name__}; a field's last sub-module must return a tensor "
-        "(or a tuple whose first entry is one)"
+        f"{who} returns {type(out).__name__} whose first entry is {first}; valid: a module "
+        "returning a tensor, or a tuple, list or mapping whose first entry is one (a field's "
+        "value, a block's new state)"
     )
 
 
 def replace_output(out: Any, value: Tensor) -> Any:
-    """The output with its first tensor replaced by `value` (same structure)."""
+    """The output with its first tensor replaced by `value` (same structure: a tensor, a
+    tuple or list, a named tuple, a mapping such as a transformers ModelOutput)."""
     if isinstance(out, Tensor):
         return value
     if isinstance(out, Mapping):
         first = next(iter(out))
         return type(out)(**{**out, first: value})
+    if hasattr(out, "_fields"):  # a named tuple
+        return out._replace(**{out._fields[0]: value})
     return type(out)((value, *out[1:]))
+
+
+def same_tokens(value: Tensor, stage: Tensor) -> bool:
+    """A field value of the stage value's elements with its leading axes flattened (a mixture of
+    experts returning (tokens, d)), read in the stage value's shape."""
+    return (
+        value.shape != stage.shape
+        and value.numel() == stage.numel()
+        and value.shape[-1:] == stage.shape[-1:]
+    )
 
 
 @final
@@ -320,7 +335,8 @@ class Probe:
                     "qkv_receive_diff_residuals feed its attentions, is a field of several "
                     "states, which no declaration holds; valid: a field called on one state"
                 )
-            if value.shape != stage.shape:
+            flat = same_tokens(value, stage)
+            if value.shape != stage.shape and not flat:
                 raise ExtractionError(
                     f"{module_name(self.module)}: field '{chain.name}' ends in "
                     f"'{chain.paths[-1]}', which returns shape {tuple(value.shape)} for a stage "
@@ -331,10 +347,10 @@ class Probe:
             run.labels.append(chain.name)
             run.trail.append(("field", chain.name))
             if not probing:
-                run.values.append(value.detach().clone())
+                run.values.append(value.detach().clone().reshape(stage.shape))
                 return None
             noise = torch.randn(value.shape, dtype=torch.float64, generator=self.generator)
-            run.values.append(noise)
+            run.values.append(noise.reshape(stage.shape))
             return replace_output(out, noise.clone())  # the module may update it in place
 
         handles = [members[0].register_forward_pre_hook(start, with_kwargs=True)]

@@ -148,6 +148,8 @@ class Rewired(nn.Module):
         on = On(self.fields, (), record.width, record.streams, record.values)
         self.integrator = entry.build(method, on)
         self.whole = any(isinstance(f, LayerField) for f in self.fields.values())
+        if not self.whole:  # the whole layer returns its own other outputs
+            _refuse_inner_outputs(record, self.passed)
         read = set().union(*(b.reads() for bs in self.bindings.values() for b in bs))
         self.unread = tuple(
             k for k, v in captured.items() if v is None and k not in read and k != self.state
@@ -274,6 +276,22 @@ def _passed_outputs(record: LayerRecord) -> dict[int, tuple[str, int, int]]:
     return passed
 
 
+def _refuse_inner_outputs(record: LayerRecord, passed: Mapping[int, Any]) -> None:
+    """Refuse a layer that returns, beside its state, a tensor it computes itself (XLNet's
+    query stream): a rewired layer computes only the state, and would return stale values."""
+    returned = record.returned
+    if not isinstance(returned, (tuple, list)):
+        return
+    for index, value in enumerate(returned[1:], start=1):
+        if isinstance(value, Tensor) and index not in passed:
+            raise ExtractionError(
+                f"rewire: {record.name} returns a tensor of shape {tuple(value.shape)} beside "
+                f"its state (output {index}) that it computes itself, not a field's output "
+                "passed on (a second stream); a rewired layer computes its state only: valid: "
+                "a layer whose other outputs are None, caches or its fields' outputs"
+            )
+
+
 @final
 @dataclass(frozen=True)
 class Shell:
@@ -299,7 +317,10 @@ class Shell:
             return value
         if self.key:
             return self.kind(**{self.key: value})
-        return self.kind((value, *(extras.get(i) for i in range(1, self.size))))
+        rest = [extras.get(i) for i in range(1, self.size)]
+        if hasattr(self.kind, "_fields"):  # a named tuple
+            return self.kind(value, *rest)
+        return self.kind((value, *rest))
 
 
 def _item(out: Any, index: int) -> Any:

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..extraction.target import Target
 from .common import SEED
 
 VOCAB, WIDTH, LAYERS = 64, 32, 2
@@ -194,3 +195,33 @@ def tiny_ids(length: int = 6, batch: int = 2) -> torch.Tensor:
     """Token ids for a tiny model (seeded; no padding, no special tokens)."""
     generator = torch.Generator().manual_seed(SEED)
     return torch.randint(3, VOCAB, (batch, length), generator=generator)
+
+
+def causal_lm_target(model_type: str) -> Target:
+    """A tiny causal LM with its inputs, as `butcherflow extract` takes a model."""
+    model = tiny_causal_lm(model_type)
+    title = (
+        f"transformers.{architectures()[model_type]} ({model_type}: hidden size {WIDTH}, "
+        f"{getattr(model.config, 'num_hidden_layers', LAYERS)} layers, random weights)"
+    )
+    return Target(model, (), kwargs={"input_ids": tiny_ids()}, title=title)
+
+
+def llama_model() -> Target:
+    """`LlamaForCausalLM`, tiny (`butcherflow extract butcherflow.zoo:llama_model`)."""
+    return causal_lm_target("llama")
+
+
+def gpt2_model() -> Target:
+    """`GPT2LMHeadModel`, tiny: its blocks get their KV cache positionally."""
+    return causal_lm_target("gpt2")
+
+
+def gptj_model() -> Target:
+    """`GPTJForCausalLM`, tiny: attention and MLP in parallel on one norm."""
+    return causal_lm_target("gptj")
+
+
+def deepseek_v4_model() -> Target:
+    """`DeepseekV4ForCausalLM`, tiny: mHC's four streams across the stack."""
+    return causal_lm_target("deepseek_v4")

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from ...errors import ExtractionError
-from ..probe import first_output, module_name, tensor_input
+from ..probe import first_output, module_name, same_tokens, tensor_input
 
 FieldPaths = dict[str, tuple[str, ...]]
 
@@ -392,7 +392,8 @@ def discover(block: nn.Module, call: BlockCall) -> FieldPaths:
         start, end = chain[0], chain[-1]
         if k in read or start.input is None or end.output is None:
             continue
-        if end.output.shape != start.input.shape or not start.input.is_floating_point():
+        back = end.output.shape == start.input.shape or same_tokens(end.output, start.input)
+        if not back or not start.input.is_floating_point():
             continue
         paths = tuple(s.path for s in chain)
         if paths not in fields.values():  # a field called several times (a half step twice)

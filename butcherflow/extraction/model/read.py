@@ -236,14 +236,18 @@ def describe(method: Any) -> str:
     """A declaration in a few words: its family, its coefficients' shape, the catalog entry it
     equals."""
     table = method.to_table()
+
+    def listed(values: Sequence[Any]) -> str:
+        return "(" + ", ".join(str(v) for v in values) + ")"
+
     if "steps" in table:
         body = " ".join(f"{op}({c})" for op, c in table["steps"])
     elif "alpha" in table:
-        body = f"alpha {table['alpha']}, beta {table['beta']}"
+        body = f"alpha {listed(table['alpha'])}, beta {listed(table['beta'])}"
     elif "V" in table:
         body = f"{len(table['V'])} values, {len(table['A'])} stage(s)"
     elif "b" in table:
-        body = f"b = {table['b']}"
+        body = f"b = {listed(table['b'])}"
     else:
         body = ""
     known = recognised(method)
@@ -346,9 +350,12 @@ def read_model(
     precision: float | None = None,
     layers: Sequence[int] | None = None,
     depth: bool = True,
+    shapes_only: bool = False,
 ) -> ExtractedModel:
     """Read a whole model (see `api.extract`; `layers`: read only these blocks, `depth`:
-    read the depth method too)."""
+    read the depth method too; `shapes_only`: a block of the class and fields of one read
+    before shares its reading, which gives a rewiring its fields and groups, not its
+    coefficients)."""
     who = module_name(model)
     require_eval(model, who)
     call_kwargs = model_kwargs(model, kwargs, cache=False)
@@ -370,18 +377,20 @@ def read_model(
         )
     readings: list[Extracted] = []
     notes: list[str] = []
+    seen: dict[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], Extracted] = {}
     for i in chosen:
-        found, said = _layer(
-            blocks.modules[i],
-            calls[i],
-            fields,
-            streams,
-            frozen,
-            runs,
-            seed,
-            precision,
-            f"{who}.{names[i]}",
+        block = blocks.modules[i]
+        shape = (
+            module_name(block),
+            tuple(discover(block, calls[i]).items()) if fields is None else (),
         )
+        if shapes_only and shape in seen:
+            readings.append(seen[shape])
+            continue
+        found, said = _layer(
+            block, calls[i], fields, streams, frozen, runs, seed, precision, f"{who}.{names[i]}"
+        )
+        seen[shape] = found
         readings.append(found)
         notes += said
     work, run = None, None

@@ -179,6 +179,8 @@ def _run(target: LibraryTarget) -> tuple[Extracted | None, str, str, float | Non
         found = made.extract()
     except ExtractionError as refusal:
         return None, made.title, str(refusal), None
+    if not isinstance(found, Extracted):  # a model's reading is the sweep's table, not an entry
+        raise ExtractionError(f"{target.key}: a library entry is a layer with its fields")
     return found, made.title, "", found.verify()
 
 
