@@ -122,6 +122,11 @@ def run_benchmark(args: argparse.Namespace) -> int:
 
         run_extract(output=args.output, repeats=args.repeats, command=command)
         return 0
+    if args.what == "sweep":
+        from .sweep import run_sweep
+
+        run_sweep(output=args.output, command=command)
+        return 0
     if args.what == "bseries":
         from .bseries import run_bseries
 

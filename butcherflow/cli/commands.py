@@ -81,14 +81,25 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="run a benchmark and write docs/benchmarks.md")
     p.add_argument(
         "what",
-        choices=("order", "block", "streams", "beam", "floater", "train", "extract", "bseries"),
+        choices=(
+            "order",
+            "block",
+            "streams",
+            "beam",
+            "floater",
+            "train",
+            "extract",
+            "sweep",
+            "bseries",
+        ),
         help="order: prove the whole catalog, timed, beside NodePy; block: compiled blocks vs "
         "hand-written loops, then streams; streams: hyper-connection stacks (n = 4, every "
         "coefficient policy) vs the residual stack; beam: beam search with incremental caches "
         "(eager and compiled) vs recomputing every prefix; floater: a training step with "
         "FLOATER positions vs sinusoidal positions; train: training tokens/s, FLOPs, MFU and "
         "peak memory of recipes beside torch.nn.Transformer; extract: bf.extract with its proof "
-        "on one layer and on a 12-layer stack; "
+        "on one layer, on a 12-layer stack and on 12-layer causal LMs; sweep: every "
+        "causal LM of transformers read, rewired, generating and reloaded (docs/causal-lms.md); "
         "bseries: B-series, modified equation "
         "and symplecticity order of the catalog to order 8, SSP coefficients beside NodePy",
     )

@@ -376,6 +376,12 @@ def _one_field(
 ) -> Field:
     if field is None:
         field = next(iter(groups)) if len(groups) == 1 else "layer"
+    if field == "layer" and record.values > 1:  # the layer takes all streams, a stage one
+        raise ExtractionError(
+            f"rewire: '{method.name}' would call the whole of {record.name} as its field F, "
+            f"on one stream of its {record.values}; valid: a general linear method over its "
+            f"fields ({', '.join(chains)}), as its own reading is"
+        )
     if field == "layer":
         return LayerField(owner)
     if field not in known:
