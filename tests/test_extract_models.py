@@ -232,7 +232,7 @@ def test_a_folder_without_a_record_is_one_line(llama: nn.Module, tmp_path: Path)
         bf.load_pretrained(tmp_path)
 
 
-# The representative handful of the sweep (the whole of it: test_sweep_slow.py): a Llama-style
+# The representative handful of the sweep (the whole of it: test_sweep.py): a Llama-style
 # pre-norm block, GPT-2's positional cache, GPT-J's parallel branches, Gemma 2's sandwich
 # norms, Mixtral's mixture of experts, Mamba's one-field mixer, Bloom's residual inside the
 # attention (refused, with the reason).

@@ -110,7 +110,9 @@ def _candidates(model: nn.Module) -> list[tuple[str, Sequence[nn.Module]]]:
     return [
         (name, list(m))
         for name, m in model.named_modules()
-        if isinstance(m, (nn.ModuleList, nn.Sequential)) and len(m) >= 2
+        if isinstance(m, (nn.ModuleList, nn.Sequential))
+        and len(m) >= 2
+        and all(e is not None for e in m)  # x-transformers' norms hold None for "no norm"
     ]
 
 
