@@ -186,6 +186,7 @@ print(type(model.model.layers[0]).__name__, model.model.layers[0].method.name)
 """
 
 
+@pytest.mark.slow  # a fresh interpreter imports torch and transformers: ~10-35 s here
 def test_a_rewired_model_saved_reloads_rewired_in_a_fresh_process(
     llama: nn.Module, tmp_path: Path
 ) -> None:
