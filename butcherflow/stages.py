@@ -23,6 +23,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("savedir",),  # a run's files and the trained model they hold
     ("train",),  # the training loop
     ("generate",),  # beam search, translation, scoring
+    ("export",),  # a trained run as a Hugging Face folder (transformers loads it)
     ("experiments",),  # the papers' experiments
     ("gallery",),  # the docs gallery
     ("bench",),  # the benchmarks
