@@ -164,3 +164,17 @@ def test_extract_benchmark_rows_and_worst_cases(benchmarks_md: Path) -> None:
     text = benchmarks_md.read_text()
     assert "kept" in text and "<!-- bench:extract:start -->" in text
     assert "Worst layer: one tiny layer" in text and "Worst stack: two tiny layers" in text
+
+
+def test_extract_benchmark_times_a_whole_model_and_its_rewiring(benchmarks_md: Path) -> None:
+    pytest.importorskip("transformers")
+    from butcherflow.bench.extract import Case, run_extract
+    from butcherflow.zoo import llama_model
+
+    rows = run_extract(
+        benchmarks_md, 1, "butcherflow bench extract", (Case("model", "tiny", llama_model),)
+    )
+    assert rows[0].declaration == "splitting, order 1; depth order 1"
+    assert rows[0].rewire is not None and rows[0].difference < 1e-12
+    text = benchmarks_md.read_text()
+    assert "Worst model: tiny" in text and "Worst rewiring: tiny" in text

@@ -27,6 +27,7 @@ from ..errors import ButcherflowError
 from ..extraction import Extracted, ExtractedModel, rewire
 from ..extraction.target import Target
 from ..zoo import x_transformers_default, x_transformers_streams
+from ..zoo.causal_lm import architectures, tiny_config
 from . import write_section
 from .order import machine
 
@@ -64,9 +65,7 @@ def _rk4() -> Target:
 
 def _model(model_type: str) -> Target:
     """A 12-layer causal LM of transformers at the working size, with its inputs."""
-    import transformers
-
-    from ..zoo.causal_lm import architectures, tiny_config
+    import transformers  # the audit extra: imported when a model is timed
 
     sizes = {
         "num_hidden_layers": MODEL_LAYERS,
