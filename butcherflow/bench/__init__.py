@@ -101,7 +101,8 @@ def run_benchmark(args: argparse.Namespace) -> int:
     threads = getattr(args, "threads", None)
     set_threads(threads)
     given = f" --threads {threads}" if threads is not None else ""
-    command = f"butcherflow bench {args.what} --repeats {args.repeats}{given}"
+    repeats = "" if args.what == "sweep" else f" --repeats {args.repeats}"  # one run each
+    command = f"butcherflow bench {args.what}{repeats}{given}"
     if args.what == "order" and args.no_nodepy:
         command += " --no-nodepy"
     if str(args.output) != "docs/benchmarks.md":
