@@ -501,3 +501,21 @@ class ScaledState(nn.Module):
 def test_distinct_fields_with_the_state_scaled_are_refused() -> None:
     with pytest.raises(bf.ExtractionError, match=r"state scaled .*output \[\['1/2'\]\]"):
         bf.extract(ScaledState().eval(), _x(), fields={"attn": "attn", "mlp": "mlp"})
+
+
+class SecondStreamLayer(nn.Module):
+    """Returns beside its state a tensor it computes (XLNet's query stream)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn, self.mlp = _mlp(), _mlp()
+
+    def forward(self, x: torch.Tensor) -> tuple:
+        h = x + self.attn(x)
+        return h + self.mlp(h), 2 * h
+
+
+def test_a_layer_returning_a_tensor_it_computes_beside_its_state_is_not_rewired() -> None:
+    found = bf.extract(SecondStreamLayer().eval(), _x(), fields={"a": "attn", "m": "mlp"})
+    with pytest.raises(bf.ExtractionError, match=r"returns a tensor of shape .* \(output 1\)"):
+        found.rewire(found.method)

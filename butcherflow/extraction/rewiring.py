@@ -282,8 +282,9 @@ def _refuse_inner_outputs(record: LayerRecord, passed: Mapping[int, Any]) -> Non
     returned = record.returned
     if not isinstance(returned, (tuple, list)):
         return
+    given = {id(a) for a in (*record.args, *record.kwargs.values())}  # returned as it came
     for index, value in enumerate(returned[1:], start=1):
-        if isinstance(value, Tensor) and index not in passed:
+        if isinstance(value, Tensor) and index not in passed and id(value) not in given:
             raise ExtractionError(
                 f"rewire: {record.name} returns a tensor of shape {tuple(value.shape)} beside "
                 f"its state (output {index}) that it computes itself, not a field's output "
