@@ -189,3 +189,17 @@ def test_export_benchmark_times_each_step_and_the_total(
     total = sum(t for name, t in medians.items() if "(fresh process)" in name and "RUN" in name)
     total += next(t for name, t in medians.items() if name.startswith("from_pretrained"))
     assert f"**{total:.2f}**" in section and f"(target < {TARGET:g})" in section
+
+
+def test_extract_benchmark_times_a_whole_model_and_its_rewiring(benchmarks_md: Path) -> None:
+    pytest.importorskip("transformers")
+    from butcherflow.bench.extract import Case, run_extract
+    from butcherflow.zoo import llama_model
+
+    rows = run_extract(
+        benchmarks_md, 1, "butcherflow bench extract", (Case("model", "tiny", llama_model),)
+    )
+    assert rows[0].declaration == "splitting, order 1; depth order 1"
+    assert rows[0].rewire is not None and rows[0].difference < 1e-12
+    text = benchmarks_md.read_text()
+    assert "Worst model: tiny" in text and "Worst rewiring: tiny" in text

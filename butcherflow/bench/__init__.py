@@ -25,7 +25,10 @@ BENCHMARKS = {
     "train": "training tokens/s, FLOPs, MFU and peak memory of recipes beside "
     "torch.nn.Transformer (--task language_model: decoder-only recipes beside a nanoGPT-style "
     "GPT on packed windows)",
-    "extract": "bf.extract with its proof on one layer and on a 12-layer stack",
+    "extract": "bf.extract with its proof on one layer, on a 12-layer stack and on 12-layer "
+    "causal LMs (and bf.rewire on them)",
+    "sweep": "every causal LM of transformers read, rewired, generating and reloaded "
+    "(the table: causal-lms.md beside --output)",
     "bseries": "B-series, modified equation and symplecticity order of the catalog to order 8, "
     "SSP coefficients beside NodePy",
     "export": "butcherflow export of a small language model and its reload by transformers, "
@@ -147,7 +150,8 @@ def run_benchmark(args: argparse.Namespace) -> int:
     threads = getattr(args, "threads", None)
     set_threads(threads)
     given = f" --threads {threads}" if threads is not None else ""
-    command = f"butcherflow bench {args.what} --repeats {args.repeats}{given}"
+    repeats = "" if args.what == "sweep" else f" --repeats {args.repeats}"  # one run each
+    command = f"butcherflow bench {args.what}{repeats}{given}"
     if args.what == "order" and args.no_nodepy:
         command += " --no-nodepy"
     if str(args.output) != DEFAULT_OUTPUT:
@@ -176,6 +180,11 @@ def run_benchmark(args: argparse.Namespace) -> int:
         from .export import run_export
 
         run_export(output=args.output, repeats=args.repeats, command=command)
+        return 0
+    if args.what == "sweep":
+        from .sweep import run_sweep
+
+        run_sweep(output=args.output, command=command)
         return 0
     if args.what == "bseries":
         from .bseries import run_bseries
