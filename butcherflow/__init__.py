@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from . import nn
     from .assemble import LanguageModel, Recipe, Seq2Seq, load_recipe, warm_start
     from .compiler import CompiledBlock, compile, compile_stack
-    from .extraction import Extracted, extract
+    from .extraction import Extracted, ExtractedModel, extract, load_pretrained, rewire
 
 # The public names that need torch, and the stage that defines each.
 _WITH_TORCH = {
@@ -58,7 +58,10 @@ _WITH_TORCH = {
     "compile": ".compiler",
     "compile_stack": ".compiler",
     "Extracted": ".extraction",
+    "ExtractedModel": ".extraction",
     "extract": ".extraction",
+    "rewire": ".extraction",
+    "load_pretrained": ".extraction",
 }
 
 
@@ -87,6 +90,7 @@ __all__ = [
     "ContinuousDynamics",
     "DeclarationError",
     "Extracted",
+    "ExtractedModel",
     "ExtractionError",
     "GeneralLinear",
     "LanguageModel",
@@ -107,10 +111,12 @@ __all__ = [
     "compose",
     "extract",
     "load",
+    "load_pretrained",
     "load_recipe",
     "modified_equation",
     "modifying_integrator",
     "nn",
+    "rewire",
     "substitute",
     "symplectic",
     "warm_start",

@@ -12,6 +12,7 @@ from butcherflow.bench import order as bench_order
 from butcherflow.bench import replace_section, write_section
 from butcherflow.bench.order import NodepyResult, run_order
 from butcherflow.cli import main
+from butcherflow.errors import DeclarationError
 
 
 def fake_nodepy(name: str, repeats: int) -> NodepyResult:
@@ -103,6 +104,10 @@ def test_section_replacement_keeps_the_other_sections(tmp_path: Path) -> None:
     appended = replace_section(after, "training", "training numbers")
     assert appended.startswith(after.rstrip()) and appended.count("bench:training:") == 2
     file = tmp_path / "docs" / "benchmarks.md"
+    with pytest.raises(DeclarationError, match=r"--output.*does not exist"):  # no docs/ made
+        write_section(file, "block", "first")
+    assert not file.parent.exists()
+    file.parent.mkdir()
     write_section(file, "block", "first")
     write_section(file, "order", "second")
     write_section(file, "block", "third")
@@ -164,3 +169,37 @@ def test_extract_benchmark_rows_and_worst_cases(benchmarks_md: Path) -> None:
     text = benchmarks_md.read_text()
     assert "kept" in text and "<!-- bench:extract:start -->" in text
     assert "Worst layer: one tiny layer" in text and "Worst stack: two tiny layers" in text
+
+
+@pytest.mark.slow
+def test_export_benchmark_times_each_step_and_the_total(
+    benchmarks_md: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("transformers")
+    from tiny_run import lm_text
+
+    from butcherflow.bench.export import TARGET, run_export
+
+    monkeypatch.setenv("BUTCHERFLOW_CACHE", str(tmp_path / "cache"))
+    text = lm_text(tmp_path / "text")
+    medians = run_export(benchmarks_md, 1, "butcherflow bench export", str(text), preset="tiny")
+    assert len(medians) == 5 and all(t > 0 for t in medians.values())
+    section = benchmarks_md.read_text()
+    assert "kept" in section and "<!-- bench:export:start -->" in section
+    total = sum(t for name, t in medians.items() if "(fresh process)" in name and "RUN" in name)
+    total += next(t for name, t in medians.items() if name.startswith("from_pretrained"))
+    assert f"**{total:.2f}**" in section and f"(target < {TARGET:g})" in section
+
+
+def test_extract_benchmark_times_a_whole_model_and_its_rewiring(benchmarks_md: Path) -> None:
+    pytest.importorskip("transformers")
+    from butcherflow.bench.extract import Case, run_extract
+    from butcherflow.zoo import llama_model
+
+    rows = run_extract(
+        benchmarks_md, 1, "butcherflow bench extract", (Case("model", "tiny", llama_model),)
+    )
+    assert rows[0].declaration == "splitting, order 1; depth order 1"
+    assert rows[0].rewire is not None and rows[0].difference < 1e-12
+    text = benchmarks_md.read_text()
+    assert "Worst model: tiny" in text and "Worst rewiring: tiny" in text

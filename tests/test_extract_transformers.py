@@ -216,3 +216,52 @@ def test_gpt_neox_follows_its_parallel_residual_flag(parallel: bool) -> None:
     expected = bf.ButcherTableau if parallel else bf.Splitting
     assert isinstance(found.method, expected) and found.report.order == 1
     assert found.verify() < 1e-13
+
+
+def _gpt2() -> nn.Module:
+    import transformers
+
+    config = transformers.GPT2Config(
+        vocab_size=64,
+        n_embd=32,
+        n_layer=2,
+        n_head=4,
+        n_positions=32,
+        bos_token_id=0,
+        eos_token_id=1,
+    )
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    return transformers.GPT2LMHeadModel(config).eval()
+
+
+GPT2_FIELDS = {"attn": ("ln_1", "attn"), "mlp": ("ln_2", "mlp")}
+
+
+def test_gpt2_rewired_to_its_own_method_generates_its_tokens_with_the_cache() -> None:
+    """GPT-2 passes its cache positionally (`GPT2Block.forward(hidden_states, cache, ...)`):
+    bound by the layer's signature, each rewired attention gets the live cache, so greedy and
+    seeded sampling give the original's tokens with `use_cache=True` (the default)."""
+    import copy
+
+    model, ids = _gpt2(), libraries.hf_ids()
+    new = copy.deepcopy(model)
+    for i, layer in enumerate(new.transformer.h):
+        args, kwargs = libraries.layer_call(new, layer, input_ids=ids, use_cache=False)
+        found = bf.extract(layer, *args, fields=GPT2_FIELDS, **kwargs)
+        new.transformer.h[i] = found.rewire(found.method)
+    prompt = ids[:, :3]
+    for sample in (False, True):
+        torch.manual_seed(1)
+        expected = model.generate(prompt, max_new_tokens=8, do_sample=sample, pad_token_id=0)
+        torch.manual_seed(1)
+        got = new.generate(prompt, max_new_tokens=8, do_sample=sample, pad_token_id=0)
+        assert torch.equal(got, expected), f"do_sample={sample}"
+
+
+def test_a_gpt2_layer_with_a_positional_cache_is_refused_by_extraction() -> None:
+    model, ids = _gpt2(), libraries.hf_ids()
+    layer = model.transformer.h[0]
+    args, kwargs = libraries.layer_call(model, layer, input_ids=ids, use_cache=True)
+    with pytest.raises(bf.ExtractionError, match=r"gets a cache \(cache=DynamicCache\)"):
+        bf.extract(layer, *args, fields=GPT2_FIELDS, **kwargs)

@@ -206,3 +206,18 @@ def test_a_per_channel_residual_scale_is_refused_naming_the_residual() -> None:
     x = torch.randn(2, 5, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     with pytest.raises(ExtractionError, match=r"breaks in layers\.0\.2 \(Residual\).*per-channel"):
         bf.extract(encoder, x, fields=libraries.x_transformers.branches("af"))
+
+
+def test_a_whole_transformer_wrapper_is_refused_in_one_line_naming_its_stack() -> None:
+    # Its blocks sit in (norms, block, residual) triples the Decoder iterates, never calls: no
+    # list is a stack (its norms' lists hold None, which the search steps over); its Decoder
+    # reads as a layer with fields (test above).
+    from x_transformers import Decoder, TransformerWrapper
+
+    torch.manual_seed(0)
+    net = TransformerWrapper(
+        num_tokens=64, max_seq_len=16, attn_layers=Decoder(dim=16, depth=2, heads=2)
+    ).eval()
+    with pytest.raises(ExtractionError, match=r"attn_layers.layers.0 is called 0 time") as e:
+        extract(net, torch.randint(0, 64, (1, 5)))
+    assert "\n" not in str(e.value)

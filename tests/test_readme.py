@@ -65,6 +65,7 @@ def imported(source: str) -> set[str]:
 
 EXAMPLES = examples()
 NEEDS = {  # what `butcherflow.zoo` imports when its factories are called
+    "tiny_causal_lm": "transformers",
     "transformers_llama": "transformers",
     "x_transformers_default": "x_transformers",
 }

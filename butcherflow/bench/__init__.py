@@ -15,6 +15,31 @@ from ..assemble.recipe import OVERRIDES
 from ..devices import set_threads
 from ..errors import DeclarationError
 from ..experiments.catalog import PRESETS
+from ..tasks import LANGUAGE_MODEL, TRANSLATION
+
+# What `butcherflow bench WHAT` runs: the one list of benchmarks (the command's help, and its
+# answer when WHAT is left out).
+BENCHMARKS = {
+    "order": "prove the whole catalog, timed, beside NodePy",
+    "block": "compiled blocks vs hand-written loops, then streams",
+    "streams": "hyper-connection stacks (n = 4, every coefficient policy) vs the residual stack",
+    "beam": "beam search with incremental caches (eager and compiled) vs recomputing every prefix",
+    "floater": "a training step with FLOATER positions vs sinusoidal positions",
+    "train": "training tokens/s, FLOPs, MFU and peak memory of recipes beside "
+    "torch.nn.Transformer (--task language_model: decoder-only recipes beside a nanoGPT-style "
+    "GPT on packed windows)",
+    "extract": "bf.extract with its proof on one layer, on a 12-layer stack and on 12-layer "
+    "causal LMs (and bf.rewire on them)",
+    "sweep": "every causal LM of transformers read, rewired, generating and reloaded "
+    "(the table: causal-lms.md beside --output)",
+    "bseries": "B-series, modified equation and symplecticity order of the catalog to order 8, "
+    "SSP coefficients beside NodePy",
+    "export": "butcherflow export of a small language model and its reload by transformers, "
+    "each in a fresh process",
+}
+DEFAULT_OUTPUT = "docs/benchmarks.md"  # relative to the working directory: a checkout's root
+# `bench train --data`'s default by task: a translation corpus, or the target side alone
+TRAIN_DATA = {TRANSLATION.name: "bible:de-en", LANGUAGE_MODEL.name: "bible:en"}
 
 HEADER = (
     "# Benchmarks\n\n"
@@ -49,16 +74,31 @@ def write_section(path: str | Path, key: str, body: str) -> None:
 
     **Arguments:**
 
-    - `path`: the markdown file, e.g. `docs/benchmarks.md`.
+    - `path`: the markdown file, e.g. `docs/benchmarks.md`, in a folder that exists.
     - `key`: the benchmark's name.
     - `body`: the section's markdown.
 
-    **Returns:** nothing; the file is written.
+    **Returns:** nothing; the file is written and its path printed.
     """
     file = Path(path)
+    check_output(file)
     old = file.read_text(encoding="utf-8") if file.is_file() else ""
-    file.parent.mkdir(parents=True, exist_ok=True)
     file.write_text(replace_section(old, key, body), encoding="utf-8")
+    print(f"wrote section '{key}' of {file}")
+
+
+def check_output(path: str | Path) -> None:
+    """A markdown file a benchmark may write: in a folder that exists (a benchmark run in
+    another folder than a checkout's root must not create `docs/` there)."""
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise DeclarationError(
+            f"folder {str(folder)!r} does not exist (the default {DEFAULT_OUTPUT} is relative to "
+            "the working directory: run from a checkout's root)",
+            key="--output",
+            value=str(path),
+            valid="a .md file in an existing folder",
+        )
 
 
 def read_section(text: str, key: str) -> str | None:
@@ -109,19 +149,32 @@ def run_benchmark(args: argparse.Namespace) -> int:
 
     **Arguments:**
 
-    - `args`: parsed CLI arguments: `what` (`"order"`, `"block"` or `"beam"`), `output`, `repeats`,
-      `no_nodepy`, `threads` (torch's CPU threads; None keeps torch's default).
+    - `args`: parsed CLI arguments: `what` (a key of `BENCHMARKS`; None lists them), `output`,
+      `repeats`, `no_nodepy`, `threads` (torch's CPU threads; None keeps torch's default).
 
     **Returns:** the exit code, 0 (a missed target is reported, not an error).
     """
+    if args.what is None:  # `butcherflow bench`: what it can run
+        width = max(map(len, BENCHMARKS))
+        print("butcherflow bench WHAT, where WHAT is one of:")
+        for name, text in BENCHMARKS.items():
+            print(f"  {name:<{width}}  {text}")
+        print(f"Each writes its section of --output (default {DEFAULT_OUTPUT}).")
+        return 0
+    check_output(args.output)  # before minutes of measuring
     threads = getattr(args, "threads", None)
     set_threads(threads)
     given = f" --threads {threads}" if threads is not None else ""
-    command = f"butcherflow bench {args.what} --repeats {args.repeats}{given}"
+    repeats = "" if args.what == "sweep" else f" --repeats {args.repeats}"  # one run each
+    command = f"butcherflow bench {args.what}{repeats}{given}"
     if args.what == "order" and args.no_nodepy:
         command += " --no-nodepy"
-    if str(args.output) != "docs/benchmarks.md":
+    if str(args.output) != DEFAULT_OUTPUT:
         command += f" --output {args.output}"
+    if args.what == "train" and getattr(args, "task", None) == LANGUAGE_MODEL.name:
+        from .lm import run_from_args as run_lm
+
+        return run_lm(args, given)
     if args.what == "train":
         from .train import run_from_args
 
@@ -161,6 +214,16 @@ def run_benchmark(args: argparse.Namespace) -> int:
 
         run_extract(output=args.output, repeats=args.repeats, command=command)
         return 0
+    if args.what == "export":
+        from .export import run_export
+
+        run_export(output=args.output, repeats=args.repeats, command=command)
+        return 0
+    if args.what == "sweep":
+        from .sweep import run_sweep
+
+        run_sweep(output=args.output, command=command)
+        return 0
     if args.what == "bseries":
         from .bseries import run_bseries
 
@@ -175,9 +238,11 @@ def run_benchmark(args: argparse.Namespace) -> int:
         from .block import run_block
         from .streams import run_streams
 
+        if args.device != "auto":
+            command += f" --device {args.device}"
         if args.what == "block":
             run_block(output=args.output, repeats=args.repeats, command=command)
-        run_streams(output=args.output, repeats=args.repeats, command=command)
+        run_streams(args.output, args.repeats, command, device=args.device)
         return 0
     from .order import run_order
 
@@ -186,6 +251,9 @@ def run_benchmark(args: argparse.Namespace) -> int:
 
 
 __all__ = [
+    "BENCHMARKS",
+    "DEFAULT_OUTPUT",
+    "check_output",
     "preset_sizes",
     "read_section",
     "replace_section",

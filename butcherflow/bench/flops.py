@@ -17,18 +17,24 @@ import dataclasses
 import torch
 from torch import nn
 
-from ..assemble import Recipe, Seq2Seq
+from ..assemble import LanguageModel, Recipe, Seq2Seq
 from ..assemble.recipe import Side
 from ..compiler import CompiledBlock
 from ..data import Batch
 
 
-def forward_flops(model: Seq2Seq, batch: Batch, pad: int) -> int | None:
+def forward_flops(model: Seq2Seq | LanguageModel, batch: Batch, pad: int) -> int | None:
     """Forward FLOPs of `model` on `batch` (see the module docstring for what is counted).
 
     **Returns:** the count, or None when a block's count is chosen at run time.
     """
     src_len, tgt_len = batch.src.shape[1], batch.prev_output.shape[1]
+    output = 2 * int(model.embedding.tokens.weight.shape[1]) * model.embedding.tokens.num_embeddings
+    if isinstance(model, LanguageModel):  # the target side alone, causal self-attention
+        own = [block.flops(tgt_len, tgt_len) for block in _blocks(model.blocks)]
+        if any(c is None for c in own):
+            return None
+        return (sum(c[0] for c in own if c is not None) + output) * batch.ntokens
     counts = [block.flops(src_len, src_len) for block in _blocks(model.encoder)]
     counts += [block.flops(tgt_len, src_len) for block in _blocks(model.decoder)]
     if any(c is None for c in counts):
@@ -38,7 +44,7 @@ def forward_flops(model: Seq2Seq, batch: Batch, pad: int) -> int | None:
     per_source = sum(sum(c) for c in counts[:n_encoder] if c is not None)
     per_source += sum(c[1] for c in counts[n_encoder:] if c is not None)  # memory keys/values
     per_target = sum(c[0] for c in counts[n_encoder:] if c is not None)
-    per_target += 2 * int(model.embedding.tokens.weight.shape[1]) * model.vocab_size  # output
+    per_target += output
     return per_source * src_tokens + per_target * batch.ntokens
 
 

@@ -18,8 +18,9 @@ from typing import Any, final
 import torch
 from torch import nn
 
-from ..assemble import Seq2Seq, compile_blocks
-from ..data import Batch, EncodedSplit, collate, fit_buckets, make_batches
+from ..assemble import LanguageModel, Seq2Seq, compile_blocks
+from ..data import Batch, Split, collate, fit_buckets, make_batches
+from ..tasks import task_of_model
 from ..train.step import forward_backward, optimizer_step
 from .flops import forward_flops
 from .hardware import resident_bytes
@@ -41,7 +42,7 @@ class Entry:
     """A model being timed, and what its row needs."""
 
     model: nn.Module
-    counter: Seq2Seq  # whose blocks count the FLOPs
+    counter: Seq2Seq | LanguageModel  # whose blocks count the FLOPs (and name its task)
     compiled: bool
     plan: Plan  # the batches it trains on
     reference: str | None = None
@@ -57,7 +58,7 @@ class Entry:
 
 
 def plan_batches(
-    split: EncodedSplit, max_tokens: int, updates: int, buckets: str, on: torch.device
+    split: Split, max_tokens: int, updates: int, buckets: str, on: torch.device
 ) -> Plan:
     """The first `updates` batches of epoch 1, cut as `butcherflow train` cuts them with
     `buckets`, and the first batch of each distinct shape among them (the warm-up)."""
@@ -108,9 +109,10 @@ def take_turns(
             entry.flops = None if count is None or entry.flops is None else entry.flops + 3 * count
 
 
-def copy_model(model: Seq2Seq) -> Seq2Seq:
+def copy_model(model: Seq2Seq | LanguageModel) -> Seq2Seq | LanguageModel:
     """The same model with its own parameters (the eager twin of a compiled one)."""
-    copy = Seq2Seq(model.recipe, model.vocab_size, pad_index=model.pad_index)
+    vocab = model.embedding.tokens.num_embeddings
+    copy = type(model)(model.recipe, vocab, pad_index=model.pad_index)
     copy.load_state_dict(model.state_dict())
     return copy
 
@@ -129,6 +131,7 @@ def prepare(
     scaler = torch.amp.GradScaler(target.type, enabled=amp is torch.float16)
     # as `butcherflow train --compile` runs: block by block, dynamic shapes, the view trains
     run = compile_blocks(model, entry.sides) if entry.compiled else model
+    task = task_of_model(entry.counter)  # a decoder-only recipe reads the target side alone
 
     def step(batch: Batch) -> None:
         loss, _ = forward_backward(
@@ -140,6 +143,7 @@ def prepare(
             autocast=autocast,
             scaler=scaler,
             world_size=1,
+            task=task,
         )
         optimizer_step(optimizer, scaler, params, 0.0, math.isfinite(loss))
 

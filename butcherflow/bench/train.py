@@ -2,12 +2,15 @@
 
 The recipes (by default `transformer-small` and `ode-transformer-rk2-gated`) train beside
 `torch.nn.Transformer` at the same sizes (norm_first, the same embeddings and tied output
-projection, see `bench.block`) on the same real batches: the first batches of epoch 1 of the
-training split, cut by `--max-tokens` and `--buckets` as the loop cuts them. Each model takes the
-training loop's own step (`forward_backward` with the label-smoothed loss, then `optimizer_step`
-with AdamW), so the figure is what `butcherflow train` gets; with `--compile`, each block is
-compiled on its own, as `butcherflow train --compile` does (`assemble.compile_blocks`). The models
-take turns batch by batch, so load on the machine hits them alike. Before any step is timed,
+projection, see `bench.block`); a decoder-only recipe (`lm-*`, a `LanguageModel` on the target
+side) trains beside the residual LM at its sizes (its blocks replaced by y + F(y): `lm-residual`
+for `lm-hyper-connections` and `lm-mhc`); all on the same real batches: the first batches of epoch
+1 of the training split, cut by `--max-tokens` and `--buckets` as the loop cuts sentence pairs
+(`tasks.TRANSLATION`'s batches). Each model takes the training loop's own step
+(`forward_backward` with the label-smoothed loss, then `optimizer_step` with AdamW), so the
+figure is what `butcherflow train` gets; with `--compile`, each block is compiled on its own, as
+`butcherflow train --compile` does (`assemble.compile_blocks`). The models take turns batch by
+batch, so load on the machine hits them alike. Before any step is timed,
 every model takes `warmup` untimed passes over one batch of each distinct shape among the timed
 batches, so that every cache keyed by shape holds every timed shape: `torch.compile`'s graphs
 and, on Hopper GPUs, the cuDNN attention plans that PyTorch builds for each new (batch, length)
@@ -34,14 +37,16 @@ import functools
 import os
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
 import torch
+from torch import nn
 
-from ..assemble import Recipe, Seq2Seq, apply_param_budget, load_recipe
+from ..assemble import LanguageModel, Recipe, Seq2Seq, apply_param_budget, load_recipe, model_class
+from ..assemble.recipe import Side
 from ..data import (
     Vocabulary,
     build_vocabulary,
@@ -50,10 +55,17 @@ from ..data import (
     load_corpus,
 )
 from ..data.buckets import DEFAULT_RATIO
-from ..devices import resolve_device
+from ..devices import can_compile, resolve_device
 from ..errors import DeclarationError
-from ..train.config import TrainConfig, resolve_buckets, resolve_precision, resolve_recipe
-from . import preset_sizes, write_section
+from ..tasks import TRANSLATION
+from ..train.config import (
+    TRAIN_DEFAULTS,
+    TrainConfig,
+    resolve_buckets,
+    resolve_precision,
+    resolve_recipe,
+)
+from . import TRAIN_DATA, preset_sizes, write_section
 from .block import TorchTransformer
 from .flops import transformer_twin
 from .hardware import Peak, device_peak, process_peak_rss
@@ -147,10 +159,10 @@ def _tag(eager: bool, unbucketed: bool) -> str:
 
 def bench_train(
     *,
-    data: str = "bible:de-en",
+    data: str = TRAIN_DATA[TRANSLATION.name],
     recipes: Sequence[str] = RECIPES,
-    vocab_size: int = 8000,
-    max_tokens: int = 4096,
+    vocab_size: int = TRAIN_DEFAULTS["vocab_size"],
+    max_tokens: int = TRAIN_DEFAULTS["max_tokens"],
     updates: int = 20,
     warmup: int = 1,
     device: str = "auto",
@@ -185,9 +197,19 @@ def bench_train(
     and the device the models ran on.
     """
     overrides = dict(sizes or {})
-    base = TrainConfig(recipes[0], data, "-", device=device, precision=precision, buckets=buckets)
+    # the batches are sentence pairs, whatever the recipe: the translation task's buckets
+    base = TrainConfig(
+        recipes[0],
+        data,
+        "-",
+        device=device,
+        precision=precision,
+        buckets=buckets,
+        task=TRANSLATION.name,
+    )
     target = resolve_device(base.device)
     precision_name = resolve_precision(base, target)
+    compile = compile and can_compile(target.type)
     ladder = resolve_buckets(base, target)
     if compare_buckets and ladder == "off":
         raise DeclarationError(
@@ -243,17 +265,16 @@ def _entries(
     compile: bool,
     compare_eager: bool,
 ) -> dict[str, Entry]:
-    """Every model to time, by row name: each recipe and its `torch.nn.Transformer`, and their
-    copies (the same weights): eager (`compare_eager`), on unbucketed batches (`plans[True]`)."""
+    """Every model to time, by row name: each recipe and the row it is compared with
+    (`_reference`), and their copies (the same weights): eager (`compare_eager`), on unbucketed
+    batches (`plans[True]`)."""
     entries: dict[str, Entry] = {}
     eager_copies = (False, True) if compile and compare_eager else (False,)
     for name in recipes:
         recipe, compared = bench_recipe(name, data, overrides, len(vocab))
         torch.manual_seed(0)
-        ours = Seq2Seq(recipe, len(vocab), pad_index=vocab.pad)
-        d, h, f, e, dec = _sizes_of(compared)
-        reference = f"torch.nn.Transformer ({d}/{h}/{f}, {e}+{dec} layers)"
-        twin = transformer_twin(compared, len(vocab), vocab.pad)
+        ours = model_class(recipe)(recipe, len(vocab), pad_index=vocab.pad)
+        reference, twin, theirs_of, sides = _reference(compared, len(vocab), vocab.pad)
         for eager in eager_copies:
             for unbucketed, plan in plans.items():
                 tag = _tag(eager, unbucketed)
@@ -272,19 +293,46 @@ def _entries(
                 )
                 if reference + tag not in entries:
                     torch.manual_seed(0)  # the same weights for every copy
-                    with warnings.catch_warnings():  # "enable_nested_tensor ... norm_first"
-                        warnings.simplefilter("ignore", UserWarning)
-                        theirs = TorchTransformer(twin)
                     entries[reference + tag] = Entry(
-                        theirs,
+                        theirs_of(),
                         twin,
                         compiled,
                         plan,
                         eager=eager_twin and reference + eager_twin,
                         unbucketed=bucket_twin and reference + bucket_twin,
-                        sides=TorchTransformer.SIDES,
+                        sides=sides,
                     )
     return entries
+
+
+def _reference(
+    recipe: Recipe, vocab_size: int, pad: int
+) -> tuple[str, Seq2Seq | LanguageModel, Callable[[], nn.Module], Sequence[str] | None]:
+    """(row name, FLOP counter, maker of the model, its lists of blocks for `compile_blocks`)
+    of the row a recipe is compared with: `torch.nn.Transformer` at its sizes, or for a
+    decoder-only recipe the residual LM at its sizes (the same model with Euler blocks,
+    y + F(y): what `lm-residual` declares)."""
+    if model_class(recipe) is LanguageModel:
+        side = recipe.decoder or recipe.encoder  # a decoder-only recipe declares a decoder
+        assert side is not None
+        residual = dataclasses.replace(
+            recipe, name="lm-residual", decoder=Side(side.layers, "euler", field="san+ffn")
+        )
+        d, h, f = (int(recipe.sizes[k]) for k in ("d_model", "n_heads", "d_ffn"))
+        with torch.device("meta"):
+            counter = LanguageModel(residual, vocab_size, pad_index=pad)
+        name = f"lm-residual ({d}/{h}/{f}, {side.layers} layers)"
+        return name, counter, lambda: LanguageModel(residual, vocab_size, pad_index=pad), None
+    d, h, f, e, dec = _sizes_of(recipe)
+    twin = transformer_twin(recipe, vocab_size, pad)
+
+    def theirs() -> nn.Module:
+        with warnings.catch_warnings():  # "enable_nested_tensor ... norm_first": expected
+            warnings.simplefilter("ignore", UserWarning)
+            return TorchTransformer(twin)
+
+    name = f"torch.nn.Transformer ({d}/{h}/{f}, {e}+{dec} layers)"
+    return name, twin, theirs, TorchTransformer.SIDES
 
 
 def _rows(
@@ -376,17 +424,20 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
         "FLOPs: the model's, from its compiled blocks, forward + backward = 3 × forward "
         f"(`butcherflow.bench.flops`); {peak_text}; {memory_text}.",
         "",
-        "| model | parameters | target tokens/s | vs torch.nn.Transformer | compiled / eager "
-        "| GFLOP per target token | TFLOP/s | MFU | peak memory (MiB) |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "| model | parameters | target tokens/s | vs torch.nn.Transformer | vs lm-residual "
+        "| compiled / eager | GFLOP per target token | TFLOP/s | MFU | peak memory (MiB) |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for row in rows:
         ratio = _ratio(row, by_name.get(row.reference or ""))
+        lm = (row.reference or "").startswith("lm-residual")  # a decoder-only recipe's row
+        transformer, residual = ("", ratio) if lm else (ratio, "")
         eager = _ratio(row, by_name.get(row.eager or ""))
         per_token = None if row.flops is None else row.flops / row.tokens / 1e9
         memory = None if row.memory is None else row.memory / MIB
         lines.append(
-            f"| {row.name} | {row.parameters:,} | {row.tokens_per_s:,.0f} | {ratio} | {eager} | "
+            f"| {row.name} | {row.parameters:,} | {row.tokens_per_s:,.0f} | {transformer} | "
+            f"{residual} | {eager} | "
             f"{_cell(per_token, '{:.3g}')} | {_cell(row.tflops, '{:.3g}')} | "
             f"{_cell(row.mfu(peak), '{:.1%}')} | {_cell(memory, '{:,.0f}')} |"
         )
@@ -433,7 +484,7 @@ def run_from_args(args: argparse.Namespace, given: str = "") -> int:
     **Returns:** the exit code, 0.
     """
     options: dict[str, Any] = {
-        "data": args.data,
+        "data": args.data or TRAIN_DATA[TRANSLATION.name],
         "vocab_size": args.vocab_size,
         "max_tokens": args.max_tokens,
         "updates": args.updates,

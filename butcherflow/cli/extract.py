@@ -1,9 +1,12 @@
 """`butcherflow extract FACTORY`: the integrator a module computes, for a module you can name.
 
 FACTORY is `package.module:callable` (an installed package) or `path/to/file.py:callable`; the
-callable takes no arguments and returns a `butcherflow.extraction.Target` (the module, a call of it,
-its fields). `--fields`, `--streams` and `--frozen` replace the target's own. The audit's targets
-are factories too: `butcherflow extract butcherflow.zoo:x_transformers_macaron`.
+callable takes no arguments and returns a `butcherflow.extraction.Target`: a layer with a call of
+it and its fields, or a whole model with its inputs and no fields (its blocks and their fields
+are found: the output is the model's table, layer by layer, and its depth method). `--fields`,
+`--streams` and `--frozen` replace the target's own. The audit's targets are factories too:
+`butcherflow extract butcherflow.zoo:x_transformers_macaron`,
+`butcherflow extract butcherflow.zoo:gpt2_model`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import ExtractionError
-from ..extraction.render import round_trip_line, to_json, to_markdown
+from ..extraction import ExtractedModel
+from ..extraction.render import model_round_trip_line, round_trip_line, to_json, to_markdown
 from ..extraction.streams import Streams
 from ..extraction.target import FieldPaths, build_target
 
@@ -29,7 +33,7 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "factory",
         help="package.module:callable or path/to/file.py:callable returning a "
-        "butcherflow.extraction.Target",
+        "butcherflow.extraction.Target (a layer with its fields, or a model with its inputs)",
     )
     p.add_argument(
         "--fields",
@@ -84,5 +88,10 @@ def cmd_extract(args: argparse.Namespace) -> int:
         print(to_markdown(found, difference))
     else:
         title = f"{target.title}\n\n" if target.title else ""
-        print(f"{title}{found}\n\n{round_trip_line(difference, found.precision)}")
+        line = (
+            model_round_trip_line(found)
+            if isinstance(found, ExtractedModel)
+            else round_trip_line(difference, found.precision)
+        )
+        print(f"{title}{found}\n\n{line}")
     return 0

@@ -7,18 +7,21 @@ into batches whose padded size `max(size) * len(batch)` stays within `max_tokens
 the order of the batches is then shuffled. Both random steps use
 `numpy.random.default_rng((seed, epoch))`, so an epoch's batches are a pure function of
 `(seed, epoch)` (what a resumed run relies on). Without `shuffle` the order is fully sorted (ties by
-index), for validation and test.
+index), for validation and test. A language model's context windows (`packing.TokenBlocks`)
+are batched alike, a window's size being its length.
 
-With `widths` (each pair's bucket width, `LengthBuckets.fit`), batches are cut per width instead
-(`buckets.bucketed_batches`: `max_tokens // width` pairs each, both sides padded to the width by
-`collate`), so a split yields a few fixed shapes (`batch_shapes` counts them).
+With `widths` (each sample's bucket width, `LengthBuckets.fit`), batches are cut per width instead
+(`buckets.bucketed_batches`: `max_tokens // width` samples each, both sides padded to the width by
+`collate`), so a split yields a few fixed shapes (`batch_shapes` counts them). Whether a run's
+batches take buckets is its task's call (`tasks.Task.buckets`: sentence pairs do, a language
+model's fixed-length windows do not).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import final
+from typing import Protocol, final
 
 import numpy as np
 import torch
@@ -63,6 +66,36 @@ class Batch:
         return int(self.src.shape[0])
 
 
+class Split(Protocol):
+    """What `make_batches` and `collate` take: a split of samples that knows its sizes and pads
+    its own batches (`EncodedSplit`: sentence pairs; `packing.TokenBlocks`: context windows)."""
+
+    def __len__(self) -> int: ...
+
+    def sizes(self) -> np.ndarray:
+        """`(N,)` int64: each sample's padded size, what the token budget counts."""
+        ...
+
+    def lengths(self) -> tuple[np.ndarray, np.ndarray]:
+        """`(source lengths, target lengths)`, the sort keys of the batches."""
+        ...
+
+    def padded_widths(self, indices: Sequence[int]) -> tuple[int, int]:
+        """`(source width, target width)` that `collate` pads the samples at `indices` to
+        without a bucket width."""
+        ...
+
+    def collate(self, indices: list[int], width: int | None = None) -> Batch:
+        """The samples at `indices`, padded into a `Batch` (with `width`: both sides padded to
+        it, a bucket's width, at least the samples' sizes)."""
+        ...
+
+    @property
+    def text_bytes(self) -> int | None:
+        """UTF-8 bytes of the text the targets cover (for bits per byte), or None."""
+        ...
+
+
 @final
 @dataclass(frozen=True)
 class EncodedSplit:
@@ -89,6 +122,45 @@ class EncodedSplit:
         src = np.fromiter((len(s) for s in self.src), dtype=np.int64, count=len(self))
         tgt = np.fromiter((len(t) + 1 for t in self.tgt), dtype=np.int64, count=len(self))
         return np.maximum(src, tgt)
+
+    @property
+    def text_bytes(self) -> int | None:
+        """None: bits per byte is a language model's measure (`packing.TokenBlocks`)."""
+        return None
+
+    def lengths(self) -> tuple[np.ndarray, np.ndarray]:
+        """`(source lengths, target lengths)` of the pairs (no bos/eos)."""
+        src = np.fromiter((len(s) for s in self.src), dtype=np.int64, count=len(self))
+        tgt = np.fromiter((len(t) for t in self.tgt), dtype=np.int64, count=len(self))
+        return src, tgt
+
+    def padded_widths(self, indices: Sequence[int]) -> tuple[int, int]:
+        """`(S, T)` of the pairs at `indices`: `S = max(len(src))` (at least 1),
+        `T = max(len(tgt)) + 1`."""
+        source = max(1, max(len(self.src[i]) for i in indices))
+        return source, max(len(self.tgt[i]) for i in indices) + 1
+
+    def collate(self, indices: list[int], width: int | None = None) -> Batch:
+        """Pad the pairs at `indices` into a `Batch`: `prev_output` starts with bos, `target`
+        ends with eos, both padded to `T`; `src` padded to `S` (`padded_widths`); with `width`
+        (a bucket's), both sides padded to it instead."""
+        if not indices:
+            raise ValueError("collate: empty batch")
+        src = [self.src[i] for i in indices]
+        tgt = [self.tgt[i] for i in indices]
+        prev_output = [[Vocabulary.bos, *t] for t in tgt]
+        target = [[*t, Vocabulary.eos] for t in tgt]
+        if width is None:
+            source_width, target_width = self.padded_widths(indices)
+        else:
+            source_width = target_width = width
+        return Batch(
+            src=pad_rows(src, source_width),
+            prev_output=pad_rows(prev_output, target_width),
+            target=pad_rows(target, target_width),
+            ntokens=sum(len(t) for t in target),
+            indices=torch.tensor(indices, dtype=torch.long),
+        )
 
 
 def encode_split(
@@ -118,24 +190,15 @@ def encode_split(
     return EncodedSplit(src, tgt)
 
 
-def target_side(split: EncodedSplit) -> EncodedSplit:
-    """The target sentences alone, with empty sources: what a language model trains on.
-
-    A pair's size becomes `len(tgt) + 1`, so batches are cut on the target side only; `collate`
-    then gives `src` one pad column, which a `LanguageModel` never reads.
-    """
-    return EncodedSplit([[] for _ in split.tgt], split.tgt)
-
-
-def fit_buckets(split: EncodedSplit, spec: str) -> np.ndarray | None:
-    """Each pair's width under the bucket ladder `spec` (`LengthBuckets.parse`), or None for
+def fit_buckets(split: Split, spec: str) -> np.ndarray | None:
+    """Each sample's width under the bucket ladder `spec` (`LengthBuckets.parse`), or None for
     `off`: what `make_batches` and `collate` take as `widths`."""
     buckets = LengthBuckets.parse(spec)
     return None if buckets is None else buckets.fit(split.sizes())
 
 
 def make_batches(
-    split: EncodedSplit,
+    split: Split,
     max_tokens: int,
     *,
     shuffle: bool,
@@ -147,12 +210,12 @@ def make_batches(
 
     **Arguments:**
 
-    - `split`: the encoded pairs.
+    - `split`: the encoded pairs (or a language model's context windows).
     - `max_tokens`: the budget of padded positions per batch, `max(size) * len(batch)` (with
       `widths`: `width * len(batch)`).
     - `shuffle`: random tie-break and shuffled batch order (training) or sorted order (evaluation).
     - `seed`, `epoch`: the random stream is `numpy.random.default_rng((seed, epoch))`.
-    - `widths`: each pair's bucket width (`LengthBuckets.fit`), or None: no buckets.
+    - `widths`: each sample's bucket width (`LengthBuckets.fit`), or None: no buckets.
 
     **Returns:**
 
@@ -167,14 +230,15 @@ def make_batches(
     largest = int(sizes.argmax())
     if sizes[largest] > max_tokens:
         raise DeclarationError(
-            f"pair {largest} needs {int(sizes[largest])} positions (max of source length and "
-            "target length + 1), more than the token budget",
+            f"sample {largest} needs {int(sizes[largest])} positions (a pair: the max of its "
+            "source length and target length + 1; a context window: its length), more than "
+            "the token budget",
             key="--max-tokens",
             value=max_tokens,
-            valid=f"--max-tokens >= {int(sizes[largest])}, or a smaller max_positions",
+            valid=f"--max-tokens >= {int(sizes[largest])}, or a smaller max_positions "
+            "(--tokens-per-sample for a language model)",
         )
-    src_len = np.fromiter((len(s) for s in split.src), dtype=np.int64, count=len(split))
-    tgt_len = np.fromiter((len(t) for t in split.tgt), dtype=np.int64, count=len(split))
+    src_len, tgt_len = split.lengths()
     rng = np.random.default_rng((seed, epoch))
     tie = rng.permutation(len(split)) if shuffle else np.arange(len(split))
     order = np.lexsort((tie, tgt_len, src_len))  # the last key is the primary one
@@ -188,7 +252,7 @@ def make_batches(
 
 
 def _sorted_batches(order: np.ndarray, sizes: np.ndarray, max_tokens: int) -> list[list[int]]:
-    """The pairs in `order`, cut greedily where the next pair would overrun the budget."""
+    """The samples in `order`, cut greedily where the next one would overrun the budget."""
     batches: list[list[int]] = []
     current: list[int] = []
     width = 0
@@ -204,21 +268,16 @@ def _sorted_batches(order: np.ndarray, sizes: np.ndarray, max_tokens: int) -> li
 
 
 def batch_shapes(
-    split: EncodedSplit, batches: Sequence[list[int]], widths: np.ndarray | None = None
+    split: Split, batches: Sequence[list[int]], widths: np.ndarray | None = None
 ) -> set[tuple[int, int, int]]:
-    """The distinct `(pairs, source width, target width)` shapes `collate` gives `batches`."""
+    """The distinct `(rows, source width, target width)` shapes `collate` gives `batches`."""
     if widths is not None:
         return {(len(b), w, w) for b in batches for w in [int(widths[b].max())]}
-    return {(len(b), *_widths(split, b)) for b in batches}
+    return {(len(b), *split.padded_widths(b)) for b in batches}
 
 
-def _widths(split: EncodedSplit, indices: Sequence[int]) -> tuple[int, int]:
-    """The source and target widths of the pairs at `indices`, unbucketed."""
-    source = max(1, max(len(split.src[i]) for i in indices))
-    return source, max(len(split.tgt[i]) for i in indices) + 1
-
-
-def _pad(rows: Sequence[list[int]], width: int) -> Tensor:
+def pad_rows(rows: Sequence[list[int]], width: int) -> Tensor:
+    """`(len(rows), width)` long: the rows right-padded with `Vocabulary.pad`."""
     out = torch.full((len(rows), width), Vocabulary.pad, dtype=torch.long)
     for i, row in enumerate(rows):
         if row:
@@ -226,35 +285,16 @@ def _pad(rows: Sequence[list[int]], width: int) -> Tensor:
     return out
 
 
-def collate(split: EncodedSplit, indices: list[int], widths: np.ndarray | None = None) -> Batch:
-    """Pad the pairs at `indices` into a `Batch` (shapes in `Batch`'s docstring).
+def collate(split: Split, indices: list[int], widths: np.ndarray | None = None) -> Batch:
+    """Pad the samples at `indices` into a `Batch` (shapes in `Batch`'s docstring; each split
+    pads its own kind: `EncodedSplit.collate`, `TokenBlocks.collate`).
 
     **Arguments:**
 
-    - `split`: the encoded pairs.
-    - `indices`: which pairs, in batch order.
-    - `widths`: each pair's bucket width (`LengthBuckets.fit`), or None: no buckets.
-
-    **Returns:**
-
-    The `Batch`: `prev_output` starts with bos, `target` ends with eos, both padded to
-    `T = max(len(tgt)) + 1`; `src` padded to `S = max(len(src))` (at least 1). With `widths`,
-    both sides are padded to the largest width of the batch's pairs instead.
+    - `split`: the encoded pairs (or a language model's context windows).
+    - `indices`: which samples, in batch order.
+    - `widths`: each sample's bucket width (`LengthBuckets.fit`), or None: no buckets. With
+      `widths`, both sides are padded to the largest width of the batch's samples.
     """
-    if not indices:
-        raise ValueError("collate: empty batch")
-    src = [split.src[i] for i in indices]
-    tgt = [split.tgt[i] for i in indices]
-    prev_output = [[Vocabulary.bos, *t] for t in tgt]
-    target = [[*t, Vocabulary.eos] for t in tgt]
-    if widths is None:
-        source_width, target_width = _widths(split, indices)
-    else:
-        source_width = target_width = int(widths[indices].max())
-    return Batch(
-        src=_pad(src, source_width),
-        prev_output=_pad(prev_output, target_width),
-        target=_pad(target, target_width),
-        ntokens=sum(len(t) for t in target),
-        indices=torch.tensor(indices, dtype=torch.long),
-    )
+    width = None if widths is None else int(widths[indices].max())
+    return split.collate(indices, width)

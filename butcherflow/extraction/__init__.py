@@ -6,9 +6,22 @@ another integrator on the same sub-modules.
 The package is named `extraction`, not `extract`, so that importing it never rebinds the
 attribute `bf.extract` (the function) to a module."""
 
-from .api import extract
+from .api import extract, rewire
 from .declare import Declared
+from .model.depth import Depth
+from .model.pretrained import load_pretrained
+from .model.read import ExtractedModel
 from .result import Extracted, Variation
 from .target import Target
 
-__all__ = ["Declared", "Extracted", "Target", "Variation", "extract"]
+__all__ = [
+    "Declared",
+    "Depth",
+    "Extracted",
+    "ExtractedModel",
+    "Target",
+    "Variation",
+    "extract",
+    "load_pretrained",
+    "rewire",
+]

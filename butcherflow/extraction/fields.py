@@ -9,7 +9,7 @@ from typing import Any, final
 from torch import Tensor, nn
 
 from ..nn import Context, Field
-from .probe import Call, first_output, replace_input
+from .probe import Call, first_output
 
 # Member i's call (arguments with the stage value's place) for the call in progress.
 Arguments = Callable[[int], Call]
@@ -34,14 +34,19 @@ class ChainField(Field):
         self.name, self.needs_memory, self.has_self_attention = name, False, False
         self.members = tuple(members)
         self.arguments = arguments
+        # (field, member index) -> the member's last output, while a rewired layer listens
+        # (the outputs it passes on, as a legacy cache's present)
+        self.seen: dict[tuple[str, int], Any] | None = None
 
     def forward(self, y: Tensor, ctx: Context | None = None, slot: int = 0) -> Tensor:
         value = y
         for index, member in enumerate(self.members):
-            call = self.arguments(index)
-            args, kwargs = replace_input(call.args, call.kwargs, call.where, value)
-            value = first_output(member(*args, **kwargs), self.name)
-        return value
+            args, kwargs = self.arguments(index).given(value)
+            out = member(*args, **kwargs)
+            if self.seen is not None:
+                self.seen[(str(self.name), index)] = out
+            value = first_output(out, self.name)
+        return value.reshape(y.shape)  # a mixture of experts may return (tokens, d)
 
 
 @final

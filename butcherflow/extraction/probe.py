@@ -23,10 +23,6 @@ from torch.overrides import TorchFunctionMode
 
 from ..errors import ExtractionError
 
-# Keywords under which a layer gets a KV cache: it grows with every call, so a layer called
-# more than once per step with it (extraction's probe runs, a rewired field run twice) breaks
-CACHE_KEYWORDS = ("cache", "past_key_value", "past_key_values", "layer_past")
-
 # Where a call's tensor input sits: ("arg", position) or ("kw", keyword).
 Where = tuple[str, Any]
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -44,11 +40,20 @@ class Chain:
 @final
 @dataclass(frozen=True)
 class Call:
-    """How a member of a chain was called: its arguments, with the stage value at `where`."""
+    """How a member of a chain was called: its arguments, with the stage value at `where`
+    (and at `also`: the same tensor passed again, as self-attention's keys and values)."""
 
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     where: Where
+    also: tuple[Where, ...] = ()
+
+    def given(self, value: Tensor) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The arguments with `value` as the stage value (at `where` and `also`)."""
+        args, kwargs = replace_input(self.args, self.kwargs, self.where, value)
+        for place in self.also:
+            args, kwargs = replace_input(args, kwargs, place, value)
+        return args, kwargs
 
 
 @dataclass
@@ -167,6 +172,16 @@ def replace_input(
     return tuple(new_args), new_kwargs
 
 
+def same_input_call(args: tuple[Any, ...], kwargs: Mapping[str, Any], where: Where) -> Call:
+    """A recorded call, with the other places that get the stage value itself (`also`)."""
+    stage = read(args, kwargs, where)
+    also: list[Where] = [
+        ("arg", i) for i, a in enumerate(args) if a is stage and ("arg", i) != where
+    ]
+    also += [("kw", k) for k, v in kwargs.items() if v is stage and ("kw", k) != where]
+    return Call(tuple(args), dict(kwargs), where, tuple(also))
+
+
 def first_output(out: Any, who: str) -> Tensor:
     """A module's output tensor: the output itself, or the first entry of a tuple or list."""
     if isinstance(out, Tensor):
@@ -175,31 +190,35 @@ def first_output(out: Any, who: str) -> Tensor:
         return out[0]
     if isinstance(out, Mapping) and out and isinstance(next(iter(out.values())), Tensor):
         return next(iter(out.values()))  # a transformers ModelOutput: its first field
+    first = type(out[0]).__name__ if isinstance(out, (tuple, list)) and out else "nothing"
     raise ExtractionError(
-        f"{who} returns {type(out).__name__}; a field's last sub-module must return a tensor "
-        "(or a tuple whose first entry is one)"
+        f"{who} returns {type(out).__name__} whose first entry is {first}; valid: a module "
+        "returning a tensor, or a tuple, list or mapping whose first entry is one (a field's "
+        "value, a block's new state)"
     )
 
 
 def replace_output(out: Any, value: Tensor) -> Any:
-    """The output with its first tensor replaced by `value` (same structure)."""
+    """The output with its first tensor replaced by `value` (same structure: a tensor, a
+    tuple or list, a named tuple, a mapping such as a transformers ModelOutput)."""
     if isinstance(out, Tensor):
         return value
     if isinstance(out, Mapping):
         first = next(iter(out))
         return type(out)(**{**out, first: value})
+    if hasattr(out, "_fields"):  # a named tuple
+        return out._replace(**{out._fields[0]: value})
     return type(out)((value, *out[1:]))
 
 
-def with_output(template: Any, value: Tensor) -> Any:
-    """`value` in the structure of a module's output `template` (a tensor, or a tuple whose
-    other entries become None: a rewired layer has no attention weights of its own)."""
-    if isinstance(template, Tensor):
-        return value
-    if isinstance(template, Mapping):
-        first = next(iter(template))
-        return type(template)(**{first: value})
-    return type(template)((value, *([None] * (len(template) - 1))))
+def same_tokens(value: Tensor, stage: Tensor) -> bool:
+    """A field value of the stage value's elements with its leading axes flattened (a mixture of
+    experts returning (tokens, d)), read in the stage value's shape."""
+    return (
+        value.shape != stage.shape
+        and value.numel() == stage.numel()
+        and value.shape[-1:] == stage.shape[-1:]
+    )
 
 
 @final
@@ -224,6 +243,7 @@ class Probe:
         self.generator = torch.Generator().manual_seed(seed)
         self.replay: dict[str, list[Any]] = {path: [] for path in self.frozen}
         self.templates: dict[str, list[Call]] = {}  # per field, each member's first call
+        self.outputs: dict[str, list[Any]] = {}  # per field, each member's first output
         members = {p for c in chains for p in c.paths}
         # dropout is the identity in eval mode: never where linearity breaks
         self.watched = [
@@ -272,8 +292,10 @@ class Probe:
         members = [self.module.get_submodule(p) for p in chain.paths]
         who = f"{module_name(self.module)}.{chain.paths[0]} (field '{chain.name}')"
         calls: list[Call] = []
+        outputs: list[Any] = []
         if ref:
             self.templates[chain.name] = calls
+            self.outputs[chain.name] = outputs
 
         def start(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             where = tensor_input(args, kwargs, who)
@@ -284,7 +306,14 @@ class Probe:
             def hook(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
                 if len(calls) == index:
                     place = f"{module_name(self.module)}.{chain.paths[index]}"
-                    calls.append(Call(args, dict(kwargs), tensor_input(args, kwargs, place)))
+                    calls.append(same_input_call(args, kwargs, tensor_input(args, kwargs, place)))
+
+            return hook
+
+        def returned(index: int) -> Any:
+            def hook(module: nn.Module, args: Any, out: Any) -> None:
+                if len(outputs) == index:
+                    outputs.append(out)
 
             return hook
 
@@ -306,7 +335,8 @@ class Probe:
                     "qkv_receive_diff_residuals feed its attentions, is a field of several "
                     "states, which no declaration holds; valid: a field called on one state"
                 )
-            if value.shape != stage.shape:
+            flat = same_tokens(value, stage)
+            if value.shape != stage.shape and not flat:
                 raise ExtractionError(
                     f"{module_name(self.module)}: field '{chain.name}' ends in "
                     f"'{chain.paths[-1]}', which returns shape {tuple(value.shape)} for a stage "
@@ -317,10 +347,10 @@ class Probe:
             run.labels.append(chain.name)
             run.trail.append(("field", chain.name))
             if not probing:
-                run.values.append(value.detach().clone())
+                run.values.append(value.detach().clone().reshape(stage.shape))
                 return None
             noise = torch.randn(value.shape, dtype=torch.float64, generator=self.generator)
-            run.values.append(noise)
+            run.values.append(noise.reshape(stage.shape))
             return replace_output(out, noise.clone())  # the module may update it in place
 
         handles = [members[0].register_forward_pre_hook(start, with_kwargs=True)]
@@ -329,6 +359,7 @@ class Probe:
                 m.register_forward_pre_hook(record(i), with_kwargs=True)
                 for i, m in enumerate(members)
             ]
+            handles += [m.register_forward_hook(returned(i)) for i, m in enumerate(members)]
         handles.append(members[-1].register_forward_hook(finish, with_kwargs=True))
         return handles
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, final
+from typing import Any, final
 
 import numpy as np
 import tomli_w
@@ -14,20 +14,15 @@ import torch
 from torch import Tensor, nn
 
 from ..analysis import Report, check
-from ..compiler import compile as compile_method
-from ..compiler import compile_stack
-from ..methods import (
-    AdditiveRungeKutta,
-    ButcherTableau,
-    LinearMultistep,
-    Method,
-    Splitting,
-)
+from ..errors import ExtractionError
+from ..methods import Method
 from ..nn import Field
-from .declare import NUMERIC_DIGITS, Declared, declare
+from .declare import Declared, declare
 from .evaluate import evaluate_glm
+from .families import On, wiring
 from .fields import ChainField, SumField
 from .probe import Call, Chain, small_on_one_thread
+from .rewiring import FieldChoice, LayerRecord, Rewired, rewire_layer
 from .solve import (
     EXACT_TOLERANCE,
     FLOAT32_PRECISION,
@@ -36,12 +31,14 @@ from .solve import (
     fixed_tolerance,
     residual_tolerance,
 )
-from .streams import Streams
-
-if TYPE_CHECKING:
-    from .rewire import Rewired
+from .streams import Streams, stream_count
 
 PROPERTY_TOLERANCE = 1e-9  # how close a per-token row sum must be to 1 to count as 1
+# The largest `verify()` of a right reading of a float64 module: the declaration recompiled on
+# the module's own sub-modules reproduces its output to float64 round-off (~1e-15 of its size;
+# sums of a few dozen terms, as a 24-branch stack, stay below 1e-13). The one home of this
+# bound: tests and the sweep import it.
+ROUND_TRIP = 1e-12
 
 
 @final
@@ -132,7 +129,7 @@ class Session:
     """What extraction ran on, kept for `verify` and `rewire` (not part of the result's value).
 
     - `original`: the user's module; `work`: its float64 copy the probes ran on.
-    - `chains`, `templates`: the fields and each member's recorded call.
+    - `chains`, `templates`, `outputs`: the fields, each member's recorded call and output.
     - `args`, `kwargs`: the float64 call; `state`: its state tensor; `output`: the reference
       output; `returned`: the output as the module returned it (its structure); `stage_shapes`:
       the shape of each stage value.
@@ -142,6 +139,7 @@ class Session:
     work: nn.Module
     chains: tuple[Chain, ...]
     templates: dict[str, list[Call]]
+    outputs: dict[str, list[Any]]
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     state: Tensor
@@ -159,7 +157,7 @@ class Extracted:
 
     - `method`: the declaration (for coefficients varying per token: the one at the first
       token; every token's is in `varies`).
-    - `report`: `bf.check(method)`.
+    - `report`: `bf.check(method)` (proved when first read).
     - `varies`: a `Variation` (falsy when the coefficients are fixed).
     - `fields`: field name -> the module's sub-module paths.
     - `declared`: how the declaration's fields map to the module's (`groups`), and notes.
@@ -169,13 +167,18 @@ class Extracted:
 
     module: str
     method: Method
-    report: Report
     varies: Variation
     fields: dict[str, tuple[str, ...]]
     declared: Declared
     fit: Fit
     streams: Streams
     session: Session = field(repr=False, compare=False)
+    seconds: tuple[str, ...] = ()  # second states read beside the state (`layer.SecondStates`)
+
+    @functools.cached_property
+    def report(self) -> Report:
+        """`bf.check(method)`, proved on first use (a rewiring needs the reading only)."""
+        return check(self.method)
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -236,16 +239,20 @@ class Extracted:
         """
         s = self.session
         fields = self.declared_fields(self.field_modules())
-        width: dict[str, Any] = {"d_model": int(s.state.shape[-1])}
+        on = On(
+            fields,
+            self.declared.stage_fields,
+            int(s.state.shape[-1]),
+            self.streams,
+            stream_count(s.state, self.streams),
+        )
         with torch.no_grad(), small_on_one_thread(s.state):
-            if not self.varies.token and isinstance(self.method, ButcherTableau):
-                out = compile_method(self.method, field=fields["F"], **width)(s.state, check=False)
-            elif not self.varies.token and isinstance(self.method, (Splitting, AdditiveRungeKutta)):
-                block = compile_method(self.method, fields=fields, share=True, **width)
-                out = block(s.state, check=False)
-            elif not self.varies.token and isinstance(self.method, LinearMultistep):
-                layers = [fields[g] for g in self.declared.stage_fields]
-                out = compile_stack(self.method, fields=layers, **width)(s.state, check=False)
+            runs = not self.varies.token and all(
+                op in fields for op in wiring(self.method).operators(self.method)
+            )
+            step = wiring(self.method).run(self.method, on) if runs else None
+            if step is not None:
+                out = step(s.state)
             else:
                 stage = [fields[g] for g in self.declared.stage_fields]
                 coefficients: tuple[np.ndarray, ...] = (
@@ -273,11 +280,39 @@ class Extracted:
         name = f"{self.module}-token-{token}"
         return declare(*coefficients, labels=f.labels, name=name, precision=self.precision).method
 
-    def rewire(self, method: Method, field: str | None = None) -> Rewired:
-        """A module computing `method` on this module's own sub-modules (see `rewire.rewire`)."""
-        from .rewire import rewire
+    def record(self) -> LayerRecord:
+        """The module, its fields and the call read, as `rewire_layer` takes them."""
+        if self.seconds:
+            raise ExtractionError(
+                f"rewire: {self.module} reads {', '.join(self.seconds)} beside its state (a "
+                "general linear method over both); a rewired layer computes one state from "
+                "its state: valid: a layer whose fields read its state alone"
+            )
+        s = self.session
+        return LayerRecord(
+            module=s.original,
+            name=self.module,
+            chains=s.chains,
+            templates=s.templates,
+            outputs=s.outputs,
+            args=s.args,
+            kwargs=s.kwargs,
+            returned=s.returned,
+            width=int(s.state.shape[-1]),
+            streams=self.streams,
+            values=stream_count(s.state, self.streams),
+            groups=self.declared.groups,
+        )
 
-        return rewire(self, method, field=field)
+    def rewire(
+        self,
+        method: Method | str,
+        field: str | None = None,
+        fields: dict[str, FieldChoice] | None = None,
+    ) -> Rewired:
+        """A module computing `method` (a declaration, catalog name or file) on this module's
+        own sub-modules, called as the module (see `rewire.rewire_layer`)."""
+        return rewire_layer(self.record(), method, field=field, fields=fields)
 
     def to_dict(self) -> dict[str, Any]:
         """The summary as plain data: fields, declaration (its file's table), coefficients'
@@ -337,6 +372,20 @@ class Extracted:
                 )
         return lines + [f"  note: {n}" for n in self.notes]
 
+    def __repr__(self) -> str:
+        """A few words: the module, the declaration, its fields, how it varies (the arrays are
+        in `fit` and `varies`)."""
+        varies = (
+            "static"
+            if not self.varies
+            else ("per token" if self.varies.token else "with the state")
+        )
+        fields = ", ".join(self.fields)
+        return (
+            f"Extracted({self.module}: {self.method.family} '{self.method.name}', fields "
+            f"{fields}; {varies})"
+        )
+
     def __str__(self) -> str:
         lines = [f"{self.module}: {self.method.family} '{self.method.name}'", *self._summary()]
         lines += ["", declaration_text(self.method), "", str(self.report)]
@@ -357,7 +406,7 @@ class Extracted:
             )
         if self.declared.exact:
             return f"exact ({fit})"
-        return f"rationals where recognised, the others numeric to {NUMERIC_DIGITS} digits ({fit})"
+        return f"rationals where recognised, the others the floats read ({fit})"
 
 
 def declaration_text(method: Method) -> str:

@@ -1,10 +1,10 @@
-"""What `butcherflow extract FACTORY` runs: a module with its inputs and fields, and the factory
-that builds it, named `package.module:callable` or `path/to/file.py:callable`.
+"""What `butcherflow extract FACTORY` runs: a module with its inputs (and a layer's fields), and
+the factory that builds it, named `package.module:callable` or `path/to/file.py:callable`.
 
-A factory is a callable without arguments returning a `Target` (the module, the arguments of
-its forward, the fields, and where the state keeps its streams). The audit's own targets
-(`butcherflow.zoo`) are factories of this kind, so anyone can rerun an
-entry of the audit page from the command line.
+A factory is a callable without arguments returning a `Target`: a layer with a call of it, its
+fields and where its state keeps its streams, or a whole model with its inputs and no fields
+(its blocks and their fields are found). The audit's own targets (`butcherflow.zoo`) are
+factories of this kind, so anyone can rerun an entry of the audit page from the command line.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from torch import nn
 
 from ..errors import ExtractionError
 from .api import extract
+from .model.read import ExtractedModel
 from .result import Extracted
 from .streams import Streams
 
@@ -40,9 +41,11 @@ class Target:
     **Arguments:**
 
     - `module`: the module (in eval mode; extraction runs on a float64 copy).
-    - `args`: the positional arguments of its forward (the state first).
-    - `fields`: field name -> sub-module path or chain of paths (see `bf.extract`).
-    - `kwargs`: keyword arguments of its forward.
+    - `args`: the positional arguments of its forward (a layer: the state first).
+    - `fields`: a layer's field name -> sub-module path or chain of paths (see
+      `bf.extract`); None: the module is read as a whole model (or a layer whose fields are
+      discovered).
+    - `kwargs`: keyword arguments of its forward (a model's `input_ids`).
     - `streams`: where the state holds its streams: an axis, `("batch", r)` for r streams
       folded into the batch axis, or None (one stream); see `bf.extract`.
     - `frozen`: paths of sub-modules through which per-token coefficients read the state.
@@ -51,7 +54,7 @@ class Target:
 
     module: nn.Module
     args: tuple[Any, ...]
-    fields: Mapping[str, FieldPaths]
+    fields: Mapping[str, FieldPaths] | None = None
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     streams: Streams = None
     frozen: tuple[str, ...] = ()
@@ -62,14 +65,18 @@ class Target:
             raise ExtractionError(
                 f"a Target's module must be a torch.nn.Module, got {type(self.module).__name__}"
             )
-        if not isinstance(self.args, tuple) or not self.args:
+        if not isinstance(self.args, tuple) or not (self.args or self.kwargs):
             raise ExtractionError(
-                f"{type(self.module).__name__}: a Target's args must be a non-empty tuple "
-                f"(the state first), got {self.args!r}"
+                f"{type(self.module).__name__}: a Target needs a call: args, a tuple (a layer's "
+                f"state first), or kwargs (a model's input_ids), got args={self.args!r}"
             )
 
-    def extract(self) -> Extracted:
+    def extract(self) -> Extracted | ExtractedModel:
         """`bf.extract` on this module, its call, fields, streams and frozen sub-modules."""
+        if self.fields is None:
+            return extract(
+                self.module, *self.args, streams=self.streams, frozen=self.frozen, **self.kwargs
+            )
         return extract(
             self.module,
             *self.args,

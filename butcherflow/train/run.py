@@ -21,17 +21,16 @@ from tqdm import tqdm
 from ..assemble import LanguageModel, Recipe, Seq2Seq
 from ..assemble.declarations import failed_claims
 from ..data import (
-    EncodedSplit,
     ParallelCorpus,
+    Split,
     Vocabulary,
     batch_shapes,
-    encode_split,
     fit_buckets,
     load_corpus,
     make_batches,
-    target_side,
+    padding_fraction,
 )
-from ..devices import threads_note
+from ..devices import can_compile, threads_note
 from ..errors import DeclarationError
 from ..savedir.checkpoint import CORRUPT, Found, latest_checkpoint, set_aside
 from ..savedir.curves import append_log
@@ -89,7 +88,8 @@ class Run:
     - `model`: what the updates run (the model, its blocks compiled and/or wrapped in DDP);
       `raw_model`: the bare model, which is validated and saved.
     - `buckets`: the bucket ladder this command cuts new epochs with (`resolve_buckets`).
-    - `train`, `valid`: the encoded splits; `valid_pairs`: the raw valid sentences (for BLEU).
+    - `train`, `valid`: the splits as the task's samples (pairs, or a language model's context
+      windows); `valid_pairs`: the raw valid sentences (for BLEU).
     - `amp_dtype`: the autocast dtype (None in fp32).
     """
 
@@ -98,8 +98,8 @@ class Run:
     device: torch.device
     save_dir: Path
     vocab: Vocabulary
-    train: EncodedSplit
-    valid: EncodedSplit
+    train: Split
+    valid: Split
     valid_pairs: Sequence[tuple[str, str]]
     raw_model: Seq2Seq | LanguageModel
     model: nn.Module
@@ -121,14 +121,9 @@ class Run:
     def main(self) -> bool:
         return self.process.is_main
 
-    @property
-    def language_model(self) -> bool:
-        return self.config.task == "language_model"
-
     def say(self, line: str, warning: bool = False) -> None:
         """Print a line on the main process (through tqdm, which clears the progress bar first)."""
-        if self.main:
-            tqdm.write(line, file=sys.stderr if warning else sys.stdout)
+        say(self.process, line, warning)
 
     def log(self, entry: dict[str, Any]) -> None:
         """Append an entry to `log.jsonl` (main process), stamped with the update and epoch."""
@@ -149,6 +144,12 @@ class Run:
         if self.amp_dtype is None:
             return contextlib.nullcontext()
         return torch.autocast(self.device.type, dtype=self.amp_dtype)
+
+
+def say(process: distributed.Process, line: str, warning: bool = False) -> None:
+    """`Run.say` before there is a run."""
+    if process.is_main:
+        tqdm.write(line, file=sys.stderr if warning else sys.stdout)
 
 
 def start(config: TrainConfig, process: distributed.Process, device: torch.device) -> Run:
@@ -174,15 +175,7 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     corpus = load_corpus(
         config.data, source_lang=config.source_lang, target_lang=config.target_lang
     )
-    if corpus.monolingual and config.task != "language_model":
-        raise DeclarationError(
-            f"{corpus.name} is monolingual text ({corpus.target_lang}): a translation model "
-            "needs a parallel corpus",
-            key="--data",
-            value=config.data,
-            valid="--task language_model for monolingual text, or a parallel corpus "
-            "(bible:SRC-TGT, DIR with train.SRC/train.TGT)",
-        )
+    config.run_task.check_corpus(corpus, config.data)
     vocab, recipe, recorded = open_save_dir(config, corpus, process, resuming, recipe)
     if recorded is not None:  # resuming: after "the declaration changed"
         failed = recorded
@@ -192,9 +185,9 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     torch.manual_seed(config.seed)
     random.seed(config.seed)
     np.random.seed(config.seed)
-    kind = LanguageModel if config.task == "language_model" else Seq2Seq
-    raw_model = kind(recipe, len(vocab), pad_index=vocab.pad).to(device)
-    model = parallelize(raw_model, process, device, compile=config.compile, fsdp=config.fsdp)
+    raw_model = config.run_task.model(recipe, len(vocab), pad_index=vocab.pad).to(device)
+    compile = config.compile and can_compile(device.type, lambda line: say(process, line, True))
+    model = parallelize(raw_model, process, device, compile=compile, fsdp=config.fsdp)
     # after parallelize: FSDP replaces the parameters by their shards
     # fairseq's Adam decays weights apart from the gradient (Loshchilov & Hutter): that is AdamW.
     optimizer = torch.optim.AdamW(
@@ -269,18 +262,31 @@ def _set_aside_corrupt(run: Run, found: Found) -> None:
     distributed.barrier()
 
 
+def encode(
+    config: TrainConfig, pairs: Sequence[tuple[str, str]], vocab: Vocabulary, recipe: Recipe
+) -> Split:
+    """A split of the corpus as the run's task reads it (`Task.encode`: sentence pairs, or a
+    language model's context windows at the run's `tokens_per_sample` and break mode)."""
+    return config.run_task.encode(
+        pairs,
+        vocab,
+        max_positions=recipe.max_positions,
+        tokens_per_sample=config.tokens_per_sample,
+        break_mode=config.sample_break_mode,
+    )
+
+
 def _encode(
     config: TrainConfig, corpus: ParallelCorpus, vocab: Vocabulary, recipe: Recipe
-) -> tuple[EncodedSplit, EncodedSplit]:
-    """The train and valid splits as the model reads them (a language model: the target side)."""
-    max_positions = recipe.max_len if recipe.position == "learned" else None
-    train_split = encode_split(corpus.train, vocab, max_positions)
-    valid_split = encode_split(corpus.valid, vocab, max_positions)
-    if config.task == "language_model":  # batches are cut on the target side, the source dropped
-        train_split, valid_split = target_side(train_split), target_side(valid_split)
-    for split in (train_split, valid_split):  # a pair over --max-tokens fails now, not later
+) -> tuple[Split, Split]:
+    """The train and valid splits as the model reads them; a sample over `--max-tokens` fails
+    now, not later."""
+    train_split, valid_split = (
+        encode(config, s, vocab, recipe) for s in (corpus.train, corpus.valid)
+    )
+    for split in (train_split, valid_split):
         make_batches(split, config.max_tokens, shuffle=False, seed=config.seed, epoch=1)
-    if config.label_smoothing * len(vocab) / (len(vocab) - 1) > 1:
+    if config.smoothing * len(vocab) / (len(vocab) - 1) > 1:
         raise DeclarationError(
             "too large for this vocabulary",
             key="--label-smoothing",
@@ -295,15 +301,21 @@ def _say_what_runs(
 ) -> None:
     """Print (and log) what will run: the model, the corpus, where and how it runs, the
     learning-rate schedule and the stop rules."""
-    config, language_model = run.config, run.language_model
+    config, task = run.config, run.config.run_task
+    samples = f"{corpus.target_lang} {task.samples}" if task.monolingual else task.samples
     run.say(
-        f"{recipe.name}{' (language model)' if language_model else ''}: "
+        f"{recipe.name} ({task.title}): "
         f"{run.raw_model.num_parameters:,} parameters, vocabulary {len(run.vocab):,}; "
-        f"{corpus.name}: {len(corpus.train):,} train / {len(corpus.valid):,} valid "
-        + (f"{corpus.target_lang} sentences" if language_model else "pairs")
+        f"{corpus.name}: {len(corpus.train):,} train / {len(corpus.valid):,} valid {samples}"
     )
     for note in corpus.notes:
         run.say(f"  {note}")
+    widths = fit_buckets(run.train, run.buckets)  # epoch 1's batches, as the loop cuts them
+    first = make_batches(
+        run.train, config.max_tokens, shuffle=True, seed=config.seed, epoch=1, widths=widths
+    )
+    padding = padding_fraction(run.train, first, widths)
+    run.say(f"  {samples_note(config, len(run.train), padding)}")
     for where, verdict in failed.items():
         run.say(
             f"warning: training anyway (--allow-failed-claims): {where}: {verdict}", warning=True
@@ -318,7 +330,7 @@ def _say_what_runs(
         + f", {threads_note(config.threads)}, "
         f"max_tokens {config.max_tokens} x update_freq {config.update_freq}"
     )
-    run.say(batches_note(config, run.train, run.buckets))
+    run.say(batches_note(run.train, first, widths, run.buckets))
     run.say(schedule_note(config))
     run.say(stop_note(config), warning=not stop_rules(config))
     run.log(
@@ -329,22 +341,32 @@ def _say_what_runs(
             "precision": precision,
             "processes": run.process.world_size,
             "failed_claims": dict(failed),
+            "train_samples": len(run.train),
+            "padding": padding,
         }
     )
 
 
-def batches_note(config: TrainConfig, split: EncodedSplit, buckets: str) -> str:
-    """How the first epoch's training batches are cut, and how many shapes they take."""
-    widths = fit_buckets(split, buckets)
-    batches = make_batches(
-        split, config.max_tokens, shuffle=True, seed=config.seed, epoch=1, widths=widths
-    )
+def batches_note(
+    split: Split, batches: Sequence[list[int]], widths: np.ndarray | None, buckets: str
+) -> str:
+    """How the first epoch's training `batches` are cut (`widths`: with the bucket ladder
+    `buckets`, `fit_buckets`), and how many shapes they take."""
     used = [] if widths is None else sorted(set(widths.tolist()))
     ladder = f" (widths {', '.join(map(str, used))})" if used else ""
     return (
         f"batches: --buckets {buckets}{ladder}: {len(batches)} per epoch in "
         f"{len(batch_shapes(split, batches, widths))} distinct shapes"
     )
+
+
+def samples_note(config: TrainConfig, samples: int, padding: float) -> str:
+    """What the training batches hold (`Task.describe_samples`) and how much is padding (epoch
+    1's batches)."""
+    shape = config.run_task.describe_samples(
+        samples, config.tokens_per_sample, config.sample_break_mode
+    )
+    return f"{shape}; padding {padding:.1%} of the positions of the training batches"
 
 
 def schedule_note(config: TrainConfig) -> str:

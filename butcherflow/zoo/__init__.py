@@ -2,6 +2,10 @@
 (nothing is downloaded): x-transformers, hyper-connections and transformers, as `bf.extract`
 reads them. The README, the command line, the audit page and the tests use these factories.
 
+`causal_lm.tiny_causal_lm(model_type)` builds any causal LM of the installed transformers tiny
+(the sweep of `sweep.py` reads them all); `llama_model`, `gpt2_model`, ... are whole-model
+factories.
+
 Each function is a factory (`butcherflow extract butcherflow.zoo:NAME`):
 it imports its library when called (the libraries are the `audit` extra, never imported by
 butcherflow at its top) and returns a `Target`. `LIBRARY_TARGETS` lists them with the package
@@ -20,6 +24,15 @@ from dataclasses import dataclass
 from typing import final
 
 from ..extraction.target import Target
+from .causal_lm import (
+    causal_lm_target,
+    deepseek_v4_model,
+    gpt2_model,
+    gptj_model,
+    llama_model,
+    tiny_causal_lm,
+    tiny_ids,
+)
 from .common import (
     BATCH,
     D_MODEL,
@@ -76,6 +89,10 @@ __all__ = [
     "LibraryTarget",
     "XLayer",
     "branches",
+    "causal_lm_target",
+    "deepseek_v4_model",
+    "gpt2_model",
+    "gptj_model",
     "hf_ids",
     "hf_model",
     "hyper_connections_dynamic",
@@ -84,7 +101,10 @@ __all__ = [
     "hyper_connections_mhc",
     "hyper_connections_static",
     "layer_call",
+    "llama_model",
     "randomise",
+    "tiny_causal_lm",
+    "tiny_ids",
     "transformers_bert",
     "transformers_deepseek_v4",
     "transformers_gemma2",

@@ -12,7 +12,7 @@ the Macaron paper, the Conformer and x-transformers, `floater`); `records` holds
 is, and `page` renders them.
 """
 
-from .extracted import library_section
+from .extracted import library_section, sweep_section
 from .floater import FLOATER_CODE, floater_entry
 from .macaron import (
     CONFORMER_SEPARATE,
@@ -58,5 +58,6 @@ __all__ = [
     "library_section",
     "macaron_entries",
     "ode_entries",
+    "sweep_section",
     "verdict",
 ]

@@ -5,6 +5,7 @@ page is built, with what differs from the paper it cites (read in the pinned sou
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 from ...errors import ExtractionError
 from ...extraction import Extracted
@@ -179,6 +180,8 @@ def _run(target: LibraryTarget) -> tuple[Extracted | None, str, str, float | Non
         found = made.extract()
     except ExtractionError as refusal:
         return None, made.title, str(refusal), None
+    if not isinstance(found, Extracted):  # a model's reading is the sweep's table, not an entry
+        raise ExtractionError(f"{target.key}: a library entry is a layer with its fields")
     return found, made.title, "", found.verify()
 
 
@@ -239,3 +242,16 @@ def library_section() -> str:
     if rows:
         head += [table(["entry", "module", "declaration", "bf.check"], rows), ""]
     return "\n".join(head + sections).rstrip() + "\n"
+
+
+def sweep_section(page: Path | None) -> str:
+    """The recorded sweep over transformers' causal LMs (`docs/causal-lms.md`, written by
+    `butcherflow bench sweep`: the whole sweep takes minutes, too long for a page build), its
+    headings one level down; a line naming the command when it is not recorded."""
+    if page is None or not page.is_file():
+        return (
+            "## Every causal LM of transformers\n\nNot recorded here: `butcherflow bench sweep` "
+            "writes it.\n"
+        )
+    lines = page.read_text(encoding="utf-8").splitlines()
+    return "\n".join("#" + line if line.startswith("#") else line for line in lines) + "\n"
