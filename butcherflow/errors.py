@@ -79,6 +79,12 @@ def count_problem(value: Any) -> str:
     )
 
 
+class DesignError(DeclarationError):
+    """`bf.design` was asked for what cannot exist (an order the stages cannot reach, an empty,
+    unbounded or growing spectrum, constraints no method meets), or its optimiser found nothing;
+    the message says which, and why, or what was found short of the optimum."""
+
+
 class UnknownNameError(ButcherflowError, KeyError):
     """A name that is not in the catalog (the message lists close matches)."""
 

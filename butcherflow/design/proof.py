@@ -1,0 +1,140 @@
+"""Exact signs of rational polynomials on intervals: what every stability proof of a design
+reduces to.
+
+A claim "|R(z)| ≤ 1 on a set" becomes "g(u) ≥ 0 for u in [0, U]" for a polynomial g with
+rational coefficients in a real parameter u of the set's boundary (`spectra.py`). That is decided
+exactly: the positive real roots of g are isolated by flint (`real_roots.positive_roots`, the
+analysis stage's root isolation), and g keeps one sign between two consecutive roots, which is
+read at a rational point of each gap by exact evaluation. No rounded value decides anything.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import flint
+from sympy.polys.domains import QQ
+
+from ..analysis.budget import Deadline
+from ..analysis.exact.real_roots import positive_roots
+
+Rational = Fraction
+
+
+def fmpq(x: Fraction) -> flint.fmpq:
+    """A Fraction as flint's exact rational."""
+    return flint.fmpq(x.numerator, x.denominator)
+
+
+def fraction(x: Any) -> Fraction:
+    """An exact rational of sympy's QQ (or flint) as a Fraction."""
+    if isinstance(x, flint.fmpq):
+        return Fraction(int(x.p), int(x.q))
+    return Fraction(int(QQ.numer(x)), int(QQ.denom(x)))
+
+
+def sign_at(g: flint.fmpq_poly, u: Fraction) -> int:
+    """The exact sign of g(u)."""
+    value = g(fmpq(u))
+    return (value > 0) - (value < 0)
+
+
+def nonnegative_on(
+    g: flint.fmpq_poly, upper: Fraction | None, deadline: Deadline | None = None
+) -> bool:
+    """Whether g(u) ≥ 0 for every u in [0, upper] (upper None: [0, ∞)), exactly.
+
+    **Arguments:**
+
+    - `g`: a polynomial with rational coefficients.
+    - `upper`: the interval's right end (a rational > 0), or None for the half-line.
+    - `deadline`: checked between root isolations (`OutOfTime` past it).
+
+    **Returns:** True or False, decided by the isolated roots of g and exact signs in every gap.
+    """
+    deadline = deadline or Deadline.never()
+    if g.is_zero():
+        return True
+    if sign_at(g, Fraction(0)) < 0:
+        return False
+    integer = g.numer()  # the same roots, integer coefficients
+    roots = []
+    for lo, hi, sign in positive_roots(integer, deadline) if integer.degree() > 0 else []:
+        a, b = fraction(lo), fraction(hi)
+        while upper is not None and a < upper < b:  # straddles the end: narrow it
+            mid = (a + b) / 2
+            if sign(QQ(mid.numerator, mid.denominator)) == sign(QQ(a.numerator, a.denominator)):
+                a = mid
+            else:
+                b = mid
+        if upper is None or a < upper:
+            roots.append((a, b))
+    points = _gap_points(roots, upper)
+    return all(sign_at(g, u) >= 0 for u in points)
+
+
+def _gap_points(roots: list[tuple[Fraction, Fraction]], upper: Fraction | None) -> list[Fraction]:
+    """A rational point in every gap of [0, upper] between consecutive isolated roots, and the
+    right end itself."""
+    if not roots:
+        return [Fraction(1) if upper is None else upper / 2] + ([] if upper is None else [upper])
+    points = [roots[0][0] / 2]
+    for (_, b), (a, _) in zip(roots, roots[1:], strict=False):
+        points.append((b + a) / 2)
+    last = roots[-1][1]
+    if upper is None:
+        points.append(last + 1)
+    else:
+        points += [(last + upper) / 2, upper] if last < upper else [upper]
+    return points
+
+
+def largest_verified(
+    verify: Any, start: Fraction, ceiling: Fraction, bits: int = 30
+) -> Fraction | None:
+    """The largest rational in [start, ceiling·2^k] (k ≥ 0 as needed) that `verify` accepts, by
+    exact bisection to a relative width 2^-bits, where `verify` is monotone (true up to some
+    point, false beyond it); None when `verify(start)` is false.
+
+    **Arguments:** `verify`: rational -> bool; `start`: a candidate expected to pass;
+    `ceiling`: a candidate expected to fail (doubled until it does, at most 8 times).
+    """
+    if not verify(start):
+        return None
+    lo, hi = start, max(ceiling, start * Fraction(1025, 1024))
+    for _ in range(8):
+        if not verify(hi):
+            break
+        lo, hi = hi, hi * 2
+    else:
+        return lo
+    width = lo / 2**bits
+    while hi - lo > width:
+        mid = _short_between(lo, hi)
+        if verify(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _short_between(lo: Fraction, hi: Fraction) -> Fraction:
+    """A rational with a small denominator strictly inside (lo, hi), near the middle: the proof
+    polynomials grow with the denominators of the step."""
+    mid = (lo + hi) / 2
+    span = (hi - lo) / 4
+    for limit in (2**k for k in range(2, 64, 2)):
+        near = mid.limit_denominator(limit)
+        if abs(near - mid) <= span:
+            return near
+    return mid
+
+
+def dyadic(x: float, bits: int) -> Fraction:
+    """x rounded to a multiple of 2^-bits·2^⌈log₂|x|⌉: `bits` significant bits, exactly."""
+    if x == 0 or not math.isfinite(x):
+        return Fraction(0)
+    scale = 2 ** (bits - math.frexp(x)[1])
+    return Fraction(round(x * scale), scale)
