@@ -40,6 +40,7 @@ from typing import Any, final
 import cvxpy as cp
 import numpy as np
 import sympy
+from threadpoolctl import threadpool_limits
 
 from ..errors import DesignError
 from .proof import dyadic, largest_verified
@@ -216,7 +217,15 @@ def stability_polynomial(
     started = time.perf_counter()
     s, p = _stages_order(stages, order)
     spec = parse_spectrum(spectrum) if isinstance(spectrum, str) else spectrum
-    problem, h_float, x = _refine(spec, s, p, samples or max(200, 40 * s), tolerance)
+    with threadpool_limits(1):  # small dense solves: a BLAS thread pool only adds waiting
+        return _design(spec, s, p, samples or max(200, 40 * s), tolerance, started)
+
+
+def _design(
+    spec: Spectrum, s: int, p: int, samples: int, tolerance: float, started: float
+) -> StabilityPolynomial:
+    """`stability_polynomial` after its arguments are checked."""
+    problem, h_float, x = _refine(spec, s, p, samples, tolerance)
     q = _attained_order(problem, x, h_float)
     notes = [f"the optimum has linear order {q}, imposed exactly"] if q > p else []
     solves = problem.solves

@@ -1,0 +1,247 @@
+"""A designed Runge-Kutta method: the declaration, its proof, and what the optimiser said.
+
+`finish` turns an optimiser's float tableau into a declaration: exact when `exact.py` reaches
+one (snapped to small rationals, or the last stage solved exactly), numeric otherwise (its
+digits as given, which `bf.check` judges at their precision). Either way `bf.check` proves the
+order, and the objective is recomputed from the declaration: the SSP coefficient by the analysis
+stage's exact radius of absolute monotonicity, the error norm in exact arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, final
+
+import numpy as np
+import sympy
+
+from ..analysis import Report, check
+from ..analysis.bseries.tableau import SSPCoefficient, ssp_coefficient
+from ..methods import ButcherTableau
+from .conditions import Condition, Trees
+from .exact import Matrix, exact_tableau
+
+OBJECTIVES = {
+    "ssp": ("SSP coefficient", "maximised"),
+    "low-error": ("principal error norm", "minimised"),
+    "realise": ("principal error norm", "minimised"),
+}
+
+
+@final
+@dataclass(frozen=True)
+class DesignedMethod:
+    """A Runge-Kutta tableau found by optimisation, with its proof.
+
+    - `objective`: `"ssp"`, `"low-error"` or `"realise"`; `kind`: `"explicit"` or `"dirk"`.
+    - `method`: the declaration (exact when `exact`, else numeric: the optimiser's digits).
+    - `route`: how the entries became exact, or why they are numeric.
+    - `report`: `bf.check(method)`: the order proved.
+    - `value`: the optimiser's objective (SSP coefficient or error norm), in floating point.
+    - `proved`: the objective recomputed from the declaration (exactly, or of its digits), as
+      text; `proved_value` as a float.
+    - `good`, `tried`, `starts`: starts that met the constraints, starts tried, and allowed (the
+      multistart stops once 3 starts agree on the best value); `seconds`.
+    - `polynomial`: the stability polynomial realised (`realise`), coefficients a_0..a_s.
+    """
+
+    objective: str
+    kind: str
+    stages: int
+    order: int
+    method: ButcherTableau
+    exact: bool
+    route: str
+    report: Report
+    value: float
+    proved: str
+    proved_value: float
+    good: int
+    tried: int
+    starts: int
+    seconds: float
+    seed: int
+    polynomial: tuple[Fraction, ...] | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def ratio(self) -> float:
+        """The proved objective over the optimiser's (1 when the exact method keeps it)."""
+        return self.proved_value / self.value if self.value else math.nan
+
+    def command(self) -> str:
+        """The command line that designs this method."""
+        implicit = " --implicit" if self.kind == "dirk" else ""
+        tail = f" --starts {self.starts} --seed {self.seed}"
+        if self.objective == "realise":
+            assert self.polynomial is not None
+            coefficients = ",".join(str(c) for c in self.polynomial)
+            return (
+                f"butcherflow design realise --polynomial {coefficients} --order {self.order}"
+                + tail
+            )
+        return (
+            f"butcherflow design {self.objective} --stages {self.stages} --order {self.order}"
+            + implicit
+            + tail
+        )
+
+    def __str__(self) -> str:
+        what, how = OBJECTIVES[self.objective]
+        lines = [
+            f"{self.method.name}: {self.kind} Runge-Kutta, s = {self.stages}, p = {self.order}, "
+            f"{what} {how}",
+            f"  entries       {'exact' if self.exact else 'numeric'} ({self.route})",
+            f"  order         {self.report.order} proved by bf.check",
+            f"  {what:<13} {self.proved} (from the declaration)",
+            f"  optimiser     {self.value:.12g} (SLSQP, best of {self.good} feasible of "
+            f"{self.tried} starts tried, {self.seconds:.2f} s)",
+        ]
+        return "\n".join(lines + [f"note: {n}" for n in self.notes])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.method.name,
+            "objective": self.objective,
+            "kind": self.kind,
+            "stages": self.stages,
+            "order": self.order,
+            "proved_order": self.report.order,
+            "exact": self.exact,
+            "route": self.route,
+            "value": self.value,
+            "proved": self.proved,
+            "proved_value": self.proved_value,
+            "good": self.good,
+            "tried": self.tried,
+            "starts": self.starts,
+            "seconds": self.seconds,
+            "command": self.command(),
+            "A": [[str(x) for x in row] for row in self.method.A],
+            "b": [str(x) for x in self.method.b],
+        }
+
+    def to_toml(self, name: str | None = None, title: str | None = None) -> str:
+        """The catalog declaration (`solvers/NAME.toml`), with the command that designed it."""
+        what, how = OBJECTIVES[self.objective]
+        name = name or self.method.name
+        title = title or f"Designed {self.kind} RK({self.stages},{self.order}), {what} {how}"
+
+        def cell(x: Any) -> str:
+            text = str(x)
+            return text if text in ("0", "1") else f'"{text}"'
+
+        rows = ",\n".join("    [" + ", ".join(cell(x) for x in row) + "]" for row in self.method.A)
+        return (
+            f'name = "{name}"\n'
+            f'title = "{title}"\n'
+            'family = "runge-kutta"\n'
+            f"order = {self.order}\n"
+            f'reference = "Designed by butcherflow: {self.command()}"\n'
+            f'description = "{self.description()}"\n'
+            f"A = [\n{rows},\n]\n"
+            f"b = [{', '.join(cell(x) for x in self.method.b)}]\n"
+        )
+
+    def description(self) -> str:
+        what, how = OBJECTIVES[self.objective]
+        entries = "exact" if self.exact else "numeric"
+        return (
+            f"{what.capitalize()} {how} by SLSQP from {self.starts} starts (RK-Opt's "
+            f"formulation); entries {entries} ({self.route}); {what} {self.proved} recomputed "
+            f"from these entries (optimiser: {self.value:.12g}); order proved by bf.check."
+        )
+
+
+@final
+@dataclass(frozen=True)
+class Point:
+    """An optimiser's tableau: exact rationals (a float's binary value, or a polished point),
+    with the snapping tolerance and rounding bits that suit its accuracy (`exact.py`)."""
+
+    A: Matrix
+    b: list[Fraction]
+    tolerance: float = 1e-9
+    bits: int = 53
+    polished: bool = False
+
+    @classmethod
+    def of_floats(cls, A: np.ndarray, b: np.ndarray) -> Point:
+        return cls([[Fraction(float(x)) for x in row] for row in A], [Fraction(float(x)) for x in b])
+
+
+def finish(
+    objective: str,
+    kind: str,
+    s: int,
+    p: int,
+    point: Point,
+    value: float,
+    trees: Trees,
+    conditions: list[Condition],
+    good: int,
+    tried: int,
+    starts: int,
+    seconds: float,
+    seed: int,
+    polynomial: tuple[Fraction, ...] | None = None,
+) -> DesignedMethod:
+    """The `DesignedMethod` of an optimiser's float tableau (module docstring)."""
+    name = f"designed-{objective}-{'dirk-' if kind == 'dirk' else ''}{s}-{p}"
+    found = exact_tableau(trees, conditions, point.A, point.b, point.tolerance, point.bits)
+    notes = ["polished to 256 bits before rounding (polish.py)"] if point.polished else []
+    if found is not None:
+        method = ButcherTableau(A=found[0], b=found[1], name=name)
+        route = found[2]
+    else:
+        route = "no exact route: the order conditions above 4 are not affine in the last stage"
+        method = ButcherTableau(
+            A=[[repr(float(x)) for x in row] for row in point.A],
+            b=[repr(float(x)) for x in point.b],
+            name=name,
+        )
+    report = check(method)
+    if report.order < p:
+        notes.append(f"the declaration proves order {report.order} only (see bf.check)")
+    elif report.order > p:
+        notes.append(f"the declaration has order {report.order}, above the {p} asked")
+    if objective == "ssp":
+        radius = ssp_coefficient(method)
+        proved, proved_value = radius.text(), radius.value
+    else:
+        proved, proved_value = _error_norm(method, trees, p, found is not None)
+    return DesignedMethod(
+        objective, kind, s, p, method, found is not None, route, report, value, proved,
+        proved_value, good, tried, starts, seconds, seed, polynomial, tuple(notes),
+    )
+
+
+def _error_norm(method: ButcherTableau, trees: Trees, p: int, exact: bool) -> tuple[str, float]:
+    """‖τ_{p+1}‖₂ of the declaration: exact (a square root of a rational) or of its digits."""
+    if not exact:
+        A = np.array([[float(x) for x in row] for row in method.A])
+        b = np.array([float(x) for x in method.b])
+        g = trees.weights(A, p + 1)
+        tau = [(b @ g[t.index] - 1 / t.density) / t.symmetry for t in trees.of_order(p + 1)]
+        value = float(np.sqrt(np.sum(np.square(tau))))
+        return f"{value:.12g} (of the digits as given)", value
+    A_exact = [[Fraction(str(x)) for x in row] for row in method.A]
+    b_exact = [Fraction(str(x)) for x in method.b]
+    g = trees.exact_weights(A_exact, p + 1)
+    total = Fraction(0)
+    for t in trees.of_order(p + 1):
+        phi = sum((bi * gi for bi, gi in zip(b_exact, g[t.index], strict=True)), Fraction(0))
+        total += ((phi - Fraction(1, t.density)) / t.symmetry) ** 2
+    norm = sympy.sqrt(sympy.Rational(total.numerator, total.denominator))
+    text = str(norm) if len(str(norm)) <= 40 else f"{float(norm):.15g} (exactly √{_short(total)})"
+    return text, float(norm)
+
+
+def _short(x: Fraction) -> str:
+    text = str(x)
+    return text if len(text) <= 40 else f"{float(x):.15g}"
+
+
+__all__ = ["DesignedMethod", "Point", "SSPCoefficient", "finish"]
