@@ -21,7 +21,7 @@ from ..analysis import Report, check
 from ..analysis.bseries.tableau import SSPCoefficient, ssp_coefficient
 from ..methods import ButcherTableau
 from .conditions import Condition, Trees
-from .exact import Matrix, exact_tableau
+from .exact import Matrix, exact_tableau, snap
 
 OBJECTIVES = {
     "ssp": ("SSP coefficient", "maximised"),
@@ -158,18 +158,20 @@ class DesignedMethod:
 @final
 @dataclass(frozen=True)
 class Point:
-    """An optimiser's tableau: exact rationals (a float's binary value, or a polished point),
-    with the snapping tolerance and rounding bits that suit its accuracy (`exact.py`)."""
+    """An optimiser's tableau: its floats as exact rationals, and the same point polished at
+    256 bits when that converged (`polish.py`)."""
 
     A: Matrix
     b: list[Fraction]
-    tolerance: float = 1e-9
-    bits: int = 53
-    polished: bool = False
+    polished: tuple[Matrix, list[Fraction]] | None = None
 
     @classmethod
-    def of_floats(cls, A: np.ndarray, b: np.ndarray) -> Point:
-        return cls([[Fraction(float(x)) for x in row] for row in A], [Fraction(float(x)) for x in b])
+    def of_floats(cls, A: np.ndarray, b: np.ndarray, polished: Any = None) -> Point:
+        exact = [[Fraction(float(x)) for x in row] for row in A]
+        return cls(exact, [Fraction(float(x)) for x in b], polished)
+
+
+SNAP = 1e-6  # how near a small rational a float entry may be, when the result is no worse
 
 
 def finish(
@@ -188,34 +190,89 @@ def finish(
     seed: int,
     polynomial: tuple[Fraction, ...] | None = None,
 ) -> DesignedMethod:
-    """The `DesignedMethod` of an optimiser's float tableau (module docstring)."""
+    """The `DesignedMethod` of an optimiser's tableau (module docstring): small rationals
+    within `SNAP` of the floats when they meet every condition and their objective is no worse
+    than the optimiser's; else the exact routes of `exact.py` from the polished point (or the
+    floats); else numeric digits."""
     name = f"designed-{objective}-{'dirk-' if kind == 'dirk' else ''}{s}-{p}"
-    found = exact_tableau(trees, conditions, point.A, point.b, point.tolerance, point.bits)
-    notes = ["polished to 256 bits before rounding (polish.py)"] if point.polished else []
+    notes: list[str] = []
+    snapped = snap(trees, conditions, point.A, point.b, SNAP)
+    if snapped is not None:
+        method = ButcherTableau(A=snapped[0], b=snapped[1], name=name)
+        proved, proved_value = _objective(objective, method, trees, p, True)
+        better = proved_value >= value * (1 - 1e-12) if objective == "ssp" else (
+            proved_value <= value * (1 + 1e-9)
+        )
+        if better:
+            return _record(objective, kind, s, p, method, True, "snapped to small rationals",
+                           value, proved, proved_value, (good, tried, starts), seconds, seed,
+                           polynomial, notes)
+    A, b = point.polished or (point.A, point.b)
+    tolerance, bits = (1e-40, 200) if point.polished else (1e-9, 53)
+    if point.polished:
+        notes.append("polished to 256 bits before rounding (polish.py)")
+    found = exact_tableau(trees, conditions, A, b, tolerance, bits)
     if found is not None:
-        method = ButcherTableau(A=found[0], b=found[1], name=name)
-        route = found[2]
+        method, route = ButcherTableau(A=found[0], b=found[1], name=name), found[2]
     else:
-        route = "no exact route: the order conditions above 4 are not affine in the last stage"
+        digits = 60 if point.polished else 17
+        route = (
+            "no exact route (neither small rationals nor a last stage solvable for the "
+            f"conditions): {digits} significant digits"
+        )
         method = ButcherTableau(
-            A=[[repr(float(x)) for x in row] for row in point.A],
-            b=[repr(float(x)) for x in point.b],
+            A=[[_digits(x, digits) for x in row] for row in A],
+            b=[_digits(x, digits) for x in b],
             name=name,
         )
+    proved, proved_value = _objective(objective, method, trees, p, found is not None)
+    return _record(objective, kind, s, p, method, found is not None, route, value, proved,
+                   proved_value, (good, tried, starts), seconds, seed, polynomial, notes)
+
+
+def _objective(
+    objective: str, method: ButcherTableau, trees: Trees, p: int, exact: bool
+) -> tuple[str, float]:
+    """The objective recomputed from the declaration."""
+    if objective == "ssp":
+        radius = ssp_coefficient(method)
+        return radius.text(), radius.value
+    return _error_norm(method, trees, p, exact)
+
+
+def _record(
+    objective: str,
+    kind: str,
+    s: int,
+    p: int,
+    method: ButcherTableau,
+    exact: bool,
+    route: str,
+    value: float,
+    proved: str,
+    proved_value: float,
+    counts: tuple[int, int, int],
+    seconds: float,
+    seed: int,
+    polynomial: tuple[Fraction, ...] | None,
+    notes: list[str],
+) -> DesignedMethod:
     report = check(method)
     if report.order < p:
         notes.append(f"the declaration proves order {report.order} only (see bf.check)")
     elif report.order > p:
         notes.append(f"the declaration has order {report.order}, above the {p} asked")
-    if objective == "ssp":
-        radius = ssp_coefficient(method)
-        proved, proved_value = radius.text(), radius.value
-    else:
-        proved, proved_value = _error_norm(method, trees, p, found is not None)
     return DesignedMethod(
-        objective, kind, s, p, method, found is not None, route, report, value, proved,
-        proved_value, good, tried, starts, seconds, seed, polynomial, tuple(notes),
+        objective, kind, s, p, method, exact, route, report, value, proved, proved_value,
+        *counts, seconds, seed, polynomial, tuple(notes),
     )
+
+
+def _digits(x: Fraction, digits: int) -> str:
+    """x as a decimal string of `digits` significant digits (0 as "0")."""
+    if x == 0:
+        return "0"
+    return sympy.Float(sympy.Rational(x.numerator, x.denominator), digits).__str__()
 
 
 def _error_norm(method: ButcherTableau, trees: Trees, p: int, exact: bool) -> tuple[str, float]:

@@ -31,7 +31,7 @@ from threadpoolctl import threadpool_limits
 from ..errors import DesignError
 from .conditions import Condition, Trees, residuals, with_jacobian
 from .polynomial import StabilityPolynomial
-from .polish import polish_ssp
+from .polish import polish
 from .result import DesignedMethod, Point, finish
 
 # the fewest explicit stages for each order (Butcher's barriers; order 8 needs 11)
@@ -109,11 +109,11 @@ class Problem:
     bounds: list[tuple[float, float]]
 
 
-AGREE = 3  # the multistart stops once this many starts reach the best value (to 1e-9)
+AGREE = 2  # the multistart stops once this many starts reach the best value (to 1e-9)
 
 
 def multistart(
-    problem: Problem, starts: Sequence[np.ndarray], maxiter: int = 2000
+    problem: Problem, starts: Sequence[np.ndarray], maxiter: int = 1000
 ) -> tuple[np.ndarray | None, int, int]:
     """SLSQP from each start (RK-Opt runs fmincon from many starts the same way): the best
     point meeting the constraints to `FEASIBLE`, how many starts reached a feasible point, and
@@ -127,6 +127,10 @@ def multistart(
     best, best_value, good, agree, tried = None, math.inf, 0, 0, 0
     for x0 in starts:
         tried += 1
+        if problem.above is None:  # start on the order conditions (RK-Opt's solveorderconditions)
+            x0 = _on_conditions(problem, x0)
+            if x0 is None:
+                continue
         with threadpool_limits(1):  # a BLAS thread pool makes SLSQP's small solves 100× slower
             result = scipy.optimize.minimize(
                 problem.objective,
@@ -135,7 +139,7 @@ def multistart(
                 method="SLSQP",
                 bounds=problem.bounds,
                 constraints=constraints,
-                options={"maxiter": maxiter, "ftol": 1e-15},
+                options={"maxiter": maxiter, "ftol": 1e-13},
             )
         x = result.x
         ok = np.abs(problem.equal(x)).max(initial=0) < FEASIBLE and (
@@ -152,6 +156,18 @@ def multistart(
             if agree >= AGREE:
                 break
     return best, good, tried
+
+
+def _on_conditions(problem: Problem, x0: np.ndarray) -> np.ndarray | None:
+    """A point near x0 that meets the equality constraints (least squares, within the bounds),
+    or None when none is found from there."""
+    low, high = (np.array(v) for v in zip(*problem.bounds, strict=True))
+    with threadpool_limits(1):
+        result = scipy.optimize.least_squares(
+            problem.equal, np.clip(x0, low, high), jac=with_jacobian(problem.equal),
+            bounds=(low, high), xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=200,
+        )
+    return result.x if np.abs(result.fun).max(initial=0) < 1e-8 else None
 
 
 # --- SSP -----------------------------------------------------------------------------------
@@ -224,15 +240,7 @@ def ssp_tableau(
         )
     problem = _ssp_problem(shape, trees, conditions)
     lower = np.tril(np.ones((s + 1, s + 1), dtype=bool), 0 if implicit else -1)
-    refined = polish_ssp(shape.positions, s, trees, conditions, x, problem.above(x), lower)
-    if refined is None:
-        point = Point.of_floats(*shape.unpack(x))
-    else:
-        m = len(shape.positions)
-        A = [[Fraction(0)] * s for _ in range(s)]
-        for (i, j), v in zip(shape.positions, refined, strict=False):
-            A[i][j] = v
-        point = Point(A, refined[m : m + s], tolerance=1e-40, bits=200, polished=True)
+    point = _point(shape, trees, conditions, x, (problem.above(x), lower))
     kind = "dirk" if implicit else "explicit"
     return finish(
         "ssp", kind, s, p, point, float(x[-1]), trees, conditions, good, tried, starts,
@@ -331,8 +339,9 @@ def low_error_tableau(
             valid="more starts (--starts), or another seed",
         )
     kind = "dirk" if implicit else "explicit"
+    point = _point(shape, trees, conditions, x, None)
     return finish(
-        "low-error", kind, s, p, Point.of_floats(*shape.unpack(x)), math.sqrt(float(problem.objective(x))), trees,
+        "low-error", kind, s, p, point, math.sqrt(float(problem.objective(x))), trees,
         conditions, good, tried, starts, time.perf_counter() - started, seed,
     )
 
@@ -383,11 +392,30 @@ def realise(
             value=[str(c) for c in a],
             valid="more starts (--starts), or a lower order",
         )
+    point = _point(shape, trees, conditions, x, None)
     return finish(
-        "realise", "explicit", s, q, Point.of_floats(*shape.unpack(x)), math.sqrt(float(problem.objective(x))), trees,
+        "realise", "explicit", s, q, point, math.sqrt(float(problem.objective(x))), trees,
         conditions, good, tried, starts, time.perf_counter() - started, seed,
         polynomial=tuple(a),
     )
+
+
+def _point(
+    shape: Shape,
+    trees: Trees,
+    conditions: list[Condition],
+    x: np.ndarray,
+    ssp: tuple[np.ndarray, np.ndarray] | None,
+) -> Point:
+    """The optimiser's tableau, polished at 256 bits when that converges (`polish.py`)."""
+    s, m = shape.stages, len(shape.positions)
+    refined = polish(shape.positions, s, trees, conditions, x, ssp)
+    if refined is None:
+        return Point.of_floats(*shape.unpack(x))
+    A = [[Fraction(0)] * s for _ in range(s)]
+    for (i, j), v in zip(shape.positions, refined, strict=False):
+        A[i][j] = v
+    return Point.of_floats(*shape.unpack(x), polished=(A, refined[m : m + s]))
 
 
 def _coefficients(polynomial: StabilityPolynomial | Sequence[Any]) -> list[Fraction]:
