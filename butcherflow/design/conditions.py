@@ -81,7 +81,9 @@ class Trees:
         return g
 
 
-def residuals(trees: Trees, conditions: list[Condition], A: np.ndarray, b: np.ndarray) -> np.ndarray:
+def residuals(
+    trees: Trees, conditions: list[Condition], A: np.ndarray, b: np.ndarray
+) -> np.ndarray:
     """b·g(t) − target for each condition, (..., n)."""
     upto = max((c.tree.order for c in conditions), default=1)
     g = trees.weights(A, upto)

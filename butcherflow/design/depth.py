@@ -109,22 +109,48 @@ class DepthMethod:
             f"{self.method.name}: {self.streams} streams, one field call per layer, order "
             f"{self.report.order} proved by bf.check",
             "  Adams weights β  " + ", ".join(str(b) for b in self.beta),
-            "  V                " + "; ".join(" ".join(str(x) for x in row) for row in self.method.V),
+            "  V                "
+            + "; ".join(" ".join(str(x) for x in row) for row in self.method.V),
             f"  smallest entry   {self.margin} (V doubly stochastic, exactly)",
             f"  zero-stability   {self.theorem}",
             f"  designed in {self.seconds:.2f} s",
         ]
         return "\n".join(lines)
 
+    def to_dict(self) -> dict[str, Any]:
+        m = self.method
+        return {
+            "name": m.name,
+            "streams": self.streams,
+            "order": self.order,
+            "proved_order": self.report.order,
+            "beta": [str(b) for b in self.beta],
+            "transform": [[str(x) for x in row] for row in self.transform],
+            "U": [[str(x) for x in row] for row in m.U],
+            "B": [[str(x) for x in row] for row in m.B],
+            "V": [[str(x) for x in row] for row in m.V],
+            "start": _start_texts(self.transform),
+            "margin": str(self.margin),
+            "theorem": self.theorem,
+            "seconds": self.seconds,
+            "command": self.command(),
+        }
+
     def to_toml(self, name: str | None = None) -> str:
         """The catalog declaration, with the command that designed it."""
         m = self.method
 
         def cells(rows: Any) -> str:
-            return "[" + ", ".join(
-                "[" + ", ".join(f'"{x}"' if str(x) not in ("0", "1") else str(x) for x in row)
-                + "]" for row in rows
-            ) + "]"
+            return (
+                "["
+                + ", ".join(
+                    "["
+                    + ", ".join(f'"{x}"' if str(x) not in ("0", "1") else str(x) for x in row)
+                    + "]"
+                    for row in rows
+                )
+                + "]"
+            )
 
         start = ", ".join(f'"{s}"' for s in _start_texts(self.transform))
         return (
@@ -200,8 +226,17 @@ def depth_method(streams: int, order: int, *, starts: int = 8, seed: int = 0) ->
         order=p,
     )
     return DepthMethod(
-        r, p, method, check(method), tuple(beta), tuple(tuple(row) for row in rows),
-        _fraction(margin), family_theorem(r), time.perf_counter() - started, starts, seed,
+        r,
+        p,
+        method,
+        check(method),
+        tuple(beta),
+        tuple(tuple(row) for row in rows),
+        _fraction(margin),
+        family_theorem(r),
+        time.perf_counter() - started,
+        starts,
+        seed,
     )
 
 
@@ -240,9 +275,7 @@ def _left_eigenvector(V0: sympy.Matrix) -> list[sympy.Rational]:
     return list(ell)
 
 
-def _transform(
-    V0: sympy.Matrix, r: int, starts: int, seed: int, bound: float
-) -> sympy.Matrix:
+def _transform(V0: sympy.Matrix, r: int, starts: int, seed: int, bound: float) -> sympy.Matrix:
     """T (module docstring): the free entries maximise the smallest entry of TV₀T⁻¹."""
     ell = _left_eigenvector(V0)
     free = [(i, j) for i in range(1, r) for j in range(1, r) if i < r - 1]  # last row: sums
@@ -275,7 +308,9 @@ def _transform(
         for _ in range(starts):
             x0 = rng.uniform(-1, 1, len(free))
             result = scipy.optimize.minimize(
-                lambda x: -smallest(x), x0, method="Nelder-Mead",
+                lambda x: -smallest(x),
+                x0,
+                method="Nelder-Mead",
                 bounds=[(-bound, bound)] * len(free),
                 options={"maxiter": 4000, "xatol": 1e-9, "fatol": 1e-12},
             )
@@ -329,8 +364,13 @@ def birkhoff_weights(V: np.ndarray) -> np.ndarray:
             A_eq[i * r + j, k] = 1
     A_ub = np.hstack([-np.eye(n), np.ones((n, 1))])
     result = scipy.optimize.linprog(
-        np.append(np.zeros(n), -1.0), A_ub=A_ub, b_ub=np.zeros(n), A_eq=A_eq,
-        b_eq=V.reshape(-1), bounds=[(0, 1)] * n + [(None, None)], method="highs",
+        np.append(np.zeros(n), -1.0),
+        A_ub=A_ub,
+        b_ub=np.zeros(n),
+        A_eq=A_eq,
+        b_eq=V.reshape(-1),
+        bounds=[(0, 1)] * n + [(None, None)],
+        method="highs",
     )
     if not result.success:
         raise DesignError(

@@ -6,10 +6,11 @@ Two routes, tried in order:
    when within `tolerance` of it (1e-9 for a float point, 1e-40 for one polished at 256 bits,
    `polish.py`), entries below 1e-10 to 0; kept when every condition then holds in exact
    arithmetic (optimal SSP methods are often rational: SSP(10,4) is in sixths and fifteenths).
-2. **Solve the last stage**: the first s − 1 rows of A are rounded (to `bits` significant
-   bits, tiny entries to 0) and so is the last abscissa c_s. With those fixed, every condition of order
-   ≤ 4 is affine in the last row of A (stage s feeds no other stage, and a tree of order ≤ 4
-   has at most one child that is not a leaf at its root), so in the unknowns
+2. **Solve the last stage**: the first s − 1 rows of A are rounded (to the best rational with
+   a denominator below 2^(bits/2), about `bits` bits of accuracy; tiny entries to 0), and so is
+   the last abscissa c_s. With those fixed, every condition of order ≤ 4 is affine in the last
+   row of A (stage s feeds no other stage, and a tree of order ≤ 4 has at most one child that
+   is not a leaf at its root), so in the unknowns
    u = (b₁..b_s, y_j = b_s·a_sj) each condition b·g(t) = target is linear. n of them, chosen by
    pivoted QR among the unknowns the optimum does not hold at 0, are solved exactly (the rest
    rounded), and a_sj = y_j/b_s, one entry of the row taking c_s − the others. The stage
@@ -21,7 +22,6 @@ Neither route is an approximation of the conditions: the result meets them exact
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -53,7 +53,7 @@ def exact_tableau(
         return (*found, "snapped to small rationals")
     found = solve_last_stage(trees, conditions, A, b, bits)
     if found is not None:
-        return (*found, f"first rows rounded to {bits} bits, the last stage solved exactly")
+        return (*found, f"first rows rounded to about {bits} bits, the last stage solved exactly")
     return None
 
 
@@ -80,7 +80,7 @@ def _snapped(values: list[Fraction], limit: int, tolerance: float) -> list[Fract
             out.append(Fraction(0))
             continue
         q = v.limit_denominator(limit)
-        if abs(q - v) > Fraction(tolerance) * max(1, abs(v)):
+        if abs(q - v) > Fraction(tolerance) * max(Fraction(1), abs(v)):
             return None
         out.append(q)
     return out
@@ -124,11 +124,9 @@ def solve_last_stage(
 
 
 def _bits(x: Fraction, bits: int) -> Fraction:
-    """x rounded to `bits` significant bits (exactly representable: a dyadic rational)."""
-    if x == 0:
-        return x
-    scale = Fraction(2) ** (bits - math.floor(math.log2(abs(float(x)))) - 1)
-    return Fraction(round(x * scale)) / scale
+    """The best rational approximation of x with a denominator below 2^(bits/2): within about
+    2^-bits of it (continued fractions), in far fewer digits than a dyadic of `bits` bits."""
+    return x.limit_denominator(2 ** (bits // 2))
 
 
 def _columns(

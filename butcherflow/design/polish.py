@@ -1,13 +1,13 @@
 """Polishing an optimiser's tableau in 256-bit arithmetic before it is made exact.
 
 SLSQP meets the order conditions to about 1e-12, which is short of what 17 printed digits
-claim, and far short of what an SSP coefficient needs. The SSP coefficient of a tableau is the first r where an entry of K(I + rK)⁻¹ or (I + rK)⁻¹e
-turns negative. At an optimum many of those entries are 0 at r = C, some with a slope near 0 in
-r (entries the optimal Shu-Osher form holds at zero), so a change of 1e-12 in the tableau can
-move C by 1e-4. The optimiser's point is therefore refined first: the constraints it holds
+claim, and far short of what an SSP coefficient needs. The SSP coefficient of a tableau is the
+first r where an entry of K(I + rK)⁻¹ or (I + rK)⁻¹e turns negative. At an optimum many of
+those entries are 0 at r = C, some with a slope near 0 in r (entries the optimal Shu-Osher form
+holds at zero), so a change of 1e-12 in the tableau can move C by 1e-4. The optimiser's point is therefore refined first: the constraints it holds
 active (value below 1e-8), the order conditions, and the entries at the bound 0 are solved
 together by Newton's method at 256 bits (python-flint's complex balls; the Jacobian by the
-complex step, minimum-norm steps), then rounded to 200 bits. A refinement that does not
+complex step, minimum-norm steps), then rounded (`exact.py`: 200 bits for an SSP design). A refinement that does not
 converge is dropped and the float point is used as it is. Designs without inequalities refine
 the order conditions alone.
 """
@@ -134,7 +134,10 @@ def _independent(J: np.ndarray) -> list[int]:
 
 
 def _residuals(
-    trees: Trees, conditions: list[Condition], A: list[list[flint.acb]], b: list[flint.acb],
+    trees: Trees,
+    conditions: list[Condition],
+    A: list[list[flint.acb]],
+    b: list[flint.acb],
     upto: int,
 ) -> list[flint.acb]:
     s = len(b)

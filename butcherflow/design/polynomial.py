@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, final
@@ -85,8 +86,13 @@ class StabilityPolynomial:
     def expr(self) -> sympy.Expr:
         """R(z) as a sympy polynomial in z."""
         z = sympy.Symbol("z")
-        return sum((sympy.Rational(c.numerator, c.denominator) * z**k for k, c in
-                    enumerate(self.coefficients)), sympy.Integer(0))
+        return sum(
+            (
+                sympy.Rational(c.numerator, c.denominator) * z**k
+                for k, c in enumerate(self.coefficients)
+            ),
+            sympy.Integer(0),
+        )
 
     def __call__(self, z: complex | np.ndarray) -> Any:
         """R at z, in floating point (for plots)."""
@@ -177,17 +183,20 @@ class _Problem:
                 scale = float(c) * hL ** (n0 - j)
                 bound += scale * hL**j / math.factorial(j)
                 if j <= self.s:
-                    row += scale * np.array([float(self.exact[i][j]) * self.L**j
-                                             for i in range(self.s + 1)])
+                    row += scale * np.array(
+                        [float(self.exact[i][j]) * self.L**j for i in range(self.s + 1)]
+                    )
             self.row.value, self.bound.value = row, bound
         self.solves += 1
         try:
-            self.problem.solve(solver=SOLVER)
+            with warnings.catch_warnings():  # "may be inaccurate": the status says so too
+                warnings.simplefilter("ignore", UserWarning)
+                self.problem.solve(solver=SOLVER)
         except cp.error.SolverError:
             return math.inf, None
         if self.problem.status not in ("optimal", "optimal_inaccurate") or self.x.value is None:
             return math.inf, None
-        return float(self.t.value), np.array(self.x.value)
+        return float(self.t.value), np.array(self.x.value)  # type: ignore[arg-type]
 
 
 def stability_polynomial(
@@ -240,12 +249,22 @@ def _design(
         step = _proved_step(spec, a, h, h_float, last=tries == 4 or s == q)
         if step is not None:
             break
-        notes.append(f"the polynomial designed at h = {float(h):.8g} is not stable on the whole "
-                     "set there; designed again lower")
+        notes.append(
+            f"the polynomial designed at h = {float(h):.8g} is not stable on the whole "
+            "set there; designed again lower"
+        )
     assert step is not None
     return StabilityPolynomial(
-        s, p, spec, tuple(a), step, spec.star_shaped, h_float,
-        time.perf_counter() - started, solves + problem.solves, notes=tuple(notes),
+        s,
+        p,
+        spec,
+        tuple(a),
+        step,
+        spec.star_shaped,
+        h_float,
+        time.perf_counter() - started,
+        solves + problem.solves,
+        notes=tuple(notes),
     )
 
 

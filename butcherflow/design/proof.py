@@ -10,6 +10,7 @@ read at a rational point of each gap by exact evaluation. No rounded value decid
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 from typing import Any
@@ -81,7 +82,7 @@ def _gap_points(roots: list[tuple[Fraction, Fraction]], upper: Fraction | None) 
     if not roots:
         return [Fraction(1) if upper is None else upper / 2] + ([] if upper is None else [upper])
     points = [roots[0][0] / 2]
-    for (_, b), (a, _) in zip(roots, roots[1:], strict=False):
+    for (_, b), (a, _) in itertools.pairwise(roots):
         points.append((b + a) / 2)
     last = roots[-1][1]
     if upper is None:

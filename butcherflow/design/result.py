@@ -65,6 +65,7 @@ class DesignedMethod:
     seed: int
     polynomial: tuple[Fraction, ...] | None = None
     notes: tuple[str, ...] = field(default=())
+    designed_from: str | None = None  # the command that designed the realised polynomial
 
     @property
     def ratio(self) -> float:
@@ -75,6 +76,8 @@ class DesignedMethod:
         """The command line that designs this method."""
         implicit = " --implicit" if self.kind == "dirk" else ""
         tail = f" --starts {self.starts} --seed {self.seed}"
+        if self.objective == "realise" and self.designed_from is not None:
+            return f"{self.designed_from} --realise {self.order}{tail}"
         if self.objective == "realise":
             assert self.polynomial is not None
             coefficients = ",".join(str(c) for c in self.polynomial)
@@ -200,15 +203,33 @@ def finish(
     if snapped is not None:
         method = ButcherTableau(A=snapped[0], b=snapped[1], name=name)
         proved, proved_value = _objective(objective, method, trees, p, True)
-        better = proved_value >= value * (1 - 1e-12) if objective == "ssp" else (
-            proved_value <= value * (1 + 1e-9)
+        better = (
+            proved_value >= value * (1 - 1e-12)
+            if objective == "ssp"
+            else (proved_value <= value * (1 + 1e-9))
         )
         if better:
-            return _record(objective, kind, s, p, method, True, "snapped to small rationals",
-                           value, proved, proved_value, (good, tried, starts), seconds, seed,
-                           polynomial, notes)
+            return _record(
+                objective,
+                kind,
+                s,
+                p,
+                method,
+                True,
+                "snapped to small rationals",
+                value,
+                proved,
+                proved_value,
+                (good, tried, starts),
+                seconds,
+                seed,
+                polynomial,
+                notes,
+            )
     A, b = point.polished or (point.A, point.b)
-    tolerance, bits = (1e-40, 200) if point.polished else (1e-9, 53)
+    # an SSP coefficient moves with the 1e-12th digit (polish.py); an error norm does not
+    bits = (200 if objective == "ssp" else 64) if point.polished else 53
+    tolerance = 1e-40 if point.polished else 1e-9
     if point.polished:
         notes.append("polished to 256 bits before rounding (polish.py)")
     found = exact_tableau(trees, conditions, A, b, tolerance, bits)
@@ -226,8 +247,23 @@ def finish(
             name=name,
         )
     proved, proved_value = _objective(objective, method, trees, p, found is not None)
-    return _record(objective, kind, s, p, method, found is not None, route, value, proved,
-                   proved_value, (good, tried, starts), seconds, seed, polynomial, notes)
+    return _record(
+        objective,
+        kind,
+        s,
+        p,
+        method,
+        found is not None,
+        route,
+        value,
+        proved,
+        proved_value,
+        (good, tried, starts),
+        seconds,
+        seed,
+        polynomial,
+        notes,
+    )
 
 
 def _objective(
@@ -263,8 +299,22 @@ def _record(
     elif report.order > p:
         notes.append(f"the declaration has order {report.order}, above the {p} asked")
     return DesignedMethod(
-        objective, kind, s, p, method, exact, route, report, value, proved, proved_value,
-        *counts, seconds, seed, polynomial, tuple(notes),
+        objective,
+        kind,
+        s,
+        p,
+        method,
+        exact,
+        route,
+        report,
+        value,
+        proved,
+        proved_value,
+        *counts,
+        seconds,
+        seed,
+        polynomial,
+        tuple(notes),
     )
 
 
@@ -286,10 +336,10 @@ def _error_norm(method: ButcherTableau, trees: Trees, p: int, exact: bool) -> tu
         return f"{value:.12g} (of the digits as given)", value
     A_exact = [[Fraction(str(x)) for x in row] for row in method.A]
     b_exact = [Fraction(str(x)) for x in method.b]
-    g = trees.exact_weights(A_exact, p + 1)
+    weights = trees.exact_weights(A_exact, p + 1)
     total = Fraction(0)
     for t in trees.of_order(p + 1):
-        phi = sum((bi * gi for bi, gi in zip(b_exact, g[t.index], strict=True)), Fraction(0))
+        phi = sum((bi * gi for bi, gi in zip(b_exact, weights[t.index], strict=True)), Fraction(0))
         total += ((phi - Fraction(1, t.density)) / t.symmetry) ** 2
     norm = sympy.sqrt(sympy.Rational(total.numerator, total.denominator))
     text = str(norm) if len(str(norm)) <= 40 else f"{float(norm):.15g} (exactly √{_short(total)})"

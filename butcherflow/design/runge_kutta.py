@@ -17,6 +17,7 @@ order and, for SSP designs, its SSP coefficient computed exactly by the analysis
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -30,8 +31,8 @@ from threadpoolctl import threadpool_limits
 
 from ..errors import DesignError
 from .conditions import Condition, Trees, residuals, with_jacobian
-from .polynomial import StabilityPolynomial
 from .polish import polish
+from .polynomial import StabilityPolynomial
 from .result import DesignedMethod, Point, finish
 
 # the fewest explicit stages for each order (Butcher's barriers; order 8 needs 11)
@@ -61,7 +62,8 @@ class Shape:
         """(A, b) from x[..., :size], batched."""
         s, pos = self.stages, self.positions
         A = np.zeros((*x.shape[:-1], s, s), dtype=x.dtype)
-        rows, cols = (np.array(v, dtype=int) for v in zip(*pos, strict=True)) if pos else ([], [])
+        rows = np.array([i for i, _ in pos], dtype=int)
+        cols = np.array([j for _, j in pos], dtype=int)
         A[..., rows, cols] = x[..., : len(pos)]
         return A, x[..., len(pos) : len(pos) + s]
 
@@ -128,9 +130,10 @@ def multistart(
     for x0 in starts:
         tried += 1
         if problem.above is None:  # start on the order conditions (RK-Opt's solveorderconditions)
-            x0 = _on_conditions(problem, x0)
-            if x0 is None:
+            projected = _on_conditions(problem, x0)
+            if projected is None:
                 continue
+            x0 = projected
         with threadpool_limits(1):  # a BLAS thread pool makes SLSQP's small solves 100× slower
             result = scipy.optimize.minimize(
                 problem.objective,
@@ -164,8 +167,14 @@ def _on_conditions(problem: Problem, x0: np.ndarray) -> np.ndarray | None:
     low, high = (np.array(v) for v in zip(*problem.bounds, strict=True))
     with threadpool_limits(1):
         result = scipy.optimize.least_squares(
-            problem.equal, np.clip(x0, low, high), jac=with_jacobian(problem.equal),
-            bounds=(low, high), xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=200,
+            problem.equal,
+            np.clip(x0, low, high),
+            jac=with_jacobian(problem.equal),
+            bounds=(low, high),
+            xtol=1e-15,
+            ftol=1e-15,
+            gtol=1e-15,
+            max_nfev=200,
         )
     return result.x if np.abs(result.fun).max(initial=0) < 1e-8 else None
 
@@ -230,7 +239,9 @@ def ssp_tableau(
     shape, trees = Shape(s, implicit), Trees(p + 1)
     conditions = trees.order_conditions(p)
     rng = np.random.default_rng(seed)
-    x, good, tried = multistart(_ssp_problem(shape, trees, conditions), _ssp_starts(shape, p, starts, rng))
+    x, good, tried = multistart(
+        _ssp_problem(shape, trees, conditions), _ssp_starts(shape, p, starts, rng)
+    )
     if x is None:
         raise DesignError(
             f"the optimiser met the constraints from none of {starts} starts",
@@ -238,13 +249,25 @@ def ssp_tableau(
             value=starts,
             valid="more starts (--starts), or another seed",
         )
-    problem = _ssp_problem(shape, trees, conditions)
+    above = _ssp_problem(shape, trees, conditions).above
+    assert above is not None
     lower = np.tril(np.ones((s + 1, s + 1), dtype=bool), 0 if implicit else -1)
-    point = _point(shape, trees, conditions, x, (problem.above(x), lower))
+    point = _point(shape, trees, conditions, x, (above(x), lower))
     kind = "dirk" if implicit else "explicit"
     return finish(
-        "ssp", kind, s, p, point, float(x[-1]), trees, conditions, good, tried, starts,
-        time.perf_counter() - started, seed,
+        "ssp",
+        kind,
+        s,
+        p,
+        point,
+        float(x[-1]),
+        trees,
+        conditions,
+        good,
+        tried,
+        starts,
+        time.perf_counter() - started,
+        seed,
     )
 
 
@@ -277,9 +300,7 @@ def _ssp_possible(s: int, p: int, implicit: bool) -> None:
 # --- low error and realisations ------------------------------------------------------------
 
 
-def _error_problem(
-    shape: Shape, trees: Trees, conditions: list[Condition], q: int
-) -> Problem:
+def _error_problem(shape: Shape, trees: Trees, conditions: list[Condition], q: int) -> Problem:
     error = [t for t in trees.of_order(q + 1)]
     targets = [Condition(t, Fraction(1, t.density)) for t in error]
     sigma = np.array([float(t.symmetry) for t in error])
@@ -341,8 +362,19 @@ def low_error_tableau(
     kind = "dirk" if implicit else "explicit"
     point = _point(shape, trees, conditions, x, None)
     return finish(
-        "low-error", kind, s, p, point, math.sqrt(float(problem.objective(x))), trees,
-        conditions, good, tried, starts, time.perf_counter() - started, seed,
+        "low-error",
+        kind,
+        s,
+        p,
+        point,
+        math.sqrt(float(problem.objective(x))),
+        trees,
+        conditions,
+        good,
+        tried,
+        starts,
+        time.perf_counter() - started,
+        seed,
     )
 
 
@@ -393,11 +425,25 @@ def realise(
             valid="more starts (--starts), or a lower order",
         )
     point = _point(shape, trees, conditions, x, None)
-    return finish(
-        "realise", "explicit", s, q, point, math.sqrt(float(problem.objective(x))), trees,
-        conditions, good, tried, starts, time.perf_counter() - started, seed,
+    found = finish(
+        "realise",
+        "explicit",
+        s,
+        q,
+        point,
+        math.sqrt(float(problem.objective(x))),
+        trees,
+        conditions,
+        good,
+        tried,
+        starts,
+        time.perf_counter() - started,
+        seed,
         polynomial=tuple(a),
     )
+    if isinstance(polynomial, StabilityPolynomial):
+        found = dataclasses.replace(found, designed_from=polynomial.command())
+    return found
 
 
 def _point(

@@ -104,7 +104,6 @@ class Chebyshev(Basis):
 
     L: Fraction
 
-
     def exact(self, s: int) -> list[list[Fraction]]:
         return _three_term(s, [Fraction(1), 2 / self.L], 2 / self.L, Fraction(1), -1)
 
@@ -121,7 +120,6 @@ class RotatedChebyshev(Basis):
 
     beta: Fraction
 
-
     def exact(self, s: int) -> list[list[Fraction]]:
         return _three_term(s, [Fraction(0), 1 / self.beta], 1 / self.beta, Fraction(0), 1)
 
@@ -137,7 +135,6 @@ class Centred(Basis):
 
     center: Fraction
     radius: Fraction
-
 
     def exact(self, s: int) -> list[list[Fraction]]:
         rows = [[Fraction(1)]]
@@ -246,7 +243,9 @@ class RealInterval(Spectrum):
         return Chebyshev(self.scale)
 
     def stable(self, a: Coefficients, h: Fraction, deadline: Deadline | None = None) -> bool:
-        q = _poly(a, Fraction(1))(flint.fmpq_poly([fmpq(h * self.lo), fmpq(h * (self.hi - self.lo))]))
+        q = _poly(a, Fraction(1))(
+            flint.fmpq_poly([fmpq(h * self.lo), fmpq(h * (self.hi - self.lo))])
+        )
         one = flint.fmpq_poly([1])
         return nonnegative_on(one - q, Fraction(1), deadline) and nonnegative_on(
             one + q, Fraction(1), deadline
@@ -304,9 +303,9 @@ class ImaginaryInterval(Spectrum):
         hb = h * self.beta  # R(i·hβ·y) = E(y) + i·O(y)
         even = [c * hb**k * (-1) ** (k // 2) if k % 2 == 0 else 0 for k, c in enumerate(a)]
         odd = [c * hb**k * (-1) ** (k // 2) if k % 2 else 0 for k, c in enumerate(a)]
-        E = flint.fmpq_poly([fmpq(Fraction(x)) for x in even])
-        O = flint.fmpq_poly([fmpq(Fraction(x)) for x in odd])
-        return nonnegative_on(flint.fmpq_poly([1]) - E * E - O * O, Fraction(1), deadline)
+        re = flint.fmpq_poly([fmpq(Fraction(x)) for x in even])
+        im = flint.fmpq_poly([fmpq(Fraction(x)) for x in odd])
+        return nonnegative_on(flint.fmpq_poly([1]) - re * re - im * im, Fraction(1), deadline)
 
     def text(self) -> str:
         return f"imag:{self.beta}"
