@@ -4,12 +4,13 @@ SLSQP meets the order conditions to about 1e-12, which is short of what 17 print
 claim, and far short of what an SSP coefficient needs. The SSP coefficient of a tableau is the
 first r where an entry of K(I + rK)⁻¹ or (I + rK)⁻¹e turns negative. At an optimum many of
 those entries are 0 at r = C, some with a slope near 0 in r (entries the optimal Shu-Osher form
-holds at zero), so a change of 1e-12 in the tableau can move C by 1e-4. The optimiser's point is therefore refined first: the constraints it holds
-active (value below 1e-8), the order conditions, and the entries at the bound 0 are solved
-together by Newton's method at 256 bits (python-flint's complex balls; the Jacobian by the
-complex step, minimum-norm steps), then rounded (`exact.py`: 200 bits for an SSP design). A refinement that does not
-converge is dropped and the float point is used as it is. Designs without inequalities refine
-the order conditions alone.
+holds at zero), so a change of 1e-12 in the tableau can move C by 1e-4. The optimiser's point
+is therefore refined first: the constraints it holds active (value below 1e-8), the order
+conditions, and the entries at the bound 0 are solved together by Newton's method at 256 bits
+(python-flint's complex balls; the Jacobian by the complex step, minimum-norm steps), then
+rounded (`exact.py`: 200 bits for an SSP design). A refinement that does not converge is
+dropped and the float point is used as it is. Designs without inequalities refine the order
+conditions alone.
 """
 
 from __future__ import annotations
