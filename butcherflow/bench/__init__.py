@@ -122,6 +122,11 @@ def run_benchmark(args: argparse.Namespace) -> int:
 
         run_extract(output=args.output, repeats=args.repeats, command=command)
         return 0
+    if args.what == "design":
+        from .design import run_design
+
+        run_design(output=args.output, command=f"butcherflow bench design{given}")
+        return 0
     if args.what == "bseries":
         from .bseries import run_bseries
 

@@ -81,7 +81,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="run a benchmark and write docs/benchmarks.md")
     p.add_argument(
         "what",
-        choices=("order", "block", "streams", "beam", "floater", "train", "extract", "bseries"),
+        choices=(
+            "order",
+            "block",
+            "streams",
+            "beam",
+            "floater",
+            "train",
+            "extract",
+            "bseries",
+            "design",
+        ),
         help="order: prove the whole catalog, timed, beside NodePy; block: compiled blocks vs "
         "hand-written loops, then streams; streams: hyper-connection stacks (n = 4, every "
         "coefficient policy) vs the residual stack; beam: beam search with incremental caches "
@@ -90,7 +100,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "peak memory of recipes beside torch.nn.Transformer; extract: bf.extract with its proof "
         "on one layer and on a 12-layer stack; "
         "bseries: B-series, modified equation "
-        "and symplecticity order of the catalog to order 8, SSP coefficients beside NodePy",
+        "and symplecticity order of the catalog to order 8, SSP coefficients beside NodePy; "
+        "design: every kind of bf.design at s <= 10, timed, beside the best known values",
     )
     p.add_argument("--output", default="docs/benchmarks.md", help="markdown file to update")
     p.add_argument("--repeats", type=int, default=3, help="timings are the median of repeats")

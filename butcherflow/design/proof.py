@@ -3,9 +3,11 @@ reduces to.
 
 A claim "|R(z)| ≤ 1 on a set" becomes "g(u) ≥ 0 for u in [0, U]" for a polynomial g with
 rational coefficients in a real parameter u of the set's boundary (`spectra.py`). That is decided
-exactly: the positive real roots of g are isolated by flint (`real_roots.positive_roots`, the
-analysis stage's root isolation), and g keeps one sign between two consecutive roots, which is
-read at a rational point of each gap by exact evaluation. No rounded value decides anything.
+exactly: the real roots of g are isolated by flint, and g keeps one sign between two consecutive
+roots, which is read at a rational point of each gap by exact evaluation. No rounded value
+decides anything. (flint's `complex_roots` is used rather than the analysis stage's
+`real_roots.positive_roots`, whose precision doubling has no cap: on the tangential double
+roots an optimal polynomial has on a disk's boundary it doubled until flint overflowed.)
 """
 
 from __future__ import annotations
@@ -16,10 +18,8 @@ from fractions import Fraction
 from typing import Any
 
 import flint
-from sympy.polys.domains import QQ
 
 from ..analysis.budget import Deadline
-from ..analysis.exact.real_roots import positive_roots
 
 Rational = Fraction
 
@@ -30,10 +30,11 @@ def fmpq(x: Fraction) -> flint.fmpq:
 
 
 def fraction(x: Any) -> Fraction:
-    """An exact rational of sympy's QQ (or flint) as a Fraction."""
+    """An exact flint number (fmpq, or an arb with no radius: a ball's end) as a Fraction."""
     if isinstance(x, flint.fmpq):
         return Fraction(int(x.p), int(x.q))
-    return Fraction(int(QQ.numer(x)), int(QQ.denom(x)))
+    man, exp = x.mid().man_exp()
+    return Fraction(int(man) * 2 ** int(exp)) if exp >= 0 else Fraction(int(man), 2 ** int(-exp))
 
 
 def sign_at(g: flint.fmpq_poly, u: Fraction) -> int:
@@ -51,34 +52,42 @@ def nonnegative_on(
 
     - `g`: a polynomial with rational coefficients.
     - `upper`: the interval's right end (a rational > 0), or None for the half-line.
-    - `deadline`: checked between root isolations (`OutOfTime` past it).
+    - `deadline`: checked before the root isolation (`OutOfTime` past it).
 
-    **Returns:** True or False, decided by the isolated roots of g and exact signs in every gap.
+    **Returns:** True or False, decided by the isolated real roots of g and exact signs in
+    every gap between them. The roots come from flint's `complex_roots` (squarefree
+    factorisation, then disjoint balls each proved to hold one root, real ones with an exactly
+    zero imaginary part), whose precision grows as needed; a ball that cannot be told from 0
+    answers False (not proved), never True.
     """
-    deadline = deadline or Deadline.never()
+    (deadline or Deadline.never()).check()
     if g.is_zero():
         return True
     if sign_at(g, Fraction(0)) < 0:
         return False
-    integer = g.numer()  # the same roots, integer coefficients
-    roots = []
-    for lo, hi, sign in positive_roots(integer, deadline) if integer.degree() > 0 else []:
-        a, b = fraction(lo), fraction(hi)
-        while upper is not None and a < upper < b:  # straddles the end: narrow it
-            mid = (a + b) / 2
-            if sign(QQ(mid.numerator, mid.denominator)) == sign(QQ(a.numerator, a.denominator)):
-                a = mid
-            else:
-                b = mid
-        if upper is None or a < upper:
-            roots.append((a, b))
-    points = _gap_points(roots, upper)
-    return all(sign_at(g, u) >= 0 for u in points)
+    integer = g.numer()
+    while integer.degree() > 0 and integer.coeffs()[0] == 0:  # the root 0 bounds no gap
+        integer = flint.fmpz_poly(integer.coeffs()[1:])
+    balls = []
+    if integer.degree() > 0:
+        for root, _multiplicity in integer.complex_roots():
+            if root.imag != 0:
+                continue
+            lo, hi = fraction(root.real.lower()), fraction(root.real.upper())
+            if lo <= 0 <= hi:
+                if hi > 0:
+                    return False  # a root not told from 0: undecided, so not proved
+                continue
+            if hi > 0 and (upper is None or lo < upper):
+                balls.append((lo, hi))
+    balls.sort()
+    return all(sign_at(g, u) >= 0 for u in _gap_points(balls, upper))
 
 
 def _gap_points(roots: list[tuple[Fraction, Fraction]], upper: Fraction | None) -> list[Fraction]:
-    """A rational point in every gap of [0, upper] between consecutive isolated roots, and the
-    right end itself."""
+    """A rational point in every gap of [0, upper] between consecutive isolating intervals, and
+    the right end itself (where an interval holds the end, g's sign there and in the gap before
+    it decide: one root at most lies between them)."""
     if not roots:
         return [Fraction(1) if upper is None else upper / 2] + ([] if upper is None else [upper])
     points = [roots[0][0] / 2]
@@ -89,7 +98,7 @@ def _gap_points(roots: list[tuple[Fraction, Fraction]], upper: Fraction | None) 
         points.append(last + 1)
     else:
         points += [(last + upper) / 2, upper] if last < upper else [upper]
-    return points
+    return [u for u in points if upper is None or u <= upper]
 
 
 def largest_verified(
