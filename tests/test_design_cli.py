@@ -13,16 +13,33 @@ from butcherflow.cli import main
 
 
 def test_design_polynomial_prints_the_proved_step(capsys):
-    assert main(["design", "polynomial", "--stages", "2", "--order", "1",
-                 "--spectrum", "real:-1,0"]) == 0
+    assert (
+        main(["design", "polynomial", "--stages", "2", "--order", "1", "--spectrum", "real:-1,0"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "proved step   7.9999" in out and "float step" in out
 
 
 def test_design_ssp_writes_a_catalog_file_that_loads_and_proves(tmp_path, capsys):
     path = tmp_path / "ssp.toml"
-    assert main(["design", "ssp", "--stages", "3", "--order", "3", "--format", "toml",
-                 "--output", str(path)]) == 0
+    assert (
+        main(
+            [
+                "design",
+                "ssp",
+                "--stages",
+                "3",
+                "--order",
+                "3",
+                "--format",
+                "toml",
+                "--output",
+                str(path),
+            ]
+        )
+        == 0
+    )
     method = bf.load(path)
     assert bf.check(method).order == 3
     assert "butcherflow design ssp --stages 3 --order 3" in method.reference
@@ -37,13 +54,30 @@ def test_design_depth_prints_json(capsys):
 @pytest.mark.parametrize(
     "argv,fragment",
     [
-        (["design", "polynomial", "--stages", "2", "--order", "1", "--spectrum", "real:0,1"],
-         "right half-plane"),
-        (["design", "polynomial", "--stages", "2", "--order", "1", "--spectrum", "imag:x"],
-         "not a finite real number"),
+        (
+            ["design", "polynomial", "--stages", "2", "--order", "1", "--spectrum", "real:0,1"],
+            "right half-plane",
+        ),
+        (
+            ["design", "polynomial", "--stages", "2", "--order", "1", "--spectrum", "imag:x"],
+            "not a finite real number",
+        ),
         (["design", "low-error", "--stages", "3", "--order", "2"], "allow order 3"),
-        (["design", "polynomial", "--stages", "2", "--order", "1", "--spectrum", "imag:1",
-          "--format", "toml"], "no declaration"),
+        (
+            [
+                "design",
+                "polynomial",
+                "--stages",
+                "2",
+                "--order",
+                "1",
+                "--spectrum",
+                "imag:1",
+                "--format",
+                "toml",
+            ],
+            "no declaration",
+        ),
     ],
 )
 def test_a_mistake_is_one_line_and_exit_code_1(argv, fragment, capsys):

@@ -68,11 +68,12 @@ def test_the_birkhoff_layer_starts_at_the_declaration_and_stays_doubly_stochasti
         optimiser.zero_grad()
         trained(x).pow(2).mean().backward()
         optimiser.step()
-    for V, V0 in zip(trained.stream_matrices(), before, strict=True):
+    after = trained.stream_matrices()
+    for V in after:
         assert np.abs(V.sum(axis=0) - 1).max() < 1e-12 and np.abs(V.sum(axis=1) - 1).max() < 1e-12
         assert V.min() >= 0
         assert np.abs(np.linalg.matrix_power(V, 64)).sum(axis=1).max() <= 1 + 1e-9
-    assert max(np.abs(V - V0).max() for V, V0 in zip(trained.stream_matrices(), before)) > 1e-4
+    assert max(np.abs(V - V0).max() for V, V0 in zip(after, before, strict=True)) > 1e-4
 
 
 def test_birkhoff_refuses_a_mixing_that_is_not_doubly_stochastic():

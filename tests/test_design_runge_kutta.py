@@ -131,7 +131,9 @@ def test_a_design_with_no_feasible_start_says_so():
 def test_the_error_norm_is_rk_opts_errcoeff():
     found = low_error_tableau(2, 2)
     # errcoeff.m at p = 2: tau = (b'Ac - 1/6, (b'c² - 1/3)/2); Ralston's c₂ = 2/3
-    tau = [sympy.Rational(0) - sympy.Rational(1, 6), (sympy.Rational(3, 4) * sympy.Rational(4, 9)
-           - sympy.Rational(1, 3)) / 2]
+    tau = [
+        sympy.Rational(0) - sympy.Rational(1, 6),
+        (sympy.Rational(3, 4) * sympy.Rational(4, 9) - sympy.Rational(1, 3)) / 2,
+    ]
     assert found.proved_value == pytest.approx(float(sympy.sqrt(sum(t**2 for t in tau))))
     assert math.isclose(found.value, 1 / 6, rel_tol=1e-9)

@@ -70,7 +70,8 @@ def nonnegative_on(
         integer = flint.fmpz_poly(integer.coeffs()[1:])
     balls = []
     if integer.degree() > 0:
-        for root, _multiplicity in integer.complex_roots():
+        found: Any = integer.complex_roots()  # (acb, multiplicity) pairs
+        for root, _multiplicity in found:
             if root.imag != 0:
                 continue
             lo, hi = fraction(root.real.lower()), fraction(root.real.upper())
