@@ -51,25 +51,25 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     q.add_argument(
         "--realise", type=int, default=None, metavar="Q", help="and a tableau of order Q"
     )
-    _search(q)
+    _search(q, 10)
     _output(q)
     q.set_defaults(run=cmd_polynomial)
 
-    for name, helptext in (
-        ("ssp", "the largest SSP coefficient for s stages and order p"),
-        ("low-error", "the smallest principal error norm for s stages and order p"),
+    for name, helptext, starts in (
+        ("ssp", "the largest SSP coefficient for s stages and order p", 20),
+        ("low-error", "the smallest principal error norm for s stages and order p", 10),
     ):
         q = kinds.add_parser(name, help=helptext)
         _stages_order(q)
         q.add_argument("--implicit", action="store_true", help="diagonally implicit (DIRK)")
-        _search(q)
+        _search(q, starts)
         _output(q)
         q.set_defaults(run=cmd_tableau)
 
     q = kinds.add_parser("realise", help="a tableau with a given stability polynomial")
     q.add_argument("--polynomial", required=True, help="a_0,a_1,...,a_s (exact: 1,1,1/2,1/8)")
     q.add_argument("--order", type=int, required=True, help="the nonlinear order")
-    _search(q)
+    _search(q, 10)
     _output(q)
     q.set_defaults(run=cmd_realise)
 

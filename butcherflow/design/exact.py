@@ -92,7 +92,7 @@ def solve_last_stage(
     """Route 2 (module docstring): exact entries meeting every condition, or None when the
     conditions are not affine in the last row or the linear system has no solution here."""
     s = len(b)
-    if s < 2 or max(c.tree.order for c in conditions) > 4:
+    if s < 2:  # affinity in the last row is checked below, tree by tree (tall trees always are)
         return None
     last = s - 1
 
@@ -141,6 +141,7 @@ def _columns(
     b₁..b_s then y_j; None when the last stage's weights are not affine in its row."""
     s, last = len(A), len(A) - 1
     upto = max(c.tree.order for c in conditions)
+    used = {c.tree.index for c in conditions}
 
     def last_weights(entries: dict[int, Fraction]) -> dict[int, Fraction]:
         row = [entries.get(j, Fraction(0)) for j in range(s)]
@@ -148,7 +149,7 @@ def _columns(
         row[derived] = c_last - sum((row[j] for j in range(s) if j != derived), Fraction(0))
         trial = [*A[:last], row]
         g = trees.exact_weights(trial, upto)
-        return {t: g[t][last] for t in g}
+        return {t: g[t][last] for t in used}
 
     base = last_weights({})
     slopes = []

@@ -146,13 +146,15 @@ class DesignedMethod:
             f'description = "{self.description()}"\n'
             f"A = [\n{rows},\n]\n"
             f"b = [{', '.join(cell(x) for x in self.method.b)}]\n"
+            # an implicit layer solves its stages by fixed-point sweeps (as the catalog's DIRKs)
+            + ("iterations = 3\n" if self.kind == "dirk" else "")
         )
 
     def description(self) -> str:
         what, how = OBJECTIVES[self.objective]
         entries = "exact" if self.exact else "numeric"
         return (
-            f"{what.capitalize()} {how} by SLSQP from {self.starts} starts (RK-Opt's "
+            f"{what[0].upper()}{what[1:]} {how} by SLSQP from {self.starts} starts (RK-Opt's "
             f"formulation); entries {entries} ({self.route}); {what} {self.proved} recomputed "
             f"from these entries (optimiser: {self.value:.12g}); order proved by bf.check."
         )

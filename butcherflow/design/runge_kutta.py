@@ -115,7 +115,7 @@ AGREE = 2  # the multistart stops once this many starts reach the best value (to
 
 
 def multistart(
-    problem: Problem, starts: Sequence[np.ndarray], maxiter: int = 1000
+    problem: Problem, starts: Sequence[np.ndarray], maxiter: int = 400
 ) -> tuple[np.ndarray | None, int, int]:
     """SLSQP from each start (RK-Opt runs fmincon from many starts the same way): the best
     point meeting the constraints to `FEASIBLE`, how many starts reached a feasible point, and
@@ -142,7 +142,7 @@ def multistart(
                 method="SLSQP",
                 bounds=problem.bounds,
                 constraints=constraints,
-                options={"maxiter": maxiter, "ftol": 1e-13},
+                options={"maxiter": maxiter, "ftol": 1e-10},
             )
         x = result.x
         ok = np.abs(problem.equal(x)).max(initial=0) < FEASIBLE and (
@@ -326,7 +326,7 @@ def _random_starts(shape: Shape, count: int, rng: np.random.Generator) -> list[n
 
 
 def low_error_tableau(
-    stages: int, order: int, *, implicit: bool = False, starts: int = 20, seed: int = 0
+    stages: int, order: int, *, implicit: bool = False, starts: int = 10, seed: int = 0
 ) -> DesignedMethod:
     """The tableau of `stages` stages and order `order` with the smallest principal error norm
     found from `starts` random starts, exact and proved.
@@ -382,7 +382,7 @@ def realise(
     polynomial: StabilityPolynomial | Sequence[Any],
     order: int,
     *,
-    starts: int = 20,
+    starts: int = 10,
     seed: int = 0,
 ) -> DesignedMethod:
     """An explicit tableau whose stability polynomial is `polynomial` and whose nonlinear order
