@@ -200,62 +200,17 @@ def finish(
     than the optimiser's; else the exact routes of `exact.py` from the polished point (or the
     floats); else numeric digits."""
     name = f"designed-{objective}-{'dirk-' if kind == 'dirk' else ''}{s}-{p}"
-    notes: list[str] = []
-    snapped = snap(trees, conditions, point.A, point.b, SNAP)
-    if snapped is not None:
-        method = ButcherTableau(A=snapped[0], b=snapped[1], name=name)
-        proved, proved_value = _objective(objective, method, trees, p, True)
-        better = (
-            proved_value >= value * (1 - 1e-12)
-            if objective == "ssp"
-            else (proved_value <= value * (1 + 1e-9))
-        )
-        if better:
-            return _record(
-                objective,
-                kind,
-                s,
-                p,
-                method,
-                True,
-                "snapped to small rationals",
-                value,
-                proved,
-                proved_value,
-                (good, tried, starts),
-                seconds,
-                seed,
-                polynomial,
-                notes,
-            )
-    A, b = point.polished or (point.A, point.b)
-    # an SSP coefficient moves with the 1e-12th digit (polish.py); an error norm does not
-    bits = (200 if objective == "ssp" else 64) if point.polished else 53
-    tolerance = 1e-40 if point.polished else 1e-9
-    if point.polished:
-        notes.append("polished to 256 bits before rounding (polish.py)")
-    found = exact_tableau(trees, conditions, A, b, tolerance, bits)
-    if found is not None:
-        method, route = ButcherTableau(A=found[0], b=found[1], name=name), found[2]
-    else:
-        digits = 60 if point.polished else 17
-        route = (
-            "no exact route (neither small rationals nor a last stage solvable for the "
-            f"conditions): {digits} significant digits"
-        )
-        method = ButcherTableau(
-            A=[[_digits(x, digits) for x in row] for row in A],
-            b=[_digits(x, digits) for x in b],
-            name=name,
-        )
-    proved, proved_value = _objective(objective, method, trees, p, found is not None)
+    method, exact, route, notes, known = _declaration(
+        objective, name, point, value, trees, p, conditions
+    )
+    proved, proved_value = known or _objective(objective, method, trees, p, exact)
     return _record(
         objective,
         kind,
         s,
         p,
         method,
-        found is not None,
+        exact,
         route,
         value,
         proved,
@@ -266,6 +221,48 @@ def finish(
         polynomial,
         notes,
     )
+
+
+def _declaration(
+    objective: str,
+    name: str,
+    point: Point,
+    value: float,
+    trees: Trees,
+    p: int,
+    conditions: list[Condition],
+) -> tuple[ButcherTableau, bool, str, list[str], tuple[str, float] | None]:
+    """(declaration, exact?, route, notes, its objective when already computed): the routes of
+    `finish`, in order."""
+    snapped = snap(trees, conditions, point.A, point.b, SNAP)
+    if snapped is not None:
+        method = ButcherTableau(A=snapped[0], b=snapped[1], name=name)
+        proved, proved_value = _objective(objective, method, trees, p, True)
+        if objective == "ssp":
+            better = proved_value >= value * (1 - 1e-12)
+        else:
+            better = proved_value <= value * (1 + 1e-9)
+        if better:
+            return method, True, "snapped to small rationals", [], (proved, proved_value)
+    A, b = point.polished or (point.A, point.b)
+    # an SSP coefficient moves with the 1e-12th digit (polish.py); an error norm does not
+    bits = (200 if objective == "ssp" else 64) if point.polished else 53
+    tolerance = 1e-40 if point.polished else 1e-9
+    notes = ["polished to 256 bits before rounding (polish.py)"] if point.polished else []
+    found = exact_tableau(trees, conditions, A, b, tolerance, bits)
+    if found is not None:
+        return ButcherTableau(A=found[0], b=found[1], name=name), True, found[2], notes, None
+    digits = 60 if point.polished else 17
+    route = (
+        "no exact route (neither small rationals nor a last stage solvable for the "
+        f"conditions): {digits} significant digits"
+    )
+    method = ButcherTableau(
+        A=[[_digits(x, digits) for x in row] for row in A],
+        b=[_digits(x, digits) for x in b],
+        name=name,
+    )
+    return method, False, route, notes, None
 
 
 def _objective(

@@ -38,6 +38,7 @@ class Birkhoff(nn.Module):
             raise ValueError(f"Birkhoff parametrisation: 1 <= r <= {MAX_STREAMS}, got {r}")
         eye = torch.eye(r, dtype=torch.float64)
         perms = [eye[list(sigma)] for sigma in itertools.permutations(range(r))]
+        self.count = len(perms)
         self.register_buffer("perms", torch.stack(perms), persistent=False)
 
     def forward(self, theta: Tensor) -> Tensor:
@@ -45,6 +46,8 @@ class Birkhoff(nn.Module):
         return torch.einsum("k,kij->ij", weights, self.perms.to(theta.dtype))
 
     def right_inverse(self, V: Tensor) -> Tensor:
+        if V.is_meta:  # counting parameters without memory: the shape is all there is
+            return torch.empty(self.count, dtype=V.dtype, device=V.device)
         weights = birkhoff_weights(V.detach().to(torch.float64).cpu().numpy())
         floor = torch.finfo(torch.float64).tiny
         return torch.log(torch.as_tensor(weights, dtype=V.dtype).clamp_min(floor))
