@@ -15,12 +15,12 @@ $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[test,bible,tensorboard,audit,design]"
+	$(PY) -m pip install -q -e ".[test,bible,tensorboard,audit,hf,design]"
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check butcherflow tests
-	$(VENV)/bin/ruff format --check butcherflow tests
+	$(VENV)/bin/ruff check butcherflow tests docs/tools docs/hooks.py
+	$(VENV)/bin/ruff format --check butcherflow tests docs/tools docs/hooks.py
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
@@ -91,4 +91,4 @@ docs: $(DOCS_STAMP)
 	@echo "docs: $(DOCS_SITE)/index.html"
 
 docs-check: $(DOCS_STAMP)
-	$(PY) -m butcherflow.gallery.browser $(DOCS_SITE) --screenshots docs/_build/screenshots
+	$(PY) docs/tools/browser.py $(DOCS_SITE) --screenshots docs/_build/screenshots

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from . import design, nn
     from .assemble import LanguageModel, Recipe, Seq2Seq, load_recipe, warm_start
     from .compiler import CompiledBlock, compile, compile_stack
-    from .extract import Extracted, extract
+    from .extraction import Extracted, extract
 
 # The public names that need torch (or, `design`, the optimisers of the design extra), and the
 # stage that defines each.
@@ -60,8 +60,8 @@ _WITH_TORCH = {
     "CompiledBlock": ".compiler",
     "compile": ".compiler",
     "compile_stack": ".compiler",
-    "Extracted": ".extract",
-    "extract": ".extract",
+    "Extracted": ".extraction",
+    "extract": ".extraction",
 }
 
 

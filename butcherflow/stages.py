@@ -17,12 +17,14 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("design",),  # design: optimised declarations, returned with their proofs
     ("nn",),  # the building blocks of layers (never the compiler)
     ("compiler",),  # compile: declarations -> nn.Modules
-    ("extract",),  # the compiler's inverse: the integrator a PyTorch module computes
+    ("extraction",),  # the compiler's inverse: the integrator a PyTorch module computes
+    ("zoo",),  # other libraries' models and layers, built from small configs (random weights)
     ("assemble",),  # recipes -> Seq2Seq / LanguageModel
     ("data",),  # corpora, vocabularies, batching
     ("savedir",),  # a run's files and the trained model they hold
     ("train",),  # the training loop
     ("generate",),  # beam search, translation, scoring
+    ("export",),  # a trained run as a Hugging Face folder (transformers loads it)
     ("experiments",),  # the papers' experiments
     ("gallery",),  # the docs gallery
     ("bench",),  # the benchmarks

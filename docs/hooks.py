@@ -2,13 +2,19 @@
 
 - A page containing `<!-- butcherflow:cli-reference -->` gets the reference of every subcommand,
   generated at build time from the CLI's own parser, so it cannot drift.
-- After the build, `butcherflow.gallery.sitecheck` must find no broken link, missing image or
+- After the build, `docs/tools/sitecheck.py` must find no broken link, missing image or
   resource loaded from another host; otherwise the build fails.
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
+
+# The developer tools (the site checker, the headless-browser driver) live beside the docs, not in
+# the wheel
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
 
 CLI_MARKER = "<!-- butcherflow:cli-reference -->"
 
@@ -26,8 +32,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 def on_post_build(config: Any) -> None:
     """Fail the build on a broken link or image, or a resource from another host."""
     from mkdocs.exceptions import Abort
-
-    from butcherflow.gallery.sitecheck import check_site
+    from sitecheck import check_site
 
     problems = check_site(config["site_dir"])
     if problems:

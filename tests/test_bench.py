@@ -152,7 +152,7 @@ def test_a_proof_past_the_time_limit_is_a_timeout_row(monkeypatch: pytest.Monkey
 def test_extract_benchmark_rows_and_worst_cases(benchmarks_md: Path) -> None:
     pytest.importorskip("x_transformers")
     from butcherflow.bench.extract import Case, run_extract
-    from butcherflow.gallery.audit.libraries import x_transformers_default
+    from butcherflow.zoo import x_transformers_default
 
     cases = (
         Case("layer", "one tiny layer", lambda: x_transformers_default(1)),

@@ -28,8 +28,8 @@ from butcherflow.analysis.bseries import (
     symplecticity_order,
     tree,
 )
-from butcherflow.analysis.bseries.tableau import ssp_coefficient
 from butcherflow.analysis.exact.trees import PLAIN
+from butcherflow.analysis.runge_kutta.monotonicity import ssp_coefficient
 from butcherflow.errors import AnalysisError
 
 MIDPOINT = {  # explicit midpoint, modified equation b(t) (BSeries.jl docs/tests, level sequences)
@@ -475,7 +475,7 @@ def test_coarse_digits_leave_symmetry_and_energy_undetermined() -> None:
 
 
 def test_internal_stability_polynomials_of_rk4_match_nodepy() -> None:
-    from butcherflow.analysis.bseries.internal import internal_stability
+    from butcherflow.analysis.runge_kutta.internal_stability import internal_stability
 
     rk = pytest.importorskip("nodepy.runge_kutta_method")
     method = bf.catalog["rk4"]

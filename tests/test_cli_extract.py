@@ -17,7 +17,7 @@ from butcherflow.cli import main
 USER_FILE = """
 import torch
 from torch import nn
-from butcherflow.extract.target import Target
+from butcherflow.extraction.target import Target
 
 
 class Block(nn.Module):
@@ -78,7 +78,7 @@ def test_markdown_names_the_fields(user_file: Path, capsys: pytest.CaptureFixtur
     "factory, says",
     [
         ("no_such_package.layers:make", "no module named 'no_such_package'"),
-        ("butcherflow.extract.target:no_such_callable", "has no callable named"),
+        ("butcherflow.extraction.target:no_such_callable", "has no callable named"),
         ("justaname", "is not of the form X:callable"),
         ("missing/file.py:make", "no file missing/file.py"),
     ],
@@ -107,7 +107,7 @@ def test_streams_folded_into_the_batch_on_the_command_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     pytest.importorskip("hyper_connections")
-    factory = "butcherflow.gallery.audit.libraries:hyper_connections_init"
+    factory = "butcherflow.zoo:hyper_connections_init"
     assert main(["extract", factory, "--streams", "batch:4", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["declaration"]["V"] == [[str(int(i == j)) for j in range(4)] for i in range(4)]
@@ -121,7 +121,7 @@ def test_bad_streams_are_one_line(user_file: Path, capsys: pytest.CaptureFixture
 def test_bf_extract_is_callable_after_importing_its_subpackage_first() -> None:
     # Python binds an imported subpackage as an attribute of its package, over bf.extract.
     code = (
-        "import butcherflow.extract.target, butcherflow as bf, torch\n"
+        "import butcherflow.extraction.target, butcherflow as bf, torch\n"
         "lin = torch.nn.Linear(4, 4).eval()\n"
         "class B(torch.nn.Module):\n"
         "    def __init__(s): super().__init__(); s.f = lin\n"

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import butcherflow as bf
-from butcherflow.analysis.bseries.tableau import ssp_coefficient
+from butcherflow.analysis.runge_kutta.monotonicity import ssp_coefficient
 from butcherflow.design import low_error_tableau, realise, ssp_tableau, stability_polynomial
 
 

@@ -10,7 +10,7 @@ pytest.importorskip("x_transformers")
 pytest.importorskip("hyper_connections")
 
 from butcherflow.gallery.audit.extracted import FINDINGS, entry
-from butcherflow.gallery.audit.libraries import LIBRARY_TARGETS
+from butcherflow.zoo import LIBRARY_TARGETS
 
 BY_KEY = {t.key: t for t in LIBRARY_TARGETS}
 

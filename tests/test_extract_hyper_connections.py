@@ -29,11 +29,11 @@ import pytest
 import sympy
 
 from butcherflow.errors import ExtractionError
-from butcherflow.extract import extract
+from butcherflow.extraction import extract
 
 pytest.importorskip("hyper_connections")
 
-from butcherflow.gallery.audit import libraries
+from butcherflow import zoo as libraries
 
 ROUND_OFF = 1e-13  # the round trip in float64
 

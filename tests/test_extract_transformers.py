@@ -31,7 +31,7 @@ import butcherflow as bf
 
 pytest.importorskip("transformers")
 
-from butcherflow.gallery.audit import libraries
+from butcherflow import zoo as libraries
 
 
 def test_llama_layer_is_lie_trotter_with_euler_steps() -> None:
@@ -192,7 +192,7 @@ def test_gpt_neox_follows_its_parallel_residual_flag(parallel: bool) -> None:
     Euler steps and Euler on attention + MLP, each round-tripping on the layer's own modules."""
     import transformers
 
-    from butcherflow.gallery.audit.libraries.hugging_face import layer_call
+    from butcherflow.zoo.hugging_face import layer_call
 
     config = transformers.GPTNeoXConfig(
         vocab_size=64,

@@ -1,7 +1,7 @@
 """`bf.extract` on x-transformers (the `audit` extra, pinned): what its layers compute.
 
 Every module is built from a small configuration with random weights
-(`butcherflow.gallery.audit.libraries`). The expected declarations are read from the pinned
+(`butcherflow.zoo`). The expected declarations are read from the pinned
 source, x_transformers/x_transformers.py of x-transformers 2.31.10:
 
 - a layer is `layers[i] = (norms, block, residual)`; the forward computes
@@ -31,11 +31,11 @@ import torch
 
 import butcherflow as bf
 from butcherflow.errors import ExtractionError
-from butcherflow.extract import extract
+from butcherflow.extraction import extract
 
 pytest.importorskip("x_transformers")
 
-from butcherflow.gallery.audit import libraries
+from butcherflow import zoo as libraries
 
 ROUND_OFF = 1e-13  # the round trip in float64
 
@@ -191,7 +191,7 @@ def test_a_per_channel_residual_scale_is_refused_naming_the_residual() -> None:
     number per channel, not one per state."""
     from x_transformers import Encoder
 
-    from butcherflow.gallery.audit.libraries.common import randomise
+    from butcherflow.zoo.common import randomise
 
     encoder = randomise(
         Encoder(

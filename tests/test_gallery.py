@@ -18,7 +18,6 @@ from butcherflow.assemble import recipe_names, side_order
 from butcherflow.cli import build_parser, main
 from butcherflow.gallery import GalleryResult, build_gallery, cli_reference, read_block, render_svg
 from butcherflow.gallery.diagram import number
-from butcherflow.gallery.sitecheck import check_site
 from butcherflow.gallery.text import exact, read_benchmarks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -334,26 +333,6 @@ def test_cli_reference_lists_every_subcommand_and_flag() -> None:
                 if flag not in ("-h", "--help"):
                     assert f"`{flag}`" in text, f"{name}: {flag} missing"
     assert "one of `text`, `markdown`, `json`; default `text`" in text
-
-
-def test_site_check_finds_broken_links_and_foreign_resources(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    (site / "page").mkdir(parents=True)
-    (site / "a.svg").write_text("<svg/>", encoding="utf-8")
-    (site / "page" / "index.html").write_text('<h1 id="top">x</h1>', encoding="utf-8")
-    good = '<img src="a.svg"><a href="page/#top">p</a><a href="https://example.org/">out</a>'
-    (site / "index.html").write_text(good, encoding="utf-8")
-    assert check_site(site) == []
-    bad = (
-        '<img src="missing.svg"><a href="page/#nowhere">p</a><a href="gone/">g</a>'
-        '<script src="https://cdn.example.org/x.js"></script>'
-    )
-    (site / "index.html").write_text(bad, encoding="utf-8")
-    problems = "\n".join(check_site(site))
-    assert "broken image <img src='missing.svg'>" in problems
-    assert "missing anchor #nowhere" in problems
-    assert "broken link <a href='gone/'>" in problems
-    assert "loads from another host: https://cdn.example.org/x.js" in problems
 
 
 @pytest.mark.parametrize("name", ["sdirk-2", "gauss-legendre-2"])

@@ -10,8 +10,8 @@ import pytest
 import sympy
 
 import butcherflow as bf
-from butcherflow.analysis.bseries.internal import Z, internal_stability
-from butcherflow.analysis.bseries.tableau import monotonicity_margin, ssp_coefficient
+from butcherflow.analysis.runge_kutta.internal_stability import Z, internal_stability
+from butcherflow.analysis.runge_kutta.monotonicity import monotonicity_margin, ssp_coefficient
 
 s3, s2 = sympy.sqrt(3), sympy.sqrt(2)
 

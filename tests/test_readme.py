@@ -64,7 +64,7 @@ def imported(source: str) -> set[str]:
 
 
 EXAMPLES = examples()
-NEEDS = {  # what `butcherflow.gallery.audit.libraries` imports when its factories are called
+NEEDS = {  # what `butcherflow.zoo` imports when its factories are called
     "transformers_llama": "transformers",
     "x_transformers_default": "x_transformers",
 }

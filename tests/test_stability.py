@@ -572,3 +572,32 @@ def test_an_implicit_tableau_without_iterations_says_how_it_compiles() -> None:
     assert "iterations= asks for (none declared)" in how and "by iterations=" not in how
     declared = bf.ButcherTableau(GAUSS2_A, ["1/2", "1/2"], iterations=3)
     assert "stages solved by 3 fixed-point sweeps" in declared.layer.how
+
+
+# An irreducible factor met by the hypothesis test above (a six-stage float tableau, order 6
+# claimed): flint's root boxes for it overlap at every precision (roots of sizes 1 and 2·10⁵
+# beside a close complex pair), and the precision doubling overflowed; exact isolation answers.
+STUBBORN = [  # ascending coefficients
+    -37912425000680587211250489966121355634802234344197680051551951912960,
+    37912425000680587211250489966121355634802234344197680051551951912960,
+    -25274950000453724807500326644080903756534822896131786701034634608640,
+    12637475000226862403750163322040451878267411448065893350517317304320,
+    -5054990000090744961500065328816180751306964579226357340206926921728,
+    1684996666696914987166688442938726917102321526408785780068975640576,
+    4730117325769090715964383608661693977685173807003981578240000,
+    817004246468537010538668053860696846445137349824217088000,
+    -24148664626132742173618286160998501746648484413440000,
+    250799101802372265805814135630135830153003008000,
+    -1139670039606449999740608626167198482432000,
+    1929657654911817369267189104627290125,
+]
+
+
+def test_roots_that_balls_cannot_isolate_are_isolated_exactly() -> None:
+    import flint
+
+    from butcherflow.analysis.budget import Deadline
+
+    roots = real_roots.positive_roots(flint.fmpz_poly(STUBBORN), Deadline.never())
+    ((lo, hi, _sign),) = roots  # one positive root: 1.77671674586641165954 (sympy.real_roots)
+    assert float(lo) <= 1.7767167458664116 <= float(hi)

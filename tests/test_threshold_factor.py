@@ -12,7 +12,7 @@ import pytest
 from catalog_sweep import sweep
 
 import butcherflow as bf
-from butcherflow.analysis.bseries.tableau import ssp_coefficient, threshold_factor
+from butcherflow.analysis.runge_kutta.monotonicity import ssp_coefficient, threshold_factor
 
 EXPLICIT = [
     n

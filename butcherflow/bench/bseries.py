@@ -20,8 +20,8 @@ import sympy
 
 from ..analysis.bseries import bseries, modified_equation, modifying_integrator
 from ..analysis.bseries.properties import symplecticity_order
-from ..analysis.bseries.tableau import ssp_coefficient
 from ..analysis.exact.weights import clear_cache
+from ..analysis.runge_kutta.monotonicity import ssp_coefficient
 from ..methods import ButcherTableau, catalog
 from . import write_section
 from .order import machine

@@ -21,8 +21,8 @@ import torch
 
 from ..compiler import compile as compile_method
 from ..errors import ButcherflowError
-from ..extract.target import Target
-from ..gallery.audit.libraries import x_transformers_default, x_transformers_streams
+from ..extraction.target import Target
+from ..zoo import x_transformers_default, x_transformers_streams
 from . import write_section
 from .order import machine
 

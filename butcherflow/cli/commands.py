@@ -1,5 +1,5 @@
-"""The subcommands that need torch (show, evaluate, translate, generate, train, average, bench,
-gallery, experiment): their parsers, imported by `butcherflow.cli` only when one of them runs."""
+"""The subcommands that need torch (show, evaluate, translate, generate, train, average, export,
+bench, gallery, experiment): their parsers, imported by `butcherflow.cli` only when one runs."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 
 from .declarations import cmd_show
 from .docs import cmd_bench, cmd_gallery
+from .export import add_command as add_export
 from .extract import add_command as add_extract
 from .pipeline import (
     THREADS_HELP,
@@ -77,6 +78,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--last", type=int, required=True, help="how many checkpoint_<update> files")
     p.add_argument("-o", "--output", required=True, help="the averaged .safetensors file")
     p.set_defaults(run=cmd_average)
+
+    add_export(sub)
 
     p = sub.add_parser("bench", help="run a benchmark and write docs/benchmarks.md")
     p.add_argument(

@@ -1,9 +1,9 @@
 """`butcherflow extract FACTORY`: the integrator a module computes, for a module you can name.
 
 FACTORY is `package.module:callable` (an installed package) or `path/to/file.py:callable`; the
-callable takes no arguments and returns a `butcherflow.extract.Target` (the module, a call of it,
+callable takes no arguments and returns a `butcherflow.extraction.Target` (the module, a call of it,
 its fields). `--fields`, `--streams` and `--frozen` replace the target's own. The audit's targets
-are factories too: `butcherflow extract butcherflow.gallery.audit.libraries:x_transformers_macaron`.
+are factories too: `butcherflow extract butcherflow.zoo:x_transformers_macaron`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..errors import ExtractionError
-from ..extract.render import round_trip_line, to_json, to_markdown
-from ..extract.streams import Streams
-from ..extract.target import FieldPaths, build_target
+from ..extraction.render import round_trip_line, to_json, to_markdown
+from ..extraction.streams import Streams
+from ..extraction.target import FieldPaths, build_target
 
 VALID_FIELD = "NAME=PATH or NAME=PATH1,PATH2 (a chain in call order), e.g. attn=norm,self_attn"
 
@@ -29,7 +29,7 @@ def add_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "factory",
         help="package.module:callable or path/to/file.py:callable returning a "
-        "butcherflow.extract.Target",
+        "butcherflow.extraction.Target",
     )
     p.add_argument(
         "--fields",

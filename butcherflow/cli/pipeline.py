@@ -376,6 +376,13 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         "--compile", action="store_true", default=argparse.SUPPRESS, help="torch.compile"
     )
     p.add_argument(
+        "--fsdp",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="under torchrun, shard each block's weights, gradients and optimizer state over the "
+        "processes (FSDP2) instead of replicating the model (DDP, the default)",
+    )
+    p.add_argument(
         "--no-epoch-checkpoints",
         action="store_true",
         default=argparse.SUPPRESS,

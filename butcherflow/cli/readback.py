@@ -23,7 +23,7 @@ from ..compiler import CompiledBlock, GeneralLinearStack
 from ..compiler.coefficients import StageGate
 from ..compiler.general_linear import advance, read_stages
 from ..errors import ExtractionError
-from ..extract import Extracted, extract
+from ..extraction import Extracted, extract
 from ..nn import Context, Field
 from .proofs import order_table
 

@@ -5,9 +5,9 @@ A claim "|R(z)| ≤ 1 on a set" becomes "g(u) ≥ 0 for u in [0, U]" for a polyn
 rational coefficients in a real parameter u of the set's boundary (`spectra.py`). That is decided
 exactly: the real roots of g are isolated by flint, and g keeps one sign between two consecutive
 roots, which is read at a rational point of each gap by exact evaluation. No rounded value
-decides anything. (flint's `complex_roots` is used rather than the analysis stage's
-`real_roots.positive_roots`, whose precision doubling has no cap: on the tangential double
-roots an optimal polynomial has on a disk's boundary it doubled until flint overflowed.)
+decides anything. (flint's `complex_roots` is used: it factors g squarefree and certifies the
+real roots itself, where the analysis stage's `real_roots.positive_roots` doubled its precision
+on the tangential double roots an optimal polynomial has on a disk's boundary.)
 """
 
 from __future__ import annotations

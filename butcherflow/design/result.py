@@ -18,7 +18,7 @@ import numpy as np
 import sympy
 
 from ..analysis import Report, check
-from ..analysis.bseries.tableau import SSPCoefficient, ssp_coefficient
+from ..analysis.runge_kutta.monotonicity import SSPCoefficient, ssp_coefficient
 from ..methods import ButcherTableau
 from .conditions import Condition, Trees
 from .exact import Matrix, exact_tableau, snap

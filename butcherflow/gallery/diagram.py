@@ -318,8 +318,28 @@ def _lanes(spans: list[tuple[int, int, int]]) -> dict[int, int]:
     return chosen
 
 
-def render_svg(diagram: Diagram, title: str = "") -> str:
-    """The diagram as a standalone SVG document (no external resources)."""
+Edge = tuple[int, int]
+
+
+@final
+@dataclass(frozen=True)
+class _Layout:
+    """Where `render_svg` puts things: box sizes and tops, the centre line, which side and lane
+    each long edge runs in, the height at which it reaches its box, and a colour per field."""
+
+    sizes: list[tuple[float, float]]
+    tops: list[float]
+    bottom: float
+    half: float
+    center: float
+    right_edge: float
+    side: dict[Edge, str]
+    lane_of: dict[Edge, int]
+    arrive_y: dict[Edge, float]
+    colours: dict[str, str]
+
+
+def _layout(diagram: Diagram, title: str) -> _Layout:
     sizes = [_size(box) for box in diagram.boxes]
     half = max(w for w, _ in sizes) / 2
     tops: list[float] = []
@@ -327,13 +347,12 @@ def render_svg(diagram: Diagram, title: str = "") -> str:
     for _, h in sizes:
         tops.append(y)
         y += h + GAP
-    bottom = y
     long_edges = [(s, t) for s, t in diagram.edges if t != s + 1]
     side = {
         (s, t): ("left" if diagram.boxes[s].kind in ("input", "sum", "op") else "right")
         for s, t in long_edges
     }
-    lane_of: dict[tuple[int, int], int] = {}
+    lane_of: dict[Edge, int] = {}
     width_lanes = {"left": 0, "right": 0}
     for which in ("left", "right"):
         edges = [e for e in long_edges if side[e] == which]
@@ -341,107 +360,53 @@ def render_svg(diagram: Diagram, title: str = "") -> str:
         for i, edge in enumerate(edges):
             lane_of[edge] = chosen[i]
         width_lanes[which] = 1 + max(chosen.values(), default=-1)
-    left_margin = 16 + LANE * width_lanes["left"]
-    center = left_margin + half
-    right_edge = center + half + 16 + LANE * width_lanes["right"]
-
+    center = 16 + LANE * width_lanes["left"] + half
     colours: dict[str, str] = {}
     for target, _ in diagram.legend:
         colours[target] = PALETTE[len(colours) % len(PALETTE)]
-
     # arrival points: spread the long edges reaching one box on one side over its height
-    arrivals: dict[tuple[int, str], list[tuple[int, int]]] = {}
+    arrivals: dict[tuple[int, str], list[Edge]] = {}
     for edge in long_edges:
         arrivals.setdefault((edge[1], side[edge]), []).append(edge)
-    arrive_y: dict[tuple[int, int], float] = {}
+    arrive_y: dict[Edge, float] = {}
     for (reached, _), reaching in arrivals.items():
         reaching.sort(key=lambda e: e[0])
         top, h = tops[reached], sizes[reached][1]
         for i, edge in enumerate(reaching):
             arrive_y[edge] = top + h * (i + 1) / (len(reaching) + 1)
+    right_edge = center + half + 16 + LANE * width_lanes["right"]
+    return _Layout(sizes, tops, y, half, center, right_edge, side, lane_of, arrive_y, colours)
 
-    out: list[str] = []
-    legend_top = bottom + 8
+
+def render_svg(diagram: Diagram, title: str = "") -> str:
+    """The diagram as a standalone SVG document (no external resources)."""
+    at = _layout(diagram, title)
+    legend_top = at.bottom + 8
     legend_h = 20 * len(diagram.legend) + (8 if diagram.legend else 0)
     legend_w = max((len(t) + len(d) + 10 for t, d in diagram.legend), default=0) * CHAR + 40
-    total_w = max(right_edge, legend_w, len(title) * 8.0 + 24)
+    total_w = max(at.right_edge, legend_w, len(title) * 8.0 + 24)
     total_h = legend_top + legend_h
-    out.append(
+    out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {total_w:.0f} {total_h:.0f}" '
         f'width="{total_w:.0f}" height="{total_h:.0f}" font-family="DejaVu Sans Mono, '
-        f'Menlo, Consolas, monospace" font-size="12" role="img">'
-    )
-    out.append(f"<title>{escape(title or 'data flow of the compiled block')}</title>")
-    out.append(
+        f'Menlo, Consolas, monospace" font-size="12" role="img">',
+        f"<title>{escape(title or 'data flow of the compiled block')}</title>",
         '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" '
         'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L8,4 L0,8 z" '
-        'fill="#555"/></marker></defs>'
-    )
-    out.append('<rect width="100%" height="100%" fill="white"/>')
+        'fill="#555"/></marker></defs>',
+        '<rect width="100%" height="100%" fill="white"/>',
+    ]
     if title:
         out.append(
             f'<text x="12" y="20" font-size="13" font-weight="bold" fill="#222">'
             f"{escape(title)}</text>"
         )
-    for s, t in diagram.edges:
-        if t == s + 1:
-            x = center
-            y1, y2 = tops[s] + sizes[s][1], tops[t]
-            out.append(
-                f'<path d="M{x:.1f},{y1:.1f} L{x:.1f},{y2 - 1:.1f}" stroke="#555" '
-                f'fill="none" marker-end="url(#arrow)"/>'
-            )
-            continue
-        which = side[(s, t)]
-        sign = -1 if which == "left" else 1
-        lane_x = center + sign * (half + 14 + LANE * lane_of[(s, t)])
-        x1 = center + sign * sizes[s][0] / 2
-        x2 = center + sign * sizes[t][0] / 2
-        y1 = tops[s] + sizes[s][1] / 2
-        y2 = arrive_y[(s, t)]
-        colour = colours.get(diagram.boxes[s].target or "", "#777")
-        out.append(
-            f'<path d="M{x1:.1f},{y1:.1f} H{lane_x:.1f} V{y2:.1f} H{x2 + sign:.1f}" '
-            f'stroke="{colour}" stroke-width="1.2" fill="none" opacity="0.85" '
-            f'marker-end="url(#arrow)"/>'
-        )
-    for box, top, (w, h) in zip(diagram.boxes, tops, sizes, strict=True):
-        x = center - w / 2
-        if box.kind == "field" or box.kind == "module":
-            colour = colours[box.target or ""]
-            css = "field-call" if box.kind == "field" else "module-call"
-            dash = "" if box.kind == "field" else ' stroke-dasharray="4 2"'
-            out.append(
-                f'<rect class="{css}" x="{x:.1f}" y="{top:.1f}" width="{w:.1f}" height="{h:.1f}" '
-                f'rx="4" fill="{colour}" fill-opacity="0.16" stroke="{colour}" '
-                f'stroke-width="1.5"{dash}/>'
-            )
-        elif box.kind == "sum":
-            out.append(
-                f'<rect class="sum" x="{x:.1f}" y="{top:.1f}" width="{w:.1f}" height="{h:.1f}" '
-                f'rx="10" fill="#f6f6f6" stroke="#777"/>'
-            )
-        elif box.kind == "op":
-            out.append(
-                f'<rect class="op" x="{x:.1f}" y="{top:.1f}" width="{w:.1f}" height="{h:.1f}" '
-                f'fill="#fff" stroke="#777" stroke-dasharray="2 2"/>'
-            )
-        else:
-            out.append(
-                f'<rect class="{box.kind}" x="{x:.1f}" y="{top:.1f}" width="{w:.1f}" '
-                f'height="{h:.1f}" rx="{h / 2:.1f}" fill="#333"/>'
-            )
-        fill = "#fff" if box.kind in ("input", "output") else "#111"
-        for i, line in enumerate(box.lines):
-            anchor = 'text-anchor="middle"' if len(box.lines) == 1 else ""
-            tx = center if len(box.lines) == 1 else x + 10
-            out.append(
-                f'<text x="{tx:.1f}" y="{top + 17 + i * LINE:.1f}" fill="{fill}" {anchor} '
-                f'xml:space="preserve">{escape(line)}</text>'
-            )
+    out += [_edge_path(diagram, at, edge) for edge in diagram.edges]
+    for box, top, size in zip(diagram.boxes, at.tops, at.sizes, strict=True):
+        out += _box_shapes(box, top, size, at)
     for i, (target, text) in enumerate(diagram.legend):
         yy = legend_top + 8 + 20 * i
-        colour = colours[target]
+        colour = at.colours[target]
         out.append(
             f'<rect x="12" y="{yy:.1f}" width="14" height="14" rx="2" fill="{colour}" '
             f'fill-opacity="0.16" stroke="{colour}" stroke-width="1.5"/>'
@@ -452,6 +417,62 @@ def render_svg(diagram: Diagram, title: str = "") -> str:
         )
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def _edge_path(diagram: Diagram, at: _Layout, edge: Edge) -> str:
+    """An edge: straight down to the next box, or out to its lane, along it and back in."""
+    s, t = edge
+    sizes, tops = at.sizes, at.tops
+    if t == s + 1:
+        x = at.center
+        y1, y2 = tops[s] + sizes[s][1], tops[t]
+        return (
+            f'<path d="M{x:.1f},{y1:.1f} L{x:.1f},{y2 - 1:.1f}" stroke="#555" '
+            f'fill="none" marker-end="url(#arrow)"/>'
+        )
+    sign = -1 if at.side[edge] == "left" else 1
+    lane_x = at.center + sign * (at.half + 14 + LANE * at.lane_of[edge])
+    x1 = at.center + sign * sizes[s][0] / 2
+    x2 = at.center + sign * sizes[t][0] / 2
+    y1 = tops[s] + sizes[s][1] / 2
+    colour = at.colours.get(diagram.boxes[s].target or "", "#777")
+    return (
+        f'<path d="M{x1:.1f},{y1:.1f} H{lane_x:.1f} V{at.arrive_y[edge]:.1f} H{x2 + sign:.1f}" '
+        f'stroke="{colour}" stroke-width="1.2" fill="none" opacity="0.85" '
+        f'marker-end="url(#arrow)"/>'
+    )
+
+
+def _box_shapes(box: Box, top: float, size: tuple[float, float], at: _Layout) -> list[str]:
+    """A box's outline (by kind: a field or module call, a sum, an op, the input or output)
+    and its lines of text."""
+    w, h = size
+    x = at.center - w / 2
+    place = f'x="{x:.1f}" y="{top:.1f}" width="{w:.1f}" height="{h:.1f}"'
+    if box.kind == "field" or box.kind == "module":
+        colour = at.colours[box.target or ""]
+        css = "field-call" if box.kind == "field" else "module-call"
+        dash = "" if box.kind == "field" else ' stroke-dasharray="4 2"'
+        outline = (
+            f'<rect class="{css}" {place} rx="4" fill="{colour}" fill-opacity="0.16" '
+            f'stroke="{colour}" stroke-width="1.5"{dash}/>'
+        )
+    elif box.kind == "sum":
+        outline = f'<rect class="sum" {place} rx="10" fill="#f6f6f6" stroke="#777"/>'
+    elif box.kind == "op":
+        outline = f'<rect class="op" {place} fill="#fff" stroke="#777" stroke-dasharray="2 2"/>'
+    else:
+        outline = f'<rect class="{box.kind}" {place} rx="{h / 2:.1f}" fill="#333"/>'
+    fill = "#fff" if box.kind in ("input", "output") else "#111"
+    shapes = [outline]
+    for i, line in enumerate(box.lines):
+        anchor = 'text-anchor="middle"' if len(box.lines) == 1 else ""
+        tx = at.center if len(box.lines) == 1 else x + 10
+        shapes.append(
+            f'<text x="{tx:.1f}" y="{top + 17 + i * LINE:.1f}" fill="{fill}" {anchor} '
+            f'xml:space="preserve">{escape(line)}</text>'
+        )
+    return shapes
 
 
 def block_svg(program: fx.GraphModule, title: str = "") -> str:

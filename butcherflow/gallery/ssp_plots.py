@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ..analysis.bseries.internal import InternalStability, Z
-from ..analysis.bseries.tableau import monotonicity_margin
+from ..analysis.runge_kutta.internal_stability import InternalStability, Z
+from ..analysis.runge_kutta.monotonicity import monotonicity_margin
 from ..analysis.runge_kutta.stability import StabilityFunction
 from ..methods import ButcherTableau
 from .plots import _figure, _svg

@@ -309,48 +309,20 @@ def _beam(
     step = 0
     while sentences:
         n = len(sentences)
-        logits = decoder.logits(tokens)
         lprobs = _mask(
-            torch.log_softmax(logits, dim=-1),
+            torch.log_softmax(decoder.logits(tokens), dim=-1),
             step,
             limit.repeat_interleave(beam),
             min_len,
             model.pad_index,
         )
-        vocab = lprobs.shape[1]
-        candidates = (scores.to(lprobs.dtype).unsqueeze(1) + lprobs).view(n, beam, vocab)
-        if step == 0:  # every row is bos: expand the first only
-            candidates = candidates[:, :1]
-        flat = candidates.reshape(n, -1)
-        if flat.shape[1] < 2 * beam:  # tiny vocabularies: pad with impossible candidates
-            flat = torch.nn.functional.pad(flat, (0, 2 * beam - flat.shape[1]), value=-math.inf)
-        top_scores, top_index = flat.topk(2 * beam, dim=1)
-        top_rows = (top_index // vocab).clamp(max=candidates.shape[1] - 1)
-        top_tokens = top_index % vocab
+        top_scores, top_rows, top_tokens = _top_candidates(lprobs, scores, n, beam, step)
         possible = top_scores.isfinite()
         ends = top_tokens.eq(EOS) & possible
         offsets = torch.arange(n, device=device).unsqueeze(1) * beam
-
-        # eos among the first `beam` candidates: finished hypotheses
-        where = ends[:, :beam].nonzero().tolist()
-        if where:
-            i_s, j_s = zip(*where, strict=True)
-            i_t = torch.tensor(i_s, device=device)
-            j_t = torch.tensor(j_s, device=device)
-            rows = offsets[i_t, 0] + top_rows[i_t, j_t]
-            prefixes = tokens.index_select(0, rows)[:, 1:].tolist()
-            logprobs = top_scores[i_t, j_t].tolist()
-            for i, prefix, logprob in zip(i_s, prefixes, logprobs, strict=True):
-                found = finished[sentences[i]]
-                if early_stop and len(found) >= beam:
-                    continue
-                found.append(
-                    Hypothesis(tuple(prefix), length_penalized(logprob, step + 1, lenpen), logprob)
-                )
-                if not early_stop:
-                    found.sort(key=lambda h: -h.score)
-                    del found[beam:]
-
+        ended = [finished[s] for s in sentences]
+        ending = (top_scores, top_rows, ends, offsets)
+        _finish(ended, tokens, *ending, step, beam, lenpen, early_stop)
         # the first `beam` other candidates stay live; when fewer exist (tiny vocabularies), the
         # rest are dead rows: -inf, never extended to a finite score (fairseq's cands_to_ignore)
         excluded = ~possible | ends
@@ -359,19 +331,7 @@ def _beam(
         live_scores = top_scores.gather(1, pick).masked_fill(excluded.gather(1, pick), -math.inf)
         live_rows = offsets + top_rows.gather(1, pick)
         live_tokens = top_tokens.gather(1, pick)
-
-        best = live_scores.max(dim=1).values
-        done = (limit.le(step) | best.isinf()).tolist()
-        if early_stop:
-            bounds = [math.inf] * n  # unused: `beam` finished hypotheses suffice
-        elif lenpen > 0:  # the best a live row can reach: its score at the longest length
-            bounds = (best / (limit + 1).to(best.dtype) ** lenpen).tolist()
-        else:
-            bounds = (best / float(step + 2) ** lenpen).tolist()
-        for i, s in enumerate(sentences):
-            found = finished[s]
-            if len(found) >= beam and (early_stop or found[-1].score >= bounds[i]):
-                done[i] = True
+        done = _done(ended, live_scores, limit, step, beam, lenpen, early_stop)
         keep = [i for i in range(n) if not done[i]]
         if not keep:
             break
@@ -394,6 +354,84 @@ def _beam(
             )
         found.sort(key=lambda h: -h.score)
     return finished
+
+
+def _top_candidates(
+    lprobs: Tensor, scores: Tensor, n: int, beam: int, step: int
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The 2·beam best extensions of each sentence's beams: their scores, the beam row each
+    extends (within the sentence) and the token it appends, each `(n, 2·beam)`."""
+    vocab = lprobs.shape[1]
+    candidates = (scores.to(lprobs.dtype).unsqueeze(1) + lprobs).view(n, beam, vocab)
+    if step == 0:  # every row is bos: expand the first only
+        candidates = candidates[:, :1]
+    flat = candidates.reshape(n, -1)
+    if flat.shape[1] < 2 * beam:  # tiny vocabularies: pad with impossible candidates
+        flat = torch.nn.functional.pad(flat, (0, 2 * beam - flat.shape[1]), value=-math.inf)
+    top_scores, top_index = flat.topk(2 * beam, dim=1)
+    top_rows = (top_index // vocab).clamp(max=candidates.shape[1] - 1)
+    return top_scores, top_rows, top_index % vocab
+
+
+def _finish(
+    ended: list[list[Hypothesis]],
+    tokens: Tensor,
+    top_scores: Tensor,
+    top_rows: Tensor,
+    ends: Tensor,
+    offsets: Tensor,
+    step: int,
+    beam: int,
+    lenpen: float,
+    early_stop: bool,
+) -> None:
+    """Add to each live sentence's finished hypotheses (`ended[i]`) its candidates that end
+    with eos among the first `beam`."""
+    where = ends[:, :beam].nonzero().tolist()
+    if not where:
+        return
+    i_s, j_s = zip(*where, strict=True)
+    i_t = torch.tensor(i_s, device=tokens.device)
+    j_t = torch.tensor(j_s, device=tokens.device)
+    rows = offsets[i_t, 0] + top_rows[i_t, j_t]
+    prefixes = tokens.index_select(0, rows)[:, 1:].tolist()
+    logprobs = top_scores[i_t, j_t].tolist()
+    for i, prefix, logprob in zip(i_s, prefixes, logprobs, strict=True):
+        found = ended[i]
+        if early_stop and len(found) >= beam:
+            continue
+        found.append(
+            Hypothesis(tuple(prefix), length_penalized(logprob, step + 1, lenpen), logprob)
+        )
+        if not early_stop:
+            found.sort(key=lambda h: -h.score)
+            del found[beam:]
+
+
+def _done(
+    ended: list[list[Hypothesis]],
+    live_scores: Tensor,
+    limit: Tensor,
+    step: int,
+    beam: int,
+    lenpen: float,
+    early_stop: bool,
+) -> list[bool]:
+    """Which live sentences stop: at their length limit, with no live row of finite score, or
+    with `beam` finished hypotheses that no live row can beat (fairseq's rule with
+    `early_stop`, the exact bound without)."""
+    best = live_scores.max(dim=1).values
+    done = (limit.le(step) | best.isinf()).tolist()
+    if early_stop:
+        bounds = [math.inf] * len(ended)  # unused: `beam` finished hypotheses suffice
+    elif lenpen > 0:  # the best a live row can reach: its score at the longest length
+        bounds = (best / (limit + 1).to(best.dtype) ** lenpen).tolist()
+    else:
+        bounds = (best / float(step + 2) ** lenpen).tolist()
+    for i, found in enumerate(ended):
+        if len(found) >= beam and (early_stop or found[-1].score >= bounds[i]):
+            done[i] = True
+    return done
 
 
 def beam_search(

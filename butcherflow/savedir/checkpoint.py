@@ -32,7 +32,7 @@ from typing import Any, final
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_model
+from safetensors.torch import load_file, save_file, save_model
 from torch import Tensor, nn
 
 from .atomic import atomic_path, digest, link_or_copy, write_json
@@ -59,7 +59,7 @@ def _described(path: Path) -> dict[str, Any]:
 def save_checkpoint(
     save_dir: Path,
     names: Sequence[str],
-    model: nn.Module,
+    model: nn.Module | Mapping[str, Tensor],
     state: Mapping[str, Any],
     summary: Mapping[str, Any],
 ) -> None:
@@ -72,7 +72,9 @@ def save_checkpoint(
 
     - `save_dir`: the run's folder.
     - `names`: e.g. `["checkpoint_12", "checkpoint_last", "checkpoint_best"]`.
-    - `model`: the bare model (not the DDP or compiled wrapper).
+    - `model`: the bare model (not the DDP or compiled wrapper), or its full state dict (a
+      sharded model's, gathered: `train.parallelize.full_state`; a tensor held under several
+      names is written once, as `save_model` does).
     - `state`: the trainer state (tensors and plain Python values only).
     - `summary`: small JSON-ready facts stored in the commit (`update`, `epoch`, `valid_loss`...).
     """
@@ -82,7 +84,10 @@ def save_checkpoint(
 
     def write(w: Path, s: Path) -> dict[str, Any]:
         with atomic_path(w) as tmp:
-            save_model(model, str(tmp), metadata={"format": "pt"})
+            if isinstance(model, nn.Module):
+                save_model(model, str(tmp), metadata={"format": "pt"})
+            else:
+                save_file(_once(model), str(tmp), metadata={"format": "pt"})
         with atomic_path(s) as tmp:
             torch.save(dict(state), tmp)
         described.update(weights=_described(w), state=_described(s))
@@ -100,6 +105,18 @@ def save_checkpoint(
     _replace(save_dir, first, write)
     for name in others:
         _replace(save_dir, name, link)
+
+
+def _once(tensors: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """`tensors` with a tensor held under several names kept under its first name only."""
+    seen: set[tuple[int, int]] = set()
+    kept = {}
+    for key, tensor in tensors.items():
+        where = (tensor.untyped_storage().data_ptr(), int(tensor.storage_offset()))
+        if where not in seen:
+            seen.add(where)
+            kept[key] = tensor.contiguous()
+    return kept
 
 
 def _replace(save_dir: Path, name: str, fill: Callable[[Path, Path], dict[str, Any]]) -> None:

@@ -44,6 +44,7 @@ RESUMABLE_CHANGES = (
     "device",
     "precision",
     "compile",
+    "fsdp",
     "threads",
     "allow_failed_claims",
 )
@@ -84,7 +85,9 @@ class TrainConfig:
       `log_interval` (updates per line of `log.jsonl`). Whatever these say, a stopping run
       validates and commits `checkpoint_last`.
     - `vocab_size`: size of the joint sentencepiece vocabulary.
-    - `device` (`auto|cpu|cuda|cuda:N`), `precision` (`auto|fp32|bf16|fp16`), `compile`.
+    - `device` (`auto|cpu|cuda|cuda:N`), `precision` (`auto|fp32|bf16|fp16`), `compile`;
+      `fsdp`: shard the model over torchrun's processes (FSDP2, `train.parallelize`) instead
+      of replicating it (DDP).
     - `threads`: torch's intra-op CPU threads (`set_threads`; None keeps torch's default).
     - `tensorboard`: a folder for TensorBoard event files with the log's curves
       (`train.tracking`; the `tensorboard` extra), or None.
@@ -125,6 +128,7 @@ class TrainConfig:
     device: str = "auto"
     precision: str = "auto"
     compile: bool = False
+    fsdp: bool = False
     time_budget: float | None = None
     patience: int = 0
     threads: int | None = None

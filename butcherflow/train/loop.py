@@ -41,6 +41,7 @@ from ..savedir.layout import BEST, CURVES, LAST, LOG
 from . import distributed
 from .config import TrainConfig
 from .interrupts import SIGNALS, Interrupts
+from .parallelize import full_state, sharded
 from .resume import trainer_state
 from .run import Run, start
 from .step import (
@@ -85,6 +86,12 @@ def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict
 
     **Raises:** `interrupts.Interrupted` when SIGINT or SIGTERM arrives before the first update.
     """
+    if validate_bleu is not None and config.fsdp:
+        raise DeclarationError(
+            "BLEU decodes on the main process alone, and a sharded model runs on all of them",
+            key="--validate-bleu",
+            valid="leave --validate-bleu out with --fsdp (butcherflow evaluate the checkpoints)",
+        )
     if validate_bleu is not None and config.task != "translation":
         raise DeclarationError(
             "BLEU needs a translation task",
@@ -251,7 +258,8 @@ def validate_now(run: Run, validate_bleu: BleuHook | None) -> bool:
         progress.best_valid_loss = run.last_valid["valid_loss"]
     progress.validations_since_best = 0 if best else progress.validations_since_best + 1
     # learned stream-mixing matrices: is each layer's V still power-bounded? (general linear)
-    bounds = stream_bounds(run.raw_model)
+    # (under FSDP each process holds a shard of V: not read, the log has no streams entry)
+    bounds = [] if sharded(run.raw_model) else stream_bounds(run.raw_model)
     streams = {"streams": [vars(b) for b in bounds]} if bounds else {}
     run.log({"kind": "valid", **shown, "best_valid_loss": progress.best_valid_loss, **streams})
     numbers = " | ".join(f"{k.removeprefix('valid_')} {v:.3f}" for k, v in shown.items())
@@ -283,6 +291,7 @@ def save(run: Run, names: list[str]) -> None:
     progress = run.progress
     run.saved_at = progress.update
     run.interrupts.saving = f"writing {', '.join(names)} at update {progress.update}"
+    weights, optimizer_state = full_state(run.raw_model, run.optimizer)  # FSDP: every rank
     if run.main:
         best = progress.best_valid_loss
         summary = {
@@ -292,8 +301,8 @@ def save(run: Run, names: list[str]) -> None:
             "best_valid_loss": best if math.isfinite(best) else None,
             **run.last_valid,
         }
-        state = trainer_state(progress, run.process, run.optimizer, run.scaler)
-        save_checkpoint(run.save_dir, names, run.raw_model, state, summary)
+        state = trainer_state(progress, run.process, optimizer_state, run.scaler)
+        save_checkpoint(run.save_dir, names, weights, state, summary)
         prune(run.save_dir, run.config.keep_last_checkpoints)
         plot_curves(run.save_dir / LOG, run.save_dir / CURVES)
     distributed.barrier()

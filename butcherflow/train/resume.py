@@ -46,6 +46,7 @@ from ..savedir.layout import (
 )
 from . import distributed
 from .config import TrainConfig, flag, resolve_recipe
+from .parallelize import load_full_state, sharded, with_aliases
 
 
 @final
@@ -296,15 +297,16 @@ def rng_state() -> dict[str, Any]:
 def trainer_state(
     progress: Progress,
     process: distributed.Process,
-    optimizer: Optimizer,
+    optimizer_state: Mapping[str, Any],
     scaler: GradScaler,
 ) -> dict[str, Any]:
     """What a checkpoint's `NAME.pt` holds for `resume`: the progress, the process count, the
-    optimizer and GradScaler states and the random states (plain tensors and values only)."""
+    optimizer state (an unsharded `optimizer.state_dict()`: `parallelize.full_state`), the
+    GradScaler state and the random states (plain tensors and values only)."""
     return {
         "progress": dataclasses.asdict(progress),
         "world_size": process.world_size,
-        "optimizer": optimizer.state_dict(),
+        "optimizer": dict(optimizer_state),
         "scaler": scaler.state_dict(),
         "rng": rng_state(),
     }
@@ -329,11 +331,17 @@ def restore(
     **Returns:** the trainer state (`progress`, `world_size`, ...) for the loop to go on from.
     """
     weights = save_dir / f"{name}.safetensors"
-    assign_weights(model, load_weights(weights), weights)
+    tensors = load_weights(weights)
     path = save_dir / f"{name}.pt"
     state = load_state(path)
     try:
-        optimizer.load_state_dict(state["optimizer"])
+        if sharded(model):
+            load_full_state(
+                model, optimizer, with_aliases(model, tensors, weights), state["optimizer"]
+            )
+        else:
+            assign_weights(model, tensors, weights)
+            optimizer.load_state_dict(state["optimizer"])
         scaler.load_state_dict(state["scaler"])
         set_rng_state(state["rng"])
     except (KeyError, TypeError, ValueError, RuntimeError) as error:

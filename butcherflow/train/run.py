@@ -16,7 +16,6 @@ from typing import Any, final
 import numpy as np
 import torch
 from torch import nn
-from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
 from ..assemble import LanguageModel, Recipe, Seq2Seq
@@ -38,6 +37,7 @@ from ..savedir.layout import LOG
 from . import distributed
 from .config import TrainConfig, resolve_precision, resolve_recipe
 from .interrupts import Interrupts
+from .parallelize import parallelize, require_process_group
 from .resume import Progress, check_save_dir, open_save_dir, resume, write_save_dir
 from .step import LN2
 from .tracking import TensorBoard, require_tensorboard
@@ -153,6 +153,8 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     intact checkpoint if there is one, and say what will run. Nothing is created in the save dir
     before every check has passed."""
     started = time.monotonic()
+    if config.fsdp:
+        require_process_group(process)  # before anything is read or written
     precision = resolve_precision(config, device)
     save_dir = Path(config.save_dir)
     check_save_dir(save_dir)
@@ -188,6 +190,8 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     np.random.seed(config.seed)
     kind = LanguageModel if config.task == "language_model" else Seq2Seq
     raw_model = kind(recipe, len(vocab), pad_index=vocab.pad).to(device)
+    model = parallelize(raw_model, process, device, compile=config.compile, fsdp=config.fsdp)
+    # after parallelize: FSDP replaces the parameters by their shards
     # fairseq's Adam decays weights apart from the gradient (Loshchilov & Hutter): that is AdamW.
     optimizer = torch.optim.AdamW(
         raw_model.parameters(),
@@ -206,7 +210,7 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
         valid=valid_split,
         valid_pairs=corpus.valid,
         raw_model=raw_model,
-        model=raw_model,
+        model=model,
         optimizer=optimizer,
         scaler=torch.amp.GradScaler(device.type, enabled=precision == "fp16"),
         amp_dtype={"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision),
@@ -223,10 +227,6 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     if config.tensorboard is not None and process.is_main:
         resumed_at = run.progress.update if found is not None else None
         run.tensorboard = TensorBoard(Path(config.tensorboard), resumed_at)
-    if config.compile:
-        run.model = torch.compile(run.model)  # type: ignore[assignment]
-    if process.distributed:
-        run.model = DDP(run.model, device_ids=[device.index] if device.type == "cuda" else None)
     return run
 
 
@@ -300,7 +300,11 @@ def _say_what_runs(
         )
     run.say(
         f"device {run.device}, precision {precision}, {run.process.world_size} process(es)"
-        + (f" (DDP over {run.process.backend})" if run.process.distributed else "")
+        + (
+            f" ({'FSDP' if config.fsdp else 'DDP'} over {run.process.backend})"
+            if run.process.distributed
+            else ""
+        )
         + f", {threads_note(config.threads)}, "
         f"max_tokens {config.max_tokens} x update_freq {config.update_freq}"
     )

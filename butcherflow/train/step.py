@@ -23,6 +23,7 @@ from ..assemble import LanguageModel, Seq2Seq
 from ..data import Batch, EncodedSplit, collate, make_batches
 from . import distributed
 from .config import TrainConfig
+from .parallelize import sharded
 
 LN2 = math.log(2.0)
 
@@ -91,6 +92,8 @@ def forward_backward(
         batch = batch.to(device)
         last = i == len(micro_batches) - 1
         sync = model.no_sync() if isinstance(model, DDP) and not last else contextlib.nullcontext()
+        if sharded(model):  # FSDP2: reduce-scatter the gradients once, after the last
+            model.set_requires_gradient_sync(last)  # type: ignore[operator]
         with sync:
             with autocast():
                 if language_model:
@@ -120,9 +123,10 @@ def optimizer_step(
         scaler.unscale_(optimizer)
     grads = [p.grad for p in params if p.grad is not None]
     if clip_norm > 0:
-        gnorm = float(nn.utils.clip_grad_norm_(params, clip_norm))
+        norm = nn.utils.clip_grad_norm_(params, clip_norm)
     else:
-        gnorm = float(nn.utils.get_total_norm(grads))
+        norm = nn.utils.get_total_norm(grads)
+    gnorm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)  # FSDP: a DTensor
     if not loss_is_finite or (not scaler.is_enabled() and not math.isfinite(gnorm)):
         if scaler.is_enabled():
             scaler.update()  # the scaler has seen these gradients: let it adjust its scale
@@ -150,7 +154,11 @@ def validate(
     model.eval()
     batches = make_batches(split, config.max_tokens, shuffle=False, seed=config.seed, epoch=1)
     loss = nll = tokens = 0.0
-    for indices in batches[process.rank :: process.world_size]:
+    # DDP: each process validates its share of the batches; FSDP: every process runs every batch
+    # (each forward gathers the weights from all of them), and the sums below count each once
+    # per process, which the ratios do not see
+    rank, world = (0, 1) if sharded(model) else (process.rank, process.world_size)
+    for indices in batches[rank::world]:
         batch = collate(split, indices).to(device)
         with autocast():
             if isinstance(model, LanguageModel):

@@ -27,7 +27,7 @@ from ..exact.trees import PLAIN, Tree, TreeFamily
 from ..exact.weights import WeightTable, entries_in_field
 from ..general_linear.series import BSeries as StageSeries
 from ..runge_kutta.order import Conditions
-from ..splitting.additive import additive_tableau
+from ..splitting.substeps import additive_tableau
 
 
 @final

@@ -25,7 +25,7 @@ from ..budget import NOT_DECIDED, Deadline, OutOfTime
 from ..exact.weights import entries_in_field
 from .properties import reversal_certificate, symmetry_order, symplecticity_order
 from .splitting import chosen_substeps, splitting_series
-from .tableau import symplectic_matrix
+from .symplectic_matrix import symplectic_matrix
 
 # The highest coloured-tree order symmetry is examined to
 SPLITTING_EXAMINED = 4

@@ -15,7 +15,8 @@ from ...methods.entries.precision import Verdict
 from ..budget import DEFAULT_TIME_BUDGET, NOT_DECIDED, Deadline, OutOfTime
 from ..exact.weights import entries_in_field
 from ..general_linear.symplectic import g_symplectic
-from .internal import InternalStability, internal_stability
+from ..runge_kutta.internal_stability import InternalStability, internal_stability
+from ..runge_kutta.monotonicity import ssp_coefficient, threshold_factor
 from .properties import (
     OrderVerdict,
     energy_order,
@@ -25,7 +26,7 @@ from .properties import (
 )
 from .series import BSeries, tableau_ball_series, tableau_series
 from .splitting_geometry import splitting_symplectic
-from .tableau import ssp_coefficient, symplectic_matrix, threshold_factor
+from .symplectic_matrix import symplectic_matrix
 
 # The highest tree order the report examines B-series conditions to (order 8 keeps every
 # catalog tableau's rows within a second or two; `bf.bseries` goes further on request).

@@ -23,6 +23,7 @@ import sympy
 from sympy.polys.densebasic import dup_strip
 from sympy.polys.densetools import dup_clear_denoms, dup_eval
 from sympy.polys.domains import QQ
+from sympy.polys.rootisolation import dup_isolate_real_roots_sqf
 
 from ..budget import Deadline
 
@@ -30,6 +31,11 @@ Dense = list[Any]  # a dense polynomial over a domain, highest degree first (sym
 # An isolated real root: a rational interval [lo, hi] holding it and no other root, and the sign
 # of a polynomial at a rational point, which changes across the root (for bisection).
 Root = tuple[Any, Any, Callable[[Any], int]]
+
+
+# Past this many bits, a factor whose root boxes still overlap is isolated exactly instead
+# (`_isolated_exactly`): doubling further is minutes of work, and has not helped where seen.
+MAX_BALL_BITS = 4096
 
 
 def is_rational(c: Any) -> bool:
@@ -340,9 +346,28 @@ def positive_roots(g: flint.fmpz_poly, deadline: Deadline) -> list[Root]:
             if boxes is not None:
                 break
             spent, bits = time.monotonic() - started, 2 * bits
+            if bits > MAX_BALL_BITS:
+                boxes = _isolated_exactly(factor)
+                break
         sign = functools.partial(_integer_sign, factor)
         found += [(lo, hi, sign) for lo, hi in boxes]
     return _apart(found, deadline)
+
+
+def _isolated_exactly(factor: flint.fmpz_poly) -> list[tuple[Any, Any]]:
+    """The positive roots of an irreducible integer polynomial isolated in exact arithmetic
+    (sympy's continued-fraction isolation), for the factors whose complex root boxes flint's
+    Aberth iteration leaves overlapping at every precision: roots of sizes 1 and 2·10⁵ beside a
+    close complex pair did (a random float tableau of six stages, tests/test_stability.py)."""
+    dense = [QQ(int(c)) for c in reversed(factor.coeffs())]  # highest degree first
+    found = []
+    for lo, hi in dup_isolate_real_roots_sqf(dense, QQ, inf=QQ(0)):
+        sign = functools.partial(_integer_sign, factor)
+        while lo <= 0 < hi:  # the factor has no root at 0: narrow the interval off it
+            lo, hi = _halve_by(sign, lo, hi)
+        if lo > 0:
+            found.append((lo, hi))
+    return sorted(found)
 
 
 def _apart(found: list[Root], deadline: Deadline) -> list[Root]:

@@ -41,7 +41,7 @@ from ..exact.trees import TreeFamily
 from ..exact.weights import judge_element, smallest_domain
 from ..report import Report, precision_text, raised_by, resolution_text, shown_open
 from ..search import search_order
-from .additive import additive_tableau, search_substep_order
+from .substeps import additive_tableau, search_substep_order
 
 DEFAULT_CAP = 8  # search limit when the declaration claims no order (compositions have no barrier)
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from ...errors import ExtractionError
-from ...extract import Extracted
-from ...extract.render import round_trip_line
-from ...extract.result import declaration_text
+from ...extraction import Extracted
+from ...extraction.render import round_trip_line
+from ...extraction.result import declaration_text
+from ...zoo import LIBRARY_TARGETS, LibraryTarget
 from ..text import cell, fence, table
-from .libraries import LIBRARY_TARGETS, LibraryTarget
 from .page import verdict
 
 X_FILE = "x_transformers/x_transformers.py"
@@ -228,7 +228,7 @@ def library_section() -> str:
         "built from a small configuration with random weights, read by `bf.extract`, proved "
         "by `bf.check` and compiled back onto the module's own sub-modules (the round trip) "
         "when this page is built. `butcherflow extract "
-        "butcherflow.gallery.audit.libraries:FACTORY` reruns one.",
+        "butcherflow.zoo:FACTORY` reruns one.",
         "",
     ]
     if missing:

@@ -2,7 +2,7 @@
 script and stylesheet in the HTML resolves (anchors included), and nothing is loaded from
 another host (outbound `<a href>` links are allowed: following one is the reader's choice).
 
-`python -m butcherflow.gallery.sitecheck SITE_DIR` prints each problem and exits 1 if any.
+`python docs/tools/sitecheck.py SITE_DIR` prints each problem and exits 1 if any.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def check_site(site: str | Path) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
-        print("usage: python -m butcherflow.gallery.sitecheck SITE_DIR", file=sys.stderr)
+        print("usage: python docs/tools/sitecheck.py SITE_DIR", file=sys.stderr)
         return 2
     problems = check_site(args[0])
     for line in problems:

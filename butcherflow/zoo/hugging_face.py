@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ....extract.target import Target
+from ..extraction.target import Target
 from .common import BATCH, SEED, STREAMS
 
 HF_SIZES = {"vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4}

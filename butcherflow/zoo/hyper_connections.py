@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ....extract.target import Target
+from ..extraction.target import Target
 from .common import BATCH, D_MODEL, FOLDED, LENGTH, STREAMS, _state, randomise
 
 

@@ -3,7 +3,7 @@ that builds it, named `package.module:callable` or `path/to/file.py:callable`.
 
 A factory is a callable without arguments returning a `Target` (the module, the arguments of
 its forward, the fields, and where the state keeps its streams). The audit's own targets
-(`butcherflow.gallery.audit.libraries`) are factories of this kind, so anyone can rerun an
+(`butcherflow.zoo`) are factories of this kind, so anyone can rerun an
 entry of the audit page from the command line.
 """
 
@@ -28,7 +28,7 @@ FieldPaths = str | tuple[str, ...]
 VALID_FACTORY = (
     "a factory 'package.module:callable' of an installed package, or "
     "'path/to/file.py:callable', whose callable takes no arguments and returns a "
-    "butcherflow.extract.Target"
+    "butcherflow.extraction.Target"
 )
 
 

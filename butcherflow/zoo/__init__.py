@@ -1,7 +1,8 @@
-"""Other people's layers as `bf.extract` reads them: x-transformers, hyper-connections and
-transformers, built from small configurations with random weights (nothing is downloaded).
+"""Other libraries' models and layers, built from small configurations with random weights
+(nothing is downloaded): x-transformers, hyper-connections and transformers, as `bf.extract`
+reads them. The README, the command line, the audit page and the tests use these factories.
 
-Each function is a factory (`butcherflow extract butcherflow.gallery.audit.libraries:NAME`):
+Each function is a factory (`butcherflow extract butcherflow.zoo:NAME`):
 it imports its library when called (the libraries are the `audit` extra, never imported by
 butcherflow at its top) and returns a `Target`. `LIBRARY_TARGETS` lists them with the package
 and class they audit, for the audit page and the tests.
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import final
 
-from ....extract.target import Target
+from ..extraction.target import Target
 from .common import (
     BATCH,
     D_MODEL,

@@ -1,6 +1,6 @@
 """Open the built docs in headless Chromium and check what a reader's browser would see.
 
-`python -m butcherflow.gallery.browser SITE_DIR --screenshots DIR` serves the site on
+`python docs/tools/browser.py SITE_DIR --screenshots DIR` serves the site on
 127.0.0.1, loads the front page, the gallery index and a few gallery pages, and fails when a
 page logs a console error, throws, fails to load a resource, or requests anything from another
 host. It also clicks a heading of the gallery's table and checks that the rows get sorted, and
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import IO, Any, final
 from urllib.parse import urlsplit
 
-from ..errors import ButcherflowError
+from butcherflow.errors import ButcherflowError
 
 PAGES = (
     "index.html",
@@ -361,7 +361,7 @@ def check_pages(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m butcherflow.gallery.browser",
+        prog="python docs/tools/browser.py",
         description="Load the built docs in headless Chromium: no console errors, no request "
         "to another host; screenshots for review.",
     )

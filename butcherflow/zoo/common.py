@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from ....extract.streams import Streams
+from ..extraction.streams import Streams
 
 D_MODEL, HEADS, DIM_HEAD = 16, 2, 8
 BATCH, LENGTH = 2, 5

@@ -7,7 +7,7 @@ from typing import Any, final
 import torch
 from torch import Tensor, nn
 
-from ....extract.target import Target
+from ..extraction.target import Target
 from .common import (
     BATCH,
     D_MODEL,
