@@ -62,7 +62,7 @@ class StabilityPolynomial:
     - `coefficients`: a_0..a_s, exact rationals (a_k = 1/k! for k ≤ order).
     - `step`: the proved step H: |R(Hλ)| ≤ 1 for every λ of the spectrum, decided exactly.
     - `every_smaller`: the spectrum is star-shaped, so every step ≤ H is stable as well.
-    - `float_step`: the optimiser's step (feasible at the samples, to 1e-9).
+    - `float_step`: the optimiser's step (feasible at the samples: the weighted margin t ≤ 0).
     - `seconds`, `solves`: time and number of convex problems solved.
     """
 
