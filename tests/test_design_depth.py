@@ -88,6 +88,7 @@ def test_birkhoff_refuses_a_mixing_that_is_not_doubly_stochastic():
         (lambda: depth_method(3, 4), "order 3 at most"),
         (lambda: depth_method(7, 2), "at most 6 streams"),
         (lambda: depth_method(0, 1), "streams must be"),
+        (lambda: depth_method(2, 2, starts=0), "starts must be"),
     ],
 )
 def test_bad_input_is_one_clear_line(call, fragment):

@@ -114,6 +114,7 @@ def test_a_designed_polynomial_is_realised_with_its_nonlinear_order():
         (lambda: realise(["1", "1", "1/3"], 2), "linear order 1"),
         (lambda: realise(["1", "1", "x"], 1), "not an exact rational"),
         (lambda: realise(["2", "1"], 1), "starts with a_0 = 1"),
+        (lambda: ssp_tableau(3, 2, starts=0), "starts must be an integer >= 1"),
     ],
 )
 def test_bad_input_is_one_clear_line(call, fragment):

@@ -41,7 +41,7 @@ import sympy
 from threadpoolctl import threadpool_limits
 
 from ..analysis import Report, check
-from ..errors import DesignError
+from ..errors import DesignError, require_counts
 from ..methods import GeneralLinear
 
 MAX_STREAMS = 6  # the Birkhoff parametrisation sums r! permutation matrices
@@ -197,7 +197,7 @@ def depth_method(streams: int, order: int, *, starts: int = 8, seed: int = 0) ->
     no T makes V doubly stochastic.
     """
     started = time.perf_counter()
-    r, p = _checked(streams, order)
+    r, p = _checked(streams, order, starts)
     beta = adams_weights(r, p)
     U0, B0, V0 = natural_form(beta)
     for bound in BOUNDS:  # the smallest bound on T that admits a doubly stochastic V
@@ -240,10 +240,8 @@ def depth_method(streams: int, order: int, *, starts: int = 8, seed: int = 0) ->
     )
 
 
-def _checked(streams: Any, order: Any) -> tuple[int, int]:
-    for key, value in (("streams", streams), ("order", order)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise DesignError(f"{key} must be an integer >= 1", key=key, value=value)
+def _checked(streams: Any, order: Any, starts: Any = 1) -> tuple[int, int]:
+    require_counts(streams=streams, order=order, starts=starts)
     if streams > MAX_STREAMS:
         raise DesignError(
             f"at most {MAX_STREAMS} streams: the Birkhoff parametrisation sums r! permutations",

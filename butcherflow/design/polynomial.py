@@ -43,7 +43,7 @@ import numpy as np
 import sympy
 from threadpoolctl import threadpool_limits
 
-from ..errors import DesignError
+from ..errors import DesignError, require_counts
 from .proof import dyadic, largest_verified
 from .spectra import Spectrum, parse_spectrum
 
@@ -330,10 +330,7 @@ def _proved_step(
 
 
 def _stages_order(stages: Any, order: Any) -> tuple[int, int]:
-    if not isinstance(stages, int) or isinstance(stages, bool) or stages < 1:
-        raise DesignError("stages must be an integer >= 1", key="stages", value=stages)
-    if not isinstance(order, int) or isinstance(order, bool) or order < 1:
-        raise DesignError("order must be an integer >= 1", key="order", value=order)
+    require_counts(stages=stages, order=order)
     if order > stages:
         raise DesignError(
             f"a polynomial of degree {stages} matches e^z to order {stages} at most",

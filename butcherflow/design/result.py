@@ -176,7 +176,10 @@ class Point:
         return cls(exact, [Fraction(float(x)) for x in b], polished)
 
 
-SNAP = 1e-6  # how near a small rational a float entry may be, when the result is no worse
+# how near a small rational a float entry may be, when the result is no worse: tried in turn,
+# since a flat optimum (DIRK SSP(2,2): C moves by 5e-10 when an entry moves by 6e-6) leaves the
+# optimiser's point far from the rational one; "no worse" is what makes a loose one safe
+SNAP = (1e-6, 1e-4)
 
 
 def finish(
@@ -196,9 +199,9 @@ def finish(
     polynomial: tuple[Fraction, ...] | None = None,
 ) -> DesignedMethod:
     """The `DesignedMethod` of an optimiser's tableau (module docstring): small rationals
-    within `SNAP` of the floats when they meet every condition and their objective is no worse
-    than the optimiser's; else the exact routes of `exact.py` from the polished point (or the
-    floats); else numeric digits."""
+    within a `SNAP` tolerance of the floats when they meet every condition and their objective
+    is no worse than the optimiser's; else the exact routes of `exact.py` from the polished
+    point (or the floats); else numeric digits."""
     name = f"designed-{objective}-{'dirk-' if kind == 'dirk' else ''}{s}-{p}"
     method, exact, route, notes, known = _declaration(
         objective, name, point, value, trees, p, conditions
@@ -234,8 +237,10 @@ def _declaration(
 ) -> tuple[ButcherTableau, bool, str, list[str], tuple[str, float] | None]:
     """(declaration, exact?, route, notes, its objective when already computed): the routes of
     `finish`, in order."""
-    snapped = snap(trees, conditions, point.A, point.b, SNAP)
-    if snapped is not None:
+    for tolerance in SNAP:
+        snapped = snap(trees, conditions, point.A, point.b, tolerance)
+        if snapped is None:
+            continue
         method = ButcherTableau(A=snapped[0], b=snapped[1], name=name)
         proved, proved_value = _objective(objective, method, trees, p, True)
         if objective == "ssp":

@@ -29,7 +29,7 @@ import numpy as np
 import scipy.optimize
 from threadpoolctl import threadpool_limits
 
-from ..errors import DesignError
+from ..errors import DesignError, require_counts
 from .conditions import Condition, Trees, residuals, with_jacobian
 from .polish import polish
 from .polynomial import StabilityPolynomial
@@ -68,10 +68,8 @@ class Shape:
         return A, x[..., len(pos) : len(pos) + s]
 
 
-def _checked(stages: Any, order: Any, implicit: bool) -> tuple[int, int]:
-    for key, value in (("stages", stages), ("order", order)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise DesignError(f"{key} must be an integer >= 1", key=key, value=value)
+def _checked(stages: Any, order: Any, implicit: bool, starts: Any = 1) -> tuple[int, int]:
+    require_counts(stages=stages, order=order, starts=starts)
     if order > 8:
         raise DesignError(
             "designs above order 8 are not supported (719 trees at order 9)",
@@ -234,7 +232,7 @@ def ssp_tableau(
     **Returns:** a `DesignedMethod` whose `proved` is the exact SSP coefficient.
     """
     started = time.perf_counter()
-    s, p = _checked(stages, order, implicit)
+    s, p = _checked(stages, order, implicit, starts)
     _ssp_possible(s, p, implicit)
     shape, trees = Shape(s, implicit), Trees(p + 1)
     conditions = trees.order_conditions(p)
@@ -337,7 +335,7 @@ def low_error_tableau(
     **Returns:** a `DesignedMethod` whose `proved` is the exact error norm.
     """
     started = time.perf_counter()
-    s, p = _checked(stages, order, implicit)
+    s, p = _checked(stages, order, implicit, starts)
     allows_more = (p + 1 <= s + 1) if implicit else (p + 1 <= 8 and MIN_STAGES[p + 1] <= s)
     if allows_more:
         raise DesignError(
@@ -399,7 +397,7 @@ def realise(
     started = time.perf_counter()
     a = _coefficients(polynomial)
     s = len(a) - 1
-    _, q = _checked(s, order, False)
+    _, q = _checked(s, order, False, starts)
     linear = next((k - 1 for k in range(len(a)) if a[k] != Fraction(1, math.factorial(k))), s)
     if q > linear:
         raise DesignError(
