@@ -10,6 +10,7 @@ stage's exact radius of absolute monotonicity, the error norm in exact arithmeti
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, final
@@ -43,7 +44,8 @@ class DesignedMethod:
     - `proved`: the objective recomputed from the declaration (exactly, or of its digits), as
       text; `proved_value` as a float.
     - `good`, `tried`, `starts`: starts that met the constraints, starts tried, and allowed (the
-      multistart stops once 3 starts agree on the best value); `seconds`.
+      multistart stops once `AGREE` starts agree on the best value); `seconds`: the search, before
+      the entries are made exact.
     - `polynomial`: the stability polynomial realised (`realise`), coefficients a_0..a_s.
     """
 
@@ -163,17 +165,18 @@ class DesignedMethod:
 @final
 @dataclass(frozen=True)
 class Point:
-    """An optimiser's tableau: its floats as exact rationals, and the same point polished at
-    256 bits when that converged (`polish.py`)."""
+    """An optimiser's tableau: its floats as exact rationals, and `polish`, which gives the same
+    point polished at 256 bits (None when that does not converge, `polish.py`); called only
+    when the floats do not snap, since polishing is the slow part of a large design."""
 
     A: Matrix
     b: list[Fraction]
-    polished: tuple[Matrix, list[Fraction]] | None = None
+    polish: Callable[[], tuple[Matrix, list[Fraction]] | None] = lambda: None
 
     @classmethod
-    def of_floats(cls, A: np.ndarray, b: np.ndarray, polished: Any = None) -> Point:
+    def of_floats(cls, A: np.ndarray, b: np.ndarray, polish: Any = None) -> Point:
         exact = [[Fraction(float(x)) for x in row] for row in A]
-        return cls(exact, [Fraction(float(x)) for x in b], polished)
+        return cls(exact, [Fraction(float(x)) for x in b], polish or (lambda: None))
 
 
 # how near a small rational a float entry may be, when the result is no worse: tried in turn,
@@ -249,15 +252,16 @@ def _declaration(
             better = proved_value <= value * (1 + 1e-9)
         if better:
             return method, True, "snapped to small rationals", [], (proved, proved_value)
-    A, b = point.polished or (point.A, point.b)
+    polished = point.polish()
+    A, b = polished or (point.A, point.b)
     # an SSP coefficient moves with the 1e-12th digit (polish.py); an error norm does not
-    bits = (200 if objective == "ssp" else 64) if point.polished else 53
-    tolerance = 1e-40 if point.polished else 1e-9
-    notes = ["polished to 256 bits before rounding (polish.py)"] if point.polished else []
+    bits = (200 if objective == "ssp" else 64) if polished else 53
+    tolerance = 1e-40 if polished else 1e-9
+    notes = ["polished to 256 bits before rounding (polish.py)"] if polished else []
     found = exact_tableau(trees, conditions, A, b, tolerance, bits)
     if found is not None:
         return ButcherTableau(A=found[0], b=found[1], name=name), True, found[2], notes, None
-    digits = 60 if point.polished else 17
+    digits = 60 if polished else 17
     route = (
         "no exact route (neither small rationals nor a last stage solvable for the "
         f"conditions): {digits} significant digits"

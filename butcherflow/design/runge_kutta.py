@@ -31,6 +31,7 @@ from threadpoolctl import threadpool_limits
 
 from ..errors import DesignError, require_counts
 from .conditions import Condition, Trees, residuals, with_jacobian
+from .exact import Matrix
 from .polish import polish
 from .polynomial import StabilityPolynomial
 from .result import DesignedMethod, Point, finish
@@ -451,15 +452,19 @@ def _point(
     x: np.ndarray,
     ssp: tuple[np.ndarray, np.ndarray] | None,
 ) -> Point:
-    """The optimiser's tableau, polished at 256 bits when that converges (`polish.py`)."""
+    """The optimiser's tableau, with its polish at 256 bits (`polish.py`) to run on demand."""
     s, m = shape.stages, len(shape.positions)
-    refined = polish(shape.positions, s, trees, conditions, x, ssp)
-    if refined is None:
-        return Point.of_floats(*shape.unpack(x))
-    A = [[Fraction(0)] * s for _ in range(s)]
-    for (i, j), v in zip(shape.positions, refined, strict=False):
-        A[i][j] = v
-    return Point.of_floats(*shape.unpack(x), polished=(A, refined[m : m + s]))
+
+    def polished() -> tuple[Matrix, list[Fraction]] | None:
+        refined = polish(shape.positions, s, trees, conditions, x, ssp)
+        if refined is None:
+            return None
+        A = [[Fraction(0)] * s for _ in range(s)]
+        for (i, j), v in zip(shape.positions, refined, strict=False):
+            A[i][j] = v
+        return A, refined[m : m + s]
+
+    return Point.of_floats(*shape.unpack(x), polish=polished)
 
 
 def _coefficients(polynomial: StabilityPolynomial | Sequence[Any]) -> list[Fraction]:
