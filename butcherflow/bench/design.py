@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -128,6 +129,7 @@ def _row(case: Case) -> tuple[str, float, float, str]:
 def run_design(output: str, command: str) -> None:
     """Run every case and write the `design` section of `output`."""
     cases = _cases()
+    load_before = os.getloadavg()[0]
     rows = []
     for case in cases:
         what, seconds, proved, ratio = _row(case)
@@ -143,7 +145,8 @@ def run_design(output: str, command: str) -> None:
         f"{worst[2]:.1f} s ({'met' if worst[2] < TARGET else 'missed'}). `proved` is what the "
         "declaration proves (the step, the SSP coefficient, the error norm, or the order "
         "proved by bf.check); the ratio is proved/best known (best/proved for an error norm). "
-        "The machine was shared with other jobs while it ran, so the times are upper bounds.",
+        f"Load average (1 min) {load_before:.1f} before and {os.getloadavg()[0]:.1f} after, "
+        f"on {os.cpu_count()} cores: on a shared machine the times are upper bounds.",
         "",
         "| design | command | seconds | proved | best known | ratio |",
         "|---|---|---|---|---|---|",
