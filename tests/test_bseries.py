@@ -415,10 +415,12 @@ def test_coloured_tree_order_agrees_with_free_algebra_and_additive_proofs(name: 
     method = bf.catalog[name]
     report = bf.check(method)
     exact = {op: "exact" for op in method.operators}  # type: ignore[attr-defined]
-    by_trees = series_order(splitting_series(method, report.order + 1, exact))[0]
+    by_trees = series_order(splitting_series(method, report.order + 1, exact))[0]  # type: ignore[arg-type]
     substep = report.substep_order  # type: ignore[attr-defined]
     with_substep = (
-        series_order(splitting_series(method, substep + 1))[0] if substep is not None else None
+        series_order(splitting_series(method, substep + 1))[0]  # type: ignore[arg-type]
+        if substep is not None
+        else None
     )
     assert (by_trees, with_substep) == (report.order, substep)
 
@@ -427,7 +429,7 @@ def test_coloured_tree_order_agrees_with_free_algebra_and_additive_proofs(name: 
 def test_strang_with_a_different_sub_integrator_per_operator(sub: str, expected: int) -> None:
     from butcherflow.analysis.bseries import series_order, splitting_series
 
-    series = splitting_series("strang", 4, {"A": "exact", "B": sub})
+    series = splitting_series(bf.catalog["strang"], 4, {"A": "exact", "B": sub})  # type: ignore[arg-type]
     assert series_order(series)[0] == expected
 
 
@@ -445,12 +447,30 @@ def test_symplectic_euler_pair_is_symplectic() -> None:
     assert partitioned_symplectic(bf.catalog["backward-euler"], bf.catalog["euler"])[0] is True
 
 
-def test_symplecticity_of_a_multistep_method_says_why_and_what_to_ask() -> None:
+def test_symplecticity_of_continuous_dynamics_says_it_is_not_decided_here() -> None:
     from butcherflow.analysis.bseries.verdicts import symplectic
 
-    with pytest.raises(AnalysisError, match=r"one-step maps.*ask for") as info:
-        symplectic("adams-bashforth-2")
+    with pytest.raises(AnalysisError, match=r"not for a continuous declaration") as info:
+        symplectic("neural-ode-rk4")
     assert "\n" not in str(info.value)
+
+
+def test_bseries_answers_every_family_that_has_one() -> None:
+    """Exact sub-flows (Yoshida's fourth-order composition), an additive method, a general
+    linear method; continuous dynamics and multistep methods say why not, in one line."""
+    orders = [
+        bf.analysis.bseries.series_order(bf.bseries(n, 5))[0] for n in ("yoshida-4", "ars-443")
+    ]
+    refused = []
+    for name in ("neural-ode-rk4", "leapfrog"):
+        with pytest.raises(AnalysisError) as info:
+            bf.bseries(name, 3)
+        refused.append("\n" not in str(info.value) and "B-series" in str(info.value))
+    assert (orders, bf.bseries("dlcl-4", 2).family.is_plain, refused) == (
+        [4, 3],
+        True,
+        [True, True],
+    )
 
 
 @pytest.mark.parametrize(

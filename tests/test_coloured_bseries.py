@@ -38,6 +38,7 @@ from butcherflow.analysis.bseries.splitting_geometry import (
 from butcherflow.errors import AnalysisError
 
 EXACT = {"A": "exact", "B": "exact"}
+CATALOG: Any = bf.catalog  # splittings by name
 HALF = sympy.Rational(1, 2)
 
 
@@ -49,7 +50,7 @@ def test_lie_trotter_modified_field_is_f_plus_half_h_lie_bracket() -> None:
     """Lie-Trotter (A for h, then B for h) with exact flows follows f_A + f_B +
     (h/2)(f_B′f_A − f_A′f_B) + O(h²): the (h/2)[A, B] of the BCH formula in the Lie-derivative
     convention (for linear fields f_X = Xy: log(e^{hB}e^{hA})/h = A + B + (h/2)(BA − AB) + …)."""
-    m = bf.modified_equation(splitting_series("lie-trotter", 2, EXACT), 2)
+    m = bf.modified_equation(splitting_series(CATALOG["lie-trotter"], 2, EXACT), 2)
     expected = {"[τ_A]_A": 0, "[τ_A]_B": HALF, "[τ_B]_A": -HALF, "[τ_B]_B": 0}
     assert by_bracket(m, 2) == expected
 
@@ -64,7 +65,7 @@ def test_strang_modified_field_is_yoshidas_bch_term() -> None:
     y = sympy.symbols("y0:2")
     h = sympy.Symbol("h")
     Y = sympy.Matrix(y)
-    m = bf.modified_equation(splitting_series("strang", 3, EXACT), 3)
+    m = bf.modified_equation(splitting_series(CATALOG["strang"], 3, EXACT), 3)
     field = evaluate(m, {"A": list(a * Y), "B": list(b * Y)}, y, h)
 
     def comm(x: sympy.Matrix, z: sympy.Matrix) -> sympy.Matrix:
@@ -102,7 +103,7 @@ def test_modified_field_of_linear_splittings_matches_the_matrix_logarithm(
     Y = sympy.Matrix(y)
     exact = {op: sympy.Matrix(M).applyfunc(sympy.nsimplify) for op, M in (("A", A), ("B", B))}
     fields = {op: list(M * Y) for op, M in exact.items()}
-    m = bf.modified_equation(splitting_series(name, order, EXACT), order)
+    m = bf.modified_equation(splitting_series(CATALOG[name], order, EXACT), order)
     field = evaluate_numpy(m, fields, y, h)
     steps = [(op, float(c)) for op, c in bf.catalog[name].steps]  # type: ignore[attr-defined]
     errors = []
@@ -155,7 +156,7 @@ def test_modified_field_of_an_order_p_splitting_is_f_to_order_p(
 
 
 def test_evaluate_needs_one_field_per_operator() -> None:
-    m = bf.modified_equation(splitting_series("strang", 2, EXACT), 2)
+    m = bf.modified_equation(splitting_series(CATALOG["strang"], 2, EXACT), 2)
     y, h = sympy.symbols("y0:1"), sympy.Symbol("h")
     messages = []
     for f in ([y[0]], {"A": [y[0]], "C": [y[0]]}):
@@ -167,7 +168,10 @@ def test_evaluate_needs_one_field_per_operator() -> None:
 
 def test_coloured_tree_counts_are_the_generated_ones() -> None:
     """The count behind the examined order agrees with the trees the family generates."""
-    families = [bf.bseries("strang-heun", 4).family, splitting_series("strang-3", 3).family]
+    families = [
+        bf.bseries("strang-heun", 4).family,
+        splitting_series(CATALOG["strang-3"], 3).family,
+    ]
     counts = [(len(f.colours), n) for f, n in zip(families, (4, 3), strict=True)]
     generated = [
         sum(len(f.of_order(k)) for k in range(1, n + 1))

@@ -17,13 +17,14 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from ..assemble import Seq2Seq
 from ..compiler import CompiledBlock, RungeKuttaBlock, compile
-from ..methods import ButcherTableau, Splitting, catalog
+from ..methods import ButcherTableau, Method, Splitting, catalog
 from ..nn import Context
 from . import write_section
 from .order import machine
@@ -123,19 +124,52 @@ def _backward(run: Callable[[], Tensor]) -> Callable[[], None]:
     return go
 
 
+Hand = Callable[[Tensor, Context], Tensor]
+
+
+def _tableau_pair(method: ButcherTableau) -> tuple[CompiledBlock, Hand]:
+    rk = compile(method, field="san+ffn", d_model=D_MODEL, n_heads=N_HEADS, d_ffn=D_FFN)
+    assert isinstance(rk, RungeKuttaBlock)
+    return rk, hand_written(method, rk.field)
+
+
+def _splitting_pair(method: Splitting) -> tuple[CompiledBlock, Hand]:
+    fields = {op: "san" if op == "B" else "ffn" for op in method.operators}
+    block = compile(method, fields=fields, d_model=D_MODEL, n_heads=N_HEADS, d_ffn=D_FFN)
+    return block, hand_written_splitting(method, _called_modules(block))
+
+
+@dataclass(frozen=True)
+class Benched:
+    """How a family's catalog entries are timed: which of them (`chosen`), and the compiled
+    block beside its hand-written loop (`pair`)."""
+
+    chosen: Callable[[Any], bool]
+    pair: Callable[[Any], tuple[CompiledBlock, Hand]]
+
+
+# The families this benchmark times; a family adds its line here.
+BENCHED: dict[type[Method], Benched] = {
+    ButcherTableau: Benched(lambda m: m.is_explicit and not m.symbols, _tableau_pair),
+    Splitting: Benched(lambda m: m.substep is not None, _splitting_pair),
+}
+
+
+def benched_names() -> list[str]:
+    """The catalog entries `run_block` times: explicit tableaux without symbols, splittings
+    with Runge-Kutta sub-steps."""
+    return [
+        n
+        for n in catalog
+        if (how := BENCHED.get(type(m := catalog[n]))) is not None and how.chosen(m)
+    ]
+
+
 def bench_method(name: str, repeats: int) -> BlockRow:
     method = catalog[name]
     y = torch.randn(BATCH, LENGTH, D_MODEL, requires_grad=True)
     ctx = Context()
-    if isinstance(method, Splitting):
-        fields = {op: "san" if op == "B" else "ffn" for op in method.operators}
-        block = compile(method, fields=fields, d_model=D_MODEL, n_heads=N_HEADS, d_ffn=D_FFN)
-        hand = hand_written_splitting(method, _called_modules(block))
-    else:
-        assert isinstance(method, ButcherTableau)
-        rk = compile(method, field="san+ffn", d_model=D_MODEL, n_heads=N_HEADS, d_ffn=D_FFN)
-        assert isinstance(rk, RungeKuttaBlock)
-        block, hand = rk, hand_written(method, rk.field)
+    block, hand = BENCHED[type(method)].pair(method)
     modules = _called_modules(block)
     calls = [str(n.target) for n in block.program.graph.nodes if n.op == "call_module"]
     singles = [_backward(_call(m, y, ctx)) for m in modules.values()]
@@ -208,12 +242,7 @@ class TorchTransformer(nn.Module):
 
 
 def run_block(output: str, repeats: int, command: str) -> None:
-    names = [
-        n
-        for n in catalog
-        if (isinstance(m := catalog[n], ButcherTableau) and m.is_explicit and not m.symbols)
-        or (isinstance(m, Splitting) and m.substep is not None)
-    ]
+    names = benched_names()
     rows = []
     for name in names:
         rows.append(bench_method(name, repeats))

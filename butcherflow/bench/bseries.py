@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import sympy
@@ -73,8 +74,7 @@ def _nodepy_radius(method: ButcherTableau) -> tuple[float | None, float | None]:
 
 def time_method(name: str, repeats: int) -> Row:
     """Time one catalog tableau: series, modified equation, symplecticity order; SSP."""
-    method = catalog[name]
-    assert isinstance(method, ButcherTableau)
+    method = cast(ButcherTableau, catalog[name])  # one of `tableaux()`
 
     def work() -> str:
         series = bseries(method, ORDER)
@@ -92,20 +92,21 @@ def time_method(name: str, repeats: int) -> Row:
     return row
 
 
+def tableaux() -> list[ButcherTableau]:
+    """The catalog's Runge-Kutta tableaux, in catalog order."""
+    return [cast(ButcherTableau, catalog[n]) for n in catalog.names(ButcherTableau.family)]
+
+
 def with_ssp() -> list[str]:
     """Catalog tableaux without symbols (exact or numeric): their SSP coefficient is compared."""
-    return [n for n in catalog if isinstance(catalog[n], ButcherTableau) and not catalog[n].symbols]
+    return [m.name for m in tableaux() if not m.symbols]
 
 
 def selected() -> list[str]:
     """Exact catalog tableaux without symbols of claimed order ≤ 8 (timed to order 8)."""
-    out = []
-    for name in catalog:
-        m = catalog[name]
-        exact = isinstance(m, ButcherTableau) and not m.symbols and not m.numeric
-        if exact and (m.order or 0) <= ORDER:
-            out.append(name)
-    return out
+    return [
+        m.name for m in tableaux() if not m.symbols and not m.numeric and (m.order or 0) <= ORDER
+    ]
 
 
 def _published_rows(repeats: int) -> list[str]:

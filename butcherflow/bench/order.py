@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sympy.core.cache import clear_cache
@@ -125,32 +126,44 @@ def time_check(name: str, repeats: int) -> Row:
         signal.signal(signal.SIGALRM, previous)
     note = "" if report.claim_holds else "claim fails: " + report.mismatch_message()
     m = report.method
-    numeric = bool(getattr(m, "numeric", False))  # continuous dynamics have no digits
-    return Row(name, m.family, numeric, m.order, report.order, statistics.median(times), note)
+    return Row(
+        name, m.family, not report.exact, m.order, report.order, statistics.median(times), note
+    )
 
 
-def _nodepy_method(
-    method: ButcherTableau | LinearMultistep, numeric: bool
-) -> tuple[Callable[[], int], str]:
-    """NodePy's order computation for `method` and its mode (`exact` or `float`)."""
+Run = tuple[Callable[[], int], str]
+
+
+def _nodepy_multistep(method: LinearMultistep, numeric: bool) -> Run:
     from nodepy import linear_multistep_method as lmm
+
+    dtype = float if numeric else object
+    alpha = np.array(list(method.alpha), dtype=dtype)
+    beta = np.array(list(method.beta), dtype=dtype)
+    lm = lmm.LinearMultistepMethod(alpha, beta, description=method.name)  # no order at init
+    return (lambda: int(lm.order())), "float" if numeric else "exact"
+
+
+def _nodepy_tableau(method: ButcherTableau, numeric: bool) -> Run:
     from nodepy import runge_kutta_method as rkm
 
-    mode = "float" if numeric else "exact"
     dtype = float if numeric else object
-    if isinstance(method, LinearMultistep):
-        alpha = np.array(list(method.alpha), dtype=dtype)
-        beta = np.array(list(method.beta), dtype=dtype)
-        lm = lmm.LinearMultistepMethod(alpha, beta, description=method.name)  # no order at init
-        return (lambda: int(lm.order())), mode
     A = np.array([list(row) for row in method.A], dtype=dtype)
     b = np.array(list(method.b), dtype=dtype)
     kind = rkm.ExplicitRungeKuttaMethod if method.is_explicit else rkm.RungeKuttaMethod
     rk = kind(A, b, name=method.name)
     high = (method.order or 0) > 10  # NodePy's float conditions stop at 10 without this flag
     if numeric:
-        return (lambda: int(rk.order(mode="float", extremely_high_order=high))), mode
-    return (lambda: int(rk.order(mode="exact"))), mode
+        return (lambda: int(rk.order(mode="float", extremely_high_order=high))), "float"
+    return (lambda: int(rk.order(mode="exact"))), "exact"
+
+
+# The families whose order NodePy computes, and how (`comparable`): NodePy's order computation
+# of a declaration, given whether its entries are numeric, and its mode (`exact` or `float`).
+NODEPY: dict[type[Method], Callable[[Any, bool], Run]] = {
+    ButcherTableau: _nodepy_tableau,
+    LinearMultistep: _nodepy_multistep,
+}
 
 
 def nodepy_child(path: str, repeats: str, timeout: str) -> None:
@@ -164,14 +177,13 @@ def nodepy_child(path: str, repeats: str, timeout: str) -> None:
 
     **Returns:** nothing; prints `{"times": [...], "order": p, "mode": m}` or `{"timeout": true}`.
     """
-    method = load(path)
-    assert isinstance(method, (ButcherTableau, LinearMultistep)), "see comparable()"
+    method: Any = load(path)  # a family of `NODEPY` (`comparable`)
     # SIGALRM raises KeyboardInterrupt, which no `except Exception` in sympy or NodePy swallows.
     signal.signal(signal.SIGALRM, signal.default_int_handler)
     times: list[float] = []
     order, mode = None, "exact"
     while len(times) < int(repeats) and sum(times) <= NODEPY_ONE_RUN:
-        run, mode = _nodepy_method(method, method.numeric)
+        run, mode = NODEPY[type(method)](method, method.numeric)
         clear_cache()
         signal.setitimer(signal.ITIMER_REAL, float(timeout))
         start = time.perf_counter()
@@ -216,7 +228,7 @@ def time_nodepy(name: str, repeats: int) -> NodepyResult:
 def comparable(method: Method) -> bool:
     """Whether NodePy can compute the order of `method` (a Runge-Kutta or linear multistep
     method without free parameters)."""
-    return isinstance(method, (ButcherTableau, LinearMultistep)) and not method.symbols
+    return type(method) in NODEPY and not method.symbols
 
 
 def targets(row: Row) -> list[tuple[str, bool]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import math
+from pathlib import Path
 from typing import Any, final
 
 import torch.fx as fx
@@ -39,6 +40,7 @@ from .explain import (
     splitting_equations,
 )
 from .plots import multistep_stability_svg, order_star_svg, stability_svg
+from .ssp_section import ssp_figures
 from .text import NUMERIC_DIGITS, Attempt, esc, exact, fence, table
 
 RK_PROBLEM = (
@@ -91,6 +93,10 @@ class FamilyPage(abc.ABC):
         """The index's stage column: the stages the page names ("—": a family without)."""
         return "—"
 
+    def monotonicity(self, method: Any, report: Any, attempt: Attempt, assets: Path) -> list[str]:
+        """The SSP and internal stability subsections as markdown lines (none by default)."""
+        return []
+
     def problem(self, method: Any) -> str:
         """What the convergence measurement integrates."""
         return RK_PROBLEM
@@ -141,6 +147,11 @@ class RungeKuttaPage(FamilyPage):
 
     def stages(self, method: ButcherTableau) -> str:
         return str(method.stages)
+
+    def monotonicity(
+        self, method: ButcherTableau, report: Any, attempt: Attempt, assets: Path
+    ) -> list[str]:
+        return ssp_figures(method, report, attempt, assets)
 
 
 @final

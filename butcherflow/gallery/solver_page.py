@@ -21,7 +21,6 @@ from ..methods.files import read_toml
 from .families import page_for
 from .plots import convergence_svg
 from .solver_block import Built, block_section, build_block
-from .ssp_section import ssp_figures
 from .text import (
     Attempt,
     Measured,
@@ -198,7 +197,7 @@ def _figures(method: Method, report: Report, attempt: Attempt, assets: Path) -> 
             "and an A-stable method leaves the imaginary axis unshaded.",
             "",
         ]
-    md += ssp_figures(method, report, attempt, assets)
+    md += page.monotonicity(method, report, attempt, assets)
     member = generic_member(method)
     member_report = report if member is method else attempt.run("the member", lambda: check(member))
     curves: list[Convergence] | None = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..methods import ButcherTableau, Method
+from ..methods import ButcherTableau
 from .ssp_plots import internal_svg, ssp_svg
 from .text import Attempt, save_figure
 
@@ -29,18 +29,16 @@ INTERNAL_TEXT = (
 )
 
 
-def ssp_figures(method: Method, report: Any, attempt: Attempt, assets: Path) -> list[str]:
-    """The page's SSP and internal stability subsections (nothing for a non-Runge-Kutta
-    declaration).
+def ssp_figures(method: ButcherTableau, report: Any, attempt: Attempt, assets: Path) -> list[str]:
+    """A Runge-Kutta page's SSP and internal stability subsections
+    (`families.RungeKuttaPage.monotonicity`).
 
-    **Arguments:** `method`: the declaration; `report`: its report (`report.geometry` holds
-    the rows drawn); `attempt`: the page's (a failure is recorded, not raised); `assets`: the
+    **Arguments:** `method`: the tableau; `report`: its report (`report.geometry` holds the
+    rows drawn); `attempt`: the page's (a failure is recorded, not raised); `assets`: the
     page's figure folder.
 
     **Returns:** markdown lines.
     """
-    if not isinstance(method, ButcherTableau):
-        return []
     name = method.name
     md = ["### SSP coefficient", ""]
     if method.symbols:

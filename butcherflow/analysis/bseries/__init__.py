@@ -1,5 +1,6 @@
 """B-series of methods, the Butcher group, backward error analysis and geometric properties."""
 
+from .families import bseries
 from .group import adjoint, compose, inverse, substitute
 from .modified import (
     elementary_differentials,
@@ -14,12 +15,13 @@ from .properties import (
     symmetry_order,
     symplecticity_order,
 )
-from .series import BSeries, bseries, exact_flow, tableau_series, tree
+from .series import BSeries, additive_series, exact_flow, tableau_series, tree
 from .splitting import series_order, splitting_series
 from .verdicts import symplectic
 
 __all__ = [
     "BSeries",
+    "additive_series",
     "adjoint",
     "bseries",
     "compose",

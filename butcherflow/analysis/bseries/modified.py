@@ -21,26 +21,23 @@ import numpy as np
 import sympy
 
 from ...errors import AnalysisError
-from ...methods import Method, Splitting, catalog
+from ...methods import Method
 from ..exact.trees import PLAIN, TreeFamily
+from .families import bseries
 from .group import _partitions, common_domain
-from .series import Arithmetic, BSeries, bseries, exact_flow
-from .splitting import splitting_series
+from .series import Arithmetic, BSeries, exact_flow
 
 
 def _series(method: Method | str | BSeries, order: int) -> BSeries:
-    """The step series of `method` to `order`: a splitting's over coloured trees, its sub-steps
-    as declared (exact sub-flows included, `splitting.splitting_series`)."""
+    """The step series of `method` to `order` (`families.bseries`: a splitting's over coloured
+    trees, its sub-steps as declared, exact sub-flows included)."""
     if isinstance(method, BSeries):
         if method.order < order:
             raise AnalysisError(
                 f"B-series {method.name!r} holds trees up to order {method.order}, not {order}"
             )
         return method.truncated(order)
-    resolved = catalog.resolve(method)
-    if isinstance(resolved, Splitting):
-        return splitting_series(resolved, order)
-    return bseries(resolved, order)
+    return bseries(method, order)
 
 
 def _solve(a: BSeries, target: BSeries, inner: BSeries, name: str) -> BSeries:
@@ -72,10 +69,11 @@ def _solve(a: BSeries, target: BSeries, inner: BSeries, name: str) -> BSeries:
 def modified_equation(method: Method | str | BSeries, order: int) -> BSeries:
     """The modified equation of a method: the field series b with b ⋆ e = a.
 
-    For a splitting y' = Σ_X f_X the series is over trees coloured by operator, and the
-    modified field Σ_t h^(|t|−1) b(t)/σ(t) F(t) has the coloured elementary differentials of
-    the f_X (F([τ_B]_A) = f_A′f_B): for Lie-Trotter f_A + f_B + (h/2)(f_B′f_A − f_A′f_B) + …,
-    the Baker-Campbell-Hausdorff series of the composed flows.
+    For a splitting or an additive method, y' = Σ_X f_X, the series is over trees coloured by
+    operator (field), and the modified field Σ_t h^(|t|−1) b(t)/σ(t) F(t) has the coloured
+    elementary differentials of the f_X (F([τ_B]_A) = f_A′f_B): for Lie-Trotter
+    f_A + f_B + (h/2)(f_B′f_A − f_A′f_B) + …, the Baker-Campbell-Hausdorff series of the
+    composed flows.
 
     **Arguments:** `method`: a declaration, catalog name or B-series (a(∅) = 1); a splitting's
     sub-steps as declared (exact sub-flows or its tableau; other choices: pass
@@ -91,17 +89,19 @@ def modified_equation(method: Method | str | BSeries, order: int) -> BSeries:
 def modifying_integrator(method: Method | str | BSeries, order: int) -> BSeries:
     """The modifying integrator of a method: the field series b with b ⋆ a = e.
 
-    **Arguments:** as `modified_equation`; plain trees only: for a splitting each operator's
-    field would be replaced by its own series, and the coloured conditions fix only their sum
-    (Lie-Trotter needs corrections g_A + g_B = −(h/2)(f_B′f_A − f_A′f_B) + …, shared between
-    the operators in any way), so there is no one modifying integrator to return.
+    **Arguments:** as `modified_equation`; plain trees only: for a splitting (or an additive
+    method) each operator's field would be replaced by its own series, and the coloured
+    conditions fix only their sum (Lie-Trotter needs corrections g_A + g_B =
+    −(h/2)(f_B′f_A − f_A′f_B) + …, shared between the operators in any way), so there is no
+    one modifying integrator to return.
 
     **Returns:** the vector-field `BSeries` b.
     """
     a = _series(method, order)
     if a.family is not PLAIN:
         raise AnalysisError(
-            f"{a.name}: a splitting has no unique modifying integrator (each operator's field "
+            f"{a.name}: a method over coloured trees (a splitting, an additive method) has no "
+            "unique modifying integrator (each operator's field "
             "is modified separately and the coloured conditions fix only the sum of the "
             "corrections); ask for modified_equation, or for a tableau's modifying_integrator"
         )

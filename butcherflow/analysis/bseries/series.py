@@ -1,4 +1,4 @@
-"""B-series as exact mappings tree → coefficient, and the B-series of a Runge-Kutta tableau.
+"""B-series as exact mappings tree → coefficient, and the B-series of each family's step.
 
 A B-series a stands for the formal step y ↦ a(∅)·y + Σ_t h^|t| a(t)/σ(t) F(t)(y), F(t) the
 elementary differential of the rooted tree t (Hairer, Lubich and Wanner, Geometric Numerical
@@ -6,6 +6,11 @@ Integration, III.1). With this normalisation a Runge-Kutta method has a(t) = Φ(
 elementary weight, and the exact flow has e(t) = 1/γ(t). Coefficients live in one exact sympy
 domain (QQ, an algebraic field such as QQ<√15> for Gauss-Legendre, a rational function field
 for families), the domain the order proof already uses (`weights.WeightTable`).
+
+For y' = Σ_X f_X(y), the fields of an additive method or the operators of a splitting, the trees
+are coloured by field (`trees.coloured`) and F(t) is built from the f_X: F([τ_B]_A) = f_A′f_B
+(Araújo, Murua and Sanz-Serna, SIAM J. Numer. Anal. 34, 1997). `families.BSERIES` says which
+series each family has.
 """
 
 from __future__ import annotations
@@ -18,16 +23,15 @@ import sympy
 from sympy.polys.domains import QQ
 
 from ...errors import AnalysisError
-from ...methods import ButcherTableau, GeneralLinear, LinearMultistep, Method, Splitting, catalog
+from ...methods import AdditiveRungeKutta, ButcherTableau, GeneralLinear, Method
 from ...methods.entries.balls import ball
 from ...methods.entries.precision import working_precision
 from ..budget import DEFAULT_TIME_BUDGET, Deadline
 from ..exact.number_field import NumberField
-from ..exact.trees import PLAIN, Tree, TreeFamily
+from ..exact.trees import PLAIN, Tree, TreeFamily, coloured
 from ..exact.weights import WeightTable, entries_in_field
-from ..general_linear.series import BSeries as StageSeries
+from ..general_linear.series import StageSeries
 from ..runge_kutta.order import Conditions
-from ..splitting.substeps import additive_tableau
 
 
 @final
@@ -278,17 +282,19 @@ def tableau_ball_series(tableau: ButcherTableau, order: int) -> BSeries:
     return BSeries(PLAIN, order, field, field.one, values, tableau.name)
 
 
-def splitting_series(method: Splitting, order: int) -> BSeries:
-    """The coloured B-series of a splitting advanced by its Runge-Kutta sub-step: the additive
-    Runge-Kutta method it computes (`additive.additive_tableau`), one colour per operator."""
-    sub = method.substep
-    if sub is None:
-        raise AnalysisError(
-            f"{method.name}: a splitting of exact sub-flows has no Runge-Kutta B-series here; "
-            "its order comes from the free algebra (bf.check), or declare a sub-step"
-        )
-    family = TreeFamily(method.operators)
-    big_A, big_b = additive_tableau(method.steps, sub.A, sub.b, sympy.Integer(0))
+def additive_series(method: AdditiveRungeKutta, order: int) -> BSeries:
+    """The coloured B-series of an additive Runge-Kutta method, one colour per field:
+    Φ(t) = Σᵢ b⁽ʳᵒᵒᵗ⁾ᵢ Πchildren (A⁽ᶜʰⁱˡᵈ⁾ Φ)ᵢ over the trees coloured by field
+    (`additive/order.py`), in the field of its entries (a numeric method's digits exactly, as
+    `tableau_series`). A splitting with a Runge-Kutta sub-step written as the additive method it
+    computes has the same series as the composition of its sub-steps (`splitting_series`).
+
+    **Arguments:** `method`: the declaration; `order`: the largest tree order.
+
+    **Returns:** the `BSeries` over `coloured(method.operators)`.
+    """
+    family = coloured(method.operators)
+    big_A, big_b = method.by_field()
     table = WeightTable(family, big_A, big_b)
     trees = list(family.up_to(order))
     table.prepare(trees)
@@ -316,41 +322,10 @@ def general_linear_series(method: GeneralLinear, order: int) -> list[BSeries]:
     return out
 
 
-def bseries(
-    method: Method | str, order: int, *, time_budget: float = DEFAULT_TIME_BUDGET
-) -> BSeries:
-    """The B-series of a method, tree by tree, exactly.
-
-    **Arguments:**
-
-    - `method`: a declaration or catalog name: a Runge-Kutta tableau (plain trees), a splitting
-      with a Runge-Kutta sub-step (coloured trees, one colour per operator) or a general
-      linear method (its first output, relative to its starting procedure; every output:
-      `general_linear_series`).
-    - `order`: the largest tree order (number of nodes) to compute.
-    - `time_budget`: seconds it may take; past it an `AnalysisError` says what was reached.
-
-    **Returns:** a `BSeries` (`series[tree]`, `str(series)`).
-    """
-    resolved = catalog.resolve(method)
-    if order < 1:
-        raise AnalysisError(f"bseries: order must be ≥ 1 (got {order})")
-    if isinstance(resolved, ButcherTableau):
-        return tableau_series(resolved, order, time_budget)
-    if isinstance(resolved, Splitting):
-        return splitting_series(resolved, order)
-    if isinstance(resolved, GeneralLinear):
-        return general_linear_series(resolved, order)[0]
-    if isinstance(resolved, LinearMultistep):
-        raise AnalysisError(
-            f"{resolved.name}: a linear multistep method has no one-step B-series (its step "
-            "needs k past values); ask for its order with bf.check, or declare it as a "
-            "GeneralLinear method to get the B-series relative to a starting procedure"
-        )
-    raise AnalysisError(
-        f"{resolved.name}: a {resolved.family} declaration has no B-series (Runge-Kutta "
-        "tableaux, splittings with a sub-step and general linear methods have)"
-    )
+# The families whose step is one map y ↦ Φ_h(y) with a B-series over plain trees, called as
+# series(method, order, time_budget): what may advance one operator of a splitting
+# (`splitting.chosen_substeps`). `families.BSERIES` extends this table to every family.
+STEP_SERIES: dict[type[Method], Callable[..., BSeries]] = {ButcherTableau: tableau_series}
 
 
 def tree(notation: str | list[int]) -> Tree:

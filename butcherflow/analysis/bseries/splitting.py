@@ -14,17 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import flint
 
 from ...errors import AnalysisError
 from ...methods import ButcherTableau, Splitting, catalog
 from ...methods.entries.precision import Verdict, judge_enclosure, working_precision
-from ..exact.trees import PLAIN, TreeFamily
-from ..exact.weights import WeightTable, entries_in_field, smallest_domain
+from ..exact.trees import PLAIN, TreeFamily, coloured
+from ..exact.weights import smallest_domain
 from .group import compose
-from .series import BallField, BSeries
+from .series import STEP_SERIES, BallField, BSeries
 
 
 def _plain_index(family: TreeFamily, colour: str, order: int) -> dict[int, int]:
@@ -75,14 +75,14 @@ def chosen_substeps(
                 f"{split.name}: substeps names operator {op!r}; valid: {', '.join(chosen)}"
             )
         resolved = None if sub == "exact" else catalog.resolve(sub)
-        if resolved is not None and not isinstance(resolved, ButcherTableau):
+        if resolved is not None and type(resolved) not in STEP_SERIES:
             raise AnalysisError(f"substeps[{op!r}]: {resolved.name} is not a Runge-Kutta tableau")
-        chosen[op] = resolved
+        chosen[op] = cast(ButcherTableau | None, resolved)
     return chosen
 
 
 def splitting_series(
-    method: Splitting | str,
+    method: Splitting,
     order: int,
     substeps: Mapping[str, ButcherTableau | str] | None = None,
     digits: bool = False,
@@ -91,43 +91,40 @@ def splitting_series(
 
     **Arguments:**
 
-    - `method`: the splitting (a declaration or catalog name).
+    - `method`: the splitting.
     - `order`: the largest tree order.
     - `substeps`: per operator, a Runge-Kutta tableau (or catalog name) or `"exact"`; operators
       not named use the declaration's `substep` (exact when it has none).
     - `digits`: for a numeric splitting, the series of its digits taken exactly (the default is
       balls holding every splitting within the precision of its coefficients).
 
-    **Returns:** the `BSeries` over trees coloured by operator.
+    **Returns:** the `BSeries` over trees coloured by operator (`trees.coloured`).
     """
-    split = catalog.resolve(method)
-    if not isinstance(split, Splitting):
-        raise AnalysisError(f"{split.name}: splitting_series needs a splitting declaration")
-    chosen = chosen_substeps(split, substeps)
-    values = [c for _, c in split.steps]
+    chosen = chosen_substeps(method, substeps)
+    values = [c for _, c in method.steps]
     for sub in {id(t): t for t in chosen.values() if t is not None}.values():
         values += [x for row in sub.A for x in row] + list(sub.b)
-    if split.numeric and not digits:
-        with flint.ctx.workprec(working_precision(split.entries.values())):
-            return _composed(split, order, chosen, BallField(flint.ctx.prec))
+    if method.numeric and not digits:
+        with flint.ctx.workprec(working_precision(method.entries.values())):
+            return _composed(method, order, chosen, BallField(flint.ctx.prec))
     domain, _ = smallest_domain(values)
-    return _composed(split, order, chosen, domain.get_field())
+    return _composed(method, order, chosen, domain.get_field())
 
 
 def _composed(
     split: Splitting, order: int, chosen: Mapping[str, ButcherTableau | None], domain: Any
 ) -> BSeries:
     """The product of the sub-steps' coloured series over `domain` (exact or balls)."""
-    family = TreeFamily(split.operators)
+    family = coloured(split.operators)
     weights: dict[str, dict[int, Any] | None] = {}
     for op, sub in chosen.items():
         if sub is None:
             weights[op] = None
             continue
-        K, A, b = entries_in_field(sub)
-        table = WeightTable(PLAIN, {"y": A}, {"y": b}, domain=K)
-        table.prepare(list(PLAIN.up_to(order)))
-        weights[op] = {t.index: domain.convert_from(table.weight(t), K) for t in PLAIN.up_to(order)}
+        plain = STEP_SERIES[type(sub)](sub, order)
+        weights[op] = {
+            t.index: domain.convert_from(plain.values[t.index], plain.domain) for t in plain
+        }
     numbers = list(split.entries.values())
     steps = [
         (op, x.ball() if isinstance(domain, BallField) else domain.from_sympy(c))

@@ -4,6 +4,7 @@ SSP coefficient and internal stability, each with the proof beside it."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, final
 
@@ -15,8 +16,10 @@ from ...methods.entries.precision import Verdict
 from ..budget import DEFAULT_TIME_BUDGET, NOT_DECIDED, Deadline, OutOfTime
 from ..exact.weights import entries_in_field
 from ..general_linear.symplectic import g_symplectic
+from ..multistep.symplectic import multistep_symplectic
 from ..runge_kutta.internal_stability import InternalStability, internal_stability
 from ..runge_kutta.monotonicity import ssp_coefficient, threshold_factor
+from ..runge_kutta.order import Conditions, order_bound
 from .properties import (
     OrderVerdict,
     energy_order,
@@ -33,6 +36,7 @@ from .symplectic_matrix import symplectic_matrix
 EXAMINED = 8
 # A symmetric method has R(z)·R(−z) = 1, which no polynomial R of degree ≥ 1 satisfies
 EXPLICIT_NOT_SYMMETRIC = "an explicit method never is: its R(z) is a polynomial, R(z)R(−z) ≠ 1"
+REVERSAL = "a_{s+1−i,s+1−j} + a_ij = b_j and b_{s+1−i} = b_i"
 
 
 @final
@@ -105,24 +109,6 @@ def _order_text(found: OrderVerdict, order: int) -> str:
     return f"{found.order} (fails at {found.order + 1}: {found.failing})"
 
 
-def _numeric_orders(out: Geometry, series: BSeries, digits: BSeries, order: int) -> None:
-    """The B-series rows of a numeric tableau, judged in balls: a condition the digits cannot
-    decide stops an order as undetermined, and never makes a property hold."""
-    found = symplecticity_order(series, digits)
-    if out.symplectic is not True:
-        out.symplectic_order_text = _order_text(found, order)
-        if found.fails:
-            out.symplectic = False
-    symmetric = symmetry_order(series, digits)
-    out.symmetric = False if symmetric.fails else None
-    out.symmetric_why = (
-        symmetric.text("a* = a")
-        if not symmetric.holds
-        else f"a* = a to order {symmetric.examined} within the precision; no certificate"
-    )
-    out.energy_text = _order_text(energy_order(series, digits), order)
-
-
 def tableau_geometry(
     tableau: ButcherTableau, order: int, real_interval: float | None, deadline: Deadline
 ) -> Geometry:
@@ -170,6 +156,36 @@ def _decide_geometry(
     if tableau.symbols:
         out.symplectic_why = out.symmetric_why = "not examined for parametrised families"
         return
+    _matrix_rows(out, tableau)
+    deadline.check()
+    ssp = ssp_coefficient(tableau, deadline)
+    out.ssp, out.ssp_value = ssp.text(), ssp.value
+    deadline.check()
+    threshold = threshold_factor(tableau, deadline)
+    if threshold is None:
+        out.threshold = "not examined for implicit methods (R(z) is rational)"
+    else:
+        out.threshold, out.threshold_value = threshold.text(), threshold.value
+    deadline.check()
+    out.internal = internal_stability(tableau, real_interval, deadline)
+    deadline.check()
+    examined = _examined(tableau, order, out)
+    if examined is None:
+        _certified_symmetry(out, tableau, order)
+        return
+    series, digits = examined
+    with flint.ctx.workprec(series.domain.prec if digits is not None else flint.ctx.prec):
+        _series_symplecticity(out, tableau, order, series, digits)
+        deadline.check()
+        _series_symmetry(out, tableau, series, digits)
+        deadline.check()
+        out.energy_text = _order_text(energy_order(series, digits), order)
+    if digits is None and out.ssp_value == math.inf:
+        out.notes.append("absolutely monotonic for every step size (SSP coefficient ∞).")
+
+
+def _matrix_rows(out: Geometry, tableau: ButcherTableau) -> None:
+    """The verdict of M = BA + AᵀB − bbᵀ = 0 (exact, or within the precision of the entries)."""
     matrix = symplectic_matrix(tableau)
     if matrix.verdict is Verdict.MET:
         out.symplectic = True
@@ -184,69 +200,111 @@ def _decide_geometry(
         out.symplectic_why = f"M ≠ 0: {matrix.entry}"
         if tableau.is_explicit:
             out.symplectic_why += "; an explicit method never is (Mᵢᵢ = −bᵢ²)"
-    deadline.check()
-    ssp = ssp_coefficient(tableau, deadline)
-    out.ssp, out.ssp_value = ssp.text(), ssp.value
-    deadline.check()
-    threshold = threshold_factor(tableau, deadline)
-    if threshold is None:
-        out.threshold = "not examined for implicit methods (R(z) is rational)"
-    else:
-        out.threshold, out.threshold_value = threshold.text(), threshold.value
-    deadline.check()
-    out.internal = internal_stability(tableau, real_interval, deadline)
-    deadline.check()
+
+
+def _examined(
+    tableau: ButcherTableau, order: int, out: Geometry
+) -> tuple[BSeries, BSeries | None] | None:
+    """The B-series the rows examine, to two orders beyond `order` (at least 4, at most
+    `EXAMINED`): exact, or for a numeric tableau in balls with its digits' own series beside
+    it (a zero residual of the digits is met). None when that limit is not above `order`:
+    every condition up to the order holds for any method of that order, and the rows say so."""
     limit = min(max(order + 2, 4), EXAMINED)
-    if limit <= order:  # every condition up to the order holds for any method of that order
+    if limit <= order:
         beyond = f"≥ {order} (its order; conditions beyond order {EXAMINED} are not examined)"
         out.energy_text = beyond
         if out.symplectic is not True:
             out.symplectic_order_text = beyond
-        _, A, b = entries_in_field(tableau)
-        if tableau.is_explicit and order >= 1:
-            out.symmetric, out.symmetric_why = False, EXPLICIT_NOT_SYMMETRIC
-        elif not tableau.numeric and reversal_certificate(A, b):
-            out.symmetric = True
-            out.symmetric_why = "a_{s+1−i,s+1−j} + a_ij = b_j and b_{s+1−i} = b_i"
-        else:
-            out.symmetric_why = f"a* = a to order ≥ {order}; no certificate for all orders"
-        return
+        return None
     if tableau.numeric:
-        series = tableau_ball_series(tableau, limit)
-        digits = tableau_series(tableau, limit)  # the digits exactly: a zero residual is met
-        with flint.ctx.workprec(series.domain.prec):
-            _numeric_orders(out, series, digits, order)
+        return tableau_ball_series(tableau, limit), tableau_series(tableau, limit)
+    return tableau_series(tableau, limit), None
+
+
+def _series_symplecticity(
+    out: Geometry, tableau: ButcherTableau, order: int, series: BSeries, digits: BSeries | None
+) -> None:
+    """The order of symplecticity from the series; it decides the verdict that M leaves open
+    (a failing condition), never gaining the property where balls cannot decide it."""
+    if out.symplectic is True:
         return
-    series = tableau_series(tableau, limit)
-    deadline.check()
-    if out.symplectic is not True:
-        found = symplecticity_order(series)
-        out.symplectic_order_text = _order_text(found, order)
-        if not found.holds:
+    found = symplecticity_order(series, digits)
+    out.symplectic_order_text = _order_text(found, order)
+    if digits is not None:
+        if found.fails:
             out.symplectic = False
-            out.symplectic_why += f"; its B-series fails at order {found.order + 1}"
-        elif out.symplectic is False and not tableau.is_explicit:
-            out.symplectic = None  # M ≠ 0 proves it only for an irreducible method
-            out.symplectic_why += f"; its B-series conditions hold to order {found.examined}"
-    deadline.check()
+        return
+    if not found.holds:
+        out.symplectic = False
+        out.symplectic_why += f"; its B-series fails at order {found.order + 1}"
+    elif out.symplectic is False and not tableau.is_explicit:
+        out.symplectic = None  # M ≠ 0 proves it only for an irreducible method
+        out.symplectic_why += f"; its B-series conditions hold to order {found.examined}"
+
+
+def _certified_symmetry(out: Geometry, tableau: ButcherTableau, order: int) -> None:
+    """Symmetry beyond the examined orders: explicit methods never are; the certificate."""
     _, A, b = entries_in_field(tableau)
-    if reversal_certificate(A, b):
+    if tableau.is_explicit and order >= 1:
+        out.symmetric, out.symmetric_why = False, EXPLICIT_NOT_SYMMETRIC
+    elif not tableau.numeric and reversal_certificate(A, b):
         out.symmetric = True
-        out.symmetric_why = "a_{s+1−i,s+1−j} + a_ij = b_j and b_{s+1−i} = b_i"
+        out.symmetric_why = REVERSAL
     else:
-        found = symmetry_order(series)
-        out.symmetric = False if not found.holds else None
+        out.symmetric_why = f"a* = a to order ≥ {order}; no certificate for all orders"
+
+
+def _series_symmetry(
+    out: Geometry, tableau: ButcherTableau, series: BSeries, digits: BSeries | None
+) -> None:
+    """Symmetry: the certificate (exact tableaux), else a* = a on the series."""
+    if digits is None:
+        _, A, b = entries_in_field(tableau)
+        if reversal_certificate(A, b):
+            out.symmetric, out.symmetric_why = True, REVERSAL
+            return
+    found = symmetry_order(series, digits)
+    if digits is not None:
+        out.symmetric = False if found.fails else None
         out.symmetric_why = (
-            f"a* ≠ a at order {found.order + 1}: {found.failing}"
+            found.text("a* = a")
             if not found.holds
-            else f"a* = a to order {found.examined}; no certificate for all orders"
+            else f"a* = a to order {found.examined} within the precision; no certificate"
         )
-    deadline.check()
-    found = energy_order(series)
-    out.energy_text = _order_text(found, order)
-    if out.ssp_value == math.inf:
-        out.notes.append("absolutely monotonic for every step size (SSP coefficient ∞).")
-    return
+        return
+    out.symmetric = False if not found.holds else None
+    out.symmetric_why = (
+        f"a* ≠ a at order {found.order + 1}: {found.failing}"
+        if not found.holds
+        else f"a* = a to order {found.examined}; no certificate for all orders"
+    )
+
+
+def tableau_symplectic(tableau: ButcherTableau, deadline: Deadline) -> tuple[bool | None, str]:
+    """The symplectic row of the tableau's report (`bf.check`), computed alone: the M = 0 test,
+    then its B-series conditions to two orders beyond its proved order.
+
+    **Arguments:** `tableau`: the method; `deadline`: past it the verdict says so.
+
+    **Returns:** `(True / False / None, why)`.
+    """
+    out = Geometry()
+    if tableau.symbols:
+        return None, "not examined for parametrised families"
+    try:
+        found = Conditions(tableau).search(order_bound(tableau), deadline)
+        if found.stopped == "time budget":
+            return None, f"{NOT_DECIDED} (the order proof it examines beyond)"
+        _matrix_rows(out, tableau)
+        deadline.check()
+        examined = _examined(tableau, found.order, out)
+        if examined is not None:
+            series, digits = examined
+            with flint.ctx.workprec(series.domain.prec if digits is not None else flint.ctx.prec):
+                _series_symplecticity(out, tableau, found.order, series, digits)
+    except OutOfTime:
+        return None, NOT_DECIDED
+    return out.symplectic, out.symplectic_why
 
 
 def partitioned_symplectic(first: ButcherTableau, second: ButcherTableau) -> tuple[bool, str]:
@@ -284,41 +342,46 @@ def partitioned_symplectic(first: ButcherTableau, second: ButcherTableau) -> tup
     return True, "b = b̂ and b_i â_ij + b̂_j a_ji = b_i b̂_j for every i, j"
 
 
+def _general_linear(method: GeneralLinear, deadline: Deadline) -> tuple[bool | None, str]:
+    try:
+        verdict = g_symplectic(method, deadline)
+    except OutOfTime:
+        return None, f"G-symplecticity {NOT_DECIDED}"
+    return verdict.holds, f"G-symplectic: {verdict.why}"
+
+
+# Each family's symplecticity verdict, called as verdict(method, deadline) -> (True / False /
+# None, why). A family without one is answered by `symplectic` with what to ask instead.
+SYMPLECTIC: dict[type[Method], Callable[[Any, Deadline], tuple[bool | None, str]]] = {
+    ButcherTableau: tableau_symplectic,
+    Splitting: lambda method, deadline: splitting_symplectic(method, deadline=deadline),
+    GeneralLinear: _general_linear,
+    LinearMultistep: multistep_symplectic,
+}
+
+
 def symplectic(
     method: Method | str, time_budget: float = DEFAULT_TIME_BUDGET
 ) -> tuple[bool | None, str]:
     """Whether a declaration is symplectic, with the proof in words.
 
     **Arguments:** `method`: a declaration or catalog name: a Runge-Kutta tableau (the M = 0
-    test and its B-series), a splitting (a composition of sub-steps), or a general linear
-    method (its G-symplecticity: a symmetric nonsingular G and a diagonal D with G = VᵀGV,
-    DU = BᵀGV and DA + AᵀD = BᵀGB, `general_linear/symplectic.py`); `time_budget`: seconds it
-    may take (past it, the verdict says it was not decided).
+    test and its B-series conditions beyond its proved order: the row `bf.check` reports), a
+    splitting (a composition of sub-steps), a general linear method (its G-symplecticity: a
+    symmetric nonsingular G and a diagonal D with G = VᵀGV, DU = BᵀGV and DA + AᵀD = BᵀGB,
+    `general_linear/symplectic.py`) or a linear multistep method (G-symplecticity on its k
+    values, and its one-leg counterpart's, `multistep/symplectic.py`); `time_budget`: seconds
+    it may take (past it, the verdict says it was not decided).
 
     **Returns:** `(True / False / None for undetermined, why)`; a family for which symplecticity
-    is not defined raises `AnalysisError` saying what to ask instead.
+    is not decided here raises `AnalysisError` saying so.
     """
     resolved = catalog.resolve(method)
-    if isinstance(resolved, ButcherTableau):
-        found = tableau_geometry(resolved, 0, None, Deadline.after(time_budget))
-        return found.symplectic, found.symplectic_why
-    if isinstance(resolved, Splitting):
-        return splitting_symplectic(resolved, deadline=Deadline.after(time_budget))
-    if isinstance(resolved, GeneralLinear):
-        try:
-            verdict = g_symplectic(resolved, Deadline.after(time_budget))
-        except OutOfTime:
-            return None, f"G-symplecticity {NOT_DECIDED}"
-        return verdict.holds, f"G-symplectic: {verdict.why}"
-    if isinstance(resolved, LinearMultistep):
+    verdict = SYMPLECTIC.get(type(resolved))
+    if verdict is None:
         raise AnalysisError(
-            f"{resolved.name}: symplecticity is a property of one-step maps y ↦ Φ_h(y), and a "
-            "linear multistep method maps k past values (none is symplectic, Tang 1993); ask "
-            "for its order and stability with bf.check, or declare its general linear form "
-            "(bf.GeneralLinear.from_method), whose G-symplecticity bf.symplectic decides"
+            f"{resolved.name}: symplecticity is decided here for Runge-Kutta tableaux, "
+            "partitioned pairs, splittings, linear multistep and general linear methods "
+            f"(G-symplecticity), not for a {resolved.family} declaration"
         )
-    raise AnalysisError(
-        f"{resolved.name}: symplecticity is decided here for Runge-Kutta tableaux, partitioned "
-        f"pairs, splittings and general linear methods (G-symplecticity), not for a "
-        f"{resolved.family} declaration"
-    )
+    return verdict(resolved, Deadline.after(time_budget))

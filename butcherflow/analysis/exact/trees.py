@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,13 @@ class TreeFamily:
 
 
 PLAIN = TreeFamily()
+
+
+@cache
+def coloured(colours: tuple[str, ...]) -> TreeFamily:
+    """The trees coloured by `colours`, one family per tuple: series over the same colours
+    (a splitting's, an additive method's) compare, and share the group's tables."""
+    return TreeFamily(colours)
 
 
 def by_colour(trees: Sequence[Tree]) -> list[tuple[str, list[Tree]]]:

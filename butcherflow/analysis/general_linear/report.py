@@ -74,7 +74,7 @@ from ..report import (
 )
 from ..search import search_order
 from .enclosure import candidates_after_none, enclose_real_interval
-from .series import BSeries, judge_preconsistency, series_of
+from .series import StageSeries, judge_preconsistency, series_of
 from .stability import (
     power_bound,
     real_stability_interval,
@@ -276,8 +276,8 @@ class GeneralLinearReport(Report):
 
     def _order(
         self,
-        series: BSeries,
-        balls: BSeries | None,
+        series: StageSeries,
+        balls: StageSeries | None,
         prec: int,
         max_order: int | None,
         deadline: Deadline,

@@ -45,9 +45,11 @@ def _start_coefficient(terms: Sequence[StartTerm], tree: Tree | None, advance: i
 
 
 @final
-class BSeries:
-    """The stage and output B-series of a GLM, tree by tree (memoised): exactly, or in balls
-    holding every method within the precision of numeric entries (`balls=True`)."""
+class StageSeries:
+    """The stage and output B-series coefficients of a GLM, tree by tree (memoised): exactly,
+    or in balls holding every method within the precision of numeric entries (`balls=True`).
+    Per tree, one coefficient per stage and per output (`bseries.series.BSeries` is one
+    series, tree → coefficient; `general_linear_series` reads an output's from here)."""
 
     def __init__(self, method: GeneralLinear, balls: bool = False) -> None:
         self.method = method
@@ -143,13 +145,13 @@ class Preconsistency:
     tolerance: float | None
 
 
-def series_of(method: GeneralLinear) -> tuple[BSeries, BSeries | None, int]:
+def series_of(method: GeneralLinear) -> tuple[StageSeries, StageSeries | None, int]:
     """The exact B-series, the ball one for numeric entries (else None), and the working
     precision in bits the balls were made at."""
-    series = BSeries(method)
+    series = StageSeries(method)
     prec = working_precision(method.entries.values())
     with flint.ctx.workprec(prec):
-        balls = BSeries(method, balls=True) if method.numeric else None
+        balls = StageSeries(method, balls=True) if method.numeric else None
     return series, balls, prec
 
 
@@ -158,11 +160,13 @@ def preconsistency(method: GeneralLinear) -> Preconsistency:
     return judge_preconsistency(*series_of(method))
 
 
-def judge_preconsistency(series: BSeries, balls: BSeries | None, prec: int) -> Preconsistency:
+def judge_preconsistency(
+    series: StageSeries, balls: StageSeries | None, prec: int
+) -> Preconsistency:
     """V u = u and U u = 1 judged like order conditions: exactly from `series`, and for numeric
     entries from `balls` at `prec` bits (met, fails: the ball excludes 0, or undetermined)."""
 
-    def residuals(s: BSeries) -> list[Any]:
+    def residuals(s: StageSeries) -> list[Any]:
         """V u − u (one per input), then U u − 1 (one per stage)."""
         u = s.xi(None)
         fixed = [x - y for x, y in zip(_mul(s.V, u), u, strict=True)]

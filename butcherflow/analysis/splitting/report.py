@@ -432,8 +432,6 @@ def analyse_splitting(
 
     **Returns:** a `SplittingReport`.
     """
-    if not isinstance(method, Splitting):
-        raise AnalysisError(f"analyse_splitting needs a Splitting, got {type(method).__name__}")
     if max_order is not None and (not isinstance(max_order, int) or max_order < 1):
         raise AnalysisError(f"max_order must be a positive integer, got {max_order!r}")
     return SplittingReport(method, max_order, time_budget)
