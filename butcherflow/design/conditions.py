@@ -40,6 +40,22 @@ class Trees:
     def __init__(self, order: int) -> None:
         self.family = TreeFamily()
         self.trees = list(self.family.up_to(order))
+        self._needed: dict[frozenset[int], frozenset[int]] = {}
+
+    def needed(self, conditions: list[Condition]) -> frozenset[int]:
+        """The trees whose weights the conditions use: theirs and their subtrees' (a
+        realisation of degree 8 uses 10 of the 200 trees of order ≤ 8)."""
+        roots = frozenset(c.tree.index for c in conditions)
+        if roots not in self._needed:
+            by_index = {t.index: t for t in self.trees}
+            found, todo = set(), list(roots)
+            while todo:
+                k = todo.pop()
+                if k not in found:
+                    found.add(k)
+                    todo.extend(by_index[k].children)
+            self._needed[roots] = frozenset(found)
+        return self._needed[roots]
 
     def of_order(self, n: int) -> list[Tree]:
         return [t for t in self.trees if t.order == n]
@@ -54,25 +70,34 @@ class Trees:
     def order_conditions(self, p: int) -> list[Condition]:
         return [Condition(t, Fraction(1, t.density)) for t in self.trees if t.order <= p]
 
-    def weights(self, A: np.ndarray, upto: int) -> dict[int, np.ndarray]:
-        """g(t) for every tree of order ≤ upto: (..., s) arrays (A: (..., s, s))."""
+    def weights(
+        self, A: np.ndarray, upto: int, only: frozenset[int] | None = None
+    ) -> dict[int, np.ndarray]:
+        """g(t) for every tree of order ≤ upto (or those in `only`, closed under subtrees):
+        (..., s) arrays (A: (..., s, s))."""
         g: dict[int, np.ndarray] = {}
         for t in self.trees:
             if t.order > upto:
                 break
+            if only is not None and t.index not in only:
+                continue
             value = np.ones(A.shape[:-1], dtype=A.dtype)
             for child in t.children:
                 value = value * np.einsum("...ij,...j->...i", A, g[child])
             g[t.index] = value
         return g
 
-    def exact_weights(self, A: list[list[Fraction]], upto: int) -> dict[int, list[Fraction]]:
-        """g(t) exactly, for rational A."""
+    def exact_weights(
+        self, A: list[list[Fraction]], upto: int, only: frozenset[int] | None = None
+    ) -> dict[int, list[Fraction]]:
+        """g(t) exactly, for rational A (`only` as in `weights`)."""
         s = len(A)
         g: dict[int, list[Fraction]] = {}
         for t in self.trees:
             if t.order > upto:
                 break
+            if only is not None and t.index not in only:
+                continue
             value = [Fraction(1)] * s
             for child in t.children:
                 Ag = [sum((A[i][j] * g[child][j] for j in range(s)), Fraction(0)) for i in range(s)]
@@ -86,7 +111,7 @@ def residuals(
 ) -> np.ndarray:
     """b·g(t) − target for each condition, (..., n)."""
     upto = max((c.tree.order for c in conditions), default=1)
-    g = trees.weights(A, upto)
+    g = trees.weights(A, upto, trees.needed(conditions))
     return np.stack(
         [np.einsum("...i,...i->...", b, g[c.tree.index]) - float(c.target) for c in conditions],
         axis=-1,
@@ -98,7 +123,7 @@ def holds_exactly(
 ) -> bool:
     """Every condition, in exact rational arithmetic."""
     upto = max((c.tree.order for c in conditions), default=1)
-    g = trees.exact_weights(A, upto)
+    g = trees.exact_weights(A, upto, trees.needed(conditions))
     return all(
         sum((bi * gi for bi, gi in zip(b, g[c.tree.index], strict=True)), Fraction(0)) == c.target
         for c in conditions

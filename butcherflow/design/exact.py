@@ -142,13 +142,14 @@ def _columns(
     s, last = len(A), len(A) - 1
     upto = max(c.tree.order for c in conditions)
     used = {c.tree.index for c in conditions}
+    needed = trees.needed(conditions)
 
     def last_weights(entries: dict[int, Fraction]) -> dict[int, Fraction]:
         row = [entries.get(j, Fraction(0)) for j in range(s)]
         row[last] = A[last][last]
         row[derived] = c_last - sum((row[j] for j in range(s) if j != derived), Fraction(0))
         trial = [*A[:last], row]
-        g = trees.exact_weights(trial, upto)
+        g = trees.exact_weights(trial, upto, needed)
         return {t: g[t][last] for t in used}
 
     base = last_weights({})
@@ -159,7 +160,7 @@ def _columns(
         if any(two[t] - one[t] != slope[t] for t in base):
             return None  # not affine (a tree of order 5 or more)
         slopes.append(slope)
-    g = trees.exact_weights(A, upto)
+    g = trees.exact_weights(A, upto, needed)
     rows = []
     for c in conditions:
         t = c.tree.index

@@ -143,9 +143,12 @@ def _residuals(
 ) -> list[flint.acb]:
     s = len(b)
     g: dict[int, list[flint.acb]] = {}
+    needed = trees.needed(conditions)
     for t in trees.trees:
         if t.order > upto:
             break
+        if t.index not in needed:
+            continue
         value = [flint.acb(1)] * s
         for child in t.children:
             Ag = [sum((A[i][j] * g[child][j] for j in range(s)), flint.acb(0)) for i in range(s)]
