@@ -70,7 +70,7 @@ class Basis(abc.ABC):
 
     @abc.abstractmethod
     def exact(self, s: int) -> list[list[Fraction]]:
-        """m[j][k], the coefficient of w^k in ψ_j (exact), j, k = 0..s."""
+        """`m[j][k]`, the coefficient of w^k in ψ_j (exact), j, k = 0..s."""
 
     @abc.abstractmethod
     def values(self, lam: np.ndarray, s: int) -> np.ndarray:
