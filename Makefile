@@ -45,9 +45,12 @@ test-gpu: $(STAMP)
 
 # The main job: prove the catalog, train gated RK2 on the Bible (German -> English) for
 # DEMO_UPDATES updates, show three test verses and the test BLEU. Budgeted in updates, the demo
-# ends with the same model on every machine; only its duration varies: about five minutes on an
-# idle 2-core CPU, which trains about DEMO_TOKENS_PER_S target tokens/s (the demo warns when this
-# machine is far slower). The sizes, learning rate and warmup are tuned for those few minutes
+# trains on every machine on the same data, vocabulary and batches, from the same initial weights,
+# under the same learning-rate schedule, for the same number of updates (tests/test_demo_record.py
+# checks the record's batches and schedule); CPUs differ in their floating-point kernels, so the
+# losses differ in their last digits and the final BLEU and chrF by a few hundredths. Its
+# duration varies most: about five minutes on an idle 2-core CPU, which trains about
+# DEMO_TOKENS_PER_S target tokens/s (the demo warns when this machine is far slower). The sizes, learning rate and warmup are tuned for those few minutes
 # (README: what the demo prints). `make demo DEMO_UPDATES=2900` continues the same run;
 # `rm -rf runs/demo` starts over.
 DEMO_UPDATES ?= 800

@@ -20,7 +20,8 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("extraction",),  # the compiler's inverse: the integrator a PyTorch module computes
     ("zoo",),  # other libraries' models and layers, built from small configs (random weights)
     ("assemble",),  # recipes -> Seq2Seq / LanguageModel
-    ("data",),  # corpora, vocabularies, batching
+    ("data",),  # corpora, vocabularies, batching, context windows
+    ("tasks",),  # translation or language modelling: the model, the samples, defaults, metrics
     ("savedir",),  # a run's files and the trained model they hold
     ("train",),  # the training loop
     ("generate",),  # beam search, translation, scoring

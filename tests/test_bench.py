@@ -12,6 +12,7 @@ from butcherflow.bench import order as bench_order
 from butcherflow.bench import replace_section, write_section
 from butcherflow.bench.order import NodepyResult, run_order
 from butcherflow.cli import main
+from butcherflow.errors import DeclarationError
 
 
 def fake_nodepy(name: str, repeats: int) -> NodepyResult:
@@ -103,6 +104,10 @@ def test_section_replacement_keeps_the_other_sections(tmp_path: Path) -> None:
     appended = replace_section(after, "training", "training numbers")
     assert appended.startswith(after.rstrip()) and appended.count("bench:training:") == 2
     file = tmp_path / "docs" / "benchmarks.md"
+    with pytest.raises(DeclarationError, match=r"--output.*does not exist"):  # no docs/ made
+        write_section(file, "block", "first")
+    assert not file.parent.exists()
+    file.parent.mkdir()
     write_section(file, "block", "first")
     write_section(file, "order", "second")
     write_section(file, "block", "third")

@@ -162,7 +162,9 @@ def test_the_cached_steps_give_the_full_forwards_logits(fresh: Any) -> None:
 
 
 def test_lm_eval_gives_butcherflows_evaluate_loss(fresh: Any, lm_run: Path) -> None:
-    ours = evaluate_perplexity(lm_run, "test", checkpoint=str(lm_run / "scrambled.safetensors"))
+    # one line per sample (break mode eos): the harness scores each line as a document of its own
+    scrambled = str(lm_run / "scrambled.safetensors")
+    ours = evaluate_perplexity(lm_run, "test", checkpoint=scrambled, sample_break_mode="eos")
     assert math.isclose(fresh["harness"]["nll_bits"], ours.nll_bits, rel_tol=1e-4)
 
 

@@ -367,7 +367,8 @@ def test_evaluate_reports_a_language_models_perplexity(
     capsys.readouterr()
     assert main(["evaluate", str(tmp_path), "--checkpoint", "last"]) == 0
     out = capsys.readouterr().out
-    assert "test (30 sentences), language model" in out and "perplexity = " in out
+    assert "test (30 sentences as " in out and "language model; recorded in " in out
+    assert "perplexity = " in out and " bits per byte (" in out
     entry = read_log(tmp_path / "log.jsonl")[-1]
     assert (entry["kind"], entry["update"], entry["subset"]) == ("evaluate", 2, "test")
     assert f"perplexity = {entry['ppl']:.2f}" in out

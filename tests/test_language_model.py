@@ -15,12 +15,18 @@ import pytest
 import torch
 from tiny_run import RUN, TINY
 
-from butcherflow.assemble import LanguageModel, load_recipe, model_class, recipe_names
+from butcherflow.assemble import (
+    LanguageModel,
+    load_recipe,
+    model_class,
+    recipe_names,
+    recipe_to_toml,
+)
 from butcherflow.cli import main
 from butcherflow.data import load_corpus
 from butcherflow.errors import DeclarationError
 from butcherflow.experiments.catalog import LM_CONNECTIONS
-from butcherflow.generate import Sampling, complete, sample
+from butcherflow.generate import Sampling, complete, evaluate_perplexity, sample
 from butcherflow.generate.sample import next_tokens, warp
 from butcherflow.savedir import load_language_model, read_recipe, run_sizes
 from butcherflow.train import TrainConfig, train
@@ -274,6 +280,89 @@ def test_evaluate_gives_a_language_models_perplexity(
     out = capsys.readouterr().out
     commit = json.loads((lm_run / "checkpoint_best.json").read_text(encoding="utf-8"))
     assert f"perplexity = {commit['valid_ppl']:.2f}" in out
+    assert f"{commit['valid_bpb']:.4f} bits per byte" in out
+
+
+def _nll_by_hand(model: LanguageModel, windows: list[tuple[list[int], list[int]]]) -> float:
+    """The summed negative log-likelihood in nats of each window's targets, one window at a
+    time through the model (float64, no batching, no padding)."""
+    total = 0.0
+    with torch.no_grad():
+        for inputs, targets in windows:
+            logp = torch.log_softmax(model(torch.tensor([inputs]))[0], dim=-1)
+            total -= float(logp[torch.arange(len(targets)), torch.tensor(targets)].sum())
+    return total
+
+
+@pytest.mark.parametrize("mode", ["eos", "none"])
+def test_bits_per_byte_is_the_nll_over_the_texts_utf8_bytes(
+    lm_run: Path, text: Path, mode: str
+) -> None:
+    """Against an independent computation: the valid file's size on disk (`wc -c`), and each
+    line (eos: `[bos, ids] -> [ids, eos]`) or each 64-token cut of the whole text's stream
+    (none) scored by hand."""
+    model, vocab, _ = load_language_model(lm_run, "last")
+    model = model.double()
+    lines = (text / "valid.txt").read_text("utf-8").splitlines()
+    text_bytes = (text / "valid.txt").stat().st_size
+    ids = [vocab.encode(line) for line in lines]
+    if mode == "eos":
+        windows = [([2, *row], [*row, 3]) for row in ids]
+    else:
+        reads = [t for row in ids for t in (2, *row)]
+        says = [t for row in ids for t in (*row, 3)]
+        windows = [(reads[i : i + 64], says[i : i + 64]) for i in range(0, len(says), 64)]
+    nll = _nll_by_hand(model, windows)
+    measured = evaluate_perplexity(
+        lm_run, "valid", checkpoint="last", tokens_per_sample=64, sample_break_mode=mode
+    )
+    assert measured.text_bytes == text_bytes
+    assert measured.bpb == pytest.approx(nll / math.log(2) / text_bytes, rel=1e-5)
+    tokens = sum(len(t) for _, t in windows)
+    assert measured.nll_bits == pytest.approx(nll / math.log(2) / tokens, rel=1e-5)
+
+
+def test_a_language_models_log_holds_its_windows_padding_and_bits_per_byte(lm_run: Path) -> None:
+    log = [json.loads(line) for line in (lm_run / "log.jsonl").read_text("utf-8").splitlines()]
+    start = next(e for e in log if e["kind"] == "start")
+    config = json.loads((lm_run / "config.json").read_text("utf-8"))
+    assert (config["tokens_per_sample"], config["sample_break_mode"]) == (512, "none")
+    assert config["label_smoothing"] == 0.0
+    # every window is full but the last; padding is its end (and a few percent on this tiny text)
+    assert 0 < start["padding"] < 512 / (start["train_samples"] * 512 - 512)
+    valids = [e for e in log if e["kind"] == "valid"]
+    assert valids and all(e["valid_bpb"] > 0 for e in valids)
+    assert all(e["valid_loss"] == e["valid_nll_loss"] for e in valids)  # no smoothing
+
+
+def test_evaluate_refuses_the_flags_of_translation_naming_them(
+    lm_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["evaluate", str(lm_run), "--beam", "3", "--print-samples", "2"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "--beam --print-samples do not apply to it" in err and "language model" in err
+
+
+def test_show_reads_a_language_models_trained_blocks_back(
+    lm_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["show", str(lm_run)]) == 0
+    out = capsys.readouterr().out
+    assert "encoder layer 0 (" in out and "computes now (bf.extract" in out
+    assert "round trip: relative difference" in out and "not read back" not in out
+
+
+def test_show_of_a_recipe_file_suggests_a_train_command_that_resolves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "my-lm.toml"
+    path.write_text(recipe_to_toml(load_recipe("lm-rk4")), encoding="utf-8")
+    assert main(["show", str(path)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "butcherflow train" in x)
+    command = line.split("train it with: ", 1)[1].split()
+    assert command[:3] == ["butcherflow", "train", str(path)]
+    assert load_recipe(command[2]).name == "lm-rk4"
 
 
 # --- decoder-only recipes and the lm-connections experiment -----------------------------------
@@ -328,7 +417,7 @@ def test_show_explains_a_decoder_only_recipe(capsys: pytest.CaptureFixture[str])
     assert main(["show", "lm-rk4", "--vocab", "8000"]) == 0
     out = capsys.readouterr().out
     count = LanguageModel("lm-rk4", 8000).num_parameters
-    assert "butcherflow train lm-rk4 --task language_model" in out
+    assert "butcherflow train lm-rk4 --data bible:en --save-dir runs/lm-rk4" in out
     assert f"parameters: {count:,} (vocabulary 8,000)" in out
     assert "first decoder block (RungeKuttaBlock)" in out and "k4 = self.field(" in out
 
@@ -376,7 +465,8 @@ def test_tensorboard_holds_the_logs_curves(text: Path, tmp_path: Path) -> None:
     for tag, key in (("loss", "loss"), ("lr", "lr"), ("tokens_per_s", "tokens_per_s")):
         expected = {e["update"]: e[key] for e in trains}
         assert events[f"train/{tag}"] == pytest.approx(expected, rel=1e-6), tag
-    for tag, key in (("ppl", "valid_ppl"), ("loss", "valid_loss"), ("nll_loss", "valid_nll_loss")):
+    valid_tags = (("ppl", "valid_ppl"), ("loss", "valid_loss"), ("nll_loss", "valid_nll_loss"))
+    for tag, key in (*valid_tags, ("bpb", "valid_bpb")):
         expected = {e["update"]: e[key] for e in valids}
         assert events[f"valid/{tag}"] == pytest.approx(expected, rel=1e-6), tag
     radii = {e["update"]: max(s["radius"] for s in e["streams"]) for e in valids}

@@ -35,7 +35,7 @@ def test_the_fields_and_the_frozen_gate_of_a_compiled_block() -> None:
 
 
 def test_an_untrained_gate_reads_back_as_heun() -> None:
-    found = read_back(gated_block(trained=False), "encoder", D_MODEL)
+    found = read_back(gated_block(trained=False), False, D_MODEL)
     half = sympy.Rational(1, 2)
     assert found.method.b == (half, half) and not found.varies.token  # the gate starts at ½
     assert found.report.order == 2
@@ -43,7 +43,7 @@ def test_an_untrained_gate_reads_back_as_heun() -> None:
 
 
 def test_a_trained_gate_reads_back_per_token() -> None:
-    found = read_back(gated_block(trained=True), "encoder", D_MODEL)
+    found = read_back(gated_block(trained=True), False, D_MODEL)
     varies = found.varies
     assert varies.token
     b = varies.B[:, 0, :]  # (tokens, 2): g and 1 − g
@@ -55,7 +55,7 @@ def test_a_trained_gate_reads_back_per_token() -> None:
 
 
 def test_describe_puts_the_start_beside_the_reading() -> None:
-    text = "\n".join(describe("encoder", 0, gated_block(trained=True), D_MODEL))
+    text = "\n".join(describe("encoder", 0, gated_block(trained=True), False, D_MODEL))
     assert "started from:" in text and "rk2-gated" in text
     assert "computes now" in text and "varies: per token True" in text and "round trip" in text
 
@@ -94,7 +94,7 @@ def hyper_connection_stack() -> bf.CompiledBlock:
 
 def test_each_layer_of_a_hyper_connection_stack_reads_back_its_learned_v() -> None:
     stack = hyper_connection_stack()
-    first, second = read_back_layers(stack, "encoder")  # type: ignore[arg-type]
+    first, second = read_back_layers(stack, False)  # type: ignore[arg-type]
     learned = stack.program.get_submodule("mix1").V.detach().numpy()
     read = np.array(second.varies.V[0])
     assert np.allclose(read, learned, rtol=0, atol=1e-12)
@@ -103,6 +103,6 @@ def test_each_layer_of_a_hyper_connection_stack_reads_back_its_learned_v() -> No
 
 
 def test_describe_reads_a_stack_layer_by_layer() -> None:
-    text = "\n".join(describe("encoder", 0, hyper_connection_stack(), D_MODEL))
+    text = "\n".join(describe("encoder", 0, hyper_connection_stack(), False, D_MODEL))
     assert "layer 0 computes now" in text and "layer 1 computes now" in text
     assert "not read back" not in text

@@ -26,13 +26,8 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
-from butcherflow.data.batching import (
-    EncodedSplit,
-    collate,
-    encode_split,
-    make_batches,
-    target_side,
-)
+from butcherflow.data.batching import EncodedSplit, collate, make_batches
+from butcherflow.data.packing import TokenBlocks
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -58,6 +53,7 @@ from butcherflow.train import distributed, loop
 from butcherflow.train.config import TrainConfig, resolve_recipe
 from butcherflow.train.distributed import Process
 from butcherflow.train.loop import TrainingError, train
+from butcherflow.train.run import encode
 from butcherflow.train.step import (
     forward_backward,
     inverse_sqrt_lr,
@@ -537,16 +533,17 @@ def test_validation_perplexity_is_the_one_computed_by_hand(task: str) -> None:
     model = (LanguageModel if task == "language_model" else Seq2Seq)(recipe, vocab).double()
     generator = torch.Generator().manual_seed(1)
     lengths = [(5, 3), (2, 7), (9, 1), (4, 4), (1, 6)]  # (source, target) lengths: padding
-    split = EncodedSplit(
-        [torch.randint(4, vocab, (n,), generator=generator).tolist() for n, _ in lengths],
-        [torch.randint(4, vocab, (m,), generator=generator).tolist() for _, m in lengths],
-    )
-    if task == "language_model":
-        split = target_side(split)
+    sources = [torch.randint(4, vocab, (n,), generator=generator).tolist() for n, _ in lengths]
+    targets = [torch.randint(4, vocab, (m,), generator=generator).tolist() for _, m in lengths]
+    split: EncodedSplit | TokenBlocks = EncodedSplit(sources, targets)
+    if task == "language_model":  # one line per window, as break mode eos makes them
+        sources = [[] for _ in targets]
+        inputs, says = [[bos, *t] for t in targets], [[*t, eos] for t in targets]
+        split = TokenBlocks(inputs, says, text_bytes=57, lines=len(targets))
     nll = smoothed = tokens = 0.0
     model.eval()
     with torch.no_grad():
-        for src, tgt in zip(split.src, split.tgt, strict=True):
+        for src, tgt in zip(sources, targets, strict=True):
             inputs = torch.tensor([[bos, *tgt]])
             if task == "language_model":
                 logits = model(inputs)
@@ -560,7 +557,9 @@ def test_validation_perplexity_is_the_one_computed_by_hand(task: str) -> None:
                 smoothed += (1 - epsilon) * -float(logp[position, token])
                 smoothed += epsilon / (vocab - 1) * others
                 tokens += 1
-    config = TrainConfig("transformer-small", "x", "-", max_tokens=12, label_smoothing=epsilon)
+    config = TrainConfig(
+        "transformer-small", "x", "-", max_tokens=12, label_smoothing=epsilon, task=task
+    )
     measured = validate(
         model, split, config, torch.device("cpu"), contextlib.nullcontext, Process()
     )
@@ -568,7 +567,11 @@ def test_validation_perplexity_is_the_one_computed_by_hand(task: str) -> None:
     assert measured["valid_nll_loss"] == pytest.approx(nll / tokens / math.log(2), rel=1e-12)
     assert measured["valid_ppl"] == pytest.approx(math.exp(nll / tokens), rel=1e-12)
     assert measured["valid_loss"] == pytest.approx(smoothed / tokens / math.log(2), rel=1e-12)
-    assert pad not in [t for sentence in split.tgt for t in sentence]
+    assert pad not in [t for sentence in targets for t in sentence]
+    if task == "language_model":  # bits per byte: the same nll over the text's 57 bytes
+        assert measured["valid_bpb"] == pytest.approx(nll / math.log(2) / 57, rel=1e-12)
+    else:
+        assert "valid_bpb" not in measured
 
 
 def test_set_threads_sets_torchs_count_and_none_keeps_it(tmp_path: Path) -> None:
@@ -645,13 +648,12 @@ def lm_config(save_dir: Path, **changes: Any) -> TrainConfig:
     )
 
 
-def test_target_side_batches_ignore_the_source() -> None:
-    split = EncodedSplit([[5] * 40, [6] * 2], [[7] * 3, [8] * 9])
-    only = target_side(split)
-    assert only.src == [[], []] and only.tgt == split.tgt
-    assert only.sizes().tolist() == [4, 10]  # len(tgt) + 1; the 40-token source is gone
-    batch = collate(only, [0, 1])
-    assert batch.src.tolist() == [[0], [0]] and batch.ntokens == 4 + 10
+def test_a_language_models_batches_have_no_source() -> None:
+    windows = TokenBlocks([[2, 7, 7], [8] * 9], [[7, 7, 3], [8] * 9], text_bytes=30, lines=2)
+    assert windows.sizes().tolist() == [3, 9]
+    batch = collate(windows, [0, 1])
+    assert batch.src.tolist() == [[0], [0]] and batch.ntokens == 3 + 9
+    assert batch.prev_output[0].tolist() == [2, 7, 7, 0, 0, 0, 0, 0, 0]
 
 
 def test_language_model_trains_validates_and_loads(
@@ -671,14 +673,36 @@ def test_language_model_trains_validates_and_loads(
     # the perplexity in the commit is the model's on the target side of valid, recomputed here
     from butcherflow.data import load_corpus
 
-    valid = target_side(encode_split(load_corpus(f"{TINY}:de-en").valid, vocab))
+    settings = lm_config(tmp_path)
+    valid = encode(settings, load_corpus(f"{TINY}:de-en").valid, vocab, model.recipe)
     nullcontext = __import__("contextlib").nullcontext
-    again = validate(model, valid, lm_config(tmp_path), torch.device("cpu"), nullcontext, Process())
+    again = validate(model, valid, settings, torch.device("cpu"), nullcontext, Process())
     assert math.isclose(again["valid_ppl"], commit["valid_ppl"], rel_tol=1e-9)
     with pytest.raises(ckpt.CheckpointError, match="language_model run, not a translation"):
         trained.load_model(tmp_path, "last")
     with pytest.raises(ckpt.CheckpointError, match="translation run, not a language model"):
         trained.load_language_model(reference[0], "last")
+
+
+def test_a_language_models_best_checkpoint_is_judged_unsmoothed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With label smoothing given, the smoothed loss falls at update 4 while the nll rises: a
+    language model's best stays at update 2 (what perplexity measures), a translation model's
+    moves to 4 (fairseq's criterion loss)."""
+    real = loop.validate
+    for task_config, best in ((lm_config(tmp_path / "lm", label_smoothing=0.1), 2), (None, 4)):
+        scripted = iter([(3.0, 2.0), (1.0, 2.5)])  # (smoothed, nll) at updates 2 and 4
+
+        def validate(*args: Any, scripted: Any = scripted, **kwargs: Any) -> dict[str, float]:
+            smoothed, nll = next(scripted)
+            return {**real(*args, **kwargs), "valid_loss": smoothed, "valid_nll_loss": nll}
+
+        monkeypatch.setattr(loop, "validate", validate)
+        settings = task_config or config(tmp_path / "mt", max_update=4, validate_interval_updates=2)
+        train(settings)
+        commit = ckpt.read_commit(Path(settings.save_dir), "checkpoint_best")
+        assert commit is not None and commit["update"] == best, settings.task
 
 
 def test_language_model_resumes_to_the_same_weights(tmp_path: Path) -> None:
@@ -690,8 +714,9 @@ def test_language_model_resumes_to_the_same_weights(tmp_path: Path) -> None:
     assert_same_weights(
         whole / "checkpoint_last.safetensors", parts / "checkpoint_last.safetensors"
     )
+    translation = {"task": "translation", "tokens_per_sample": None, "sample_break_mode": None}
     with pytest.raises(DeclarationError, match="--task"):  # a translation run is another run
-        train(dataclasses.replace(lm_config(parts, max_update=6), task="translation"))
+        train(dataclasses.replace(lm_config(parts, max_update=6), **translation))
 
 
 @pytest.mark.parametrize(

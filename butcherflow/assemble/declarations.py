@@ -19,7 +19,6 @@ from ..analysis import check
 from ..compiler import stack_construct
 from ..errors import DeclarationError, UnknownNameError
 from ..methods import Method, catalog
-from .floater import resolve_floater
 from .recipe import Recipe, method_name
 
 SIDES = ("encoder", "decoder")
@@ -37,8 +36,7 @@ def references(recipe: Recipe) -> dict[str, str | Method]:
             found[f"{where}.method"] = side.method
         if "starter" in side.options:
             found[f"{where}.starter"] = side.options["starter"]
-    if recipe.position == "floater" and recipe.floater is not None:
-        found["embedding.floater"] = recipe.floater
+    found |= recipe.positions.methods(recipe)  # FLOATER's flow
     return found
 
 
@@ -58,8 +56,6 @@ def pinned(recipe: Recipe) -> Recipe:
     def pin(where: str, reference: Any) -> Any:
         if isinstance(reference, Method):
             return reference
-        if where == "embedding.floater":
-            return resolve_floater(reference, key=where, source=recipe.source)
         try:
             return catalog.resolve(reference)
         except UnknownNameError as error:
@@ -79,8 +75,7 @@ def pinned(recipe: Recipe) -> Recipe:
         if "starter" in options:
             options["starter"] = pin(f"{where}.starter", options["starter"])
         changes[where] = dataclasses.replace(side, method=method, options=options)
-    if recipe.position == "floater" and recipe.floater is not None:
-        changes["floater"] = pin("embedding.floater", recipe.floater)
+    changes |= recipe.positions.pinned(recipe)  # FLOATER's flow
     return dataclasses.replace(recipe, **changes)
 
 

@@ -32,7 +32,7 @@ from torch import Tensor, nn
 from ..analysis import check
 from ..compiler.multistep import LayerStack
 from ..errors import DeclarationError, UnknownNameError
-from ..methods import ContinuousDynamics, catalog
+from ..methods import ContinuousDynamics, Method, catalog
 from ..nn import (
     AttentionBiasHook,
     CrossAttentionSublayer,
@@ -48,7 +48,9 @@ FLOATER_BLOCKS = ("all", "input")
 Ref = tuple[str, int]  # (flow, index of the initial value)
 
 
-def resolve_floater(value: Any, *, key: str = "floater", source: str | None = None) -> Any:
+def resolve_floater(
+    value: Any, *, key: str = "floater", source: str | None = None
+) -> ContinuousDynamics:
     """A FLOATER declaration: a `ContinuousDynamics` over positions, by object, name or file.
 
     **Returns:** the `ContinuousDynamics`. Raises a `DeclarationError` naming `key` otherwise.
@@ -57,7 +59,7 @@ def resolve_floater(value: Any, *, key: str = "floater", source: str | None = No
         "a continuous-dynamics declaration with grid = 'positions': a catalog name such as "
         "'floater', or a .toml file"
     )
-    if not isinstance(value, (str, Path, ContinuousDynamics)):
+    if not isinstance(value, (str, Path, Method)):
         raise DeclarationError(
             "expected a declaration", key=key, value=value, valid=valid, source=source
         )
@@ -65,8 +67,10 @@ def resolve_floater(value: Any, *, key: str = "floater", source: str | None = No
         found = catalog.resolve(value)
     except UnknownNameError as error:
         raise DeclarationError(str(error), key=key, value=str(value), source=source) from None
-    if not isinstance(found, ContinuousDynamics) or found.grid != "positions":
-        what = found.family if not isinstance(found, ContinuousDynamics) else "grid = 'interval'"
+    flow = found.position_flow
+    if flow is None:
+        grid = getattr(found, "grid", None)  # continuous dynamics over an interval of depth
+        what = f"grid = '{grid}'" if grid is not None else f"a {found.family} declaration"
         raise DeclarationError(
             f"'{found.name}' is not a position flow ({what})",
             key=key,
@@ -74,7 +78,7 @@ def resolve_floater(value: Any, *, key: str = "floater", source: str | None = No
             valid=valid,
             source=source,
         )
-    return found
+    return flow
 
 
 def attention_modules(module: nn.Module) -> list[tuple[MultiheadAttention, bool]]:

@@ -26,14 +26,14 @@ from ..compiler import (
 )
 from ..errors import DeclarationError
 from ..methods import catalog
-from ..nn import Context, DecodeCache, LearnedPositions, SinusoidalPositions, token_positions
-from .floater import FloaterInjection
+from ..nn import Context, DecodeCache, token_positions
 from .recipe import Recipe, Side, load_recipe
 
 CROSS_ATTENDING = ("ca", "san+ca", "san+ca+ffn")
 
 
-def _cross_attends(side: Side) -> bool:
+def cross_attends(side: Side) -> bool:
+    """Whether a side's fields attend to an encoder's memory (a translation decoder)."""
     names = [side.field] if side.field is not None else list((side.fields or {}).values())
     return any(name in CROSS_ATTENDING for name in names)
 
@@ -113,11 +113,7 @@ class _Embedding(nn.Module):
         nn.init.normal_(self.tokens.weight, std=d**-0.5)
         with torch.no_grad():
             self.tokens.weight[pad_index].zero_()
-        self.positions: nn.Module = (
-            SinusoidalPositions(d)
-            if recipe.position in ("sinusoidal", "floater")  # FLOATER keeps the input encoding
-            else LearnedPositions(recipe.max_len, d)
-        )
+        self.positions: nn.Module = recipe.positions.encoding(recipe, d)
         self.scale = math.sqrt(d) if recipe.scale_embeddings else 1.0
         self.dropout = nn.Dropout(float(recipe.sizes["dropout"]))
         self.pad_index = pad_index
@@ -134,24 +130,6 @@ class _Embedding(nn.Module):
         )
         x = self.tokens(tokens) * self.scale + self.positions(positions).to(self.tokens.weight)
         return self.dropout(x)
-
-
-def _floater(
-    recipe: Recipe, encoder: nn.ModuleList | None, decoder: nn.ModuleList
-) -> FloaterInjection | None:
-    """FLOATER's q/k/v position biases for the attention modules (position = "floater")."""
-    if recipe.position != "floater":
-        return None
-    assert recipe.floater is not None
-    d = int(recipe.sizes["d_model"])
-    return FloaterInjection(
-        recipe.floater,
-        d,
-        encoder=encoder,
-        decoder=decoder,
-        blocks=recipe.floater_blocks,
-        hidden=recipe.floater_hidden,
-    )
 
 
 def _run(blocks: nn.ModuleList, x: Tensor, ctx: Context) -> Tensor:
@@ -183,7 +161,7 @@ class Seq2Seq(nn.Module):
                 valid="a recipe with one side is a language model (--task language_model)",
                 source=recipe.source,
             )
-        if not _cross_attends(recipe.decoder):
+        if not cross_attends(recipe.decoder):
             raise DeclarationError(
                 "the decoder's fields never attend to the encoder",
                 key="decoder.field",
@@ -202,7 +180,7 @@ class Seq2Seq(nn.Module):
         self.decoder = build_side(
             recipe.decoder, sizes, where="decoder", causal=True, source=recipe.source
         )
-        self.floater = _floater(recipe, self.encoder, self.decoder)
+        self.floater = recipe.positions.injection(recipe, self.encoder, self.decoder)
         d = int(sizes["d_model"])
         self.encoder_norm = nn.LayerNorm(d)
         self.decoder_norm = nn.LayerNorm(d)
@@ -219,6 +197,14 @@ class Seq2Seq(nn.Module):
     @property
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+    def sides(self) -> dict[str, tuple[Side, nn.ModuleList]]:
+        """The recipe's sides with the blocks built from them: encoder, then decoder."""
+        assert self.recipe.encoder is not None and self.recipe.decoder is not None
+        return {
+            "encoder": (self.recipe.encoder, self.encoder),
+            "decoder": (self.recipe.decoder, self.decoder),
+        }
 
     @property
     def supports_cache(self) -> bool:
@@ -282,9 +268,9 @@ def language_model_side(recipe: Recipe) -> str:
     """The side a `LanguageModel` of `recipe` is built from: `"decoder"` when that side does
     not cross-attend (a decoder-only recipe, `models/lm-*.toml`), otherwise `"encoder"`, made
     causal (so every translation recipe also defines a language model)."""
-    if recipe.decoder is not None and not _cross_attends(recipe.decoder):
+    if recipe.decoder is not None and not cross_attends(recipe.decoder):
         return "decoder"
-    if recipe.encoder is None or _cross_attends(recipe.encoder):
+    if recipe.encoder is None or cross_attends(recipe.encoder):
         raise DeclarationError(
             "no side of this recipe works without an encoder",
             key="decoder",
@@ -320,7 +306,7 @@ class LanguageModel(nn.Module):
         self.embedding = _Embedding(recipe, vocab_size, pad_index)
         self.side = where  # the recipe's side these blocks are built from
         self.blocks = build_side(side, sizes, where=where, causal=True, source=recipe.source)
-        self.floater = _floater(recipe, None, self.blocks)
+        self.floater = recipe.positions.injection(recipe, None, self.blocks)
         self.norm = nn.LayerNorm(int(sizes["d_model"]))
         self.pad_index = pad_index
 
@@ -335,6 +321,11 @@ class LanguageModel(nn.Module):
         """Build from a recipe, applying its `param_budget` rule when it has one (a decoder-only
         recipe sized to another's parameter count, as `models/lm-macaron.toml`)."""
         return cls(apply_param_budget(load_recipe(recipe), vocab_size), vocab_size, pad_index)
+
+    def sides(self) -> dict[str, tuple[Side, nn.ModuleList]]:
+        """The recipe's side these blocks are built from (`self.side`), with the blocks."""
+        side: Side = getattr(self.recipe, self.side)
+        return {self.side: (side, self.blocks)}
 
     @property
     def supports_cache(self) -> bool:

@@ -51,7 +51,7 @@ from ..methods import ContinuousDynamics, Method
 from ..methods.base import check_name
 from ..methods.files import catalog_dir, check_keys, from_dict, read_toml
 from ..nn import check_stage
-from .floater import FLOATER_BLOCKS, resolve_floater
+from .positions import MAX_LEN, POSITIONS, Position, check_keys_of, position_named
 
 TOP_KEYS = (
     "name",
@@ -81,17 +81,12 @@ SIDE_KEYS = (
 )
 EMBEDDING_KEYS = (
     "position",
-    "max_len",
     "share_embeddings",
     "scale",
-    "floater",
-    "floater_blocks",
-    "floater_hidden",
+    *(key for position in POSITIONS.values() for key in position.keys),
 )
-POSITIONS = ("sinusoidal", "learned", "floater")
 # A recipe's sizes that a run may override (`butcherflow train --d-model ...`, `with_overrides`).
 OVERRIDES = ("d_model", "n_heads", "d_ffn", "dropout", "encoder_layers", "decoder_layers")
-FLOATER_KEYS = ("floater", "floater_blocks", "floater_hidden")
 
 
 @final
@@ -119,8 +114,8 @@ class Recipe:
     sizes: Mapping[str, Any]
     encoder: Side | None
     decoder: Side | None
-    position: str = "sinusoidal"
-    max_len: int = 1024
+    position: str = "sinusoidal"  # a key of `positions.POSITIONS` (`positions` is the object)
+    max_len: int = MAX_LEN
     share_embeddings: bool = True
     scale_embeddings: bool = True
     param_budget: str | None = None
@@ -128,6 +123,17 @@ class Recipe:
     floater: str | ContinuousDynamics | None = None  # position = "floater": the flow
     floater_blocks: str = "all"
     floater_hidden: int | None = None
+
+    @property
+    def positions(self) -> Position:
+        """The recipe's kind of position encoding (`assemble.positions`)."""
+        return position_named(self.position, self.source)
+
+    @property
+    def max_positions(self) -> int | None:
+        """The longest sequence the recipe's positions encode (learned: `max_len`); None: any
+        length."""
+        return self.positions.max_positions(self)
 
     def with_overrides(self, run: Mapping[str, Any] | None = None, **sizes: Any) -> Recipe:
         """This recipe at a run's sizes: its size overrides applied (what `butcherflow train
@@ -290,24 +296,9 @@ def recipe_from_dict(
     if not isinstance(embedding, Mapping):
         raise DeclarationError("expected a table", key="embedding", value=embedding, source=src)
     check_keys(embedding, EMBEDDING_KEYS, src, where="embedding.")
-    position = embedding.get("position", "sinusoidal")
-    if position not in POSITIONS:
-        raise DeclarationError(
-            "unknown position encoding",
-            key="embedding.position",
-            value=position,
-            valid=f"one of {', '.join(POSITIONS)}",
-            source=src,
-        )
-    if "max_len" in embedding and position != "learned":
-        raise DeclarationError(
-            "max_len applies to learned positions only",
-            key="embedding.max_len",
-            value=embedding["max_len"],
-            valid="remove it (sinusoidal positions have no maximum)",
-            source=src,
-        )
-    floater = _floater(embedding, position, src, base)
+    position = position_named(embedding.get("position", "sinusoidal"), src)
+    check_keys_of(position, embedding, src)
+    options = position.options(embedding, src, lambda v, key: _reference(v, key, src, base))
     budget = data.get("param_budget")
     if budget is not None and not isinstance(budget, str):
         raise DeclarationError(
@@ -327,13 +318,12 @@ def recipe_from_dict(
         sizes={"dropout": 0.0, "activation": "relu", **sizes},
         encoder=encoder,
         decoder=decoder,
-        position=position,
-        max_len=_int(embedding.get("max_len", 1024), "embedding.max_len", src),
+        position=position.name,
         share_embeddings=bool(embedding.get("share_embeddings", True)),
         scale_embeddings=bool(embedding.get("scale", True)),
         param_budget=budget,
         source=src,
-        **floater,
+        **options,
     )
 
 
@@ -360,18 +350,12 @@ def recipe_to_toml(recipe: Recipe) -> str:
             table["fields"] = dict(side.fields)
         table.update({k: _table(v) if k == "starter" else v for k, v in side.options.items()})
         data[where] = table
-    embedding: dict[str, Any] = {
+    data["embedding"] = {
         "position": recipe.position,
         "share_embeddings": recipe.share_embeddings,
         "scale": recipe.scale_embeddings,
+        **recipe.positions.table(recipe),
     }
-    if recipe.position == "learned":
-        embedding["max_len"] = recipe.max_len
-    if recipe.position == "floater":  # FLOATER's flow and where it is injected
-        for key in ("floater", "floater_blocks", "floater_hidden"):
-            if getattr(recipe, key, None) is not None:
-                embedding[key] = _table(getattr(recipe, key))
-    data["embedding"] = embedding
     return tomli_w.dumps(data)
 
 
@@ -383,50 +367,6 @@ def method_name(reference: str | Method) -> str:
 def _table(reference: Any) -> Any:
     """A declaration as its table (a name or a path stays as it is)."""
     return reference.to_table() if isinstance(reference, Method) else reference
-
-
-def _floater(
-    embedding: Mapping[str, Any], position: str, src: str | None, folder: Path | None
-) -> dict[str, Any]:
-    """The FLOATER options of `[embedding]`, validated (empty unless position = "floater")."""
-    if position != "floater":
-        for key in FLOATER_KEYS:
-            if key in embedding:
-                raise DeclarationError(
-                    f"{key} applies to position = 'floater' only",
-                    key=f"embedding.{key}",
-                    value=embedding[key],
-                    valid=f"remove it, or set position = 'floater' (position is '{position}')",
-                    source=src,
-                )
-        return {}
-    name = embedding.get("floater")
-    if name is None:
-        raise DeclarationError(
-            "position = 'floater' needs the flow's declaration",
-            key="embedding.floater",
-            valid="floater = 'floater' (a continuous-dynamics declaration with grid = "
-            "'positions': a catalog name or a .toml file)",
-            source=src,
-        )
-    if isinstance(name, (str, Mapping)):
-        name = _reference(name, "embedding.floater", src, folder)
-    flow = resolve_floater(name, key="embedding.floater", source=src)
-    if isinstance(name, Method):
-        name = flow
-    blocks = embedding.get("floater_blocks", "all")
-    if blocks not in FLOATER_BLOCKS:
-        raise DeclarationError(
-            "unknown FLOATER placement",
-            key="embedding.floater_blocks",
-            value=blocks,
-            valid="'all' (every block) or 'input' (the first block of each side)",
-            source=src,
-        )
-    hidden = embedding.get("floater_hidden")
-    if hidden is not None:
-        hidden = _int(hidden, "embedding.floater_hidden", src)
-    return {"floater": name, "floater_blocks": blocks, "floater_hidden": hidden}
 
 
 def recipe_names() -> list[str]:

@@ -11,6 +11,28 @@ import argparse
 from pathlib import Path
 
 from ..devices import set_threads
+from ..errors import DeclarationError
+from ..tasks import LANGUAGE_MODEL, TRANSLATION
+
+# What `butcherflow bench WHAT` runs: the one list of benchmarks (the command's help, and its
+# answer when WHAT is left out).
+BENCHMARKS = {
+    "order": "prove the whole catalog, timed, beside NodePy",
+    "block": "compiled blocks vs hand-written loops, then streams",
+    "streams": "hyper-connection stacks (n = 4, every coefficient policy) vs the residual stack",
+    "beam": "beam search with incremental caches (eager and compiled) vs recomputing every prefix",
+    "floater": "a training step with FLOATER positions vs sinusoidal positions",
+    "train": "training tokens/s, FLOPs, MFU and peak memory of recipes beside "
+    "torch.nn.Transformer (--task language_model: decoder-only recipes beside a nanoGPT-style "
+    "GPT on packed windows)",
+    "extract": "bf.extract with its proof on one layer and on a 12-layer stack",
+    "bseries": "B-series, modified equation and symplecticity order of the catalog to order 8, "
+    "SSP coefficients beside NodePy",
+    "design": "every kind of bf.design at s <= 10, timed, beside the best known values",
+}
+DEFAULT_OUTPUT = "docs/benchmarks.md"  # relative to the working directory: a checkout's root
+# `bench train --data`'s default by task: a translation corpus, or the target side alone
+TRAIN_DATA = {TRANSLATION.name: "bible:de-en", LANGUAGE_MODEL.name: "bible:en"}
 
 HEADER = (
     "# Benchmarks\n\n"
@@ -45,16 +67,31 @@ def write_section(path: str | Path, key: str, body: str) -> None:
 
     **Arguments:**
 
-    - `path`: the markdown file, e.g. `docs/benchmarks.md`.
+    - `path`: the markdown file, e.g. `docs/benchmarks.md`, in a folder that exists.
     - `key`: the benchmark's name.
     - `body`: the section's markdown.
 
-    **Returns:** nothing; the file is written.
+    **Returns:** nothing; the file is written and its path printed.
     """
     file = Path(path)
+    check_output(file)
     old = file.read_text(encoding="utf-8") if file.is_file() else ""
-    file.parent.mkdir(parents=True, exist_ok=True)
     file.write_text(replace_section(old, key, body), encoding="utf-8")
+    print(f"wrote section '{key}' of {file}")
+
+
+def check_output(path: str | Path) -> None:
+    """A markdown file a benchmark may write: in a folder that exists (a benchmark run in
+    another folder than a checkout's root must not create `docs/` there)."""
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise DeclarationError(
+            f"folder {str(folder)!r} does not exist (the default {DEFAULT_OUTPUT} is relative to "
+            "the working directory: run from a checkout's root)",
+            key="--output",
+            value=str(path),
+            valid="a .md file in an existing folder",
+        )
 
 
 def read_section(text: str, key: str) -> str | None:
@@ -93,19 +130,31 @@ def run_benchmark(args: argparse.Namespace) -> int:
 
     **Arguments:**
 
-    - `args`: parsed CLI arguments: `what` (`"order"`, `"block"` or `"beam"`), `output`, `repeats`,
-      `no_nodepy`, `threads` (torch's CPU threads; None keeps torch's default).
+    - `args`: parsed CLI arguments: `what` (a key of `BENCHMARKS`; None lists them), `output`,
+      `repeats`, `no_nodepy`, `threads` (torch's CPU threads; None keeps torch's default).
 
     **Returns:** the exit code, 0 (a missed target is reported, not an error).
     """
+    if args.what is None:  # `butcherflow bench`: what it can run
+        width = max(map(len, BENCHMARKS))
+        print("butcherflow bench WHAT, where WHAT is one of:")
+        for name, text in BENCHMARKS.items():
+            print(f"  {name:<{width}}  {text}")
+        print(f"Each writes its section of --output (default {DEFAULT_OUTPUT}).")
+        return 0
+    check_output(args.output)  # before minutes of measuring
     threads = getattr(args, "threads", None)
     set_threads(threads)
     given = f" --threads {threads}" if threads is not None else ""
     command = f"butcherflow bench {args.what} --repeats {args.repeats}{given}"
     if args.what == "order" and args.no_nodepy:
         command += " --no-nodepy"
-    if str(args.output) != "docs/benchmarks.md":
+    if str(args.output) != DEFAULT_OUTPUT:
         command += f" --output {args.output}"
+    if args.what == "train" and getattr(args, "task", None) == LANGUAGE_MODEL.name:
+        from .lm import run_from_args as run_lm
+
+        return run_lm(args, given)
     if args.what == "train":
         from .train import run_from_args
 
@@ -151,4 +200,13 @@ def run_benchmark(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["read_section", "replace_section", "run_benchmark", "table_rows", "write_section"]
+__all__ = [
+    "BENCHMARKS",
+    "DEFAULT_OUTPUT",
+    "check_output",
+    "read_section",
+    "replace_section",
+    "run_benchmark",
+    "table_rows",
+    "write_section",
+]

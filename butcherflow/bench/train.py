@@ -60,9 +60,10 @@ from ..data import (
 from ..devices import resolve_device
 from ..errors import DeclarationError
 from ..experiments.catalog import PRESETS
-from ..train.config import TrainConfig, resolve_precision, resolve_recipe
+from ..tasks import TRANSLATION
+from ..train.config import TRAIN_DEFAULTS, TrainConfig, resolve_precision, resolve_recipe
 from ..train.step import forward_backward, optimizer_step
-from . import write_section
+from . import TRAIN_DATA, write_section
 from .block import TorchTransformer
 from .hardware import Peak, device_peak, process_peak_rss, resident_bytes
 from .order import machine
@@ -204,10 +205,10 @@ class _Entry:
 
 def bench_train(
     *,
-    data: str = "bible:de-en",
+    data: str = TRAIN_DATA[TRANSLATION.name],
     recipes: Sequence[str] = RECIPES,
-    vocab_size: int = 8000,
-    max_tokens: int = 4096,
+    vocab_size: int = TRAIN_DEFAULTS["vocab_size"],
+    max_tokens: int = TRAIN_DEFAULTS["max_tokens"],
     updates: int = 20,
     warmup: int = 1,
     device: str = "auto",
@@ -468,7 +469,7 @@ def run_from_args(args: argparse.Namespace, given: str = "") -> int:
     **Returns:** the exit code, 0.
     """
     options: dict[str, Any] = {
-        "data": args.data,
+        "data": args.data or TRAIN_DATA[TRANSLATION.name],
         "vocab_size": args.vocab_size,
         "max_tokens": args.max_tokens,
         "updates": args.updates,

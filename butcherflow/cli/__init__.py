@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import ButcherflowError, ButcherflowWarning
 from . import design, proofs
+from .parser import Parser, suggestion
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -30,12 +31,12 @@ Command = Callable[[argparse.Namespace], int]
 def build_parser(*, proofs_only: bool = False) -> argparse.ArgumentParser:
     """The whole parser, or (`proofs_only`) only `check`, `list` and `design`, which need no
     torch."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="butcherflow",
         description="Declare integrators, prove their order, compile them into layers.",
     )
     parser.add_argument("--version", action="version", version=f"butcherflow {version()}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     proofs.add_commands(sub)
     design.add_command(sub)
     if not proofs_only:
@@ -55,7 +56,11 @@ def version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     proofs_only = bool(argv) and argv[0] in (*proofs.COMMANDS, *design.COMMANDS)
-    args = build_parser(proofs_only=proofs_only).parse_args(argv)
+    parser = build_parser(proofs_only=proofs_only)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # said under the command's usage, with the closest flag it has
+        command = _subcommand(parser, args.command)
+        command.error(suggestion(command, extras))
     with warnings.catch_warnings():
         warnings.showwarning = _note
         try:
@@ -67,6 +72,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.close()
             return 0
     return code
+
+
+def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    """The parser of subcommand `name`."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser = action.choices[name]
+            return found
+    return parser
 
 
 _show_warning = warnings.showwarning

@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import argparse
 
+from ..bench import BENCHMARKS, DEFAULT_OUTPUT, TRAIN_DATA
+from ..data import BREAK_MODES
+from ..experiments import EXPERIMENTS
+from ..experiments.report import DEFAULT_OUT
+from ..generate.evaluate import SUBSETS
+from ..tasks import TASKS, TOKENS_PER_SAMPLE
+from ..train.config import TRAIN_DEFAULTS
 from .declarations import cmd_show
 from .docs import cmd_bench, cmd_gallery
 from .export import add_command as add_export
 from .extract import add_command as add_extract
+from .parser import said
 from .pipeline import (
     THREADS_HELP,
     cmd_average,
@@ -31,38 +39,52 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="a catalog method, a model recipe, a .toml file, or a save dir (learned V per layer)",
     )
     p.add_argument("--field", help="field name (splittings: A=ffn,B=san)")
-    p.add_argument("--d-model", type=int, default=512)
-    p.add_argument("--n-heads", type=int, default=8)
-    p.add_argument("--d-ffn", type=int, default=2048)
+    p.add_argument("--d-model", type=int, default=512, help="methods: the block's width")
+    p.add_argument("--n-heads", type=int, default=8, help="methods: attention heads")
+    p.add_argument("--d-ffn", type=int, default=2048, help="methods: the feed-forward width")
     p.add_argument("--layers", type=int, default=6, help="multistep stacks: number of layers")
     p.add_argument("--vocab", type=int, default=32000, help="recipes: vocabulary size")
     p.set_defaults(run=cmd_show)
 
     add_extract(sub)
 
-    defaults = argparse.ArgumentDefaultsHelpFormatter
     p = sub.add_parser(
         "evaluate",
-        help="translate a valid/test split; sacreBLEU and chrF (a language model: perplexity)",
-        formatter_class=defaults,
+        help="translate a valid/test split: sacreBLEU and chrF (a language model: perplexity "
+        "and bits per byte)",
     )
-    generation_flags(p)
-    p.add_argument("--subset", choices=("valid", "test"), default="test")
-    p.add_argument("--print-samples", type=int, default=0, metavar="K", help="show K sentences")
+    generation_flags(p, evaluate=True)
+    p.add_argument("--subset", choices=SUBSETS, default="test")
+    p.add_argument(
+        "--print-samples",
+        type=int,
+        default=argparse.SUPPRESS,
+        metavar="K",
+        help=said("translation: show the first K sentences with references and translations", 0),
+    )
+    p.add_argument(
+        "--tokens-per-sample",
+        type=int,
+        default=argparse.SUPPRESS,
+        metavar="N",
+        help="language model: context windows of N tokens (default: the run's)",
+    )
+    p.add_argument(
+        "--sample-break-mode",
+        choices=BREAK_MODES,
+        default=argparse.SUPPRESS,
+        help="language model: none (windows across lines) or eos (no window crosses a line's "
+        "end; default: the run's)",
+    )
     p.set_defaults(run=cmd_evaluate)
 
-    p = sub.add_parser(
-        "translate",
-        help="translate stdin (one sentence a line) to stdout",
-        formatter_class=defaults,
-    )
+    p = sub.add_parser("translate", help="translate stdin (one sentence a line) to stdout")
     generation_flags(p)
     p.set_defaults(run=cmd_translate)
 
     p = sub.add_parser(
         "generate",
         help="continue prompts (stdin or --prompt) with a language model: greedy or sampled",
-        formatter_class=defaults,
     )
     generate_flags(p)
     p.set_defaults(run=cmd_generate)
@@ -81,42 +103,59 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     add_export(sub)
 
-    p = sub.add_parser("bench", help="run a benchmark and write docs/benchmarks.md")
+    _bench(sub)
+
+    p = sub.add_parser("gallery", help="write the docs gallery: a page per catalog entry")
+    p.add_argument(
+        "--out", default="docs/gallery", help="the gallery folder, replaced (its parent must exist)"
+    )
+    p.add_argument(
+        "--only", nargs="+", metavar="NAME", help="only these catalog entries and model recipes"
+    )
+    p.add_argument("--benchmarks", default=DEFAULT_OUTPUT, help="measured results (read)")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes for the pages")
+    p.set_defaults(run=cmd_gallery)
+
+    _experiment(sub)
+
+
+def _bench(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help=f"run a benchmark and write its section of {DEFAULT_OUTPUT}")
     p.add_argument(
         "what",
-        choices=(
-            "order",
-            "block",
-            "streams",
-            "beam",
-            "floater",
-            "train",
-            "extract",
-            "bseries",
-            "design",
-        ),
-        help="order: prove the whole catalog, timed, beside NodePy; block: compiled blocks vs "
-        "hand-written loops, then streams; streams: hyper-connection stacks (n = 4, every "
-        "coefficient policy) vs the residual stack; beam: beam search with incremental caches "
-        "(eager and compiled) vs recomputing every prefix; floater: a training step with "
-        "FLOATER positions vs sinusoidal positions; train: training tokens/s, FLOPs, MFU and "
-        "peak memory of recipes beside torch.nn.Transformer; extract: bf.extract with its proof "
-        "on one layer and on a 12-layer stack; "
-        "bseries: B-series, modified equation "
-        "and symplecticity order of the catalog to order 8, SSP coefficients beside NodePy; "
-        "design: every kind of bf.design at s <= 10, timed, beside the best known values",
+        nargs="?",
+        choices=tuple(BENCHMARKS),
+        help="; ".join(f"{name}: {text}" for name, text in BENCHMARKS.items())
+        + " (left out: the list)",
     )
-    p.add_argument("--output", default="docs/benchmarks.md", help="markdown file to update")
+    p.add_argument(
+        "--output", default=DEFAULT_OUTPUT, help="markdown file to update, in an existing folder"
+    )
     p.add_argument("--repeats", type=int, default=3, help="timings are the median of repeats")
     p.add_argument("--no-nodepy", action="store_true", help="skip the NodePy comparison")
     p.add_argument("--device", default="auto", help="train and beam: auto, cpu, cuda or cuda:N")
     p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     train = p.add_argument_group("bench train (training tokens/s beside torch.nn.Transformer)")
-    train.add_argument("--data", default="bible:de-en", help="the corpus whose batches are timed")
-    train.add_argument("--vocab-size", type=int, default=8000, help="BPE vocabulary size")
-    train.add_argument("--max-tokens", type=int, default=4096, help="padded positions per batch")
+    train.add_argument(
+        "--data",
+        default=None,
+        help="the corpus whose batches are timed (default: "
+        + ", ".join(f"{data} for {task}" for task, data in TRAIN_DATA.items())
+        + ")",
+    )
+    train.add_argument(
+        "--vocab-size", type=int, default=TRAIN_DEFAULTS["vocab_size"], help="BPE vocabulary size"
+    )
+    train.add_argument(
+        "--max-tokens",
+        type=int,
+        default=TRAIN_DEFAULTS["max_tokens"],
+        help="padded positions per batch",
+    )
     train.add_argument("--updates", type=int, default=20, help="timed updates per model")
-    train.add_argument("--precision", default="auto", help="auto, fp32, bf16 or fp16")
+    train.add_argument(
+        "--precision", default=TRAIN_DEFAULTS["precision"], help="auto, fp32, bf16 or fp16"
+    )
     train.add_argument("--compile", action="store_true", help="torch.compile every model")
     train.add_argument(
         "--compare-eager", action="store_true", help="with --compile: eager copies side by side"
@@ -128,6 +167,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--sizes", default=None, help="an experiment preset's sizes: small, base or tiny"
     )
     train.add_argument(
+        "--task",
+        choices=tuple(TASKS),
+        default=TASKS["translation"].name,
+        help="language_model: decoder-only recipes beside a nanoGPT-style GPT on packed windows",
+    )
+    train.add_argument(
+        "--tokens-per-sample",
+        type=int,
+        default=TOKENS_PER_SAMPLE,
+        help="--task language_model: the window length",
+    )
+    train.add_argument(
         "--profile",
         default=None,
         metavar="DIR",
@@ -136,32 +187,30 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(run=cmd_bench)
 
-    p = sub.add_parser("gallery", help="write the docs gallery: a page per catalog entry")
-    p.add_argument("--out", default="docs/gallery", help="the gallery folder (replaced)")
-    p.add_argument(
-        "--only", nargs="+", metavar="NAME", help="only these catalog entries and model recipes"
-    )
-    p.add_argument("--benchmarks", default="docs/benchmarks.md", help="measured results")
-    p.add_argument("--jobs", type=int, default=1, help="worker processes for the pages")
-    p.set_defaults(run=cmd_gallery)
 
+def _experiment(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "experiment",
         help="run one of the papers' experiments (resumable) and write its table and plot",
     )
     p.add_argument(
         "name",
-        help="truncation, translation, coefficients, extrapolation, depth, connections or "
-        "lm-connections (all: every one, with --report-only)",
+        help=", ".join(EXPERIMENTS) + " (all: every one, with --report-only)",
     )
     p.add_argument(
         "--budget", type=int, default=None, help="updates of every run (default: each run's own)"
     )
-    p.add_argument("--device", default="auto", help="auto (default), cpu, cuda or cuda:N")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument(
-        "--sizes", default="small", help="small (CPU, default), base (transformer-base, GPU), tiny"
+        "--sizes",
+        default="small",
+        help="small (the CPU scale), base (transformer-base, GPU) or tiny",
     )
-    p.add_argument("--out", default="docs/experiments", help="NAME.md, NAME.png, index.md")
+    p.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        help="where NAME.json, NAME.md, NAME.png and index.md go (its parent must exist)",
+    )
     p.add_argument("--runs-dir", default="runs/experiments", help="a save dir per run and seed")
     p.add_argument("--seeds", type=int, nargs="+", default=None, help="replace every run's seeds")
     p.add_argument("--data", default=None, help="replace the experiment's corpus (e.g. a test one)")

@@ -8,23 +8,21 @@ from pathlib import Path
 import torch
 
 from ..analysis import check
-from ..assemble import (
-    LanguageModel,
-    count_parameters,
-    load_recipe,
-    model_class,
-    recipe_names,
-    side_order,
-)
+from ..assemble import count_parameters, load_recipe, recipe_names, side_order
 from ..assemble.floater import describe_dynamics
-from ..assemble.recipe import Side
+from ..assemble.positions import FLOATER
+from ..assemble.recipe import Side, method_name
 from ..compiler import compile, example_fields, stream_bounds
 from ..methods import catalog
 from ..methods.files import read_toml
 from ..savedir.checkpoint import read_commit
-from ..savedir.layout import BEST, CONFIG, read_config
-from ..savedir.trained import load_language_model, load_model
+from ..savedir.layout import BEST, CONFIG
+from ..savedir.trained import load_trained
+from ..tasks import LANGUAGE_MODEL, TRANSLATION, task_of_model, task_of_recipe
 from .readback import blocks, describe
+
+# A corpus each task trains on out of the box, for the train command `show RECIPE` suggests.
+EXAMPLE_DATA = {TRANSLATION.name: "bible:de-en", LANGUAGE_MODEL.name: "bible:en"}
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -73,12 +71,12 @@ def _show_method(args: argparse.Namespace) -> None:
         d_model, hidden = args.d_model, None
         if args.name in recipe_names():  # also a recipe: explain the encoder at its sizes
             recipe = load_recipe(args.name)
-            if recipe.position == "floater":
+            if recipe.floater is not None:  # a FLOATER recipe: the flow at its sizes
                 d_model, hidden = int(recipe.sizes["d_model"]), recipe.floater_hidden
         print(describe_dynamics(flow, d_model, hidden))
         print(
             "  (a position encoder, not a block: recipes use it with [embedding] "
-            f"position = 'floater', floater = '{flow.name}')\n"
+            f"position = '{FLOATER.name}', floater = '{flow.name}')\n"
         )
         print(check(flow))
         return
@@ -114,29 +112,20 @@ def _show_method(args: argparse.Namespace) -> None:
     print(report)
 
 
-BASELINE = "transformer-small"  # the residual model every recipe's size is shown beside
-LM_BASELINE = "lm-residual"  # the same for decoder-only recipes
-
-
 def _show_run(save_dir: str) -> None:
-    """A trained run (a translation model or a language model): its model, parameters, for
-    general linear stacks whether each layer's learned V is still power-bounded, and what each
-    compiled block computes now (its learned coefficients read back by `bf.extract`, beside the
-    declaration it started from)."""
+    """A trained run (a translation model or a language model): its model, parameters, each
+    side's layers and their proved order, for general linear stacks whether each layer's
+    learned V is still power-bounded, and what each compiled block computes now (its learned
+    coefficients read back by `bf.extract`, beside the declaration it started from)."""
     checkpoint = "last" if read_commit(Path(save_dir), BEST) is None else "best"
-    language_model = read_config(save_dir).get("task") == "language_model"
-    load = load_language_model if language_model else load_model
-    model, _, _ = load(save_dir, checkpoint)
-    kind = "language model" if language_model else "translation model"
-    recipe = model.recipe
-    print(f"{save_dir}: {recipe.name} ({recipe.title}), {kind}, checkpoint {checkpoint}")
-    if isinstance(model, LanguageModel):
-        side = recipe.decoder if model.side == "decoder" else recipe.encoder
-        assert side is not None
-        method = getattr(side.method, "name", side.method)  # a run stores the declaration
+    model, _, _ = load_trained(save_dir, checkpoint)
+    task, recipe = task_of_model(model), model.recipe
+    print(f"{save_dir}: {recipe.name} ({recipe.title}), {task.title}, checkpoint {checkpoint}")
+    for where, (side, stack) in model.sides().items():
+        causal = all(getattr(block, "causal", False) for block in stack)
         print(
-            f"{side.layers} causal layer(s) of {method} ({model.side} side of the "
-            f"recipe); order of its blocks as they train: {side_order(side)}"
+            f"{side.layers} {'causal ' if causal else ''}layer(s) of {method_name(side.method)} "
+            f"({where} side of the recipe); order of its blocks as they train: {side_order(side)}"
         )
     print(f"parameters: {model.num_parameters:,}")
     bounds = stream_bounds(model)
@@ -145,8 +134,8 @@ def _show_run(save_dir: str) -> None:
     for bound in bounds:
         print(f"  {bound}")
     d_model = int(model.recipe.sizes["d_model"])
-    for where, index, block in blocks(model):
-        print("\n" + "\n".join(describe(where, index, block, d_model)))
+    for where, index, block, memory in blocks(model):
+        print("\n" + "\n".join(describe(where, index, block, memory, d_model)))
 
 
 def _side_text(side: Side) -> str:
@@ -159,26 +148,24 @@ def _side_text(side: Side) -> str:
 
 def _show_recipe(args: argparse.Namespace) -> None:
     recipe = load_recipe(args.name)
-    language_model = model_class(recipe) is LanguageModel
-    baseline_name = LM_BASELINE if language_model else BASELINE
+    task = task_of_recipe(recipe)
     with torch.device("meta"):
-        model = model_class(recipe).from_recipe(recipe, args.vocab)
+        model = task.model.from_recipe(recipe, args.vocab)
     print(f"{recipe.name}: {recipe.title} ({recipe.reference})")
-    if language_model:
-        print(
-            f"a decoder-only language model: butcherflow train {recipe.name} --task language_model"
-        )
+    print(
+        f"a {task.title}; train it with: butcherflow train {args.name} --data "
+        f"{EXAMPLE_DATA[task.name]} --save-dir runs/{recipe.name}"
+    )
     print(model.recipe.description)
-    for where, side in (("encoder", recipe.encoder), ("decoder", recipe.decoder)):
-        if side is not None:
-            print(f"{where}: {side.layers} x {side.method} with {_side_text(side)}")
-            print(f"  order of its blocks as they train: {side_order(side)}")
+    for where, (side, _) in model.sides().items():
+        print(f"{where}: {side.layers} x {side.method} with {_side_text(side)}")
+        print(f"  order of its blocks as they train: {side_order(side)}")
     print(f"parameters: {model.num_parameters:,} (vocabulary {args.vocab:,})")
-    if recipe.name != baseline_name:
-        baseline = count_parameters(load_recipe(baseline_name), args.vocab)
-        print(f"  beside {baseline_name}: {baseline:,} ({model.num_parameters / baseline:.4f}×)")
+    if recipe.name != task.baseline:
+        baseline = count_parameters(load_recipe(task.baseline), args.vocab)
+        print(f"  beside {task.baseline}: {baseline:,} ({model.num_parameters / baseline:.4f}×)")
     if model.floater is not None:
         print(model.floater.describe())
-    where = "decoder" if language_model else "encoder"
-    first = model.blocks[0] if isinstance(model, LanguageModel) else model.encoder[0]
+    where, (_, stack) = next(iter(model.sides().items()))
+    first = stack[0]
     print(f"\nfirst {where} block ({type(first).__name__}):\n\n{first.code}", end="")

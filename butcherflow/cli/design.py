@@ -37,7 +37,7 @@ COMMANDS = ("design",)
 def add_command(sub: argparse._SubParsersAction) -> None:
     """The `design` subcommand and its five designs."""
     p = sub.add_parser("design", help="design an integrator by optimisation, with the proof")
-    kinds = p.add_subparsers(dest="design", required=True)
+    kinds = p.add_subparsers(dest="design", required=True, parser_class=type(p))
 
     q = kinds.add_parser("polynomial", help="the optimal stability polynomial for a spectrum")
     _stages_order(q)

@@ -9,6 +9,7 @@ from ..bench import run_benchmark
 from ..errors import ButcherflowError
 from ..gallery import build_gallery
 from ..methods import catalog
+from .parser import check_parent
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -16,6 +17,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_gallery(args: argparse.Namespace) -> int:
+    check_parent(args.out, "--out")
     names, recipes = None, None
     if args.only:  # catalog entries and recipes (a name that is both gets both pages)
         models = set(recipe_names())

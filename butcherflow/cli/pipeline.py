@@ -29,11 +29,15 @@ from ..savedir import (
     load_model,
     read_config,
     record_evaluation,
+    run_task,
     save_weights,
 )
+from ..tasks import LANGUAGE_MODEL, TASKS, TOKENS_PER_SAMPLE, TRANSLATION
 from ..train import Interrupted, TrainConfig, train
-from ..train.config import TASKS
+from ..train.config import TRAIN_DEFAULTS, flag
 from ..train.interrupts import exit_code
+from ..train.loop import best_name
+from .parser import check_parent, said
 
 THREADS_HELP = (
     "torch's CPU threads (default: torch's, OMP_NUM_THREADS or the physical cores; "
@@ -43,41 +47,52 @@ THREADS_HELP = (
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     set_threads(args.threads)
-    if Path(args.save_dir).is_dir() and read_config(args.save_dir).get("task") == TASKS[1]:
-        return _evaluate_language_model(args)
+    task = run_task(args.save_dir)
+    others = [d for t in TASKS.values() if t is not task for d in t.evaluate_flags]
+    given = [d for d in others if hasattr(args, d)]  # task flags default to SUPPRESS
+    if given:
+        flags = " ".join(flag(d) for d in given)
+        raise DeclarationError(
+            f"{args.save_dir} holds a {task.title}: {flags} "
+            f"{'does' if len(given) == 1 else 'do'} not apply to it",
+            key=flag(given[0]),
+            value=getattr(args, given[0]),
+            valid=f"leave {'it' if len(given) == 1 else 'them'} out; a "
+            + task.title
+            + " takes "
+            + (" ".join(flag(d) for d in task.evaluate_flags) or "no flag of its own"),
+        )
+    return _EVALUATE[task.name](args)
+
+
+def _evaluate_translation(args: argparse.Namespace) -> int:
+    """`evaluate` of a translation run: sacreBLEU and chrF of its translations."""
+    beam, lenpen = getattr(args, "beam", BEAM), getattr(args, "lenpen", LENPEN)
+    max_len_a = getattr(args, "max_len_a", MAX_LEN_A)
+    max_len_b = getattr(args, "max_len_b", MAX_LEN_B)
     result = evaluate(
         args.save_dir,
         args.subset,
-        beam=args.beam,
-        lenpen=args.lenpen,
+        beam=beam,
+        lenpen=lenpen,
         checkpoint=args.checkpoint,
-        max_len_a=args.max_len_a,
-        max_len_b=args.max_len_b,
+        max_len_a=max_len_a,
+        max_len_b=max_len_b,
         max_tokens=args.max_tokens,
         device=args.device,
         progress=sys.stderr.isatty(),
     )
-    print(
-        f"{args.save_dir}: checkpoint {args.checkpoint}, {args.subset} "
-        f"({result.scores.n} sentences), beam {args.beam}, lenpen {args.lenpen}"
-    )
-    samples = zip(result.sources, result.references, result.hypotheses, strict=True)
-    for i, (source, reference, hypothesis) in enumerate(samples):
-        if i >= args.print_samples:
-            break
-        print(f"S-{i}\t{source}\nT-{i}\t{reference}\nH-{i}\t{hypothesis}")
-    print(result.scores)
     scores = result.scores
-    record_evaluation(
+    log = record_evaluation(
         Path(args.save_dir),
         checkpoint_update(Path(args.save_dir), args.checkpoint),
         {
             "subset": args.subset,
             "checkpoint": args.checkpoint,
-            "beam": args.beam,
-            "lenpen": args.lenpen,
-            "max_len_a": args.max_len_a,
-            "max_len_b": args.max_len_b,
+            "beam": beam,
+            "lenpen": lenpen,
+            "max_len_a": max_len_a,
+            "max_len_b": max_len_b,
             "sentences": scores.n,
             "bleu": scores.bleu,
             "chrf": scores.chrf,
@@ -85,49 +100,72 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             "chrf_signature": scores.chrf_signature,
         },
     )
+    print(
+        f"{args.save_dir}: checkpoint {args.checkpoint}, {args.subset} "
+        f"({scores.n} sentences), beam {beam}, lenpen {lenpen}; recorded in {log}"
+    )
+    samples = zip(result.sources, result.references, result.hypotheses, strict=True)
+    for i, (source, reference, hypothesis) in enumerate(samples):
+        if i >= getattr(args, "print_samples", 0):
+            break
+        print(f"S-{i}\t{source}\nT-{i}\t{reference}\nH-{i}\t{hypothesis}")
+    print(scores)
     return 0
 
 
 def _evaluate_language_model(args: argparse.Namespace) -> int:
-    """`evaluate` of a `--task language_model` run: its perplexity (the search flags unused)."""
+    """`evaluate` of a language model run: perplexity per token and bits per byte."""
     result = evaluate_perplexity(
         args.save_dir,
         args.subset,
         checkpoint=args.checkpoint,
         max_tokens=args.max_tokens,
+        tokens_per_sample=getattr(args, "tokens_per_sample", None),
+        sample_break_mode=getattr(args, "sample_break_mode", None),
         device=args.device,
     )
-    print(
-        f"{args.save_dir}: checkpoint {args.checkpoint}, {args.subset} "
-        f"({result.sentences} sentences), language model"
-    )
-    print(result)
-    record_evaluation(
+    log = record_evaluation(
         Path(args.save_dir),
         checkpoint_update(Path(args.save_dir), args.checkpoint),
         {
             "subset": args.subset,
             "checkpoint": args.checkpoint,
             "sentences": result.sentences,
+            "windows": result.windows,
             "ppl": result.ppl,
             "nll_bits": result.nll_bits,
+            "bpb": result.bpb,
+            "text_bytes": result.text_bytes,
         },
     )
+    print(
+        f"{args.save_dir}: checkpoint {args.checkpoint}, {args.subset} "
+        f"({result.sentences} sentences as {result.windows}), language model; recorded in {log}"
+    )
+    print(result)
     return 0
 
 
-def _task(save_dir: str) -> str:
-    """The task of a save dir (`translation` for runs saved before tasks existed)."""
-    return str(read_config(save_dir).get("task", TASKS[0]))
+_EVALUATE: dict[str, Callable[[argparse.Namespace], int]] = {
+    TRANSLATION.name: _evaluate_translation,
+    LANGUAGE_MODEL.name: _evaluate_language_model,
+}
+
+
+def _require(save_dir: str, command: str) -> None:
+    """Refuse a save dir whose model `command` does not run (`Task.command` names the one
+    that does)."""
+    task = run_task(save_dir)
+    if task.command != command:
+        raise CheckpointError(
+            f"{save_dir} holds a {task.title}, which `butcherflow {command}` does not run: "
+            f"`butcherflow {task.command} {save_dir}` does"
+        )
 
 
 def cmd_translate(args: argparse.Namespace) -> int:
     set_threads(args.threads)
-    if _task(args.save_dir) == TASKS[1]:
-        raise CheckpointError(
-            f"{args.save_dir} holds a language model, which translates nothing: "
-            f"`butcherflow generate {args.save_dir}` continues text with it"
-        )
+    _require(args.save_dir, "translate")
     device = resolve_device(args.device)
     model, vocab, _ = load_model(args.save_dir, args.checkpoint, device=device)
     lines = [line.rstrip("\r\n") for line in sys.stdin]
@@ -152,11 +190,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     set_threads(args.threads)
-    if _task(args.save_dir) != TASKS[1]:
-        raise CheckpointError(
-            f"{args.save_dir} holds a translation model, which continues no text alone: "
-            f"`butcherflow translate {args.save_dir}` translates stdin with it"
-        )
+    _require(args.save_dir, "generate")
     sampling = Sampling(
         temperature=args.temperature,
         top_k=args.top_k,
@@ -174,7 +208,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def generate_flags(p: argparse.ArgumentParser) -> None:
     """`butcherflow generate` flags (names as Hugging Face's `generate`)."""
-    p.add_argument("save_dir", help="the --save-dir of a `butcherflow train --task language_model`")
+    p.add_argument("save_dir", help="the --save-dir of a language model run")
     p.add_argument("--checkpoint", default="best", help="best, last, avg:N or a weights file")
     p.add_argument(
         "--prompt",
@@ -214,16 +248,28 @@ def unknown_note(vocab: Vocabulary, lines: Sequence[str]) -> str:
     )
 
 
-def generation_flags(p: argparse.ArgumentParser) -> None:
+def generation_flags(p: argparse.ArgumentParser, *, evaluate: bool = False) -> None:
+    """The flags of `translate`, and of `evaluate` (`evaluate`: the search flags are absent
+    unless given, so that `evaluate` refuses them on a language model's run)."""
+    search = argparse.SUPPRESS if evaluate else None
     p.add_argument("save_dir", help="the --save-dir of a `butcherflow train` run")
     p.add_argument("--checkpoint", default="best", help="best, last, avg:N or a weights file")
-    p.add_argument("--beam", type=int, default=BEAM, help="beam size (1: greedy)")
-    p.add_argument("--lenpen", type=float, default=LENPEN, help="score = logprob / length^lenpen")
+    for option_string, kind, value, text in (
+        ("--beam", int, BEAM, "beam size (1: greedy)"),
+        ("--lenpen", float, LENPEN, "score = logprob / length^lenpen"),
+        ("--max-len-a", float, MAX_LEN_A, "max length = a * src_len + b"),
+        ("--max-len-b", int, MAX_LEN_B, "max length = a * src_len + b"),
+    ):
+        prefix = "translation: " if evaluate else ""
+        p.add_argument(
+            option_string, type=kind, default=search or value, help=said(prefix + text, value)
+        )
     p.add_argument(
-        "--max-len-a", type=float, default=MAX_LEN_A, help="max length = a * src_len + b"
+        "--max-tokens",
+        type=int,
+        default=MAX_TOKENS,
+        help="padded tokens per batch (sources; a language model's windows)",
     )
-    p.add_argument("--max-len-b", type=int, default=MAX_LEN_B, help="max length = a * src_len + b")
-    p.add_argument("--max-tokens", type=int, default=MAX_TOKENS, help="source tokens per batch")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
 
@@ -255,7 +301,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(
         f"{summary['updates']} updates {done}"
         + (f", {speed:,.0f} target tokens/s" if speed is not None else "")
-        + f"; best valid loss {summary['best_valid_loss']:.3f} bits\n"
+        + f"; best valid {best_name(config)} {summary['best_valid_loss']:.3f} bits\n"
         f"next: butcherflow evaluate {config.save_dir} --subset test"
     )
     expected = args.expect_tokens_per_s
@@ -300,102 +346,22 @@ def cmd_average(args: argparse.Namespace) -> int:
 
 def train_flags(p: argparse.ArgumentParser) -> None:
     """`butcherflow train` flags: fairseq's names; defaults are TrainConfig's (SUPPRESS keeps an
-    omitted flag out of the namespace, so the dataclass default applies)."""
+    omitted flag out of the namespace, so the dataclass default applies; the help says it,
+    read from `TRAIN_DEFAULTS`)."""
     p.add_argument("recipe", help="a recipe name (models/*.toml) or a recipe .toml file")
     p.add_argument(
         "--data",
         required=True,
-        help="bible:SRC-TGT, DIR[:SRC-TGT] or explicit files; text for --task language_model: "
+        help="bible:SRC-TGT, DIR[:SRC-TGT] or explicit files; text for a language model: "
         "bible:LANG, a DIR of train.txt/valid.txt/test.txt, or train=A.txt;valid=B.txt;test=C.txt",
     )
     p.add_argument("--save-dir", required=True, help="checkpoints, log, curves; rerun to resume")
-    flags: list[tuple[str, type, str]] = [
-        ("--source-lang", str, "source suffix of a raw-text folder (with --target-lang)"),
-        ("--target-lang", str, "target suffix of a raw-text folder (the language of .txt text)"),
-        ("--max-tokens", int, "padded positions per batch and process (default 4096)"),
-        ("--update-freq", int, "micro-batches accumulated per update (default 1)"),
-        ("--lr", float, "peak learning rate (default 5e-4)"),
-        (
-            "--warmup-updates",
-            int,
-            "linear warmup, then inverse sqrt (default 4000, for large corpora; on a small one "
-            "use far fewer: `make demo` trains 800 updates with 150, lr 3e-3)",
-        ),
-        ("--warmup-init-lr", float, "learning rate of the first update (default 1e-7)"),
-        ("--label-smoothing", float, "fairseq's label smoothing (default 0.1)"),
-        ("--dropout", float, "dropout (default: the recipe's)"),
-        ("--clip-norm", float, "clip the gradient norm (default 0: off)"),
-        ("--weight-decay", float, "decoupled weight decay (default 0)"),
-        ("--max-update", int, "stop after this many updates (default 0: no limit)"),
-        ("--max-epoch", int, "stop after this many epochs (default 0: no limit)"),
-        ("--time-budget", float, "stop with a checkpoint after this many seconds of this command"),
-        ("--patience", int, "stop when valid loss has not improved for N validations (0: off)"),
-        ("--seed", int, "initialisation, dropout and shuffling (default 1)"),
-        (
-            "--save-interval-updates",
-            int,
-            "also save checkpoint_<update> (and checkpoint_last) every N updates",
-        ),
-        ("--keep-last-checkpoints", int, "keep the newest N interval checkpoints (default all)"),
-        (
-            "--validate-interval-updates",
-            int,
-            "validate every N updates instead of at epoch ends (default: epoch ends)",
-        ),
-        (
-            "--log-interval",
-            int,
-            "updates per line of log.jsonl, and of progress when stderr is no terminal "
-            "(default 100)",
-        ),
-        ("--vocab-size", int, "joint sentencepiece BPE vocabulary size (default 8000)"),
-        ("--device", str, "auto (default), cpu, cuda or cuda:N"),
-        ("--threads", int, THREADS_HELP),
-        (
-            "--tensorboard",
-            str,
-            "also write the log's curves as TensorBoard events into this folder (needs "
-            "pip install 'butcherflow[tensorboard]')",
-        ),
-        ("--precision", str, "auto (default: bf16/fp16 on GPU, fp32 on CPU), fp32, bf16, fp16"),
-        ("--d-model", int, "override the recipe's d_model"),
-        ("--n-heads", int, "override the recipe's n_heads"),
-        ("--d-ffn", int, "override the recipe's d_ffn"),
-        ("--encoder-layers", int, "override the recipe's encoder layers"),
-        ("--decoder-layers", int, "override the recipe's decoder layers"),
-        (
-            "--task",
-            str,
-            "translation (default) or language_model (decoder-only, on text or a parallel "
-            "corpus's target side)",
-        ),
-    ]
-    for name, kind, text in flags:
-        p.add_argument(name, type=kind, default=argparse.SUPPRESS, help=text)
-    p.add_argument(
-        "--compile", action="store_true", default=argparse.SUPPRESS, help="torch.compile"
-    )
-    p.add_argument(
-        "--fsdp",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="under torchrun, shard each block's weights, gradients and optimizer state over the "
-        "processes (FSDP2) instead of replicating the model (DDP, the default)",
-    )
-    p.add_argument(
-        "--no-epoch-checkpoints",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="no checkpoint_last at epoch ends: only at --save-interval-updates, a new best "
-        "and when the run stops (fairseq's flag)",
-    )
-    p.add_argument(
-        "--allow-failed-claims",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="train a declaration whose proof refutes its claimed order (refused by default; "
-        "recorded in the run's config.json)",
-    )
+    for name, kind, text in _TRAIN_FLAGS:
+        default = TRAIN_DEFAULTS[name]
+        shown = text if "default" in text or default is None else said(text, default)
+        p.add_argument(flag(name), type=kind, default=argparse.SUPPRESS, help=shown)
+    for name, text in _TRAIN_SWITCHES:
+        p.add_argument(flag(name), action="store_true", default=argparse.SUPPRESS, help=text)
     p.add_argument(
         "--expect-tokens-per-s",
         type=float,
@@ -413,7 +379,65 @@ def train_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+# `train`'s flags with a value: (TrainConfig field, type, help without its default)
+_TRAIN_FLAGS: tuple[tuple[str, type, str], ...] = (
+    ("source_lang", str, "source suffix of a raw-text folder (with --target-lang)"),
+    ("target_lang", str, "target suffix of a raw-text folder (the language of .txt text)"),
+    ("task", str, "translation or language_model (default: the recipe's: a decoder-only "
+     "lm-* recipe is a language model)"),
+    ("tokens_per_sample", int, "a language model's context windows, in tokens (default: "
+     f"{TOKENS_PER_SAMPLE} with --sample-break-mode none)"),
+    ("sample_break_mode", str, "a language model's windows: none (default: across lines) or "
+     "eos (no window crosses a line's end)"),
+    ("max_tokens", int, "padded positions per batch and process"),
+    ("update_freq", int, "micro-batches accumulated per update"),
+    ("lr", float, "peak learning rate"),
+    ("warmup_updates", int, "linear warmup, then inverse sqrt (the default is for large "
+     "corpora; on a small one use far fewer: `make demo` trains 800 updates with 150, lr 3e-3)"),
+    ("warmup_init_lr", float, "learning rate of the first update"),
+    ("label_smoothing", float, "fairseq's label smoothing (default: the task's, "
+     f"{TRANSLATION.label_smoothing:g} for translation, {LANGUAGE_MODEL.label_smoothing:g} for a "
+     "language model)"),
+    ("dropout", float, "dropout (default: the recipe's)"),
+    ("clip_norm", float, "clip the gradient norm (0: off)"),
+    ("weight_decay", float, "decoupled weight decay"),
+    ("max_update", int, "stop after this many updates (0: no limit)"),
+    ("max_epoch", int, "stop after this many epochs (0: no limit)"),
+    ("time_budget", float, "stop with a checkpoint after this many seconds of this command"),
+    ("patience", int, "stop when the valid loss has not improved for N validations (0: off)"),
+    ("seed", int, "initialisation, dropout and shuffling"),
+    ("save_interval_updates", int, "also save checkpoint_<update> (and checkpoint_last) every "
+     "N updates (0: at epoch ends only)"),
+    ("keep_last_checkpoints", int, "keep the newest N interval checkpoints (-1: all)"),
+    ("validate_interval_updates", int, "validate every N updates instead of at epoch ends "
+     "(0: at epoch ends)"),
+    ("log_interval", int, "updates per line of log.jsonl, and of progress when stderr is no "
+     "terminal"),
+    ("vocab_size", int, "joint sentencepiece BPE vocabulary size"),
+    ("device", str, "auto, cpu, cuda or cuda:N"),
+    ("threads", int, THREADS_HELP),
+    ("tensorboard", str, "also write the log's curves as TensorBoard events into this folder "
+     "(needs pip install 'butcherflow[tensorboard]')"),
+    ("precision", str, "auto (bf16/fp16 on GPU, fp32 on CPU), fp32, bf16, fp16"),
+    ("d_model", int, "override the recipe's d_model"),
+    ("n_heads", int, "override the recipe's n_heads"),
+    ("d_ffn", int, "override the recipe's d_ffn"),
+    ("encoder_layers", int, "override the recipe's encoder layers"),
+    ("decoder_layers", int, "override the recipe's decoder layers"),
+)  # fmt: skip
+_TRAIN_SWITCHES: tuple[tuple[str, str], ...] = (
+    ("compile", "torch.compile"),
+    ("fsdp", "under torchrun, shard each block's weights, gradients and optimizer state over "
+     "the processes (FSDP2) instead of replicating the model (DDP, the default)"),
+    ("no_epoch_checkpoints", "no checkpoint_last at epoch ends: only at "
+     "--save-interval-updates, a new best and when the run stops (fairseq's flag)"),
+    ("allow_failed_claims", "train a declaration whose proof refutes its claimed order "
+     "(refused by default; recorded in the run's config.json)"),
+)  # fmt: skip
+
+
 def cmd_experiment(args: argparse.Namespace) -> int:
+    check_parent(args.out, "--out")
     if args.name == "all" and not args.report_only:
         raise DeclarationError(
             "'all' rebuilds every report from its JSON; it trains nothing",

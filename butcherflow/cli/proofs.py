@@ -15,7 +15,7 @@ from ..analysis import Report, check
 from ..analysis.budget import DEFAULT_TIME_BUDGET
 from ..errors import ButcherflowError
 from ..methods import catalog
-from ..methods.files import BY_FAMILY
+from ..methods.files import BY_FAMILY, catalog_dir, read_toml
 
 COMMANDS = ("check", "list")
 
@@ -37,8 +37,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(run=cmd_check)
 
-    p = sub.add_parser("list", help="list the catalog")
-    p.add_argument("--family", choices=tuple(BY_FAMILY))
+    p = sub.add_parser("list", help="list the catalog: the integrators, then the model recipes")
+    p.add_argument("--family", choices=tuple(BY_FAMILY), help="only the integrators of a family")
     p.set_defaults(run=cmd_list)
 
 
@@ -105,4 +105,16 @@ def cmd_list(args: argparse.Namespace) -> int:
             continue
         order = "—" if method.order is None else method.order
         print(f"{name:<24} {method.family:<12} order {order!s:<3} {method.title}")
+    if not args.family:
+        _list_recipes()
     return 1 if broken else 0
+
+
+def _list_recipes() -> None:
+    """The model recipes (`models/*.toml`): name, sides, title, read from the files as they
+    are (`butcherflow show NAME` builds and explains one)."""
+    print("\nmodel recipes (butcherflow show NAME; butcherflow train NAME ...):")
+    for path in sorted(catalog_dir("models").glob("*.toml")):
+        data = read_toml(path)
+        sides = "+".join(side for side in ("encoder", "decoder") if side in data)
+        print(f"{path.stem:<32} {sides:<16} {data.get('title', '')}")

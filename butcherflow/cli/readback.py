@@ -1,6 +1,7 @@
 """`butcherflow show RUN_DIR`: what a trained run's blocks compute now, read back by `bf.extract`.
 
-Each compiled block of the model (encoder and decoder) is extracted with its own field
+Each compiled block of the model (every side it is built from: encoder and decoder, or a
+language model's one stack, `model.sides()`) is extracted with its own field
 sub-modules as fields and its coefficient modules (stage gates) frozen, on a random state of the
 model's width: the learned coefficients (gates per token, learned weights) come back as a
 declaration with its proof, beside the declaration the run started from. A general linear
@@ -12,13 +13,14 @@ stacks, whose coefficients span the layers, have no per-layer reading.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, final
+from collections.abc import Callable, Iterator
+from typing import Any, cast, final
 
 import torch
 from torch import nn
 
 from ..analysis import check
+from ..assemble import LanguageModel, Seq2Seq, cross_attends
 from ..compiler import CompiledBlock, GeneralLinearStack
 from ..compiler.coefficients import StageGate
 from ..compiler.general_linear import advance, read_stages
@@ -44,20 +46,23 @@ def block_fields(block: nn.Module) -> tuple[dict[str, str], tuple[str, ...]]:
     return fields, tuple(frozen)
 
 
-def blocks(model: nn.Module) -> Iterator[tuple[str, int, nn.Module]]:
-    """(side, index, block) for every compiled block of the model's encoder and decoder."""
-    for side in ("encoder", "decoder"):
-        for index, block in enumerate(getattr(model, side, None) or ()):
-            yield side, index, block
+def blocks(model: Seq2Seq | LanguageModel) -> Iterator[tuple[str, int, nn.Module, bool]]:
+    """(side, index, block, whether it reads an encoder's memory) for every block of the model,
+    side by side (`sides()`: a translation model's encoder and decoder, a language model's
+    one stack)."""
+    for where, (side, stack) in model.sides().items():
+        for index, block in enumerate(stack):
+            yield where, index, block, cross_attends(side)
 
 
-def read_back(block: nn.Module, side: str, d_model: int, seed: int = 0) -> Extracted:
+def read_back(block: nn.Module, memory: bool, d_model: int, seed: int = 0) -> Extracted:
     """The integrator one trained block computes, read at a random state.
 
     **Arguments:**
 
     - `block`: a compiled block of the model (in eval mode).
-    - `side`: `"encoder"` or `"decoder"` (a decoder block also reads a random memory).
+    - `memory`: the block cross-attends (a translation decoder's): it also reads a random
+      memory.
     - `d_model`: the model's width.
     - `seed`: of the random state.
 
@@ -73,7 +78,7 @@ def read_back(block: nn.Module, side: str, d_model: int, seed: int = 0) -> Extra
     generator = torch.Generator().manual_seed(seed)
     state = torch.randn(BATCH, LENGTH, d_model, generator=generator)
     kwargs: dict[str, Any] = {}
-    if side == "decoder":
+    if memory:
         kwargs["memory"] = torch.randn(BATCH, MEMORY, d_model, generator=generator)
     return extract(block.eval(), state, fields=fields, frozen=frozen, **kwargs)
 
@@ -105,7 +110,7 @@ class StackLayer(nn.Module):
         return out
 
 
-def read_back_layers(stack: GeneralLinearStack, side: str, seed: int = 0) -> list[Extracted]:
+def read_back_layers(stack: GeneralLinearStack, memory: bool, seed: int = 0) -> list[Extracted]:
     """Every layer of a general linear stack read back over its streams (`StackLayer`), at
     random streams: its learned U, B, V as a general linear method (the mixing is frozen, so
     that dynamic coefficients stay those of the layer's own input)."""
@@ -117,7 +122,7 @@ def read_back_layers(stack: GeneralLinearStack, side: str, seed: int = 0) -> lis
         layer = StackLayer(stack, m).eval()
         streams = torch.randn(r, BATCH, LENGTH, d, generator=generator)
         kwargs: dict[str, Any] = {}
-        if side == "decoder":
+        if memory:
             kwargs["memory"] = torch.randn(BATCH, MEMORY, d, generator=generator)
         found.append(
             extract(layer, streams, fields={"F": "field"}, streams=0, frozen=("mix",), **kwargs)
@@ -125,17 +130,35 @@ def read_back_layers(stack: GeneralLinearStack, side: str, seed: int = 0) -> lis
     return found
 
 
-def _stack_lines(stack: GeneralLinearStack, side: str) -> list[str]:
+def _stack_lines(stack: nn.Module, memory: bool, d_model: int) -> list[str]:
+    """A general linear stack: every layer read back over its streams."""
+    gl = cast(GeneralLinearStack, stack)  # READERS keys it by this class
     lines = []
-    for m, found in enumerate(read_back_layers(stack, side)):
-        lines += [f"  layer {m} computes now (bf.extract over its {stack.method.values} streams):"]
+    for m, found in enumerate(read_back_layers(gl, memory)):
+        lines += [f"  layer {m} computes now (bf.extract over its {gl.method.values} streams):"]
         lines += ["    " + row for row in str(found).splitlines()]
         lines.append(f"    round trip: relative difference {found.verify():.2g}")
     return lines
 
 
-def describe(side: str, index: int, block: nn.Module, d_model: int) -> list[str]:
-    """Lines for one block: the declaration it started from and what it computes now."""
+def _block_lines(block: nn.Module, memory: bool, d_model: int) -> list[str]:
+    """A compiled block: read back at a random state."""
+    found = read_back(block, memory, d_model)
+    lines = ["  computes now (bf.extract at a random state):"]
+    lines += ["    " + row for row in str(found).splitlines()]
+    lines.append(f"    round trip: relative difference {found.verify():.2g}")
+    return lines
+
+
+# How a kind of compiled block is read back (any other compiled block: `_block_lines`).
+READERS: dict[type, Callable[[nn.Module, bool, int], list[str]]] = {
+    GeneralLinearStack: _stack_lines
+}
+
+
+def describe(side: str, index: int, block: nn.Module, memory: bool, d_model: int) -> list[str]:
+    """Lines for one block: the declaration it started from and what it computes now
+    (`memory`: the block cross-attends)."""
     started = getattr(block, "method", None)
     head = f"{side} layer {index} ({type(block).__name__})"
     if not isinstance(block, CompiledBlock):
@@ -147,12 +170,6 @@ def describe(side: str, index: int, block: nn.Module, d_model: int) -> list[str]
             *("    " + row for row in order_table([check(started)]).splitlines()),
         ]
     try:
-        if isinstance(block, GeneralLinearStack):
-            return lines + _stack_lines(block, side)
-        found = read_back(block, side, d_model)
+        return lines + READERS.get(type(block), _block_lines)(block, memory, d_model)
     except ExtractionError as refusal:
         return [*lines, f"  not read back: {refusal}"]
-    lines += ["  computes now (bf.extract at a random state):"]
-    lines += ["    " + row for row in str(found).splitlines()]
-    lines.append(f"    round trip: relative difference {found.verify():.2g}")
-    return lines

@@ -7,14 +7,15 @@ into batches whose padded size `max(size) * len(batch)` stays within `max_tokens
 the order of the batches is then shuffled. Both random steps use
 `numpy.random.default_rng((seed, epoch))`, so an epoch's batches are a pure function of
 `(seed, epoch)` (what a resumed run relies on). Without `shuffle` the order is fully sorted (ties by
-index), for validation and test.
+index), for validation and test. A language model's context windows (`packing.TokenBlocks`)
+are batched alike, a window's size being its length.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import final
+from typing import Protocol, final
 
 import numpy as np
 import torch
@@ -58,6 +59,30 @@ class Batch:
         return int(self.src.shape[0])
 
 
+class Split(Protocol):
+    """What `make_batches` and `collate` take: a split of samples that knows its sizes and pads
+    its own batches (`EncodedSplit`: sentence pairs; `packing.TokenBlocks`: context windows)."""
+
+    def __len__(self) -> int: ...
+
+    def sizes(self) -> np.ndarray:
+        """`(N,)` int64: each sample's padded size, what the token budget counts."""
+        ...
+
+    def lengths(self) -> tuple[np.ndarray, np.ndarray]:
+        """`(source lengths, target lengths)`, the sort keys of the batches."""
+        ...
+
+    def collate(self, indices: list[int]) -> Batch:
+        """The samples at `indices`, padded into a `Batch`."""
+        ...
+
+    @property
+    def text_bytes(self) -> int | None:
+        """UTF-8 bytes of the text the targets cover (for bits per byte), or None."""
+        ...
+
+
 @final
 @dataclass(frozen=True)
 class EncodedSplit:
@@ -84,6 +109,36 @@ class EncodedSplit:
         src = np.fromiter((len(s) for s in self.src), dtype=np.int64, count=len(self))
         tgt = np.fromiter((len(t) + 1 for t in self.tgt), dtype=np.int64, count=len(self))
         return np.maximum(src, tgt)
+
+    @property
+    def text_bytes(self) -> int | None:
+        """None: bits per byte is a language model's measure (`packing.TokenBlocks`)."""
+        return None
+
+    def lengths(self) -> tuple[np.ndarray, np.ndarray]:
+        """`(source lengths, target lengths)` of the pairs (no bos/eos)."""
+        src = np.fromiter((len(s) for s in self.src), dtype=np.int64, count=len(self))
+        tgt = np.fromiter((len(t) for t in self.tgt), dtype=np.int64, count=len(self))
+        return src, tgt
+
+    def collate(self, indices: list[int]) -> Batch:
+        """Pad the pairs at `indices` into a `Batch`: `prev_output` starts with bos, `target`
+        ends with eos, both padded to `T = max(len(tgt)) + 1`; `src` padded to
+        `S = max(len(src))` (at least 1)."""
+        if not indices:
+            raise ValueError("collate: empty batch")
+        src = [self.src[i] for i in indices]
+        tgt = [self.tgt[i] for i in indices]
+        prev_output = [[Vocabulary.bos, *t] for t in tgt]
+        target = [[*t, Vocabulary.eos] for t in tgt]
+        target_width = max(len(t) for t in target)
+        return Batch(
+            src=pad_rows(src, max(1, max(len(s) for s in src))),
+            prev_output=pad_rows(prev_output, target_width),
+            target=pad_rows(target, target_width),
+            ntokens=sum(len(t) for t in target),
+            indices=torch.tensor(indices, dtype=torch.long),
+        )
 
 
 def encode_split(
@@ -113,23 +168,14 @@ def encode_split(
     return EncodedSplit(src, tgt)
 
 
-def target_side(split: EncodedSplit) -> EncodedSplit:
-    """The target sentences alone, with empty sources: what a language model trains on.
-
-    A pair's size becomes `len(tgt) + 1`, so batches are cut on the target side only; `collate`
-    then gives `src` one pad column, which a `LanguageModel` never reads.
-    """
-    return EncodedSplit([[] for _ in split.tgt], split.tgt)
-
-
 def make_batches(
-    split: EncodedSplit, max_tokens: int, *, shuffle: bool, seed: int, epoch: int
+    split: Split, max_tokens: int, *, shuffle: bool, seed: int, epoch: int
 ) -> list[list[int]]:
     """Cut a split into length-bucketed batches within a token budget.
 
     **Arguments:**
 
-    - `split`: the encoded pairs.
+    - `split`: the encoded pairs (or a language model's context windows).
     - `max_tokens`: the budget of padded positions per batch, `max(size) * len(batch)`.
     - `shuffle`: random tie-break and shuffled batch order (training) or sorted order (evaluation).
     - `seed`, `epoch`: the random stream is `numpy.random.default_rng((seed, epoch))`.
@@ -147,14 +193,15 @@ def make_batches(
     largest = int(sizes.argmax())
     if sizes[largest] > max_tokens:
         raise DeclarationError(
-            f"pair {largest} needs {int(sizes[largest])} positions (max of source length and "
-            "target length + 1), more than the token budget",
+            f"sample {largest} needs {int(sizes[largest])} positions (a pair: the max of its "
+            "source length and target length + 1; a context window: its length), more than "
+            "the token budget",
             key="--max-tokens",
             value=max_tokens,
-            valid=f"--max-tokens >= {int(sizes[largest])}, or a smaller max_positions",
+            valid=f"--max-tokens >= {int(sizes[largest])}, or a smaller max_positions "
+            "(--tokens-per-sample for a language model)",
         )
-    src_len = np.fromiter((len(s) for s in split.src), dtype=np.int64, count=len(split))
-    tgt_len = np.fromiter((len(t) for t in split.tgt), dtype=np.int64, count=len(split))
+    src_len, tgt_len = split.lengths()
     rng = np.random.default_rng((seed, epoch))
     tie = rng.permutation(len(split)) if shuffle else np.arange(len(split))
     order = np.lexsort((tie, tgt_len, src_len))  # the last key is the primary one
@@ -175,7 +222,8 @@ def make_batches(
     return batches
 
 
-def _pad(rows: Sequence[list[int]], width: int) -> Tensor:
+def pad_rows(rows: Sequence[list[int]], width: int) -> Tensor:
+    """`(len(rows), width)` long: the rows right-padded with `Vocabulary.pad`."""
     out = torch.full((len(rows), width), Vocabulary.pad, dtype=torch.long)
     for i, row in enumerate(rows):
         if row:
@@ -183,31 +231,7 @@ def _pad(rows: Sequence[list[int]], width: int) -> Tensor:
     return out
 
 
-def collate(split: EncodedSplit, indices: list[int]) -> Batch:
-    """Pad the pairs at `indices` into a `Batch` (shapes in `Batch`'s docstring).
-
-    **Arguments:**
-
-    - `split`: the encoded pairs.
-    - `indices`: which pairs, in batch order.
-
-    **Returns:**
-
-    The `Batch`: `prev_output` starts with bos, `target` ends with eos, both padded to
-    `T = max(len(tgt)) + 1`; `src` padded to `S = max(len(src))` (at least 1).
-    """
-    if not indices:
-        raise ValueError("collate: empty batch")
-    src = [split.src[i] for i in indices]
-    tgt = [split.tgt[i] for i in indices]
-    prev_output = [[Vocabulary.bos, *t] for t in tgt]
-    target = [[*t, Vocabulary.eos] for t in tgt]
-    source_width = max(1, max(len(s) for s in src))
-    target_width = max(len(t) for t in target)
-    return Batch(
-        src=_pad(src, source_width),
-        prev_output=_pad(prev_output, target_width),
-        target=_pad(target, target_width),
-        ntokens=sum(len(t) for t in target),
-        indices=torch.tensor(indices, dtype=torch.long),
-    )
+def collate(split: Split, indices: list[int]) -> Batch:
+    """Pad the samples at `indices` into a `Batch` (shapes in `Batch`'s docstring; each split
+    pads its own kind: `EncodedSplit.collate`, `TokenBlocks.collate`)."""
+    return split.collate(indices)

@@ -19,7 +19,7 @@ import itertools
 import os
 import platform
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -30,16 +30,19 @@ from ..devices import resolve_device
 from ..errors import ButcherflowError
 from ..generate import score, translate
 from ..generate.evaluate import QUICK_DECODING
-from ..nn import LearnedPositions
 from ..savedir import load_language_model, load_model, read_commit, read_log, run_corpus
+from ..tasks import LANGUAGE_MODEL, TRANSLATION
 
 DECODING: dict[str, Any] = {"subset": "test", "checkpoint": "last", **QUICK_DECODING}
 LENGTH_BINS = 4
 
 
-def evaluate_language_model(save_dir: Path, checkpoint: str = "last") -> dict[str, Any]:
-    """Validation perplexity at `checkpoint` (`last` or `best`: the loop's own measurement, at
-    that checkpoint's update) and the parameter count."""
+def evaluate_language_model(
+    save_dir: Path, device: str = "cpu", *, bins: bool = False, checkpoint: str = "last"
+) -> dict[str, Any]:
+    """Validation perplexity and bits per byte at `checkpoint` (`last` or `best`: the loop's
+    own measurement, at that checkpoint's update) and the parameter count (`device`, `bins`:
+    unused, the signature of `EVALUATIONS`)."""
     commit = read_commit(save_dir, f"checkpoint_{checkpoint}")
     if commit is None or commit.get("valid_ppl") is None:
         raise ButcherflowError(
@@ -49,7 +52,10 @@ def evaluate_language_model(save_dir: Path, checkpoint: str = "last") -> dict[st
     model, _, _ = load_language_model(save_dir, checkpoint)
     return {
         "parameters": model.num_parameters,
-        "metrics": {"ppl": float(commit["valid_ppl"])},
+        "metrics": {
+            "ppl": float(commit["valid_ppl"]),
+            **({"bpb": float(commit["valid_bpb"])} if "valid_bpb" in commit else {}),
+        },
         "valid_nll_bits": float(commit["valid_nll_loss"]),
         "evaluation": {"subset": "valid", "checkpoint": checkpoint, "update": commit["update"]},
     }
@@ -97,11 +103,10 @@ def evaluate_translation(
         for number, entry in enumerate(out["bins"], 1):
             if entry["bleu"] is not None:
                 out["metrics"][f"bleu_bin{number}"] = entry["bleu"]
-        positions = getattr(model.embedding, "positions", None)
         train_lengths = [len(vocab.encode(s)) for s, _ in corpus.train]
         test_lengths = [len(vocab.encode(s)) for s in sources]
         longest = max(train_lengths, default=0)
-        max_len = positions.max_len if isinstance(positions, LearnedPositions) else None
+        max_len = model.recipe.max_positions
         out["positions"] = {
             "position": model.recipe.position,
             "longest_train_source": longest,
@@ -111,6 +116,13 @@ def evaluate_translation(
             "test_sources_cut": None if max_len is None else sum(n > max_len for n in test_lengths),
         }
     return out
+
+
+# How a run of each task is evaluated: `(save_dir, device, *, bins, checkpoint) -> result`.
+EVALUATIONS: dict[str, Callable[..., dict[str, Any]]] = {
+    TRANSLATION.name: evaluate_translation,
+    LANGUAGE_MODEL.name: evaluate_language_model,
+}
 
 
 def length_bins(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..savedir.atomic import write_json, write_text
+from ..tasks import task_named
 from .curves import curves_rows
 from .figures import plot, plot_paired
 from .spec import Experiment, metric_title
@@ -24,7 +25,7 @@ DEFAULT_OUT = "docs/experiments"  # where `butcherflow experiment` writes (its -
 
 
 def digits(metric: str) -> int:
-    return 1 if metric == "ppl" else 2
+    return {"ppl": 1, "bpb": 3}.get(metric, 2)
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -34,13 +35,15 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def _metrics_of(experiment: Experiment) -> tuple[str, ...]:
-    return ("ppl",) if experiment.task == "language_model" else ("bleu", "chrf")
+    return task_named(experiment.task).metrics
 
 
 def runs_table(experiment: Experiment, summaries: Sequence[RunSummary]) -> str:
     """A row per run: recipe, seeds, the metrics (mean ± std), parameters, tokens/s; a declared
-    run with no result yet is a row saying so (no number stands in for it)."""
-    metrics = _metrics_of(experiment)
+    run with no result yet is a row saying so (no number stands in for it). A metric of the
+    task that no result measured (bits per byte in a record made before it was) has no column."""
+    measured = {m for s in summaries for m in s.values}
+    metrics = tuple(m for m in _metrics_of(experiment) if m in measured or m == experiment.metric)
     header = ["run", "recipe", "seeds"] + [metric_title(m) for m in metrics]
     header += ["parameters", "train tokens/s"]
     positions = experiment.table == "bins"
@@ -356,8 +359,8 @@ def _how(experiment: Experiment, aggregate: Mapping[str, Any]) -> str:
         f"lr {preset['lr']:g}, warmup {preset['warmup_updates']}, dropout {preset['dropout']:g}, "
         f"label smoothing {preset['label_smoothing']:g}"
     )
-    if experiment.task == "translation":
-        d = aggregate["decoding"]
+    d = aggregate.get("decoding")
+    if d:  # translation: the decoding of the test split
         evaluation = (
             f"test split, checkpoint_{d['checkpoint']}, "
             + ("greedy" if d["beam"] == 1 else f"beam {d['beam']}")
@@ -365,9 +368,19 @@ def _how(experiment: Experiment, aggregate: Mapping[str, Any]) -> str:
             "detokenized sacreBLEU and chrF (signatures in the JSON)"
         )
     else:
+        windows = experiment.settings.get("sample_break_mode", "none")
+        bpb = any("bpb" in r.get("metrics", {}) for r in aggregate["results"])
         evaluation = (
-            "validation perplexity 2^(nll bits per subword) at the last update, or at the best "
-            "checkpoint for a run with patience"
+            "validation perplexity 2^(nll bits per subword)"
+            + (
+                " and bits per byte (nll bits over the UTF-8 bytes of the valid text)"
+                if bpb
+                else ""
+            )
+            + " at the last update, or at the best checkpoint for a run with patience; samples: "
+            f"break mode {windows} ("
+            + ("one line each" if windows == "eos" else "context windows across lines")
+            + ")"
         )
     results = aggregate["results"]
     seconds = float(aggregate.get("wall_seconds", 0.0))

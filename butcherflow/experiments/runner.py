@@ -36,21 +36,21 @@ from typing import Any, final
 
 import tomli_w
 
-from ..assemble import language_model_side, load_recipe
+from ..assemble import load_recipe
 from ..devices import check_threads, resolve_device, set_threads, threads_note
 from ..errors import ButcherflowError, DeclarationError, UnknownNameError
 from ..savedir import read_commit, read_log
 from ..savedir.atomic import write_json, write_text
 from ..savedir.layout import BEST, LOG
+from ..tasks import task_named
 from ..train import Interrupted, TrainConfig, train
 from ..train.loop import INTERRUPTED
 from .catalog import EXPERIMENTS, PRESETS
 from .curves import valid_curve
 from .evaluation import (
     DECODING,
+    EVALUATIONS,
     code_version,
-    evaluate_language_model,
-    evaluate_translation,
     machine,
     throughput,
 )
@@ -283,7 +283,7 @@ def run_experiment(
         "preset": invocation.preset.train_fields(),
         "data": invocation.data,
         "task": declared.task,
-        "decoding": DECODING if declared.task == "translation" else None,
+        "decoding": DECODING if "bleu" in task_named(declared.task).metrics else None,
         "machine": machine(invocation.device),
         "threads": threads_note(threads),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -403,11 +403,10 @@ def train_config(invocation: Invocation, run: Run, seed: int) -> TrainConfig:
         fields["encoder_layers"] = run.encoder_layers
     if run.decoder_layers is not None:
         fields["decoder_layers"] = run.decoder_layers
-    if experiment.task == "language_model":  # the depth goes to the side the model is built from
-        layers = fields["encoder_layers"]
-        side = language_model_side(load_recipe(recipe))
-        fields["encoder_layers"] = layers if side == "encoder" else None
-        fields["decoder_layers"] = layers if side == "decoder" else None
+    depths = task_named(experiment.task).depths(
+        load_recipe(recipe), fields["encoder_layers"], fields["decoder_layers"]
+    )
+    fields["encoder_layers"], fields["decoder_layers"] = depths
     if budgeted:
         fields["d_ffn"] = None
     return TrainConfig(
@@ -424,7 +423,7 @@ def train_config(invocation: Invocation, run: Run, seed: int) -> TrainConfig:
         keep_last_checkpoints=0,  # checkpoint_last (and _best) suffice to resume and evaluate
         log_interval=1,
         device=invocation.device,
-        **fields,
+        **{**fields, **experiment.settings},
     )
 
 
@@ -437,15 +436,13 @@ def run_one(invocation: Invocation, run: Run, seed: int) -> dict[str, Any]:
     if summary["interrupted"] is not None:  # not a result: stop the experiment, resume later
         raise Interrupted(summary["interrupted"], summary["updates"], str(save_dir))
     checkpoint = "best" if run.patience else "last"  # patience: the best is what it trained for
-    if invocation.experiment.task == "language_model":
-        measured = evaluate_language_model(save_dir, checkpoint)
-    else:
-        measured = evaluate_translation(
-            save_dir,
-            invocation.device,
-            bins=invocation.experiment.table == "bins",
-            checkpoint=checkpoint,
-        )
+    evaluation = EVALUATIONS[invocation.experiment.task]
+    measured = evaluation(
+        save_dir,
+        invocation.device,
+        bins=invocation.experiment.table == "bins",
+        checkpoint=checkpoint,
+    )
     best = read_commit(save_dir, BEST, verify=False) or {}
     log = read_log(save_dir / LOG)
     result = {

@@ -17,7 +17,7 @@ from typing import Any, final
 
 from ..assemble import Recipe, load_recipe, recipe_from_dict, recipe_to_toml
 from ..errors import DeclarationError, count_problem
-from ..train.config import TASKS
+from ..tasks import TRANSLATION, task_named
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -26,7 +26,8 @@ else:  # pragma: no cover
 
 TABLES = ("runs", "grid", "bins")  # one row per run; rows x columns; rows x source-length bins
 PLOTS = ("points", "grouped-points", "lines", "bins")
-METRICS = ("bleu", "chrf", "ppl")  # and bleu_bin1 .. bleu_binN (BLEU in source-length bin N)
+METRICS = ("bleu", "chrf", "ppl", "bpb")  # and bleu_bin1 .. bleu_binN (BLEU in length bin N)
+LOWER_IS_BETTER = ("ppl", "bpb")
 
 
 def recipe_table(recipe: Recipe) -> dict[str, Any]:
@@ -38,19 +39,25 @@ def metric_title(metric: str) -> str:
     """`"bleu"` -> `"test BLEU"`, `"bleu_bin4"` -> `"test BLEU, length bin 4"`."""
     if metric.startswith("bleu_bin"):
         return f"test BLEU, length bin {metric.removeprefix('bleu_bin')}"
-    return {"bleu": "test BLEU", "chrf": "test chrF", "ppl": "valid perplexity"}[metric]
+    titles = {
+        "bleu": "test BLEU",
+        "chrf": "test chrF",
+        "ppl": "valid perplexity",
+        "bpb": "valid bits per byte",
+    }
+    return titles[metric]
 
 
 def higher_is_better(metric: str) -> bool:
-    """BLEU and chrF go up with quality, perplexity goes down."""
-    return metric != "ppl"
+    """BLEU and chrF go up with quality, perplexity and bits per byte go down."""
+    return metric not in LOWER_IS_BETTER
 
 
 def _check_metric(metric: str, where: str) -> None:
     binned = metric.startswith("bleu_bin") and metric.removeprefix("bleu_bin").isdigit()
     if metric not in METRICS and not binned:
         raise DeclarationError(
-            "unknown metric", key=where, value=metric, valid="bleu, chrf, ppl or bleu_binN"
+            "unknown metric", key=where, value=metric, valid="bleu, chrf, ppl, bpb or bleu_binN"
         )
 
 
@@ -167,7 +174,10 @@ class Experiment:
     - `title`: the heading of its report.
     - `analogue`: which table or figure of which paper it reproduces, and how it differs.
     - `data`: the corpus spec every run trains on (`--data` replaces it).
-    - `task`: `"translation"` (test BLEU and chrF, greedy) or `"language_model"` (valid perplexity).
+    - `task`: `"translation"` (test BLEU and chrF, greedy) or `"language_model"` (valid
+      perplexity and bits per byte).
+    - `settings`: `TrainConfig` settings every run takes beyond the preset's (a language
+      model's `sample_break_mode`, say).
     - `runs`: the runs.
     - `claims`: the claims it tests.
     - `budget`: the number of updates per run at the CPU scale, unless a run declares its own
@@ -196,25 +206,24 @@ class Experiment:
     plot: str
     x_label: str = ""
     validate_interval_updates: int = 0
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         where = f"experiment '{self.name}'"
-        if self.task not in TASKS:
-            raise DeclarationError(
-                "unknown task", key=f"{where}.task", value=self.task, valid=", ".join(TASKS)
-            )
+        task = task_named(self.task, key=f"{where}.task")
         for key, value, valid in (("table", self.table, TABLES), ("plot", self.plot, PLOTS)):
             if value not in valid:
                 raise DeclarationError(
                     f"unknown {key}", key=f"{where}.{key}", value=value, valid=", ".join(valid)
                 )
         _check_metric(self.metric, f"{where}.metric")
-        if self.task == "language_model" and self.metric != "ppl":
+        if self.metric.partition("_bin")[0] not in task.metrics:  # bleu_binN: BLEU by length
             raise DeclarationError(
-                "a language model is judged by perplexity",
+                f"a {task.title} is judged by "
+                + ", ".join(metric_title(m).removeprefix("valid ") for m in task.metrics),
                 key=f"{where}.metric",
                 value=self.metric,
-                valid="ppl",
+                valid=", ".join(task.metrics),
             )
         _check_count(self.budget, f"{where}.budget", minimum=1)
         _check_count(self.validate_interval_updates, f"{where}.validate_interval_updates", 0)
@@ -322,7 +331,8 @@ class Preset:
     lr: float
     warmup_updates: int
     dropout: float
-    label_smoothing: float = 0.1
+    # translation's default, for every run of a preset: the language-model records trained so
+    label_smoothing: float = TRANSLATION.label_smoothing
 
     def train_fields(self) -> dict[str, Any]:
         """The `TrainConfig` fields this preset sets."""

@@ -42,7 +42,8 @@ def _describe(action: argparse.Action) -> str:
         parts.append("one of " + ", ".join(f"`{c}`" for c in action.choices))
     default = action.default
     no_default = default is None or default is argparse.SUPPRESS or default is False
-    if action.nargs != 0 and action.option_strings and not no_default:
+    said = "default" in (action.help or "")  # the help says its default itself
+    if action.nargs != 0 and action.option_strings and not no_default and not said:
         parts.append(f"default `{default}`")
     if action.required and action.option_strings:
         parts.append("required")

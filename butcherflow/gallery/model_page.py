@@ -13,6 +13,7 @@ from torch import nn
 from ..assemble import (
     LanguageModel,
     Recipe,
+    Seq2Seq,
     apply_param_budget,
     load_recipe,
     model_class,
@@ -29,7 +30,7 @@ from .text import Attempt, Measured, fence, flops, save_figure, table, write_pag
 VOCAB = 32_000  # the vocabulary of the parameter counts (as `butcherflow show`)
 
 
-def build_model(recipe: Recipe) -> nn.Module:
+def build_model(recipe: Recipe) -> Seq2Seq | LanguageModel:
     """The recipe's model (a `Seq2Seq`, or a `LanguageModel` for a one-sided recipe) at
     `VOCAB`, built on the meta device (no memory) when every module allows it."""
     kind = model_class(recipe)
@@ -40,13 +41,9 @@ def build_model(recipe: Recipe) -> nn.Module:
         return kind(recipe, VOCAB)
 
 
-def _blocks(model: nn.Module, where: str) -> list[CompiledBlock]:
-    side = getattr(model, where, None)
-    if isinstance(model, LanguageModel) and model.side == where:  # a decoder-only recipe
-        side = model.blocks
-    if side is None:
-        return []
-    return [b for b in side if isinstance(b, CompiledBlock)]
+def _blocks(model: Seq2Seq | LanguageModel, where: str) -> list[CompiledBlock]:
+    _, stack = model.sides().get(where, (None, ()))
+    return [b for b in stack if isinstance(b, CompiledBlock)]
 
 
 def _params(module: nn.Module) -> int:
@@ -96,14 +93,7 @@ def _overview(
             f"(field `{fields}`{order}{options})"
         )
     text = "; ".join(parts)
-    positions = f"{recipe.position} positions"
-    if recipe.position == "floater":
-        flow = getattr(recipe, "floater", None)
-        blocks = getattr(recipe, "floater_blocks", "all")
-        where = "every block" if blocks == "all" else "the first block of each side"
-        positions = (
-            f"sinusoidal positions plus FLOATER biases at {where} (flow {_linked(flow, rows)})"
-        )
+    positions = recipe.positions.describe(recipe, lambda value: _linked(value, rows))
     return text[0].upper() + text[1:] + f"; {positions}." if text else positions
 
 
@@ -181,14 +171,9 @@ def model_page(
         if isinstance(embedding_data, Mapping) and embedding_data:
             shown = [(k, _linked(v, rows)) for k, v in embedding_data.items()]
             md += ["### Embedding and positions", "", table(("", ""), shown), ""]
-            if recipe.position == "floater":
-                md += [
-                    "FLOATER positions: a neural ODE over positions (dynamics shared by every "
-                    "block, one learned initial value per attention module and q/k/v) adds "
-                    "position-aware biases to the query, key and value projections; see the "
-                    "flow's page for its solver and accuracy.",
-                    "",
-                ]
+            explained = recipe.positions.explain()
+            if explained:
+                md += [explained, ""]
 
     flops_total: int | None = None
     calls_total: int | None = None

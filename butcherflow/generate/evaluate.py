@@ -19,18 +19,21 @@ from sacrebleu.metrics import BLEU, CHRF
 from tqdm import tqdm
 
 from ..assemble import Seq2Seq
-from ..data import Vocabulary, encode_split, target_side
+from ..data import Vocabulary
 from ..devices import resolve_device
 from ..errors import ButcherflowError, DeclarationError
-from ..nn import LearnedPositions
 from ..savedir import load_language_model, load_model, run_corpus
+from ..tasks import LANGUAGE_MODEL
 from ..train import TrainConfig
+from ..train.config import TRAIN_DEFAULTS, check_window
 from ..train.distributed import Process
+from ..train.run import encode
 from ..train.step import validate
 from .search import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B, beam_search, check_options, greedy
 
 SUBSETS = ("valid", "test")
-MAX_TOKENS = 4096  # padded source tokens per generation batch (the search defaults: search.py)
+# padded source tokens per generation batch: training's --max-tokens (search defaults: search.py)
+MAX_TOKENS: int = TRAIN_DEFAULTS["max_tokens"]
 # Cheap greedy decoding for BLEU during training and in the experiments' reports: outputs at most
 # 1.2 · source length + 10 subwords long.
 QUICK_DECODING: dict[str, Any] = {"beam": 1, "max_len_a": 1.2, "max_len_b": 10}
@@ -163,8 +166,8 @@ def translate(
     check_options(beam=beam, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b)
     target = resolve_device(device)
     model.to(target)
-    positions = getattr(getattr(model, "embedding", None), "positions", None)
-    cut = positions.max_len if isinstance(positions, LearnedPositions) else None
+    recipe = getattr(model, "recipe", None)  # a stand-in model may have none
+    cut = None if recipe is None else recipe.max_positions
     encoded = [source_ids(vocab, s, cut) if s.strip() else [] for s in sentences]
     todo = [i for i, ids in enumerate(encoded) if ids]
     batches = token_batches([len(encoded[i]) for i in todo], max_tokens)
@@ -307,20 +310,30 @@ class Perplexity:
 
     **Arguments:**
 
-    - `ppl`: the perplexity, `2 ** nll_bits`.
+    - `ppl`: the perplexity per subword token, `2 ** nll_bits`.
     - `nll_bits`: the negative log-likelihood in bits per target token (eos included, as in
       training).
-    - `subset`, `checkpoint`, `sentences`: what was scored.
+    - `bpb`: bits per byte, the summed nll in bits over `text_bytes`: comparable across
+      vocabularies.
+    - `text_bytes`: the UTF-8 bytes of the evaluated text (a newline per line included).
+    - `subset`, `checkpoint`, `sentences`: what was scored; `windows`: how (`TokenBlocks` in
+      words: the window length and break mode).
     """
 
     ppl: float
     nll_bits: float
+    bpb: float
+    text_bytes: int
     subset: str
     checkpoint: str
     sentences: int
+    windows: str
 
     def __str__(self) -> str:
-        return f"perplexity = {self.ppl:.2f} (nll {self.nll_bits:.3f} bits per target token)"
+        return (
+            f"perplexity = {self.ppl:.2f} (nll {self.nll_bits:.3f} bits per target token), "
+            f"{self.bpb:.4f} bits per byte ({self.text_bytes:,} UTF-8 bytes)"
+        )
 
 
 def evaluate_perplexity(
@@ -329,12 +342,16 @@ def evaluate_perplexity(
     *,
     checkpoint: str = "best",
     max_tokens: int = MAX_TOKENS,
+    tokens_per_sample: int | None = None,
+    sample_break_mode: str | None = None,
     device: str | torch.device = "cpu",
 ) -> Perplexity:
-    """A `--task language_model` run's perplexity on a subset of its corpus (the target side),
-    measured as the training loop validates (`train.step.validate`), in fp32.
+    """A `--task language_model` run's perplexity and bits per byte on a subset of its corpus
+    (the target side), measured as the training loop validates (`train.step.validate`) on the
+    run's context windows, in fp32.
 
-    **Arguments:** as in `evaluate`; `max_tokens`: padded positions per batch.
+    **Arguments:** as in `evaluate`; `max_tokens`: padded positions per batch;
+    `tokens_per_sample`, `sample_break_mode`: other windows than the run's (`data.packing`).
 
     **Returns:** a `Perplexity`.
     """
@@ -345,21 +362,34 @@ def evaluate_perplexity(
     folder = Path(save_dir)
     target = resolve_device(device)
     model, vocab, config = load_language_model(folder, checkpoint, device=str(target))
+    given: dict[str, Any] = {
+        "tokens_per_sample": tokens_per_sample,
+        "sample_break_mode": sample_break_mode,
+    }
+    settings = replace(
+        TrainConfig.from_saved(config),
+        max_tokens=max_tokens,
+        **{k: v for k, v in given.items() if v is not None},
+    )
+    check_window(settings.tokens_per_sample, model.recipe)
     corpus = run_corpus(folder, config)
     pairs = corpus.valid if subset == "valid" else corpus.test
     if not pairs:
         raise ButcherflowError(f"the {subset} split of {corpus.name!r} is empty")
-    recipe = model.recipe
-    max_positions = recipe.max_len if recipe.position == "learned" else None
-    split = target_side(encode_split(list(pairs), vocab, max_positions))
-    settings = replace(TrainConfig.from_json(config), max_tokens=max_tokens)
+    split = encode(settings, pairs, vocab, model.recipe)
     measured = validate(model, split, settings, target, contextlib.nullcontext, Process())
+    assert split.text_bytes is not None  # text: a language model's windows
     return Perplexity(
         ppl=measured["valid_ppl"],
         nll_bits=measured["valid_nll_loss"],
+        bpb=measured["valid_bpb"],
+        text_bytes=split.text_bytes,
         subset=subset,
         checkpoint=checkpoint,
         sentences=len(pairs),
+        windows=LANGUAGE_MODEL.describe_samples(
+            len(split), settings.tokens_per_sample, settings.sample_break_mode
+        ),
     )
 
 

@@ -2,8 +2,8 @@
 
 layout.py (the file names, `recipe.toml`, `config.json`, `CheckpointError`), atomic.py
 (every file is written atomically), checkpoint.py (committed checkpoints: weights, trainer state,
-commit), curves.py (`log.jsonl` and `curves.png`), trained.py (`load_model`,
-`load_language_model`, averaging).
+commit), curves.py (`log.jsonl` and `curves.png`), trained.py (`load_trained`,
+`load_model`, `load_language_model`, averaging).
 Generation and the experiments read trained models through this stage, never through the loop.
 """
 
@@ -16,6 +16,8 @@ from .trained import (
     checkpoint_update,
     load_language_model,
     load_model,
+    load_trained,
+    run_task,
     save_weights,
 )
 
@@ -29,6 +31,7 @@ __all__ = [
     "latest_checkpoint",
     "load_language_model",
     "load_model",
+    "load_trained",
     "read_commit",
     "read_config",
     "read_log",
@@ -36,5 +39,6 @@ __all__ = [
     "record_evaluation",
     "run_corpus",
     "run_sizes",
+    "run_task",
     "save_weights",
 ]

@@ -27,11 +27,14 @@ def append_log(path: Path, entry: Mapping[str, Any]) -> None:
         handle.write(json.dumps(entry) + "\n")
 
 
-def record_evaluation(save_dir: Path, update: int | None, entry: Mapping[str, Any]) -> None:
+def record_evaluation(save_dir: Path, update: int | None, entry: Mapping[str, Any]) -> Path:
     """Append an `"evaluate"` entry to the run's `log.jsonl`, stamped with the checkpoint's
-    `update` (None for a weights file or an average) and the time in UTC."""
+    `update` (None for a weights file or an average) and the time in UTC.
+
+    **Returns:** the log's path."""
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     append_log(save_dir / LOG, {"update": update, "kind": "evaluate", "time": stamp, **entry})
+    return save_dir / LOG
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""Trained models out of a save dir: `load_model`, `load_language_model`, `average_checkpoints`.
+"""Trained models out of a save dir: `load_trained` (whichever task it trained), `load_model`,
+`load_language_model`, `average_checkpoints`.
 
 A save dir's `recipe.toml` holds the resolved recipe and `spm.model` the vocabulary, so a trained
 model is rebuilt from the save dir alone; its weights come from a committed checkpoint (`best`,
@@ -11,7 +12,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, cast
 
 import torch
 from safetensors.torch import save_file
@@ -20,6 +21,7 @@ from torch import Tensor, nn
 from ..assemble import LanguageModel, Recipe, Seq2Seq
 from ..data import Vocabulary
 from ..errors import ButcherflowWarning, DeclarationError
+from ..tasks import LANGUAGE_MODEL, TASKS, TRANSLATION, Task
 from .atomic import atomic_path
 from .checkpoint import (
     assign_weights,
@@ -105,7 +107,8 @@ def load_model(
     **Returns:** `(model, vocabulary, config)`; `config` is the content of `config.json`. A save
     dir of `--task language_model` is refused (`load_language_model` reads it).
     """
-    return _load_trained(Seq2Seq, "translation", Path(save_dir), checkpoint, device)
+    model, vocab, config = _load_trained(TRANSLATION, Path(save_dir), checkpoint, device)
+    return cast(Seq2Seq, model), vocab, config  # the task's model
 
 
 def load_language_model(
@@ -115,35 +118,52 @@ def load_language_model(
 
     **Returns:** `(model in eval mode, vocabulary, config)`.
     """
-    return _load_trained(LanguageModel, "language_model", Path(save_dir), checkpoint, device)
+    model, vocab, config = _load_trained(LANGUAGE_MODEL, Path(save_dir), checkpoint, device)
+    return cast(LanguageModel, model), vocab, config  # the task's model
 
 
-# why a loader refuses a save dir of the other task, and which loader reads it
-_WRONG_TASK = {
-    "translation": "not a translation model (load it with butcherflow.savedir.load_language_model)",
-    "language_model": "not a language model (load it with butcherflow.savedir.load_model)",
-}
-_Model = TypeVar("_Model", Seq2Seq, LanguageModel)
+def load_trained(
+    save_dir: str | Path, checkpoint: str = "best", device: str | torch.device = "cpu"
+) -> tuple[Seq2Seq | LanguageModel, Vocabulary, dict[str, Any]]:
+    """The trained model of a save dir of either task (`run_task` says which), as `load_model`.
+
+    **Returns:** `(model in eval mode, vocabulary, config)`.
+    """
+    return _load_trained(None, Path(save_dir), checkpoint, device)
+
+
+def run_task(save_dir: str | Path) -> Task:
+    """The task a save dir trained (its `config.json`'s `task`); a `CheckpointError` when the
+    file names none this version knows."""
+    folder = Path(save_dir)
+    if not folder.is_dir():
+        raise CheckpointError(
+            f"save dir {str(folder)!r} does not exist; give the --save-dir of a "
+            "`butcherflow train` run"
+        )
+    found = read_config(folder).get("task")
+    if not isinstance(found, str) or found not in TASKS:
+        raise CheckpointError(
+            f"{folder / CONFIG}: 'task' is {found!r}, not one of {', '.join(TASKS)} (a save "
+            "dir in the 0.1.0 format, which is no longer read, or an edited file)"
+        )
+    return TASKS[found]
+
+
+_LOADERS = {TRANSLATION.name: "load_model", LANGUAGE_MODEL.name: "load_language_model"}
 
 
 def _load_trained(
-    model_class: type[_Model],
-    task: str,
-    folder: Path,
-    checkpoint: str,
-    device: str | torch.device,
-) -> tuple[_Model, Vocabulary, dict[str, Any]]:
-    config = read_config(folder)
-    found = config.get("task")
-    if found not in _WRONG_TASK:
+    expected: Task | None, folder: Path, checkpoint: str, device: str | torch.device
+) -> tuple[Seq2Seq | LanguageModel, Vocabulary, dict[str, Any]]:
+    task, config = run_task(folder), read_config(folder)
+    if expected is not None and task is not expected:
         raise CheckpointError(
-            f"{folder / CONFIG}: 'task' is {found!r}, not one of {', '.join(_WRONG_TASK)} (a save "
-            "dir in the 0.1.0 format, which is no longer read, or an edited file)"
+            f"{folder} holds a {task.name} run, not a {expected.title} (load it with "
+            f"butcherflow.savedir.{_LOADERS[task.name]}, or load_trained)"
         )
-    if found != task:
-        raise CheckpointError(f"{folder} holds a {found} run, {_WRONG_TASK[task]}")
     recipe, vocab = _recipe_and_vocabulary(folder, config)
-    model = model_class(recipe, int(config["vocab_size"]), pad_index=vocab.pad)
+    model = task.model(recipe, int(config["vocab_size"]), pad_index=vocab.pad)
     _load_weights(model, folder, checkpoint)
     return model.to(device).eval(), vocab, config
 

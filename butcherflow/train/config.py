@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, final
 
 import torch
 
-from ..assemble import LanguageModel, Recipe, apply_param_budget, load_recipe, model_class
+from ..assemble import Recipe, apply_param_budget, load_recipe
 from ..assemble.declarations import pinned
 from ..assemble.recipe import OVERRIDES
 from ..devices import check_device, check_threads
 from ..errors import DeclarationError, count_problem
+from ..tasks import LANGUAGE_MODEL, TRANSLATION, Task, task_named, task_of_recipe
 
-TASKS = ("translation", "language_model")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 # A resumed run may change these (when to stop, what to keep, where to run, where the files are:
 # the corpus content is checked by its fingerprint instead); any other field must match the save
@@ -48,6 +50,12 @@ RESUMABLE_CHANGES = (
     "threads",
     "allow_failed_claims",
 )
+# Settings added after save dirs were first written, and what a save dir without them trained
+# with: a language model read one line per sample (break mode `eos`, lines kept whole).
+ADDED_SETTINGS: dict[str, dict[str, Any]] = {
+    TRANSLATION.name: {"tokens_per_sample": None, "sample_break_mode": None},
+    LANGUAGE_MODEL.name: {"tokens_per_sample": None, "sample_break_mode": "eos"},
+}
 
 
 def flag(name: str) -> str:
@@ -71,8 +79,9 @@ class TrainConfig:
     - `update_freq`: micro-batches accumulated per update.
     - `lr`, `warmup_updates`, `warmup_init_lr`: the inverse-sqrt schedule (linear warmup from
       `warmup_init_lr` to `lr` over `warmup_updates` updates, then `lr·sqrt(warmup/update)`).
-    - `label_smoothing`, `dropout` (None keeps the recipe's), `clip_norm` (0 = no clipping),
-      `weight_decay`.
+    - `label_smoothing` (None: the task's, `tasks.Task.label_smoothing`: 0.1 for translation,
+      0 for a language model), `dropout` (None keeps the recipe's), `clip_norm` (0 = no
+      clipping), `weight_decay`.
     - `max_update`, `max_epoch` (0 = no limit), `time_budget` (seconds of wall clock, None = no
       limit), `patience` (fairseq's: stop when the validation loss has not improved for this many
       consecutive validations; 0 = off): the stop rules; the first one reached stops the run with
@@ -95,9 +104,15 @@ class TrainConfig:
       recipe (None keeps the recipe's value).
     - `task`: `"translation"` (a `Seq2Seq` on the pairs) or `"language_model"` (a decoder-only
       `LanguageModel` on the target side alone: `Batch.prev_output -> Batch.target`, with the
-      run's joint vocabulary). A language model is built from the side `LanguageModel` picks (a
-      decoder-only recipe's decoder: `--decoder-layers` sizes it; or the encoder side of a
-      translation recipe, made causal: `--encoder-layers` sizes it).
+      run's joint vocabulary); None: the recipe's (`tasks.task_of_recipe`: a decoder-only
+      `lm-*` recipe is a language model). A language model is built from the side
+      `LanguageModel` picks (a decoder-only recipe's decoder: `--decoder-layers` sizes it; or
+      the encoder side of a translation recipe, made causal: `--encoder-layers` sizes it).
+    - `tokens_per_sample`, `sample_break_mode`: a language model's context windows (fairseq's
+      names, `data.packing`): `none` (the default) cuts the text every `tokens_per_sample`
+      positions (default `tasks.TOKENS_PER_SAMPLE`) across lines, `eos` keeps every line a
+      sample of its own (cut into windows only when `tokens_per_sample` is given and the line is
+      longer). A translation run takes neither.
     - `allow_failed_claims`: train a recipe even when the proof of one of its declarations
       refutes the order it claims (refused by default; the run records which claims failed).
     """
@@ -112,7 +127,7 @@ class TrainConfig:
     lr: float = 5e-4
     warmup_updates: int = 4000
     warmup_init_lr: float = 1e-7
-    label_smoothing: float = 0.1
+    label_smoothing: float | None = None
     dropout: float | None = None
     clip_norm: float = 0.0
     weight_decay: float = 0.0
@@ -138,8 +153,10 @@ class TrainConfig:
     d_ffn: int | None = None
     encoder_layers: int | None = None
     decoder_layers: int | None = None
-    task: str = "translation"
+    task: str | None = None
     allow_failed_claims: bool = False
+    tokens_per_sample: int | None = None
+    sample_break_mode: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("recipe", "data", "save_dir"):
@@ -148,6 +165,7 @@ class TrainConfig:
                 raise DeclarationError(
                     "must not be empty", key=flag(name), value=value, valid="a name or a path"
                 )
+        self._resolve_task_defaults()
         _integer(self, "max_tokens", minimum=1)
         _integer(self, "update_freq", minimum=1)
         _integer(self, "warmup_updates", minimum=1, why="the inverse-sqrt schedule needs one")
@@ -166,7 +184,7 @@ class TrainConfig:
                 _integer(self, name, minimum=1, why="or leave it out to keep the recipe's")
         _number(self, "lr", low=0.0, low_open=True)
         _number(self, "warmup_init_lr", low=0.0)
-        _number(self, "label_smoothing", low=0.0, high=1.0)
+        _number(self, "label_smoothing", low=0.0, high=1.0)  # resolved first: never None
         _number(self, "clip_norm", low=0.0, why="0 = no clipping")
         _number(self, "weight_decay", low=0.0)
         if self.dropout is not None:
@@ -181,8 +199,6 @@ class TrainConfig:
                 valid=f"a value <= --lr ({self.lr})",
             )
         check_device(self.device)
-        if self.task not in TASKS:
-            raise DeclarationError("unknown task", key="--task", value=self.task, valid=_one(TASKS))
         if self.precision not in PRECISIONS:
             raise DeclarationError(
                 "unknown precision", key="--precision", value=self.precision, valid=_one(PRECISIONS)
@@ -201,7 +217,7 @@ class TrainConfig:
                 value=self.keep_last_checkpoints,
                 valid="also give --save-interval-updates N, or leave it out",
             )
-        lone_target = self.task == "language_model" and self.source_lang is None  # text's language
+        lone_target = self.source_lang is None and task_named(self.task).monolingual
         if (self.source_lang is None) != (self.target_lang is None) and not lone_target:
             missing = "--target-lang" if self.target_lang is None else "--source-lang"
             raise DeclarationError(
@@ -210,6 +226,40 @@ class TrainConfig:
                 value=None,
                 valid="e.g. --source-lang de --target-lang en",
             )
+
+    def _resolve_task_defaults(self) -> None:
+        """Fill in what the task decides: the task itself (from the recipe), its label
+        smoothing, and a language model's context windows; a translation run given a window is
+        refused. (A frozen dataclass sets its own resolved fields once, here.)"""
+        task = task_named(self.task) if self.task is not None else None
+        task = task or task_of_recipe(load_recipe(self.recipe))
+        length, mode = task.windows(self.tokens_per_sample, self.sample_break_mode)
+        resolved: dict[str, Any] = {
+            "task": task.name,
+            "tokens_per_sample": length,
+            "sample_break_mode": mode,
+        }
+        if self.label_smoothing is None:
+            resolved["label_smoothing"] = task.label_smoothing
+        for name, value in resolved.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def run_task(self) -> Task:
+        """The `tasks.Task` this run trains (`task` is its name)."""
+        return task_named(self.task)
+
+    @property
+    def smoothing(self) -> float:
+        """`label_smoothing` as resolved (the task's default when it was not given)."""
+        assert self.label_smoothing is not None  # resolved in __post_init__
+        return self.label_smoothing
+
+    @classmethod
+    def from_saved(cls, saved: dict[str, Any]) -> TrainConfig:
+        """The config a save dir's `config.json` records (`saved_settings`: a setting added
+        since it was written takes the value that run trained with)."""
+        return cls.from_json(saved_settings(saved))
 
     def to_json(self) -> dict[str, Any]:
         """The fields as a JSON-ready dict."""
@@ -240,6 +290,19 @@ class TrainConfig:
         ]
 
 
+# Every field's default, read from the dataclass: the CLI's help and the benchmarks say these.
+TRAIN_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+)
+
+
+def saved_settings(saved: dict[str, Any]) -> dict[str, Any]:
+    """A save dir's settings with those added since it was written (`ADDED_SETTINGS`) filled
+    in as that run trained them."""
+    added = ADDED_SETTINGS.get(str(saved.get("task")), {})
+    return {**added, **saved}
+
+
 def resolve_recipe(config: TrainConfig, vocab_size: int) -> Recipe:
     """The recipe actually trained: its methods pinned, the size overrides applied
     (`Recipe.with_overrides`), then its `param_budget` rule.
@@ -251,19 +314,7 @@ def resolve_recipe(config: TrainConfig, vocab_size: int) -> Recipe:
     so `Seq2Seq(recipe, vocab_size)` rebuilds the same model from it.
     """
     declared = load_recipe(config.recipe)
-    translation_budget = declared.param_budget is not None and (
-        model_class(declared) is not LanguageModel
-        or model_class(load_recipe(declared.param_budget)) is not LanguageModel
-    )
-    if translation_budget and config.task == "language_model":
-        raise DeclarationError(
-            f"recipe '{declared.name}' matches the parameter count of the encoder-decoder "
-            f"'{declared.param_budget}' (param_budget), which says nothing about a language model",
-            key="RECIPE",
-            value=config.recipe,
-            valid="a recipe without param_budget for --task language_model, or a decoder-only "
-            "recipe whose param_budget names a decoder-only recipe (models/lm-macaron.toml)",
-        )
+    task_named(config.task).check_recipe(declared, config.recipe)
     if declared.param_budget is not None and config.d_ffn is not None:
         raise DeclarationError(
             f"recipe '{declared.name}' sizes d_ffn itself (param_budget = "
@@ -286,7 +337,20 @@ def resolve_recipe(config: TrainConfig, vocab_size: int) -> Recipe:
             value=f"d_model={d_model}, n_heads={n_heads}",
             valid="e.g. --d-model 256 --n-heads 4",
         )
+    check_window(config.tokens_per_sample, recipe)
     return recipe
+
+
+def check_window(tokens_per_sample: int | None, recipe: Recipe) -> None:
+    """A context window the model's positions cover (`Recipe.max_positions`)."""
+    longest = recipe.max_positions
+    if tokens_per_sample is not None and longest is not None and tokens_per_sample > longest:
+        raise DeclarationError(
+            f"a window is longer than the model's {recipe.position} positions (max_len {longest})",
+            key="--tokens-per-sample",
+            value=tokens_per_sample,
+            valid=f"--tokens-per-sample <= {longest}, or a recipe with longer positions",
+        )
 
 
 def resolve_precision(config: TrainConfig, device: torch.device) -> str:

@@ -78,7 +78,9 @@ def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict
       translation task only.
 
     **Returns:** a summary: `save_dir`, `updates`, `epoch` (the one being trained), `epochs_done`,
-    `best_valid_loss`, `valid_loss` (bits per target token), `stopped` (the stop rule that ended
+    `best_valid_loss` (the best of the task's `best_metric`: the label-smoothed loss of a
+    translation model, the nll loss of a language model), `valid_loss` (bits per target token),
+    `stopped` (the stop rule that ended
     the run), `interrupted` (the signal that stopped it, or None), `nonfinite_skipped`,
     `train_tokens` (the run's, resumed parts included), `session_tokens` (this command's),
     `tokens_per_s` (target tokens per second of this command's training steps, None without
@@ -92,12 +94,12 @@ def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict
             key="--validate-bleu",
             valid="leave --validate-bleu out with --fsdp (butcherflow evaluate the checkpoints)",
         )
-    if validate_bleu is not None and config.task != "translation":
+    if validate_bleu is not None and "bleu" not in config.run_task.metrics:
         raise DeclarationError(
-            "BLEU needs a translation task",
+            f"BLEU measures translations; this run trains a {config.run_task.title}",
             key="--validate-bleu",
             value=config.task,
-            valid="leave --validate-bleu out for --task language_model",
+            valid="leave --validate-bleu out for this run",
         )
     device = resolve_device(config.device, local_rank=int(os.environ.get("LOCAL_RANK", "0") or 0))
     set_threads(config.threads)
@@ -188,13 +190,13 @@ def update(run: Run, group: Sequence[list[int]]) -> tuple[float, float, float, f
     loss_sum, ntokens = forward_backward(
         run.model,
         [collate(run.train, indices) for indices in group],
-        epsilon=config.label_smoothing,
+        epsilon=config.smoothing,
         pad=run.vocab.pad,
         device=run.device,
         autocast=run.autocast,
         scaler=run.scaler,
         world_size=run.process.world_size,
-        language_model=run.language_model,
+        task=config.run_task,
     )
     outcome, gnorm = optimizer_step(
         run.optimizer,
@@ -253,9 +255,10 @@ def validate_now(run: Run, validate_bleu: BleuHook | None) -> bool:
         bleu = validate_bleu(run.raw_model, run.vocab, run.valid_pairs, run.device)
         shown["valid_bleu"] = float(bleu)
         run.raw_model.train()
-    best = run.last_valid["valid_loss"] < progress.best_valid_loss
+    judged = run.last_valid[run.config.run_task.best_metric]  # a language model: unsmoothed
+    best = judged < progress.best_valid_loss
     if best:
-        progress.best_valid_loss = run.last_valid["valid_loss"]
+        progress.best_valid_loss = judged
     progress.validations_since_best = 0 if best else progress.validations_since_best + 1
     # learned stream-mixing matrices: is each layer's V still power-bounded? (general linear)
     # (under FSDP each process holds a shard of V: not read, the log has no streams entry)
@@ -328,6 +331,11 @@ def stop_rule(run: Run, clock: bool = True) -> str | None:
     return None
 
 
+def best_name(config: TrainConfig) -> str:
+    """What the best checkpoint is judged on, in words (`loss`, `nll loss`)."""
+    return config.run_task.best_metric.removeprefix("valid_").replace("_", " ")
+
+
 def finish(run: Run, stopped: str | None) -> dict[str, Any]:
     """Say and log how the run ended, draw the curves, and summarise it (see `train`)."""
     progress, best, meter = run.progress, run.progress.best_valid_loss, run.meter
@@ -341,8 +349,8 @@ def finish(run: Run, stopped: str | None) -> dict[str, Any]:
         )
     else:
         run.say(
-            f"done: {stopped}; {progress.update} updates, best valid loss {best:.3f} bits, "
-            f"checkpoints in {run.save_dir}"
+            f"done: {stopped}; {progress.update} updates, best valid {best_name(run.config)} "
+            f"{best:.3f} bits, checkpoints in {run.save_dir}"
         )
     run.log({"kind": "stop", "reason": stopped})
     if run.main:

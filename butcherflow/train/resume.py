@@ -45,7 +45,7 @@ from ..savedir.layout import (
     run_sizes,
 )
 from . import distributed
-from .config import TrainConfig, flag, resolve_recipe
+from .config import TrainConfig, flag, resolve_recipe, saved_settings
 from .parallelize import load_full_state, sharded, with_aliases
 
 
@@ -57,7 +57,7 @@ class Progress:
     update: int = 0  # optimizer steps taken
     epoch: int = 1  # the epoch being trained (1-based, as fairseq)
     batch_in_epoch: int = 0  # micro-batches of this epoch already consumed, per process
-    best_valid_loss: float = math.inf
+    best_valid_loss: float = math.inf  # the best of the task's `best_metric` so far
     validations_since_best: int = 0  # fairseq's patience counter
     nonfinite_total: int = 0
     nonfinite_in_row: int = 0
@@ -74,6 +74,7 @@ def _check_resumable(
     """A rerun must be the same run: same recipe, declarations, data, vocabulary and
     optimisation settings."""
     where = save_dir / CONFIG
+    saved = saved_settings(saved)
     missing = [key for key in config.settings() if key not in saved]
     if missing:
         raise CheckpointError(

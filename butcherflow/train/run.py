@@ -20,15 +20,7 @@ from tqdm import tqdm
 
 from ..assemble import LanguageModel, Recipe, Seq2Seq
 from ..assemble.declarations import failed_claims
-from ..data import (
-    EncodedSplit,
-    ParallelCorpus,
-    Vocabulary,
-    encode_split,
-    load_corpus,
-    make_batches,
-    target_side,
-)
+from ..data import ParallelCorpus, Split, Vocabulary, load_corpus, make_batches, padding_fraction
 from ..devices import threads_note
 from ..errors import DeclarationError
 from ..savedir.checkpoint import CORRUPT, Found, latest_checkpoint, set_aside
@@ -86,7 +78,8 @@ class Run:
 
     - `model`: what the updates run (the model, compiled and/or wrapped in DDP);
       `raw_model`: the bare model, which is validated and saved.
-    - `train`, `valid`: the encoded splits; `valid_pairs`: the raw valid sentences (for BLEU).
+    - `train`, `valid`: the splits as the task's samples (pairs, or a language model's context
+      windows); `valid_pairs`: the raw valid sentences (for BLEU).
     - `amp_dtype`: the autocast dtype (None in fp32).
     """
 
@@ -95,8 +88,8 @@ class Run:
     device: torch.device
     save_dir: Path
     vocab: Vocabulary
-    train: EncodedSplit
-    valid: EncodedSplit
+    train: Split
+    valid: Split
     valid_pairs: Sequence[tuple[str, str]]
     raw_model: Seq2Seq | LanguageModel
     model: nn.Module
@@ -116,10 +109,6 @@ class Run:
     @property
     def main(self) -> bool:
         return self.process.is_main
-
-    @property
-    def language_model(self) -> bool:
-        return self.config.task == "language_model"
 
     def say(self, line: str, warning: bool = False) -> None:
         """Print a line on the main process (through tqdm, which clears the progress bar first)."""
@@ -170,15 +159,7 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     corpus = load_corpus(
         config.data, source_lang=config.source_lang, target_lang=config.target_lang
     )
-    if corpus.monolingual and config.task != "language_model":
-        raise DeclarationError(
-            f"{corpus.name} is monolingual text ({corpus.target_lang}): a translation model "
-            "needs a parallel corpus",
-            key="--data",
-            value=config.data,
-            valid="--task language_model for monolingual text, or a parallel corpus "
-            "(bible:SRC-TGT, DIR with train.SRC/train.TGT)",
-        )
+    config.run_task.check_corpus(corpus, config.data)
     vocab, recipe, recorded = open_save_dir(config, corpus, process, resuming, recipe)
     if recorded is not None:  # resuming: after "the declaration changed"
         failed = recorded
@@ -188,8 +169,7 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     torch.manual_seed(config.seed)
     random.seed(config.seed)
     np.random.seed(config.seed)
-    kind = LanguageModel if config.task == "language_model" else Seq2Seq
-    raw_model = kind(recipe, len(vocab), pad_index=vocab.pad).to(device)
+    raw_model = config.run_task.model(recipe, len(vocab), pad_index=vocab.pad).to(device)
     model = parallelize(raw_model, process, device, compile=config.compile, fsdp=config.fsdp)
     # after parallelize: FSDP replaces the parameters by their shards
     # fairseq's Adam decays weights apart from the gradient (Loshchilov & Hutter): that is AdamW.
@@ -259,18 +239,31 @@ def _set_aside_corrupt(run: Run, found: Found) -> None:
     distributed.barrier()
 
 
+def encode(
+    config: TrainConfig, pairs: Sequence[tuple[str, str]], vocab: Vocabulary, recipe: Recipe
+) -> Split:
+    """A split of the corpus as the run's task reads it (`Task.encode`: sentence pairs, or a
+    language model's context windows at the run's `tokens_per_sample` and break mode)."""
+    return config.run_task.encode(
+        pairs,
+        vocab,
+        max_positions=recipe.max_positions,
+        tokens_per_sample=config.tokens_per_sample,
+        break_mode=config.sample_break_mode,
+    )
+
+
 def _encode(
     config: TrainConfig, corpus: ParallelCorpus, vocab: Vocabulary, recipe: Recipe
-) -> tuple[EncodedSplit, EncodedSplit]:
-    """The train and valid splits as the model reads them (a language model: the target side)."""
-    max_positions = recipe.max_len if recipe.position == "learned" else None
-    train_split = encode_split(corpus.train, vocab, max_positions)
-    valid_split = encode_split(corpus.valid, vocab, max_positions)
-    if config.task == "language_model":  # batches are cut on the target side, the source dropped
-        train_split, valid_split = target_side(train_split), target_side(valid_split)
-    for split in (train_split, valid_split):  # a pair over --max-tokens fails now, not later
+) -> tuple[Split, Split]:
+    """The train and valid splits as the model reads them; a sample over `--max-tokens` fails
+    now, not later."""
+    train_split, valid_split = (
+        encode(config, s, vocab, recipe) for s in (corpus.train, corpus.valid)
+    )
+    for split in (train_split, valid_split):
         make_batches(split, config.max_tokens, shuffle=False, seed=config.seed, epoch=1)
-    if config.label_smoothing * len(vocab) / (len(vocab) - 1) > 1:
+    if config.smoothing * len(vocab) / (len(vocab) - 1) > 1:
         raise DeclarationError(
             "too large for this vocabulary",
             key="--label-smoothing",
@@ -285,15 +278,20 @@ def _say_what_runs(
 ) -> None:
     """Print (and log) what will run: the model, the corpus, where and how it runs, the
     learning-rate schedule and the stop rules."""
-    config, language_model = run.config, run.language_model
+    config, task = run.config, run.config.run_task
+    samples = f"{corpus.target_lang} {task.samples}" if task.monolingual else task.samples
     run.say(
-        f"{recipe.name}{' (language model)' if language_model else ''}: "
+        f"{recipe.name} ({task.title}): "
         f"{run.raw_model.num_parameters:,} parameters, vocabulary {len(run.vocab):,}; "
-        f"{corpus.name}: {len(corpus.train):,} train / {len(corpus.valid):,} valid "
-        + (f"{corpus.target_lang} sentences" if language_model else "pairs")
+        f"{corpus.name}: {len(corpus.train):,} train / {len(corpus.valid):,} valid {samples}"
     )
     for note in corpus.notes:
         run.say(f"  {note}")
+    padding = padding_fraction(
+        run.train,
+        make_batches(run.train, config.max_tokens, shuffle=True, seed=config.seed, epoch=1),
+    )
+    run.say(f"  {samples_note(config, len(run.train), padding)}")
     for where, verdict in failed.items():
         run.say(
             f"warning: training anyway (--allow-failed-claims): {where}: {verdict}", warning=True
@@ -318,8 +316,19 @@ def _say_what_runs(
             "precision": precision,
             "processes": run.process.world_size,
             "failed_claims": dict(failed),
+            "train_samples": len(run.train),
+            "padding": padding,
         }
     )
+
+
+def samples_note(config: TrainConfig, samples: int, padding: float) -> str:
+    """What the training batches hold (`Task.describe_samples`) and how much is padding (epoch
+    1's batches)."""
+    shape = config.run_task.describe_samples(
+        samples, config.tokens_per_sample, config.sample_break_mode
+    )
+    return f"{shape}; padding {padding:.1%} of the positions of the training batches"
 
 
 def schedule_note(config: TrainConfig) -> str:

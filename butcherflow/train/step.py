@@ -20,7 +20,8 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ..assemble import LanguageModel, Seq2Seq
-from ..data import Batch, EncodedSplit, collate, make_batches
+from ..data import Batch, Split, collate, make_batches
+from ..tasks import TRANSLATION, Task
 from . import distributed
 from .config import TrainConfig
 from .parallelize import sharded
@@ -76,14 +77,15 @@ def forward_backward(
     autocast: Callable[[], contextlib.AbstractContextManager[Any]],
     scaler: torch.amp.GradScaler,
     world_size: int,
-    language_model: bool = False,
+    task: Task = TRANSLATION,
 ) -> tuple[float, float]:
     """Accumulate the gradients of one update; return `(loss sum, target tokens)`, all processes.
 
     The gradient is fairseq's: the sum of the loss over every token of every micro-batch of every
     process, divided by the total token count. DDP averages gradients over processes, hence the
     factor `world_size / ntokens`; only the last micro-batch synchronises (`no_sync` before).
-    A `language_model` reads `prev_output` alone (no source).
+    `task` calls the model on a batch (`Task.logits`: a language model reads `prev_output`
+    alone).
     """
     local = float(sum(b.ntokens for b in micro_batches))
     (ntokens,) = distributed.all_reduce_sum([local], device)
@@ -96,10 +98,7 @@ def forward_backward(
             model.set_requires_gradient_sync(last)  # type: ignore[operator]
         with sync:
             with autocast():
-                if language_model:
-                    logits = model(batch.prev_output)
-                else:
-                    logits = model(batch.src, batch.prev_output)
+                logits = task.logits(model, batch)
                 loss = label_smoothed_loss(logits, batch.target, epsilon, pad)
             scaler.scale(loss * (world_size / ntokens)).backward()
         total += loss.detach().double()
@@ -144,14 +143,17 @@ def optimizer_step(
 @torch.no_grad()
 def validate(
     model: Seq2Seq | LanguageModel,
-    split: EncodedSplit,
+    split: Split,
     config: TrainConfig,
     device: torch.device,
     autocast: Callable[[], contextlib.AbstractContextManager[Any]],
     process: distributed.Process,
 ) -> dict[str, float]:
-    """Label-smoothed loss, nll loss (bits per target token) and perplexity on `split`."""
+    """Label-smoothed loss, nll loss (bits per target token) and perplexity on `split`, and,
+    for a split of text (`Split.text_bytes`), bits per byte: the summed nll in bits over the
+    UTF-8 bytes of the text (`valid_bpb`), which runs with different vocabularies share."""
     model.eval()
+    task = config.run_task
     batches = make_batches(split, config.max_tokens, shuffle=False, seed=config.seed, epoch=1)
     loss = nll = tokens = 0.0
     # DDP: each process validates its share of the batches; FSDP: every process runs every batch
@@ -161,14 +163,9 @@ def validate(
     for indices in batches[rank::world]:
         batch = collate(split, indices).to(device)
         with autocast():
-            if isinstance(model, LanguageModel):
-                logits = model(batch.prev_output)
-            else:
-                logits = model(batch.src, batch.prev_output)
+            logits = task.logits(model, batch)
         target = batch.target.reshape(-1)
-        loss += float(
-            label_smoothed_loss(logits, batch.target, config.label_smoothing, model.pad_index)
-        )
+        loss += float(label_smoothed_loss(logits, batch.target, config.smoothing, model.pad_index))
         nll += float(
             F.cross_entropy(
                 logits.reshape(target.numel(), -1),
@@ -181,7 +178,14 @@ def validate(
     loss, nll, tokens = distributed.all_reduce_sum([loss, nll, tokens], device)
     model.train()
     nll_bits = nll / tokens / LN2
-    return {"valid_loss": loss / tokens / LN2, "valid_nll_loss": nll_bits, "valid_ppl": 2**nll_bits}
+    measured = {
+        "valid_loss": loss / tokens / LN2,
+        "valid_nll_loss": nll_bits,
+        "valid_ppl": 2**nll_bits,
+    }
+    if split.text_bytes:  # the text once per process that ran every batch (FSDP)
+        measured["valid_bpb"] = nll / LN2 / (split.text_bytes * (process.world_size // world))
+    return measured
 
 
 def shard(batches: list[list[int]], process: distributed.Process) -> list[list[int]]:

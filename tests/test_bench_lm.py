@@ -1,0 +1,74 @@
+"""`butcherflow bench train --task language_model`: the nanoGPT-style reference is a causal GPT
+of the recipe's sizes, and both models are timed on the same packed batches."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+from tiny_run import TINY
+
+from butcherflow.assemble import LanguageModel, Recipe, load_recipe
+from butcherflow.bench import table_rows
+from butcherflow.bench.lm import GPT, run_lm_bench
+from butcherflow.cli import main
+
+SIZES = {"d_model": 16, "n_heads": 2, "d_ffn": 32, "dropout": 0.0}
+VOCAB, BLOCK = 50, 12
+
+
+def _recipe() -> Recipe:
+    recipe = load_recipe("lm-residual")
+    assert recipe.decoder is not None
+    recipe = replace(recipe, sizes={**recipe.sizes, **SIZES}, param_budget=None)
+    return replace(recipe, decoder=replace(recipe.decoder, layers=2))
+
+
+def test_the_reference_has_the_recipes_parameters_and_a_learned_position_table() -> None:
+    recipe = _recipe()
+    ours = LanguageModel(recipe, VOCAB)
+    theirs = GPT(recipe, VOCAB, BLOCK)
+    count = sum(p.numel() for p in ours.parameters())
+    # the same blocks, norms and tied embedding; nanoGPT learns its positions, the recipe's are
+    # sinusoidal (no parameters)
+    assert sum(p.numel() for p in theirs.parameters()) == count + BLOCK * SIZES["d_model"]
+
+
+def test_the_reference_is_causal() -> None:
+    torch.manual_seed(0)
+    model = GPT(_recipe(), VOCAB, BLOCK).eval()
+    ids = torch.randint(0, VOCAB, (1, BLOCK))
+    changed = ids.clone()
+    changed[0, 7:] = (ids[0, 7:] + 1) % VOCAB
+    with torch.no_grad():
+        a, b = model(ids), model(changed)
+    assert torch.equal(a[0, :7], b[0, :7]) and not torch.allclose(a[0, 7:], b[0, 7:])
+
+
+def test_both_models_train_on_the_same_packed_batches(benchmarks_md: Path) -> None:
+    rows = run_lm_bench(
+        str(benchmarks_md),
+        "butcherflow bench train --task language_model (test)",
+        data=f"{TINY}:de-en",
+        vocab_size=200,
+        max_tokens=64,
+        tokens_per_sample=16,
+        updates=3,
+        sizes={**SIZES, "decoder_layers": 1},
+    )
+    assert [r.name for r in rows] == ["lm-residual", "nanoGPT-style GPT (16/2/32, 1 layer)"]
+    assert 0 < rows[0].tokens == rows[1].tokens <= 3 * 64  # four 16-token windows a batch
+    text = benchmarks_md.read_text()
+    section = text[text.index("bench:train-lm:start") :]
+    table = table_rows(section)
+    assert [row["vs nanoGPT-style GPT"] for row in table][1] == "1.000"
+    assert "16-token windows across lines" in section and "padding 0.00%" in section
+    assert "kept" in text  # the other section stays
+
+
+def test_the_language_model_bench_refuses_compile(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "train", "--task", "language_model", "--compile"]) == 1
+    err = capsys.readouterr().err
+    assert "--compile" in err and len(err.strip().splitlines()) == 1
