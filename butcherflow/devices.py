@@ -3,11 +3,13 @@
 `auto` is this process's GPU when CUDA works, else the CPU; `cuda` is this process's GPU (its
 `LOCAL_RANK` under torchrun, else GPU 0); `cuda:N` is GPU N; `cpu` is the CPU. `--threads` sets
 torch's CPU threads. Training, generation, the experiments and the benchmarks all resolve their
-device and threads here.
+device and threads here, and ask `compile_problem` whether `--compile` can work on the device.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -97,3 +99,45 @@ def threads_note(threads: int | None) -> str:
     plural = "" if count == 1 else "s"
     why = f"--threads {threads}" if threads is not None else "torch's default"
     return f"{count} torch thread{plural} ({why})"
+
+
+def _probe(x: torch.Tensor) -> torch.Tensor:
+    return torch.tanh(x) * 2 + 1
+
+
+@functools.cache
+def compile_problem(device_type: str) -> str | None:
+    """Why `torch.compile`'s default backend (inductor) cannot compile on this device type
+    (`"cpu"`, `"cuda"`), in one line, or None when it can: a three-op function is compiled and
+    run once (inductor needs a C++ compiler for the CPU and Triton for a GPU; their absence
+    only shows when something is compiled). Asked once per process and device type; callers
+    run eagerly, saying so, instead of failing with the compiler's traceback.
+
+    **Arguments:** `device_type`: `torch.device.type`.
+
+    **Returns:** None, or the failure as `"ErrorType: first line of its message"`.
+    """
+    try:
+        compiled = torch.compile(_probe, backend="inductor", fullgraph=True, dynamic=False)
+        compiled(torch.ones(4, device=device_type))
+    except Exception as error:  # whatever the backend raises: it is reported, not re-raised
+        message = str(error).strip().splitlines()
+        return f"{type(error).__name__}: {message[0] if message else 'no message'}"
+    return None
+
+
+def can_compile(device_type: str, say: Callable[[str], None] = print) -> bool:
+    """Whether `--compile` can work on `device_type` (`compile_problem`); if not, say so in
+    one line through `say` (the caller then runs eagerly).
+
+    **Arguments:** `device_type`: where the model runs (`torch.device.type`); `say`: prints the
+    fall-back line.
+
+    **Returns:** True when inductor compiles there.
+    """
+    problem = compile_problem(device_type)
+    if problem is not None:
+        say(
+            f"--compile: torch.compile cannot compile on {device_type} ({problem}); running eagerly"
+        )
+    return problem is None

@@ -201,6 +201,30 @@ def vocab_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield folder
 
 
+@pytest.fixture(scope="session")
+def tiny_lm_text(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny corpus's English side as a plain-text corpus (`tiny_run.lm_text`)."""
+    import tiny_run  # imports torch: only for the modules that ask
+
+    return tiny_run.lm_text(tmp_path_factory.mktemp("tiny-lm-text"))
+
+
+@pytest.fixture(scope="session")
+def tiny_lm_run(tiny_lm_text: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One tiny lm-rk4 run (`tiny_run.LM_RUN`: four updates, validated at 2 and 4) that the
+    export and FSDP tests share (their modules share an xdist group, so one worker trains it),
+    with a vocabulary cache of its own."""
+    import tiny_run
+
+    from butcherflow.cli import main
+
+    save_dir = tmp_path_factory.mktemp("tiny-lm") / "run"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("BUTCHERFLOW_CACHE", str(tmp_path_factory.mktemp("tiny-lm-cache")))
+        assert main(tiny_run.lm_argv(tiny_lm_text, save_dir, *tiny_run.LM_RUN)) == 0
+    return save_dir
+
+
 @pytest.fixture
 def benchmarks_md(tmp_path: Path) -> Path:
     """A `benchmarks.md` holding another benchmark's section (its text: `kept`), which a bench

@@ -5,9 +5,9 @@ which imports the model from the folder's `modeling_butcherflow.py`), and lm-eva
 scores a local text file with the language model (`loglikelihood_rolling`, the harness's
 perplexity request). It writes what it found as JSON.
 
-Usage: `python export_check.py SPEC.json RESULT.json`; SPEC holds `lm` (the causal LM's folder),
-`mt` (the translation folder), `prompts` (texts), `sources` (sentences to translate), `text`
-(the local text file, one document per line), `new_tokens`.
+Usage: `python export_check.py SPEC.json RESULT.json`; SPEC holds `lm` (the causal LM's folder)
+with `prompts` (texts), `text` (the local text file, one document per line) and `new_tokens`,
+and/or `mt` (the translation folder) with `sources` (sentences to translate).
 """
 
 from __future__ import annotations
@@ -102,11 +102,12 @@ def seq2seq(folder: str, sources: list[str]) -> dict[str, Any]:
 
 def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
-    result = {
-        "lm": causal(spec["lm"], spec["prompts"], spec["new_tokens"]),
-        "harness": harness(spec["lm"], spec["text"]),
-        "mt": seq2seq(spec["mt"], spec["sources"]),
-    }
+    result: dict[str, Any] = {}
+    if "lm" in spec:
+        result["lm"] = causal(spec["lm"], spec["prompts"], spec["new_tokens"])
+        result["harness"] = harness(spec["lm"], spec["text"])
+    if "mt" in spec:
+        result["mt"] = seq2seq(spec["mt"], spec["sources"])
     Path(sys.argv[2]).write_text(json.dumps(result), encoding="utf-8")
 
 

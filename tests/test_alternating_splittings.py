@@ -183,7 +183,7 @@ def test_alternating_lists_are_the_splitting_interleaved_by_hand(
     mine = bf.Splitting(alternating=raw, substep=substep, precision=precision)
     hand = bf.Splitting(by_hand(lists), substep=substep, precision=precision)
     assert mine.steps == hand.steps
-    assert mine.entries == hand.entries
+    assert mine.numbers == hand.numbers
     assert (mine.operators, mine.rounding, mine.numeric) == (
         hand.operators,
         hand.rounding,

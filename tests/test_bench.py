@@ -169,3 +169,23 @@ def test_extract_benchmark_rows_and_worst_cases(benchmarks_md: Path) -> None:
     text = benchmarks_md.read_text()
     assert "kept" in text and "<!-- bench:extract:start -->" in text
     assert "Worst layer: one tiny layer" in text and "Worst stack: two tiny layers" in text
+
+
+@pytest.mark.slow
+def test_export_benchmark_times_each_step_and_the_total(
+    benchmarks_md: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("transformers")
+    from tiny_run import lm_text
+
+    from butcherflow.bench.export import TARGET, run_export
+
+    monkeypatch.setenv("BUTCHERFLOW_CACHE", str(tmp_path / "cache"))
+    text = lm_text(tmp_path / "text")
+    medians = run_export(benchmarks_md, 1, "butcherflow bench export", str(text), preset="tiny")
+    assert len(medians) == 5 and all(t > 0 for t in medians.values())
+    section = benchmarks_md.read_text()
+    assert "kept" in section and "<!-- bench:export:start -->" in section
+    total = sum(t for name, t in medians.items() if "(fresh process)" in name and "RUN" in name)
+    total += next(t for name, t in medians.items() if name.startswith("from_pretrained"))
+    assert f"**{total:.2f}**" in section and f"(target < {TARGET:g})" in section

@@ -22,6 +22,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import butcherflow as bf
 from butcherflow.assemble import load_recipe
+from butcherflow.bench import read_section, table_rows
 from butcherflow.bench.block import TorchTransformer
 from butcherflow.bench.hardware import peak_of
 from butcherflow.bench.train import (
@@ -164,11 +165,26 @@ def test_each_configuration_writes_its_own_section() -> None:
     assert train_section_key(cuda, False, ["macaron", "floater"]) == "train-cuda"
 
 
+def _dynamo_only(monkeypatch: pytest.MonkeyPatch) -> list[torch.nn.Module]:
+    """torch.compile as dynamo alone (no inductor C++ compilation, to keep the tests short),
+    taken to compile here; returns the list of the models it compiled."""
+    import butcherflow.bench.train as bench
+
+    compile_, compiled = torch.compile, []
+
+    def dynamo(model: torch.nn.Module, **options: object) -> object:
+        compiled.append(model)
+        return compile_(model, **{**options, "backend": "eager"})  # type: ignore[call-overload]
+
+    monkeypatch.setattr(torch, "compile", dynamo)
+    monkeypatch.setattr(bench, "can_compile", lambda *args: True)
+    return compiled
+
+
 def test_the_section_has_flops_mfu_and_memory_and_compiled_vs_eager(
     benchmarks_md: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    compile_ = torch.compile  # dynamo only, to keep the test short
-    monkeypatch.setattr(torch, "compile", lambda m, **k: compile_(m, backend="eager", **k))
+    _dynamo_only(monkeypatch)
     rows = run_train_bench(
         str(benchmarks_md),
         "butcherflow bench train (test)",
@@ -264,3 +280,31 @@ def test_profile_writes_a_trace_per_model_and_names_where_the_time_goes(
     section = benchmarks_md.read_text()
     assert f"--profile {folder}" in section
     assert f"- transformer-small: `{rows[0].hotspots[0].name}`" in section
+
+
+def test_a_decoder_only_recipe_is_timed_beside_the_residual_lm(
+    benchmarks_md: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`bench train --recipes lm-mhc --compile`: the stack compiled, beside `lm-residual` at its
+    sizes compiled alike, with its ratio in the "vs lm-residual" column."""
+    compiled = _dynamo_only(monkeypatch)
+    rows = run_train_bench(
+        str(benchmarks_md),
+        "butcherflow bench train (test)",
+        data=f"{TINY}:de-en",
+        recipes=("lm-mhc",),
+        vocab_size=200,
+        max_tokens=512,
+        updates=2,
+        compile=True,
+        sizes={"d_model": 32, "n_heads": 2, "d_ffn": 64, "decoder_layers": 1},
+    )
+    reference = "lm-residual (32/2/64, 1 layers)"
+    assert [type(m).__name__ for m in compiled] == ["LanguageModel"] * 2
+    assert [(r.name, r.reference) for r in rows] == [("lm-mhc", reference), (reference, None)]
+    assert all(r.flops is not None and r.flops > 0 for r in rows)
+    section = read_section(benchmarks_md.read_text(), "train-compiled-lm-mhc")
+    assert section is not None
+    row = table_rows(section)[0]
+    assert row["model"] == "lm-mhc"
+    assert row["vs lm-residual"] == f"{rows[0].tokens_per_s / rows[1].tokens_per_s:.3f}"

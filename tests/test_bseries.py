@@ -368,14 +368,15 @@ def test_energy_of_the_pendulum_is_its_order_for_rk4() -> None:
         and (bf.catalog[n].order or 0) <= 8
     ],
 )
-def test_bseries_modified_equation_symplecticity_to_order_8_under_2s(name: str) -> None:
-    import time
-
-    start = time.perf_counter()
+def test_bseries_modified_equation_symplecticity_to_order_8(name: str) -> None:
+    """The time target (< 2 s each) is `butcherflow bench bseries`'s (docs/benchmarks.md)."""
     series = bf.bseries(name, 8)
-    bf.modified_equation(series, 8)
-    symplecticity_order(series)
-    assert time.perf_counter() - start < 2.0
+    modified = bf.modified_equation(series, 8)
+    order = bf.catalog[name].order or 0
+    # an order-p method's modified field is f plus terms of p + 1 nodes and more; the method
+    # is symplectic at least to its order (the exact flow is)
+    assert all(modified[t] == 0 for k in range(2, order + 1) for t in series.trees(k))
+    assert symplecticity_order(series).order >= order
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,10 @@ from collections.abc import Callable
 import pytest
 
 import butcherflow as bf
+from butcherflow.methods.files import BY_FAMILY
 
 NAMES = sorted(bf.catalog)
-FAMILIES = ("runge-kutta", "splitting", "multistep", "continuous", "general-linear", "additive")
+FAMILIES = tuple(BY_FAMILY)  # every family the declaration files name
 
 
 def test_catalog_is_not_empty() -> None:

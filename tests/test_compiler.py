@@ -22,6 +22,7 @@ import pytest
 import sympy
 import torch
 from catalog_sweep import sweep
+from closeness import assert_close
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch import Tensor, nn
@@ -119,11 +120,6 @@ def is_polynomial(expr: sympy.Expr) -> bool:
     return not sympy.fraction(sympy.together(sympy.sympify(expr)))[1].free_symbols
 
 
-def assert_close(actual: Tensor, expected: Tensor, tol: float) -> None:
-    error = (actual - expected).abs().max().item()
-    assert error <= tol, f"max |error| = {error:.3g} > {tol:.1g}"
-
-
 def named(field: str = "san+ffn", **options: object) -> dict:
     return {"field": field, **SIZES, **options}
 
@@ -176,7 +172,7 @@ def test_explicit_block_with_a_linear_field_is_the_stability_polynomial(name: st
     r = bf.check(name).stability_function
     assert is_polynomial(r)
     expected = y @ rational_at(r, w.T)
-    assert_close(block(y), expected, 1e-12)
+    assert_close(block(y), expected)
     z = next(iter(sympy.sympify(r).free_symbols))
     if sympy.expand(r - 1 - z) != 0:  # the comparison can tell the method from Euler
         assert (block(y) - (y + y @ w.T)).abs().max() > 1e-6
@@ -226,7 +222,7 @@ def test_learned_step_size_starts_at_one_and_learns() -> None:
     with torch.no_grad():
         block.program.h.fill_(0.5)
     expected = y @ rational_at(bf.check("rk4").stability_function, 0.5 * w.T)
-    assert_close(block(y), expected, 1e-12)
+    assert_close(block(y), expected)
     block(y).pow(2).sum().backward()
     assert block.program.h.grad is not None and block.program.h.grad.abs() > 0
 
@@ -252,7 +248,7 @@ def test_random_explicit_tableaux_with_a_linear_field(tableau: bf.ButcherTableau
     y = randn(2, 2, WIDTH)
     block = bf.compile(tableau, field=Linear(w), step_size=h)
     expected = y @ rational_at(bf.check(tableau).stability_function, h * w.T)
-    assert_close(block(y), expected, 1e-12)
+    assert_close(block(y), expected)
     # exactly the stages that reach the output are evaluated
     weighted = {i for i in range(tableau.stages) if tableau.b[i] != 0}
     assert block.field_calls == len(stage_users(tableau, weighted))
@@ -306,7 +302,7 @@ def test_splitting_with_linear_fields_is_the_product_of_its_substeps(
     weights, fields = linear_fields(name)
     y = randn(2, 3, WIDTH)
     block = bf.compile(name, fields=fields, coefficients=coefficients)
-    assert_close(block(y), y @ splitting_matrix(name, weights), 1e-12)
+    assert_close(block(y), y @ splitting_matrix(name, weights))
     method = bf.catalog[name]
     assert block.field_calls == len(method.steps) * method.substep.stages
     if coefficients == "learned":
@@ -376,7 +372,7 @@ def test_splitting_step_size_is_honoured_or_refused() -> None:
     except bf.DeclarationError as error:
         assert "step_size" in str(error)
         return
-    assert_close(block(y), y @ splitting_matrix("strang", weights, h=0.5), 1e-12)
+    assert_close(block(y), y @ splitting_matrix("strang", weights, h=0.5))
 
 
 def test_splitting_refuses_a_negative_step_size() -> None:
@@ -408,7 +404,7 @@ def test_rk2_is_the_ode_transformer_paper_formula_not_the_official_staging() -> 
     f, ctx, y = block.field, Context(), randn(2, 5, D)
     f1 = f(y, ctx, 0)
     f2 = f(y + f1, ctx, 1)
-    assert_close(block(y), y + 0.5 * (f1 + f2), 1e-12)  # Eq. 12-14
+    assert_close(block(y), y + 0.5 * (f1 + f2))  # Eq. 12-14
     official = 2.5 * y + f1 + 0.5 * f(2 * y + f1, ctx, 2)  # stages of L(y) = y + F(y)
     assert (block(y) - official).abs().max() > 1e-2
 
@@ -420,7 +416,7 @@ def test_rk4_is_eq_15_to_19() -> None:
     f2 = f(y + 0.5 * f1, ctx, 1)
     f3 = f(y + 0.5 * f2, ctx, 2)
     f4 = f(y + f3, ctx, 3)
-    assert_close(block(y), y + (f1 + 2 * f2 + 2 * f3 + f4) / 6, 1e-12)
+    assert_close(block(y), y + (f1 + 2 * f2 + 2 * f3 + f4) / 6)
 
 
 def test_rk4_with_a_padding_mask_is_eq_15_to_19_with_that_mask() -> None:
@@ -433,8 +429,8 @@ def test_rk4_with_a_padding_mask_is_eq_15_to_19_with_that_mask() -> None:
     f3 = f(y + 0.5 * f2, ctx, 2)
     f4 = f(y + f3, ctx, 3)
     expected = y + (f1 + 2 * f2 + 2 * f3 + f4) / 6
-    assert_close(block(y, key_padding_mask=pad), expected, 1e-12)
-    assert_close(block(y, ctx=ctx), expected, 1e-12)
+    assert_close(block(y, key_padding_mask=pad), expected)
+    assert_close(block(y, ctx=ctx), expected)
     # padding matters: the unpadded rows see different keys
     assert (block(y)[1, :3] - expected[1, :3]).abs().max() > 1e-6
 
@@ -452,7 +448,7 @@ def test_gated_rk2_is_eq_25_26() -> None:
     start = block.program.gate.start  # the declared weights' logits (0 for Heun's 1/2, 1/2)
     g = torch.sigmoid(torch.cat([f1, f2], dim=-1) @ proj.weight.T + proj.bias + start)
     assert g.shape == (2, 5, 1) and float(g.detach().std()) > 1e-3  # a per-token gate
-    assert_close(block(y), y + g * f1 + (1 - g) * f2, 1e-12)
+    assert_close(block(y), y + g * f1 + (1 - g) * f2)
 
 
 def test_gated_rk4_is_a_softmax_over_the_stages() -> None:
@@ -470,7 +466,7 @@ def test_gated_rk4_is_a_softmax_over_the_stages() -> None:
     start = block.program.gate.start  # log of RK4's weights: the gate starts at the tableau
     g = torch.softmax(torch.cat(stages, dim=-1) @ proj.weight.T + proj.bias + start, dim=-1)
     expected = y + sum(g[..., i : i + 1] * k for i, k in enumerate(stages))
-    assert_close(block(y), expected, 1e-12)
+    assert_close(block(y), expected)
 
 
 def test_tanh_coefficients_are_per_token_tanh_weights() -> None:
@@ -483,7 +479,7 @@ def test_tanh_coefficients_are_per_token_tanh_weights() -> None:
     f2 = f(y + f1, ctx, 1)
     start = block.program.gate.start  # atanh of Heun's weights
     g = torch.tanh(torch.cat([f1, f2], dim=-1) @ proj.weight.T + proj.bias + start)
-    assert_close(block(y), y + g[..., :1] * f1 + g[..., 1:] * f2, 1e-12)
+    assert_close(block(y), y + g[..., :1] * f1 + g[..., 1:] * f2)
 
 
 @pytest.mark.parametrize("default", [DOUBLE, torch.float32], ids=["float64", "float32"])
@@ -504,7 +500,7 @@ def test_trainable_policies_start_at_the_tableau(
         torch.set_default_dtype(dtype)
     exact, trained = exact.to(DOUBLE).eval(), trained.to(DOUBLE).eval()
     y = randn(2, 5, D)
-    assert_close(trained(y), exact(y), 1e-12)
+    assert_close(trained(y), exact(y))
 
 
 def test_unit_coefficients_give_gamma_equal_one() -> None:
@@ -512,7 +508,7 @@ def test_unit_coefficients_give_gamma_equal_one() -> None:
     f, ctx, y = block.field, Context(), randn(2, 5, D)
     f1 = f(y, ctx, 0)
     f2 = f(y + f1, ctx, 1)
-    assert_close(block(y), y + f1 + f2, 1e-12)
+    assert_close(block(y), y + f1 + f2)
 
 
 @pytest.mark.usefixtures("float64_default")
@@ -523,14 +519,14 @@ def test_learned_coefficients_start_exact_and_get_gradients() -> None:
     learned = compiled("rk4", field=field, d_model=D, coefficients="learned")
     weights = learned.program.weights
     assert torch.allclose(weights, torch.tensor([1 / 6, 1 / 3, 1 / 3, 1 / 6], dtype=DOUBLE))
-    assert_close(learned(y), exact(y), 1e-12)
+    assert_close(learned(y), exact(y))
     assert learned.num_parameters == exact.num_parameters + 4
     (learned(y) * randn(2, 5, D, seed=7)).sum().backward()
     assert weights.grad is not None and bool((weights.grad != 0).all())
     with torch.no_grad():  # and they are used: y + Σ bᵢKᵢ with the new weights
         weights.copy_(torch.tensor([1.0, 0.0, 0.0, 0.0]))
     f1 = learned.field(y, Context(), 0)
-    assert_close(learned(y), y + f1, 1e-12)
+    assert_close(learned(y), y + f1)
 
 
 def test_strang_with_ffn_and_san_is_the_macaron_layer() -> None:
@@ -540,7 +536,7 @@ def test_strang_with_ffn_and_san_is_the_macaron_layer() -> None:
     x1 = y + 0.5 * first(y, ctx, 0)  # Eq. 17
     x2 = x1 + attention(x1, ctx, 1)  # Eq. 18
     expected = x2 + 0.5 * last(x2, ctx, 2)  # Eq. 19
-    assert_close(block(y), expected, 1e-12)
+    assert_close(block(y), expected)
     # the two FFNs are really different modules: swapping them changes the output
     swapped = x2 + 0.5 * first(x2, ctx, 2)
     assert (block(y) - swapped).abs().max() > 1e-4
@@ -572,10 +568,8 @@ def test_euler_with_san_ffn_is_a_pre_norm_encoder_layer() -> None:
     layer.eval()
     y = randn(2, 5, D)
     pad = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
-    assert_close(block(y), layer(y), 1e-12)
-    assert_close(
-        block(y, key_padding_mask=pad)[1, :3], layer(y, src_key_padding_mask=pad)[1, :3], 1e-12
-    )
+    assert_close(block(y), layer(y))
+    assert_close(block(y, key_padding_mask=pad)[1, :3], layer(y, src_key_padding_mask=pad)[1, :3])
 
 
 def test_euler_with_san_ca_ffn_is_a_pre_norm_causal_decoder_layer() -> None:
@@ -590,7 +584,7 @@ def test_euler_with_san_ca_ffn_is_a_pre_norm_causal_decoder_layer() -> None:
     layer.eval()
     y, memory = randn(2, 5, D), randn(2, 4, D, seed=2)
     mask = nn.Transformer.generate_square_subsequent_mask(5, dtype=DOUBLE)
-    assert_close(block(y, memory=memory), layer(y, memory, tgt_mask=mask), 1e-12)
+    assert_close(block(y, memory=memory), layer(y, memory, tgt_mask=mask))
 
 
 def test_a_named_field_is_residual_free() -> None:
@@ -821,7 +815,7 @@ def test_torch_compile_gives_the_eager_output(method: str, options: dict) -> Non
     memory_pad = torch.tensor([[False] * 4, [False] * 2 + [True] * 2])
     kwargs = {"key_padding_mask": pad, "memory": memory, "memory_key_padding_mask": memory_pad}
     fast = torch.compile(block, backend="aot_eager", fullgraph=True)
-    assert_close(fast(y, **kwargs), block(y, **kwargs), 1e-12)
+    assert_close(fast(y, **kwargs), block(y, **kwargs))
     # and backward through the compiled block gives the eager gradients
     eager = copy.deepcopy(block)
     fast(y, **kwargs).sum().backward()

@@ -22,6 +22,7 @@ import mpmath
 import numpy as np
 import pytest
 import sympy
+from closeness import SLOPE
 
 import butcherflow as bf
 from butcherflow.analysis.convergence import (
@@ -37,7 +38,6 @@ from butcherflow.analysis.convergence import (
 )
 from butcherflow.methods.general_linear import GeneralLinear
 
-TOLERANCE = 0.3
 SLOW: set[str] = set()  # catalog entries whose check + integration take more than 5 s
 
 
@@ -60,11 +60,11 @@ def assert_slope(label: str, order: int, counts: list[int], errors: list[Any]) -
     if order == 0:
         # inconsistent: the error settles at a non-zero value instead of going to 0
         assert float(errors[-1]) > 1e-3, f"{label}: order 0 but the error vanishes ({shown})"
-        assert abs(measured[-1]) <= TOLERANCE, f"{label}: order 0, slopes {measured} ({shown})"
+        assert abs(measured[-1]) <= SLOPE, f"{label}: order 0, slopes {measured} ({shown})"
         return
     floor = 1e-13 if arithmetic_for(order) is FLOAT64 else 1e-50
     assert float(errors[-1]) > floor, f"{label}: errors reach the rounding floor ({shown})"
-    assert abs(measured[-1] - order) <= TOLERANCE, (
+    assert abs(measured[-1] - order) <= SLOPE, (
         f"{label}: proved order {order}, measured slopes {[round(x, 3) for x in measured]} "
         f"({shown})"
     )
@@ -113,17 +113,17 @@ def test_measurement_of_known_orders() -> None:
         ["1/6", "1/3", "1/3", "1/6"],
     )
     counts, errors = measure(4, lambda n, ar: rk_error(rk4, n, ar))
-    assert abs(slopes(counts, errors)[-1] - 4) <= TOLERANCE
+    assert abs(slopes(counts, errors)[-1] - 4) <= SLOPE
     # c matters: midpoint with c = (0, 1) is first order on this non-autonomous problem
     shifted = bf.ButcherTableau([[0, 0], ["1/2", 0]], [0, 1], c=[0, 1], row_sum_c=False)
     assert bf.check(shifted).order == 1
     counts, errors = measure(1, lambda n, ar: rk_error(shifted, n, ar))
-    assert abs(slopes(counts, errors)[-1] - 1) <= TOLERANCE
+    assert abs(slopes(counts, errors)[-1] - 1) <= SLOPE
     gauss = bf.ButcherTableau(
         [["1/4", "1/4 - sqrt(3)/6"], ["1/4 + sqrt(3)/6", "1/4"]], ["1/2", "1/2"]
     )
     counts, errors = measure(4, lambda n, ar: rk_error(gauss, n, ar))
-    assert abs(slopes(counts, errors)[-1] - 4) <= TOLERANCE
+    assert abs(slopes(counts, errors)[-1] - 4) <= SLOPE
 
 
 def test_a_parametrised_general_linear_method_is_measured_on_its_generic_member() -> None:
@@ -133,7 +133,7 @@ def test_a_parametrised_general_linear_method_is_measured_on_its_generic_member(
     member = generic_member(family)  # a = 1/3: a second-order explicit Runge-Kutta method
     assert isinstance(member, GeneralLinear) and ((0, 0), (sympy.Rational(1, 3), 0)) == member.A
     [curve] = convergence(member, bf.check(member))
-    assert curve.order == 2 and abs(curve.slope - 2) <= TOLERANCE
+    assert curve.order == 2 and abs(curve.slope - 2) <= SLOPE
 
 
 def test_measurement_of_splittings() -> None:
@@ -141,10 +141,10 @@ def test_measurement_of_splittings() -> None:
     strang = bf.Splitting([("A", "1/2"), ("B", 1), ("A", "1/2")], substep="exact")
     for method, order in ((lie, 1), (strang, 2)):
         counts, errors = measure(order, lambda n, ar, m=method: splitting_error(m, n, ar))
-        assert abs(slopes(counts, errors)[-1] - order) <= TOLERANCE
+        assert abs(slopes(counts, errors)[-1] - order) <= SLOPE
     macaron = bf.Splitting([("A", "1/2"), ("B", 1), ("A", "1/2")], substep="euler")
     counts, errors = measure(1, lambda n, ar: splitting_error(macaron, n, ar))
-    assert abs(slopes(counts, errors)[-1] - 1) <= TOLERANCE
+    assert abs(slopes(counts, errors)[-1] - 1) <= SLOPE
 
 
 def test_order_zero_multistep_does_not_converge() -> None:
@@ -153,7 +153,7 @@ def test_order_zero_multistep_does_not_converge() -> None:
     assert bf.check(method).order == 0
     counts, errors = measure(0, lambda n, ar: lmm_error(method, n, ar))
     assert float(errors[-1]) > 0.1
-    assert abs(slopes(counts, errors)[-1]) <= TOLERANCE
+    assert abs(slopes(counts, errors)[-1]) <= SLOPE
 
 
 # -- stability intervals beside sampling -------------------------------------------------------

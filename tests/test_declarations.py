@@ -122,7 +122,7 @@ def test_numeric_tableau_records_rounding() -> None:
     assert t.A[1][0] == R(6667, 10000)  # exactly the digits given
     assert t.b == (R(1, 4), R(3, 4))
     assert t.rounding == pytest.approx(0.005)  # the coarsest entry decides
-    assert t.entries["A[1][0]"].rounding == pytest.approx(0.00005)
+    assert t.numbers.A[1][0].rounding == pytest.approx(0.00005)
 
 
 def test_numeric_c_matches_row_sums_within_its_rounding() -> None:

@@ -5,6 +5,8 @@ and `evaluate` loss."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import os
@@ -27,7 +29,8 @@ from butcherflow.savedir.checkpoint import load_weights
 from butcherflow.train import TrainConfig, train
 
 transformers = pytest.importorskip("transformers")
-pytestmark = pytest.mark.usefixtures("vocab_cache")
+# the tiny LM run is shared with test_fsdp.py: one worker trains it for both
+pytestmark = [pytest.mark.usefixtures("vocab_cache"), pytest.mark.xdist_group("tiny-lm")]
 
 CHECK = Path(__file__).parent / "export_check.py"
 PROMPTS = ["In the beginning", "And God said", ""]
@@ -39,7 +42,8 @@ SHORT = {"max_update": 2, "validate_interval_updates": 2, "save_interval_updates
 def _scrambled(save_dir: Path, seed: int) -> Path:
     """The run's weights with every matrix drawn anew from N(0, 1), as a weights file (what
     `butcherflow average` writes): two training updates leave a model that repeats one token,
-    which would make "the same tokens" an easy test."""
+    which would make "the same tokens" an easy test (greedy decoding of drawn weights repeats
+    tokens too: the seeds are ones whose generations vary)."""
     tensors = load_weights(save_dir / "checkpoint_last.safetensors")
     generator = torch.Generator().manual_seed(seed)
     drawn = {
@@ -52,20 +56,15 @@ def _scrambled(save_dir: Path, seed: int) -> Path:
 
 
 @pytest.fixture(scope="module")
-def text(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("text")
-    for split in ("train", "valid", "test"):
-        (folder / f"{split}.txt").write_bytes((TINY / f"{split}.en").read_bytes())
-    return folder
+def text(tiny_lm_text: Path) -> Path:
+    return tiny_lm_text
 
 
 @pytest.fixture(scope="module")
-def lm_run(text: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A two-update lm-rk4 run (four field calls per layer: four cache slots per layer)."""
-    save_dir = tmp_path_factory.mktemp("lm") / "run"
-    settings = {**RUN, **SHORT, "encoder_layers": None, "decoder_layers": 1}
-    train(TrainConfig("lm-rk4", str(text), str(save_dir), task="language_model", **settings))
-    return save_dir
+def lm_run(tiny_lm_run: Path) -> Path:
+    """The shared lm-rk4 run (conftest: four updates, validated at 2 and 4; four field calls per
+    layer: four cache slots per layer)."""
+    return tiny_lm_run
 
 
 @pytest.fixture(scope="module")
@@ -76,28 +75,19 @@ def mt_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def exported(
-    lm_run: Path, mt_run: Path, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, Path]:
+def exported(lm_run: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("exported")
-    lm = export_run(lm_run, out / "lm", checkpoint=str(_scrambled(lm_run, 1))).folder
-    mt = export_run(mt_run, out / "mt", checkpoint=str(_scrambled(mt_run, 2))).folder
-    return {"lm": lm, "mt": mt}
+    return {"lm": export_run(lm_run, out / "lm", checkpoint=str(_scrambled(lm_run, 7))).folder}
 
 
 @pytest.fixture(scope="module")
-def fresh(exported: dict[str, Path], text: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """What export_check.py (transformers and lm-eval, in a new process) found."""
-    pytest.importorskip("lm_eval")
-    folder = tmp_path_factory.mktemp("fresh")
-    spec = {
-        "lm": str(exported["lm"]),
-        "mt": str(exported["mt"]),
-        "prompts": PROMPTS,
-        "sources": _sources(),
-        "text": str(text / "test.txt"),
-        "new_tokens": NEW_TOKENS,
-    }
+def exported_mt(mt_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("exported-mt")
+    return export_run(mt_run, out / "mt", checkpoint=str(_scrambled(mt_run, 2))).folder
+
+
+def _fresh(spec: dict[str, Any], folder: Path) -> Any:
+    """What export_check.py (transformers and lm-eval, in a new process) found on `spec`."""
     (folder / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     env = {
         **os.environ,
@@ -116,6 +106,36 @@ def fresh(exported: dict[str, Path], text: Path, tmp_path_factory: pytest.TempPa
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads((folder / "result.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def fresh(exported: dict[str, Path], text: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The language model's folder in a fresh process: transformers, then lm-eval's HFLM."""
+    pytest.importorskip("lm_eval")
+    spec = {
+        "lm": str(exported["lm"]),
+        "prompts": PROMPTS,
+        "text": str(text / "test.txt"),
+        "new_tokens": NEW_TOKENS,
+    }
+    return _fresh(spec, tmp_path_factory.mktemp("fresh"))
+
+
+@pytest.fixture(scope="module")
+def fresh_mt(exported_mt: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The translation folder in a fresh process (a second training run: slow)."""
+    spec = {"mt": str(exported_mt), "sources": _sources()}
+    return _fresh(spec, tmp_path_factory.mktemp("fresh-mt"))
+
+
+@pytest.fixture(scope="module")
+def cli_export(lm_run: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """`butcherflow export RUN_DIR OUT_DIR` (the best checkpoint) and what it printed."""
+    out = tmp_path_factory.mktemp("cli") / "hf"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["export", str(lm_run), str(out)]) == 0
+    return out, printed.getvalue()
 
 
 def _sources() -> list[str]:
@@ -171,12 +191,13 @@ def test_lm_eval_gives_butcherflows_evaluate_loss(fresh: Any, lm_run: Path) -> N
 # --- the translation model ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_translation_run_exports_an_encoder_decoder_that_translates_as_butcherflow(
-    fresh: Any, mt_run: Path
+    fresh_mt: Any, mt_run: Path
 ) -> None:
     model, vocab, _ = load_model(mt_run, str(mt_run / "scrambled.safetensors"))
-    theirs = [[t for t in row if t not in SPECIAL_IDS] for row in fresh["mt"]["ids"]]
-    assert fresh["mt"]["classes"] == [True, True]
+    theirs = [[t for t in row if t not in SPECIAL_IDS] for row in fresh_mt["mt"]["ids"]]
+    assert fresh_mt["mt"]["classes"] == [True, True]
     # sentencepiece spells the unknown piece " ⁇ ", transformers' skip_special_tokens drops it:
     # the ids are compared, and butcherflow's detokenization of them
     assert [vocab.decode(ids) for ids in theirs] == translate(model, vocab, _sources(), beam=1)
@@ -186,18 +207,19 @@ def test_a_translation_run_exports_an_encoder_decoder_that_translates_as_butcher
 
 
 def test_the_tokenizer_gives_the_sentencepiece_ids_on_the_corpus(
-    exported: dict[str, Path], mt_run: Path
+    exported: dict[str, Path], lm_run: Path
 ) -> None:
-    tokenizer = transformers.AutoTokenizer.from_pretrained(exported["mt"], trust_remote_code=True)
-    vocab = Vocabulary.load(mt_run / "spm.model")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(exported["lm"])
+    vocab = Vocabulary.load(lm_run / "spm.model")
     lines = [
         line
         for split in ("train", "valid", "test")
-        for lang in ("de", "en")
+        for lang in ("de", "en")  # the German side: pieces the English vocabulary lacks
         for line in (TINY / f"{split}.{lang}").read_text("utf-8").splitlines()
     ]
     lines += ["  two  spaces ", "unseen ☃ characters ж", "tab\tand newline\nhere"]
-    assert [tokenizer(t)["input_ids"] for t in lines] == [vocab.encode(t) for t in lines]
+    found = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in lines]
+    assert found == [vocab.encode(t) for t in lines]
 
 
 def test_the_model_card_states_the_integrator_its_proof_the_data_and_the_metrics(
@@ -212,8 +234,10 @@ def test_the_model_card_states_the_integrator_its_proof_the_data_and_the_metrics
     assert "AutoModelForCausalLM.from_pretrained" in card
 
 
-def test_the_card_of_a_validated_checkpoint_gives_its_metrics(lm_run: Path, tmp_path: Path) -> None:
-    card = (export_run(lm_run, tmp_path / "best").folder / "README.md").read_text("utf-8")
+def test_the_card_of_a_validated_checkpoint_gives_its_metrics(
+    cli_export: tuple[Path, str], lm_run: Path
+) -> None:
+    card = (cli_export[0] / "README.md").read_text("utf-8")
     commit = json.loads((lm_run / "checkpoint_best.json").read_text("utf-8"))
     assert f"valid perplexity (per token): {commit['valid_ppl']:.4f}" in card
 
@@ -259,11 +283,9 @@ def test_left_padding_is_refused_in_one_line(exported: dict[str, Path]) -> None:
 
 
 def test_the_command_line_writes_the_folder_and_says_how_to_load_it(
-    lm_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cli_export: tuple[Path, str], lm_run: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "cli"
-    assert main(["export", str(lm_run), str(out)]) == 0
-    said = capsys.readouterr().out
+    out, said = cli_export
     assert f"wrote {out}" in said and "AutoModelForCausalLM.from_pretrained" in said
     assert main(["export", str(lm_run), str(out)]) == 1
     assert "error: key 'OUT_DIR': exists" in capsys.readouterr().err

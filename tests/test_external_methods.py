@@ -435,7 +435,7 @@ def test_the_librarys_lists_declared_alternating_are_the_splitting_interleaved_b
     # Drift by b_i, then kick by a_i: the drift list first; its zeros (b_1 = 0) are left out.
     mine = bf.Splitting(alternating={"B": b, "A": a}, substep="exact")
     hand = bf.Splitting(SPLITTINGS[name][0], substep="exact")
-    assert (mine.steps, mine.entries) == (hand.steps, hand.entries)
+    assert (mine.steps, mine.numbers) == (hand.steps, hand.numbers)
     assert mine.operators == hand.operators
 
 

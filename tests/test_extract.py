@@ -3,8 +3,6 @@ through the compiler, and one clear line for every bad input."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import sympy
 import torch
@@ -161,14 +159,6 @@ def test_post_norm_is_refused_naming_the_norm() -> None:
 def test_the_summary_names_fields_declaration_and_proof() -> None:
     text = str(bf.extract(RK4().eval(), _x(), fields={"f": "f"}))
     assert "field f: f" in text and 'b = ["1/6", "1/3", "1/3", "1/6"]' in text and "order" in text
-
-
-def test_one_layer_with_its_proof_in_under_two_seconds() -> None:
-    layer = PreNorm().eval()
-    bf.extract(layer, _x(), fields={"attn": ("ln1", "attn"), "mlp": ("ln2", "mlp", "out")})
-    start = time.perf_counter()
-    bf.extract(layer, _x(), fields={"attn": ("ln1", "attn"), "mlp": ("ln2", "mlp", "out")})
-    assert time.perf_counter() - start < 2.0
 
 
 class InPlace(nn.Module):
@@ -383,15 +373,14 @@ def test_a_stack_across_depth_reads_as_the_catalog_multistep_method() -> None:
     assert found.verify() < 1e-13
 
 
-def test_a_twelve_layer_stack_with_its_proof_in_under_ten_seconds() -> None:
+def test_a_twelve_layer_stack_reads_as_one_splitting() -> None:
+    """The time targets (a layer < 2 s, this stack < 10 s) are `butcherflow bench extract`'s."""
     stack = nn.Sequential(*(PreNorm() for _ in range(12))).eval()
     fields: dict[str, tuple[str, ...]] = {}
     for i in range(12):
         fields[f"attn{i}"] = (f"{i}.ln1", f"{i}.attn")
         fields[f"mlp{i}"] = (f"{i}.ln2", f"{i}.mlp", f"{i}.out")
-    start = time.perf_counter()
     found = bf.extract(stack, _x(), fields=fields)
-    assert time.perf_counter() - start < 10.0
     assert isinstance(found.method, bf.Splitting) and len(found.method.steps) == 24
 
 

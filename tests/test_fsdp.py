@@ -1,7 +1,10 @@
 """`--fsdp` (FSDP2 under torchrun, gloo on CPU): two processes give the loss curve and the weights
 of one process over the same global batches, a sharded run interrupted and resumed ends with the
 weights of one that was not, its checkpoints are the save-dir format any command reads, and
-`--fsdp` without a process group is one line."""
+`--fsdp` without a process group is one line.
+
+The default run launches torchrun once (the sharded run beside one process, trained here); the
+interrupted and resumed sharded run (two more launches) is in `make test-slow`."""
 
 from __future__ import annotations
 
@@ -13,45 +16,22 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_run import TINY, assert_same_weights
+from tiny_run import assert_same_weights, lm_argv
 
 from butcherflow import DeclarationError
 from butcherflow.savedir import load_language_model
 from butcherflow.savedir.checkpoint import load_weights
 from butcherflow.train import TrainConfig, train
 
-pytestmark = pytest.mark.usefixtures("vocab_cache")
+# the tiny LM run is shared with test_export.py: one worker trains it for both
+pytestmark = [pytest.mark.usefixtures("vocab_cache"), pytest.mark.xdist_group("tiny-lm")]
 
-FLAGS = [
-    "--d-model=32",
-    "--n-heads=2",
-    "--d-ffn=64",
-    "--decoder-layers=1",
-    "--vocab-size=200",
-    "--max-tokens=1024",
-    "--warmup-updates=3",
-    "--lr=2e-3",
-    "--save-interval-updates=2",
-    "--validate-interval-updates=2",
-    "--log-interval=1",
-    "--dropout=0",
-]
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2"]
 
 
-@pytest.fixture(scope="module")
-def text(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("text")
-    for split in ("train", "valid", "test"):
-        (folder / f"{split}.txt").write_bytes((TINY / f"{split}.en").read_bytes())
-    return folder
-
-
-def _train(text: Path, save_dir: Path, *flags: str, processes: int = 1) -> None:
-    """`butcherflow train lm-rk4` on the tiny text, in its own process(es)."""
-    command = [*TORCHRUN] if processes == 2 else [sys.executable]
-    command += ["-m", "butcherflow.cli", "train", "lm-rk4", "--task", "language_model"]
-    command += ["--data", str(text), "--save-dir", str(save_dir), *FLAGS, *flags]
+def _train_sharded(text: Path, save_dir: Path, *flags: str) -> None:
+    """`butcherflow train lm-rk4 --fsdp` on the tiny text, two processes under torchrun."""
+    command = [*TORCHRUN, "-m", "butcherflow.cli", *lm_argv(text, save_dir, "--fsdp", *flags)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -64,31 +44,44 @@ def _curve(save_dir: Path) -> list[tuple[int, float]]:
 
 
 @pytest.fixture(scope="module")
-def runs(text: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One process with update_freq 2, and two FSDP processes of one micro-batch each (the same
-    global batches), stopped at update 2 and resumed to 4."""
-    folder = tmp_path_factory.mktemp("fsdp")
-    _train(text, folder / "one", "--max-update=4", "--update-freq=2")
-    _train(text, folder / "two", "--max-update=2", "--fsdp", processes=2)
-    _train(text, folder / "two", "--max-update=4", "--fsdp", processes=2)
-    return {"one": folder / "one", "two": folder / "two"}
+def runs(tiny_lm_text: Path, tiny_lm_run: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The shared one-process run (update_freq 2) and two FSDP processes of one micro-batch each
+    (the same global batches): the default run's one torchrun launch."""
+    two = tmp_path_factory.mktemp("fsdp") / "two"
+    _train_sharded(tiny_lm_text, two, "--max-update=4")
+    return {"one": tiny_lm_run, "two": two}
 
 
-def test_two_sharded_processes_give_the_loss_curve_of_one(runs: dict[str, Path]) -> None:
-    one, two = _curve(runs["one"]), _curve(runs["two"])
-    assert [u for u, _ in two] == [1, 2, 3, 4] == [u for u, _ in one]
-    for (_, left), (_, right) in zip(one, two, strict=True):
-        assert abs(left - right) < 1e-5
+@pytest.fixture(scope="module")
+def resumed(tiny_lm_text: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two FSDP processes stopped at update 2 and resumed to 4 (two more launches: slow)."""
+    save_dir = tmp_path_factory.mktemp("fsdp-resumed") / "two"
+    _train_sharded(tiny_lm_text, save_dir, "--max-update=2")
+    _train_sharded(tiny_lm_text, save_dir, "--max-update=4")
+    return save_dir
 
 
-def test_a_sharded_run_resumed_ends_with_the_weights_of_one_process(
-    runs: dict[str, Path],
-) -> None:
-    left = load_weights(runs["one"] / "checkpoint_last.safetensors")
-    right = load_weights(runs["two"] / "checkpoint_last.safetensors")
+def _same_weights_within_float_tolerance(left_dir: Path, right_dir: Path) -> None:
+    left = load_weights(left_dir / "checkpoint_last.safetensors")
+    right = load_weights(right_dir / "checkpoint_last.safetensors")
     assert left.keys() == right.keys()
     for key in left:
         torch.testing.assert_close(right[key], left[key], rtol=1e-4, atol=1e-6)
+
+
+def _same_curve(one: Path, two: Path) -> None:
+    left, right = _curve(one), _curve(two)
+    assert [u for u, _ in right] == [1, 2, 3, 4] == [u for u, _ in left]
+    for (_, a), (_, b) in zip(left, right, strict=True):
+        assert abs(a - b) < 1e-5
+
+
+def test_two_sharded_processes_give_the_loss_curve_of_one(runs: dict[str, Path]) -> None:
+    _same_curve(runs["one"], runs["two"])
+
+
+def test_two_sharded_processes_end_with_the_weights_of_one(runs: dict[str, Path]) -> None:
+    _same_weights_within_float_tolerance(runs["one"], runs["two"])
 
 
 def test_a_sharded_runs_checkpoint_loads_as_any(runs: dict[str, Path]) -> None:
@@ -97,19 +90,25 @@ def test_a_sharded_runs_checkpoint_loads_as_any(runs: dict[str, Path]) -> None:
 
 
 @pytest.mark.slow
-def test_a_sharded_run_resumed_ends_with_the_weights_of_an_uninterrupted_sharded_run(
-    text: Path, runs: dict[str, Path], tmp_path: Path
+def test_a_sharded_run_resumed_ends_with_the_weights_of_one_process(
+    runs: dict[str, Path], resumed: Path
 ) -> None:
-    _train(text, tmp_path / "whole", "--max-update=4", "--fsdp", processes=2)
+    _same_curve(runs["one"], resumed)
+    _same_weights_within_float_tolerance(runs["one"], resumed)
+
+
+@pytest.mark.slow
+def test_a_sharded_run_resumed_ends_with_the_weights_of_an_uninterrupted_sharded_run(
+    runs: dict[str, Path], resumed: Path
+) -> None:
     assert_same_weights(
-        tmp_path / "whole" / "checkpoint_last.safetensors",
-        runs["two"] / "checkpoint_last.safetensors",
+        runs["two"] / "checkpoint_last.safetensors", resumed / "checkpoint_last.safetensors"
     )
 
 
-def test_fsdp_without_a_process_group_is_one_line(text: Path, tmp_path: Path) -> None:
+def test_fsdp_without_a_process_group_is_one_line(tiny_lm_text: Path, tmp_path: Path) -> None:
     config = TrainConfig(
-        "lm-rk4", str(text), str(tmp_path / "run"), task="language_model", fsdp=True
+        "lm-rk4", str(tiny_lm_text), str(tmp_path / "run"), task="language_model", fsdp=True
     )
     with pytest.raises(DeclarationError, match=r"--fsdp.*no|--fsdp.*none.*torchrun"):
         train(config)

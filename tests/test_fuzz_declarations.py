@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import random
 import signal
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +19,7 @@ from types import FrameType
 from typing import Any
 
 import pytest
+import sympy
 
 import butcherflow as bf
 from butcherflow.analysis.budget import DEFAULT_TIME_BUDGET
@@ -135,11 +135,8 @@ def _cases(count: int, seed: int, small: bool) -> list[tuple[Path, dict[str, Any
 
 @pytest.mark.parametrize(("file", "data", "what"), _cases(30, 29, small=True))
 def test_mutated_declaration_is_answered(file: Path, data: dict[str, Any], what: str) -> None:
-    """A short budget (5 s) bounds the whole report: it returns within it, plus the time of
-    one step that checks the deadline (a guard of 30 s)."""
-    started = time.monotonic()
+    """A short budget (5 s) bounds the whole report; the guard (30 s) catches a hang."""
     answered(data, f"{file.name} ({what})", budget=5.0, guard=30)
-    assert time.monotonic() - started < 30
 
 
 @pytest.mark.slow
@@ -235,3 +232,46 @@ def test_time_budget_bounds_the_stability_rows() -> None:
     assert rows["real stability interval"] == "not decided within the time budget"
     assert rows["A-stable"] == "not decided within the time budget"
     assert any("time budget" in note for note in report.notes)
+
+
+def test_a_float_beside_a_family_entry_is_one_line(tmp_path: Path) -> None:
+    """`alpha = ["k - 1", "-k", 2.5]` (lm-resnet) raised TypeError ('Cannot convert expression
+    to float') from the multistep order search: ball arithmetic judges numbers, not symbols."""
+    path = _edited(
+        "lm-resnet", 'alpha = ["k - 1", "-k", 1]', 'alpha = ["k - 1", "-k", 2.5]', tmp_path
+    )
+    with pytest.raises(bf.DeclarationError, match=r"key 'alpha\[2\]'.*numeric family") as caught:
+        bf.check(bf.load(path))
+    assert (caught.value.value, "\n" in str(caught.value)) == (2.5, False)
+    assert str(path) in str(caught.value)
+
+
+def test_a_starting_value_that_is_no_expression_is_one_line(tmp_path: Path) -> None:
+    """`start = [..., "None"]` (dlcl-4) raised AttributeError ('NoneType' object has no
+    attribute 'expand'): sympify read it as Python's None. Starting values are parsed as
+    entries are (no builtins: `exit()` is no call either)."""
+    for bad in ("None", "exit()"):
+        path = _edited("dlcl-4", '"h*f(x - 3*h)"]', f'"{bad}"]', tmp_path)
+        with pytest.raises(bf.DeclarationError, match=r"key 'start\[3\]'") as caught:
+            bf.load(path)
+        assert caught.value.value == bad and "\n" not in str(caught.value)
+
+
+def test_a_required_array_given_as_none_is_one_line() -> None:
+    """`b = None` (verner-7-efficient, from a TOML-like dict) built a tableau without weights
+    that failed inside bf.check with AttributeError; b is required and named."""
+    data = read_toml(SOLVERS / "verner-7-efficient.toml") | {"b": None}
+    with pytest.raises(bf.DeclarationError, match=r"key 'b'.*got None") as caught:
+        from_dict(data, source="verner-7-efficient.toml")
+    assert "\n" not in str(caught.value)
+
+
+def test_an_additive_stability_function_with_a_400_digit_entry_is_reported() -> None:
+    """A[0][0] = 10**400 beside √2 (ars-222): sympy cannot factor over QQ<√2> with such a
+    coefficient (CoercionFailed); R is then given expanded, the same function."""
+    data = read_toml(SOLVERS / "ars-222.toml")
+    data["tableaux"]["f"]["A"][0][0] = 10**400
+    report = bf.check(from_dict(data), time_budget=5.0)
+    R = report.stability_function
+    z = sorted(R.free_symbols, key=str)
+    assert sympy.simplify(R.subs({x: 0 for x in z})) == 1 and report.order is not None

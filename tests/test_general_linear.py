@@ -214,7 +214,7 @@ def test_an_exact_v_decides_zero_stability_whatever_digits_the_other_matrices_ca
     V = [[0, 0, 0, -1], [1, 0, 0, "12/5"], [0, 1, 0, "-86/25"], [0, 0, 1, "12/5"]]
     for b in ("1/2", 0.5):
         glm = GeneralLinear([[0]], [[1, 0, 0, 0]], [[b], [0], [0], [0]], V)
-        assert glm.rounding_of("V") == 0
+        assert glm.numbers.V.rounding == 0
         assert analyse_general_linear(glm).zero_stable is False
     typed = [[x if x in (0, 1) else float(sympy.Rational(x)) for x in row] for row in V]
     glm = GeneralLinear([[0]], [[1, 0, 0, 0]], [[0.5], [0], [0], [0]], typed)
@@ -337,7 +337,7 @@ def test_subs_keeps_start_and_precision_of_a_general_linear_method() -> None:
     member = family.subs({"a": 1})
     assert member.start == family.start and member.precision == family.precision
     assert member.to_table()["start"] == ["y(x)", "h*f(x)"]
-    assert member.A == ((0, 0), (1, 0)) and member.entries["B[0][0]"] is family.entries["B[0][0]"]
+    assert member.A == ((0, 0), (1, 0)) and member.numbers.B[0][0] is family.numbers.B[0][0]
 
 
 def test_subs_refuses_a_name_that_is_no_symbol(declaration_error) -> None:
@@ -393,7 +393,7 @@ def test_a_multistep_method_with_numeric_beta_keeps_its_zero_stability_as_a_glm(
     method = bf.LinearMultistep([-1, 0, 1], beta)
     assert bf.check(method).zero_stable is True
     glm = GeneralLinear.from_method(method)
-    assert glm.rounding_of("V") > 0  # V carries beta's digits (they multiply h·f inputs)
+    assert glm.numbers.V.rounding > 0  # V carries beta's digits (they multiply h·f inputs)
     assert analyse_general_linear(glm, max_order=1).zero_stable is True
 
 

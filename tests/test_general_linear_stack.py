@@ -10,8 +10,9 @@ import torch
 
 import butcherflow as bf
 from butcherflow.analysis.convergence import convergence
-from butcherflow.compiler.general_linear import GLM_POLICIES, StreamMixing, sinkhorn
+from butcherflow.compiler.general_linear import GLM_POLICIES, StreamMixing
 from butcherflow.methods.general_linear import GeneralLinear
+from butcherflow.nn.streams import sinkhorn
 
 DOUBLE = torch.float64
 SIZES = {"d_model": 8, "n_heads": 2, "d_ffn": 16}

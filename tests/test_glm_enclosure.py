@@ -80,9 +80,9 @@ def typed(method: GeneralLinear, digits: int) -> GeneralLinear:
 
 def neighbour(method: GeneralLinear, moves: list[Fraction]) -> dict[str, list[list[Fraction]]]:
     """The exact method at digits + rounding·move for each entry (moves in [−1, 1], in the
-    order of `method.entries`; exact entries stay)."""
+    order of `method.numbers`; exact entries stay)."""
     parts = blocks(method)
-    for (name, number), move in zip(method.entries.items(), moves, strict=False):
+    for (name, number), move in zip(method.numbers.keyed(), moves, strict=False):
         i, j = (int(k) for k in re.findall(r"\d+", name))
         parts[name[0]][i][j] += number.rounding * move
     return parts
@@ -202,7 +202,7 @@ def test_coarse_glms_hold_the_exact_method_and_the_corners_of_their_box(
     assert lo <= numpy_end(blocks(exact)) + 1e-7 and numpy_end(blocks(exact)) <= hi + 1e-7
     for corner in (1, -1):  # every numeric entry at one end of its rounding, then alternating
         for sign in (1, -1):
-            moves = [Fraction(corner * sign**k) for k in range(len(method.entries))]
+            moves = [Fraction(corner * sign**k) for k in range(len(method.numbers.flat))]
             assert lo - 1e-7 <= numpy_end(neighbour(method, moves)) <= hi + 1e-7
 
 

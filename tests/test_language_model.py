@@ -476,6 +476,12 @@ def test_tensorboard_holds_the_logs_curves(text: Path, tmp_path: Path) -> None:
     assert events[f"streams/{layer}/spectral_radius"][valids[0]["update"]] == pytest.approx(
         first["radius"], rel=1e-6
     )
+    # learned static U, B, V: an image per validation (test_pictures.py reads the pictures)
+    accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    pictures = accumulator.EventAccumulator(tensorboard, size_guidance={"images": 0})
+    pictures.Reload()
+    assert [i.step for i in pictures.Images("streams/blocks.0")] == [e["update"] for e in valids]
+    assert pictures.Tags()["histograms"] == []  # no gates, no per-token coefficients
 
 
 def test_tensorboard_without_the_package_names_the_extra(

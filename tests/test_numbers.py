@@ -15,13 +15,13 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import butcherflow as bf
+from butcherflow.methods.entries.arrays import vector
 from butcherflow.methods.entries.balls import enclose
 from butcherflow.methods.entries.numbers import (
     Number,
     covering_text,
     is_zero,
     parse_number,
-    parse_vector,
 )
 
 KEY = "A[2][1]"
@@ -179,10 +179,10 @@ def test_narrow_float_arrays_are_known_to_their_own_last_place(
     A = make([[float(x) for x in row] for row in rk4.A])
     b = make([float(x) for x in rk4.b])
     tableau = bf.ButcherTableau(A, b)
-    sixth = tableau.entries["b[0]"]
+    sixth = tableau.numbers.b[0]
     assert sixth.value == sympy.Rational(Fraction(float(b[0])))  # the stored binary value
     assert sixth.rounding == abs(Fraction(float(b[0]))) * Fraction(256, 2**mantissa)
-    assert tableau.entries["A[0][0]"].rounding == 0  # zeros stay exact
+    assert tableau.numbers.A[0][0].rounding == 0  # zeros stay exact
     report = bf.check(tableau)
     assert report.order == 0 and not report.failing  # undetermined, not refuted
     assert report.undetermined
@@ -475,16 +475,16 @@ def test_no_silent_truncation() -> None:
 
 
 def test_parse_vector_keys_each_entry(declaration_error) -> None:
-    numbers = parse_vector(["1/2", 0, 0.5], "b")
+    numbers = vector(["1/2", 0, 0.5], "b")
     assert [n.value for n in numbers] == [sympy.Rational(1, 2), 0, sympy.Rational(1, 2)]
     with declaration_error("'b[2]'", "'x y'"):
-        parse_vector([1, 2, "x y"], "b")
+        vector([1, 2, "x y"], "b")
 
 
 @pytest.mark.parametrize("raw", ["1/2", 3, None, {"b": 1}, b"12"])
 def test_parse_vector_rejects_non_lists(raw: object, declaration_error) -> None:
     with declaration_error("key 'b'", repr(raw), "list"):
-        parse_vector(raw, "b")
+        vector(raw, "b")
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from closeness import assert_close
 
 import butcherflow as bf
 from butcherflow.analysis import ANALYSES, trained_order
@@ -80,7 +81,7 @@ def test_rk2_gated_is_eq_25_26_and_starts_as_heun() -> None:
     block = bf.compile("rk2-gated", field="san+ffn", **SIZES).double().eval()
     heun = bf.compile("heun", field=block.field, d_model=8).double().eval()
     y = torch.randn(2, 5, 8, dtype=torch.float64)
-    assert torch.allclose(block(y), heun(y), rtol=0, atol=1e-12)  # W = 0, g = 1/2
+    assert_close(block(y), heun(y))  # W = 0, g = 1/2
     proj = block.program.gate.proj
     with torch.no_grad():
         proj.weight.normal_(0.0, 0.5)
@@ -89,7 +90,7 @@ def test_rk2_gated_is_eq_25_26_and_starts_as_heun() -> None:
     f2 = f(y + f1, ctx, 1)
     g = torch.sigmoid(torch.cat([f1, f2], dim=-1) @ proj.weight.T + proj.bias)
     assert float(g.detach().std()) > 1e-3
-    assert torch.allclose(block(y), y + g * f1 + (1 - g) * f2, rtol=0, atol=1e-12)
+    assert_close(block(y), y + g * f1 + (1 - g) * f2)
 
 
 def test_a_gate_starts_at_its_declared_value() -> None:
@@ -100,7 +101,7 @@ def test_a_gate_starts_at_its_declared_value() -> None:
     ralston_like = bf.ButcherTableau([[0, 0], [1, 0]], ["1/4", "3/4"])
     exact = bf.compile(ralston_like, field=block.field, d_model=8).double()
     y = torch.randn(2, 3, 8, dtype=torch.float64)
-    assert torch.allclose(block(y), exact(y), rtol=0, atol=1e-12)
+    assert_close(block(y), exact(y))
     assert block.program.gate.start.tolist() == [math.log(0.25 / 0.75)]
 
 
@@ -155,11 +156,13 @@ def test_softmax_weights_are_proved_summing_to_one() -> None:
 
 def test_a_numeric_family_is_refused_with_one_line_not_a_key_error() -> None:
     """Ball arithmetic judges numbers: a numeric tableau with symbols (a policy applied to a
-    tableau of floats) gets an AnalysisError, where it raised KeyError('g')."""
+    tableau of floats) gets a DeclarationError naming a numeric entry, where it raised
+    KeyError('g')."""
     numeric = bf.ButcherTableau([[0, 0], [0.5, 0]], [0.0, 1.0], name="numeric")
     for family in (numeric.with_coefficients("gated"), numeric.with_weights(["g", "1 - g"])):
-        with pytest.raises(bf.AnalysisError, match="numeric tableau with the free symbols"):
+        with pytest.raises(bf.DeclarationError, match="numeric family") as info:
             bf.check(family)
+        assert (info.value.key, info.value.value) == ("A[1][0]", 0.5)
     bf.compile(numeric.with_coefficients("gated"), field="ffn", **SIZES)  # it still compiles
 
 

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import pytest
 import sympy
+from closeness import SLOPE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -52,7 +53,6 @@ from butcherflow.analysis.convergence import convergence
 from butcherflow.analysis.general_linear.report import analyse_general_linear
 from butcherflow.methods.general_linear import GeneralLinear
 
-TOLERANCE = 0.3  # measured slope against the proved order (tests/test_convergence.py)
 T = sympy.Symbol("t")
 
 
@@ -143,7 +143,7 @@ def assert_measured(method: GeneralLinear, order: int) -> None:
     curves = convergence(method, report)
     assert len(curves) == 1, f"{method.name}: no convergence curve (zero-stable?)"
     curve = curves[0]
-    assert abs(curve.slope - order) <= TOLERANCE, (
+    assert abs(curve.slope - order) <= SLOPE, (
         f"{method.name}: proved order {order}, measured slopes {curve.slopes} "
         f"(errors {curve.errors})"
     )
@@ -475,7 +475,7 @@ def test_a_coarse_start_proves_less_than_is_measured_and_the_report_says_why() -
     method = GeneralLinear(**DIMSIM, start=["y(x)", "y(x) - h*f(x)"], name="dimsim-coarse")
     report = analyse_general_linear(method)
     assert report.order == 1 and not report.order_is_lower_bound
-    assert report.measured_order == pytest.approx(2.0, abs=TOLERANCE)
+    assert report.measured_order == pytest.approx(2.0, abs=SLOPE)
     assert dict(report.rows())["measured order (y' = −y + cos t)"].startswith("2.00 (N = ")
     note = next(n for n in report.notes if "measured slope" in n)
     assert "exceeds the proved order 1" in note
@@ -485,5 +485,5 @@ def test_a_coarse_start_proves_less_than_is_measured_and_the_report_says_why() -
     assert report.to_dict()["measured_order"] == report.measured_order
     # the published start: proved 2, measured 2, nothing to explain
     exact = analyse_general_linear(GeneralLinear(**DIMSIM, start=["y(x)", "y(x - h)"]))
-    assert exact.order == 2 and exact.measured_order == pytest.approx(2.0, abs=TOLERANCE)
+    assert exact.order == 2 and exact.measured_order == pytest.approx(2.0, abs=SLOPE)
     assert not any("measured slope" in n for n in exact.notes)

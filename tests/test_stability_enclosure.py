@@ -40,10 +40,10 @@ def test_three_digit_rk4_leaves_the_imaginary_interval_open() -> None:
 def _inside(numeric: ButcherTableau, neighbour: ButcherTableau) -> bool:
     """Every entry of the exact `neighbour` lies within the rounding of `numeric`'s entry."""
     return all(
-        abs(Fraction(str(neighbour.entries[key].value)) - Fraction(str(number.value)))
-        <= number.rounding
-        for key, number in numeric.entries.items()
-        if key in neighbour.entries
+        abs(Fraction(str(near.value)) - Fraction(str(number.value))) <= number.rounding
+        for (_, number), (_, near) in zip(
+            numeric.numbers.keyed(), neighbour.numbers.keyed(), strict=False
+        )
     )
 
 

@@ -46,3 +46,36 @@ def assert_same_weights(a: Path, b: Path) -> None:
     assert left.keys() == right.keys()
     for key in left:
         assert torch.equal(left[key], right[key]), key
+
+
+# The tiny language model the export and FSDP tests share (conftest's `tiny_lm_run`): lm-rk4 at
+# d_model 32 on the English side of the tiny corpus, validated and saved every two updates.
+LM_FLAGS = [
+    "--d-model=32",
+    "--n-heads=2",
+    "--d-ffn=64",
+    "--decoder-layers=1",
+    "--vocab-size=200",
+    "--max-tokens=1024",
+    "--warmup-updates=3",
+    "--lr=2e-3",
+    "--save-interval-updates=2",
+    "--validate-interval-updates=2",
+    "--log-interval=1",
+    "--dropout=0",
+]
+LM_RUN = ["--max-update=4", "--update-freq=2"]  # one process; FSDP's two give the same batches
+
+
+def lm_text(folder: Path) -> Path:
+    """The tiny corpus's English side as a plain-text corpus (train/valid/test.txt) in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "valid", "test"):
+        (folder / f"{split}.txt").write_bytes((TINY / f"{split}.en").read_bytes())
+    return folder
+
+
+def lm_argv(text: Path, save_dir: Path, *flags: str) -> list[str]:
+    """`butcherflow train lm-rk4` on `text` into `save_dir`, as command-line arguments."""
+    argv = ["train", "lm-rk4", "--task", "language_model", "--data", str(text)]
+    return [*argv, "--save-dir", str(save_dir), *LM_FLAGS, *flags]

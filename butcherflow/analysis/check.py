@@ -59,6 +59,7 @@ def check(
     `.to_json()`).
     """
     resolved = catalog.resolve(method)
+    resolved.refuse_numeric_family()
     return ANALYSES[type(resolved)](resolved, max_order=max_order, time_budget=time_budget)
 
 

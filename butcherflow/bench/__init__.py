@@ -29,6 +29,8 @@ BENCHMARKS = {
     "bseries": "B-series, modified equation and symplecticity order of the catalog to order 8, "
     "SSP coefficients beside NodePy",
     "design": "every kind of bf.design at s <= 10, timed, beside the best known values",
+    "export": "butcherflow export of a small language model and its reload by transformers, "
+    "each in a fresh process",
 }
 DEFAULT_OUTPUT = "docs/benchmarks.md"  # relative to the working directory: a checkout's root
 # `bench train --data`'s default by task: a translation corpus, or the target side alone
@@ -176,6 +178,11 @@ def run_benchmark(args: argparse.Namespace) -> int:
 
         run_design(output=args.output, command=f"butcherflow bench design{given}")
         return 0
+    if args.what == "export":
+        from .export import run_export
+
+        run_export(output=args.output, repeats=args.repeats, command=command)
+        return 0
     if args.what == "bseries":
         from .bseries import run_bseries
 
@@ -190,9 +197,11 @@ def run_benchmark(args: argparse.Namespace) -> int:
         from .block import run_block
         from .streams import run_streams
 
+        if args.device != "auto":
+            command += f" --device {args.device}"
         if args.what == "block":
             run_block(output=args.output, repeats=args.repeats, command=command)
-        run_streams(output=args.output, repeats=args.repeats, command=command)
+        run_streams(args.output, args.repeats, command, device=args.device)
         return 0
     from .order import run_order
 

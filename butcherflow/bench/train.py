@@ -2,8 +2,10 @@
 
 The recipes (by default `transformer-small` and `ode-transformer-rk2-gated`) train beside
 `torch.nn.Transformer` at the same sizes (norm_first, the same embeddings and tied output
-projection, see `bench.block`) on the same real batches: the first batches of epoch 1 of the
-training split, cut by `--max-tokens` as the loop cuts them. Each model takes the training
+projection, see `bench.block`); a decoder-only recipe (`lm-*`, a `LanguageModel` on the target
+side) trains beside the residual LM at its sizes (its blocks replaced by y + F(y): `lm-residual`
+for `lm-hyper-connections` and `lm-mhc`); all on the same real batches: the first batches of epoch
+1 of the training split, cut by `--max-tokens` as the loop cuts them. Each model takes the training
 loop's own step (`forward_backward` with the label-smoothed loss, then `optimizer_step` with
 AdamW), so the figure is what `butcherflow train` gets. The models take turns batch by batch, so
 load on the machine hits them alike. Before the timed pass, `warmup` untimed passes run over the
@@ -45,7 +47,7 @@ from typing import Any, final
 import torch
 from torch import nn
 
-from ..assemble import Recipe, Seq2Seq, apply_param_budget, load_recipe
+from ..assemble import LanguageModel, Recipe, Seq2Seq, apply_param_budget, load_recipe, model_class
 from ..assemble.recipe import OVERRIDES, Side
 from ..compiler import CompiledBlock
 from ..data import (
@@ -57,10 +59,10 @@ from ..data import (
     load_corpus,
     make_batches,
 )
-from ..devices import resolve_device
+from ..devices import can_compile, resolve_device
 from ..errors import DeclarationError
 from ..experiments.catalog import PRESETS
-from ..tasks import TRANSLATION
+from ..tasks import LANGUAGE_MODEL, TRANSLATION
 from ..train.config import TRAIN_DEFAULTS, TrainConfig, resolve_precision, resolve_recipe
 from ..train.step import forward_backward, optimizer_step
 from . import TRAIN_DATA, write_section
@@ -145,12 +147,18 @@ def bench_recipe(
     return dataclasses.replace(matched, param_budget=None), target
 
 
-def forward_flops(model: Seq2Seq, batch: Batch, pad: int) -> int | None:
+def forward_flops(model: Seq2Seq | LanguageModel, batch: Batch, pad: int) -> int | None:
     """Forward FLOPs of `model` on `batch` (see the module docstring for what is counted).
 
     **Returns:** the count, or None when a block's count is chosen at run time.
     """
     src_len, tgt_len = batch.src.shape[1], batch.prev_output.shape[1]
+    output = 2 * int(model.embedding.tokens.weight.shape[1]) * model.embedding.tokens.num_embeddings
+    if isinstance(model, LanguageModel):  # the target side alone, causal self-attention
+        own = [block.flops(tgt_len, tgt_len) for block in _blocks(model.blocks)]
+        if any(c is None for c in own):
+            return None
+        return (sum(c[0] for c in own if c is not None) + output) * batch.ntokens
     counts = [block.flops(src_len, src_len) for block in _blocks(model.encoder)]
     counts += [block.flops(tgt_len, src_len) for block in _blocks(model.decoder)]
     if any(c is None for c in counts):
@@ -160,7 +168,7 @@ def forward_flops(model: Seq2Seq, batch: Batch, pad: int) -> int | None:
     per_source = sum(sum(c) for c in counts[:n_encoder] if c is not None)
     per_source += sum(c[1] for c in counts[n_encoder:] if c is not None)  # memory keys/values
     per_target = sum(c[0] for c in counts[n_encoder:] if c is not None)
-    per_target += 2 * int(model.embedding.tokens.weight.shape[1]) * model.vocab_size  # output
+    per_target += output
     return per_source * src_tokens + per_target * batch.ntokens
 
 
@@ -192,7 +200,7 @@ class _Entry:
     """A model being timed, and what its row needs."""
 
     model: nn.Module
-    counter: Seq2Seq  # whose blocks count the FLOPs
+    counter: Seq2Seq | LanguageModel  # whose blocks count the FLOPs
     compiled: bool
     reference: str | None = None
     eager: str | None = None
@@ -241,6 +249,7 @@ def bench_train(
     base = TrainConfig(recipes[0], data, "-", device=device, precision=precision)
     target = resolve_device(base.device)
     precision_name = resolve_precision(base, target)
+    compile = compile and can_compile(target.type)
     amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision_name)
     corpus = load_corpus(data)
     vocab = build_vocabulary(corpus, vocab_size, default_cache_dir())
@@ -254,10 +263,8 @@ def bench_train(
     for name in recipes:
         recipe, compared = bench_recipe(name, data, overrides, len(vocab))
         torch.manual_seed(0)
-        ours = Seq2Seq(recipe, len(vocab), pad_index=vocab.pad)
-        d, h, f, e, dec = _sizes_of(compared)
-        reference = f"torch.nn.Transformer ({d}/{h}/{f}, {e}+{dec} layers)"
-        twin = transformer_twin(compared, len(vocab), vocab.pad)
+        ours = model_class(recipe)(recipe, len(vocab), pad_index=vocab.pad)
+        reference, twin, theirs_of = _reference(compared, len(vocab), vocab.pad)
         for tag in tags:
             compiled = compile and not tag
             eager = None if tag or len(tags) == 1 else " (eager)"
@@ -267,11 +274,8 @@ def bench_train(
             )
             if reference + tag not in entries:
                 torch.manual_seed(0)  # the same weights for the eager copy
-                with warnings.catch_warnings():  # "enable_nested_tensor ... norm_first": expected
-                    warnings.simplefilter("ignore", UserWarning)
-                    theirs = TorchTransformer(twin)
                 entries[reference + tag] = _Entry(
-                    theirs, twin, compiled, eager=eager and reference + eager
+                    theirs_of(), twin, compiled, eager=eager and reference + eager
                 )
 
     def autocast() -> contextlib.AbstractContextManager[Any]:
@@ -331,9 +335,38 @@ def bench_train(
     return rows, settings, target
 
 
-def _copy(model: Seq2Seq) -> Seq2Seq:
+def _reference(
+    recipe: Recipe, vocab_size: int, pad: int
+) -> tuple[str, Seq2Seq | LanguageModel, Callable[[], nn.Module]]:
+    """(row name, FLOP counter, maker of the model) of the row a recipe is compared with:
+    `torch.nn.Transformer` at its sizes, or for a decoder-only recipe the residual LM at its
+    sizes (the same model with Euler blocks, y + F(y): what `lm-residual` declares)."""
+    if model_class(recipe) is LanguageModel:
+        side = recipe.decoder or recipe.encoder  # a decoder-only recipe declares a decoder
+        assert side is not None
+        residual = dataclasses.replace(
+            recipe, name="lm-residual", decoder=Side(side.layers, "euler", field="san+ffn")
+        )
+        d, h, f = (int(recipe.sizes[k]) for k in ("d_model", "n_heads", "d_ffn"))
+        with torch.device("meta"):
+            counter = LanguageModel(residual, vocab_size, pad_index=pad)
+        name = f"lm-residual ({d}/{h}/{f}, {side.layers} layers)"
+        return name, counter, lambda: LanguageModel(residual, vocab_size, pad_index=pad)
+    d, h, f, e, dec = _sizes_of(recipe)
+    twin = transformer_twin(recipe, vocab_size, pad)
+
+    def theirs() -> nn.Module:
+        with warnings.catch_warnings():  # "enable_nested_tensor ... norm_first": expected
+            warnings.simplefilter("ignore", UserWarning)
+            return TorchTransformer(twin)
+
+    return f"torch.nn.Transformer ({d}/{h}/{f}, {e}+{dec} layers)", twin, theirs
+
+
+def _copy(model: Seq2Seq | LanguageModel) -> Seq2Seq | LanguageModel:
     """The same model with its own parameters (the eager twin of a compiled one)."""
-    copy = Seq2Seq(model.recipe, model.vocab_size, pad_index=model.pad_index)
+    vocab = model.embedding.tokens.num_embeddings
+    copy = type(model)(model.recipe, vocab, pad_index=model.pad_index)
     copy.load_state_dict(model.state_dict())
     return copy
 
@@ -367,6 +400,7 @@ def _prepare(
             autocast=autocast,
             scaler=scaler,
             world_size=1,
+            task=LANGUAGE_MODEL if isinstance(entry.counter, LanguageModel) else TRANSLATION,
         )
         optimizer_step(optimizer, scaler, params, 0.0, math.isfinite(loss))
 
@@ -426,17 +460,20 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
         "FLOPs: the model's, from its compiled blocks, forward + backward = 3 × forward "
         f"(module docstring of `butcherflow.bench.train`); {peak_text}; {memory_text}.",
         "",
-        "| model | parameters | target tokens/s | vs torch.nn.Transformer | compiled / eager "
-        "| GFLOP per target token | TFLOP/s | MFU | peak memory (MiB) |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "| model | parameters | target tokens/s | vs torch.nn.Transformer | vs lm-residual "
+        "| compiled / eager | GFLOP per target token | TFLOP/s | MFU | peak memory (MiB) |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for row in rows:
         ratio = _ratio(row, by_name.get(row.reference or ""))
+        lm = (row.reference or "").startswith("lm-residual")  # a decoder-only recipe's row
+        transformer, residual = ("", ratio) if lm else (ratio, "")
         eager = _ratio(row, by_name.get(row.eager or ""))
         per_token = None if row.flops is None else row.flops / row.tokens / 1e9
         memory = None if row.memory is None else row.memory / MIB
         lines.append(
-            f"| {row.name} | {row.parameters:,} | {row.tokens_per_s:,.0f} | {ratio} | {eager} | "
+            f"| {row.name} | {row.parameters:,} | {row.tokens_per_s:,.0f} | {transformer} | "
+            f"{residual} | {eager} | "
             f"{_cell(per_token, '{:.3g}')} | {_cell(row.tflops, '{:.3g}')} | "
             f"{_cell(row.mfu(peak), '{:.1%}')} | {_cell(memory, '{:,.0f}')} |"
         )

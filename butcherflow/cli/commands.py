@@ -110,7 +110,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "--out", default="docs/gallery", help="the gallery folder, replaced (its parent must exist)"
     )
     p.add_argument(
-        "--only", nargs="+", metavar="NAME", help="only these catalog entries and model recipes"
+        "--only",
+        nargs="+",
+        metavar="NAME",
+        help="only these catalog entries, declaration files (PATH.toml) and model recipes, "
+        "and the index (no reference-code page)",
     )
     p.add_argument("--benchmarks", default=DEFAULT_OUTPUT, help="measured results (read)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes for the pages")
@@ -133,7 +137,9 @@ def _bench(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--repeats", type=int, default=3, help="timings are the median of repeats")
     p.add_argument("--no-nodepy", action="store_true", help="skip the NodePy comparison")
-    p.add_argument("--device", default="auto", help="train and beam: auto, cpu, cuda or cuda:N")
+    p.add_argument(
+        "--device", default="auto", help="train, beam and streams: auto, cpu, cuda or cuda:N"
+    )
     p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     train = p.add_argument_group("bench train (training tokens/s beside torch.nn.Transformer)")
     train.add_argument(

@@ -2,14 +2,17 @@
 
 These two commands load only the declaration and analysis stages, so a proof answers in a
 fraction of a second (`butcherflow check rk4`); `butcherflow.cli` builds their parsers without
-importing the commands that need tensors.
+importing the commands that need tensors. `check --plot DIR` imports the gallery's drawing
+(`figures`), and with it torch, only when it is given.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from ..analysis import Report, check
 from ..analysis.budget import DEFAULT_TIME_BUDGET
@@ -34,6 +37,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="seconds the whole report may take (order search and stability rows); a row not "
         f"decided by then says so, with what was established (default {DEFAULT_TIME_BUDGET:g})",
+    )
+    p.add_argument(
+        "--plot",
+        metavar="DIR",
+        help="also draw the declaration's stability region, order star and convergence plot "
+        "into DIR as SVG (as its gallery page shows them; created if needed)",
     )
     p.set_defaults(run=cmd_check)
 
@@ -68,6 +77,13 @@ def order_table(reports: Sequence[Report]) -> str:
 def cmd_check(args: argparse.Namespace) -> int:
     if args.all == bool(args.method):
         raise ButcherflowError("give one method (a catalog name or a .toml file) or --all")
+    if args.all and args.plot:
+        raise ButcherflowError(
+            "--plot draws one declaration: give a method, not --all "
+            "(`butcherflow gallery` draws the whole catalog)"
+        )
+    if args.plot:  # before the proof: a file given as DIR fails at once
+        _figures().plot_folder(args.plot)
     if args.all:
         reports, broken = [], []
         for name in catalog:
@@ -86,10 +102,17 @@ def cmd_check(args: argparse.Namespace) -> int:
         return 1 if failed or broken else 0
     report = check(args.method, max_order=args.max_order, time_budget=args.time_budget)
     print(_render(report, args.format))
+    if args.plot:
+        _figures().plot(report, args.plot, stdout=args.format != "json")
     if not report.claim_holds:
         print(f"error: {report.mismatch_message()}", file=sys.stderr)
         return 1
     return 0
+
+
+def _figures() -> ModuleType:
+    """`cli.figures`, imported on first use: the gallery's drawing loads torch."""
+    return importlib.import_module(f"{__package__}.figures")
 
 
 def cmd_list(args: argparse.Namespace) -> int:

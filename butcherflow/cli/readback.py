@@ -23,10 +23,10 @@ from ..analysis import check
 from ..assemble import LanguageModel, Seq2Seq, cross_attends
 from ..compiler import CompiledBlock, GeneralLinearStack
 from ..compiler.coefficients import StageGate
-from ..compiler.general_linear import advance, read_stages
 from ..errors import ExtractionError
 from ..extraction import Extracted, extract
 from ..nn import Context, Field
+from ..nn.streams import advance, read_stages
 from .proofs import order_table
 
 BATCH, LENGTH, MEMORY = 2, 6, 5  # the random state a block is read at

@@ -49,6 +49,8 @@ class StageGate(nn.Module):
       `"tanh"`.
     - `init`: the initial value of each output (None: logit 0). W starts at 0 and β at the
       logits of these values, so the block starts at the declaration's initial values.
+    - `names`: each output's name, the declaration's gate symbol (default: `0`, `1`, ...),
+      as TensorBoard's gate histograms are tagged.
 
     `forward(*stages)` takes s tensors `(batch, length, d_model)` and returns one weight
     `(batch, length, 1)` per output.
@@ -56,11 +58,21 @@ class StageGate(nn.Module):
 
     start: torch.Tensor
 
-    def __init__(self, d_model: int, stages: int, kind: str, init: Sequence[Any]) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        stages: int,
+        kind: str,
+        init: Sequence[Any],
+        names: Sequence[str] | None = None,
+    ) -> None:
         super().__init__()
         if kind not in GATE_KINDS or stages < 1 or not init:
             raise ValueError(f"a gate reads >= 1 stage into >= 1 {GATE_KINDS} output")
+        if names is not None and len(names) != len(init):
+            raise ValueError(f"{len(init)} gate outputs, {len(names)} names")
         self.kind, self.stages, self.d_model, self.outputs = kind, stages, d_model, len(init)
+        self.names = tuple(names) if names is not None else tuple(map(str, range(len(init))))
         self.proj = nn.Linear(stages * d_model, self.outputs)
         nn.init.zeros_(self.proj.weight)
         nn.init.zeros_(self.proj.bias)

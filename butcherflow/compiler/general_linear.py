@@ -52,7 +52,6 @@ import sympy
 import torch
 import torch.fx as fx
 from torch import Tensor, nn
-from torch.autograd.function import once_differentiable
 from torch.nn.utils import parametrize
 
 from ..analysis.general_linear.series import preconsistency
@@ -60,6 +59,7 @@ from ..analysis.general_linear.stability import doubly_stochastic, power_bound
 from ..methods import GeneralLinear
 from ..nn import Field, make_field
 from ..nn.birkhoff import MAX_STREAMS, Birkhoff
+from ..nn.streams import advance, read_in, read_out, read_stages, sinkhorn, tokens
 from .options import FieldSizes, FieldSpec, require_fields_list
 from .program import Coefficient, CompiledBlock, ProgramBuilder, field_width, require
 
@@ -91,49 +91,6 @@ class GeneralLinearOptions(FieldSizes):
 
 def _floats(rows: Sequence[Sequence[sympy.Expr]]) -> Tensor:
     return torch.tensor([[float(x) for x in row] for row in rows], dtype=torch.float64)
-
-
-def sinkhorn(logits: Tensor, iterations: int) -> Tensor:
-    """Sinkhorn-Knopp on exp(logits) over the last two dimensions: alternately normalise columns
-    and rows, `iterations` times; rows sum to 1 to rounding, columns up to convergence.
-
-    The first iteration runs in log space, so that logits of any spread are safe; after it every
-    row and column keeps a sum of at least 1/r² (each column had an entry ≥ 1/r, and each row
-    sum is ≤ r), so the other iterations normalise exp(logits) directly (`Normalise`): the same
-    result to rounding, in two kernels per normalisation instead of logsumexp's many."""
-    logits = logits - torch.logsumexp(logits, dim=-2, keepdim=True)
-    P = (logits - torch.logsumexp(logits, dim=-1, keepdim=True)).exp()
-    return Normalise.apply(P, iterations - 1) if iterations > 1 else P
-
-
-@final
-class Normalise(torch.autograd.Function):
-    """`apply(P, iterations)`: `iterations` times, divide the positive P `(..., r, r)` by its
-    column sums, then by its row sums. The gradient of the unrolled iteration is written out
-    (for Q = P / Σ P, dP = (dQ − Σ dQ·Q) / Σ P, sums over the normalised dimension), four
-    kernels per normalisation and no autograd graph of a hundred small nodes."""
-
-    @staticmethod
-    def forward(ctx: Any, P: Tensor, iterations: int) -> Tensor:
-        saved: list[Tensor] = []
-        for _ in range(iterations):
-            for dim in (-2, -1):
-                total = P.sum(dim, keepdim=True)
-                P = P / total
-                saved += [P, total]
-        ctx.save_for_backward(*saved)
-        return P
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
-        saved = ctx.saved_tensors
-        grad = grad.clone()
-        for k in reversed(range(len(saved) // 2)):
-            Q, total = saved[2 * k], saved[2 * k + 1]
-            dim = -2 if k % 2 == 0 else -1
-            grad = grad.sub_((grad * Q).sum(dim, keepdim=True)).div_(total)
-        return grad, None
 
 
 @final
@@ -181,7 +138,7 @@ class StreamMixing(nn.Module):
         s = self.s
         # one projection for all coefficients of all streams; row k of `out` is stream k's:
         # its dynamic U[:, k], B[k, :] and V[k, :]
-        out = torch.tanh(self.proj(self.norm(_tokens(streams))))  # (tokens, r, 2s + r)
+        out = torch.tanh(self.proj(self.norm(tokens(streams))))  # (tokens, r, 2s + r)
         out = out.view(*streams.shape[1:-1], *out.shape[1:])  # (batch, time, r, 2s + r)
         scale = self.scale.to(dtype)
         U = torch.addcmul(U, scale[0], out[..., :s].transpose(-1, -2))
@@ -198,77 +155,6 @@ class StreamMixing(nn.Module):
         if self.policy == "sinkhorn":
             V = sinkhorn(V, self.iterations)
         return V.numpy()
-
-
-# The streams are indexed stream-first, `(r, batch, time, d)`. Under static coefficients they
-# are stored so (stream k is the contiguous block streams[k]): mixing is one (r×r)·(r×N) matrix
-# product with no copies, and a stage's input is a contiguous block. Per-token coefficients mix
-# by one batched product over the tokens, whose result is stored token-major and returned as a
-# transposed view; the next layer reads it through `_tokens`, again without a copy.
-
-
-def read_in(x: Tensor, u: Tensor) -> Tensor:
-    """(batch, time, d) -> the streams u ⊗ x, (r, batch, time, d)."""
-    return u.to(x.dtype).view(-1, 1, 1, 1) * x
-
-
-def read_out(streams: Tensor, w: Tensor) -> Tensor:
-    """(r, batch, time, d) -> Σₖ wₖ yₖ, (batch, time, d)."""
-    r = streams.shape[0]
-    flat = torch.mm(w.to(streams.dtype).view(1, r), streams.reshape(r, -1))
-    return flat.view(streams.shape[1:])
-
-
-def _tokens(streams: Tensor) -> Tensor:
-    """(r, batch, time, d) -> the strided view (batch·time, r, d)."""
-    r, d = streams.shape[0], streams.shape[-1]
-    return streams.view(r, -1, d).transpose(0, 1)
-
-
-def read_stages(U: Tensor, streams: Tensor) -> Tensor:
-    """Σₖ U[i, k] yₖ for every stage i at once.
-
-    **Arguments:**
-
-    - `U`: a static `(s, r)` matrix, or one per token, `(batch, time, s, r)`.
-    - `streams`: the r input streams y, `(r, batch, time, d)`.
-
-    **Returns:** the s stage inputs, `(s, batch, time, d)`.
-    """
-    r, shape = streams.shape[0], streams.shape[1:]
-    if U.dim() == 2:
-        return torch.mm(U, streams.reshape(r, -1)).view(-1, *shape)
-    Y = torch.bmm(U.reshape(-1, U.shape[-2], r), _tokens(streams))  # (tokens, s, d)
-    return Y.transpose(0, 1).view(-1, *shape)
-
-
-def advance(V: Tensor, streams: Tensor, B: Tensor, *stages: Tensor) -> Tensor:
-    """V y + B F(Y): the next streams. Each B[:, i] Fᵢ is added in place into the fresh V y: one
-    new stream-sized tensor per layer (on a CPU, fresh large tensors cost page faults, more than
-    the arithmetic here).
-
-    **Arguments:**
-
-    - `V`: a static `(r, r)` matrix, or one per token, `(batch, time, r, r)`.
-    - `streams`: the r streams y, `(r, batch, time, d)`.
-    - `B`: a static `(r, s)` matrix, or one per token, `(batch, time, r, s)` (static or per-token
-      together with `V`).
-    - `stages`: the s stage values Fᵢ, each `(batch, time, d)`.
-
-    **Returns:** the next streams, `(r, batch, time, d)`.
-    """
-    r, shape, d = streams.shape[0], streams.shape[1:], streams.shape[-1]
-    if V.dim() == 2:
-        flat = torch.mm(V, streams.reshape(r, -1))
-        B = B.to(flat.dtype)  # under autocast, mm's dtype (in-place products do not autocast)
-        for i, F in enumerate(stages):
-            flat.addmm_(B[:, i : i + 1], F.reshape(1, -1).to(flat.dtype))
-        return flat.view(r, *shape)
-    tokens = torch.bmm(V.reshape(-1, r, r), _tokens(streams))  # (tokens, r, d)
-    B = B.reshape(-1, r, len(stages)).to(tokens.dtype)
-    for i, F in enumerate(stages):
-        tokens.baddbmm_(B[..., i : i + 1], F.reshape(-1, 1, d).to(tokens.dtype))
-    return tokens.transpose(0, 1).view(r, *shape)
 
 
 @final

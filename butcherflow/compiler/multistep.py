@@ -217,15 +217,15 @@ def _starter(starter: Method | str | None) -> ButcherTableau | None:
     if starter is None:
         return None
     found = catalog.resolve(starter)
+    tableau = found.as_tableau
     require(
-        isinstance(found, ButcherTableau),
+        tableau is not None,
         "the starter must be a Runge-Kutta method",
         key="starter",
         value=found.name,
         valid="e.g. starter='heun'",
     )
-    assert isinstance(found, ButcherTableau)
-    return found
+    return tableau
 
 
 def _init(method: LinearMultistep, given: Mapping[str, float] | None) -> dict[str, float]:

@@ -239,7 +239,7 @@ class RungeKuttaBlock(CompiledBlock):
             field = holder.get_submodule("field")
             width = self.d_model or field_width(field, needed_for=why)
             assert width is not None
-            gate = StageGate(width, len(stages), kind, init)
+            gate = StageGate(width, len(stages), kind, init, names=[str(s) for s in gates])
         else:
             gate = shared
         require(

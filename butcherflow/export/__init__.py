@@ -7,6 +7,6 @@ the same ids) and card.py (the model card). transformers is an optional dependen
 extra), imported only when a folder is written or loaded.
 """
 
-from .folder import EXTRA, Exported, ExportError, export_run
+from .folder import EXTRA, Exported, ExportError, export_run, require_transformers
 
-__all__ = ["EXTRA", "ExportError", "Exported", "export_run"]
+__all__ = ["EXTRA", "ExportError", "Exported", "export_run", "require_transformers"]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import final
 
 import numpy as np
@@ -36,8 +35,6 @@ from ..methods import (
     Splitting,
 )
 from .solve import all_exact, entries, fixed_tolerance, recognise
-
-NUMERIC_DIGITS = 14  # significant digits of a coefficient the fit cannot read as a rational
 
 
 @final
@@ -104,16 +101,14 @@ def group_calls(
     return groups
 
 
-def _text(x: Fraction | float) -> str:
-    return str(x) if isinstance(x, Fraction) else format(x, f".{NUMERIC_DIGITS - 1}e")
-
-
-def _rows(m: np.ndarray, precision: float | None = None) -> list[list[str]]:
-    return [[_text(x) for x in row] for row in entries(m, precision)]
+def _shown(m: np.ndarray, precision: float | None = None) -> list[list[str]]:
+    """A matrix's recognised entries as text, for a message."""
+    return [[str(x) for x in row] for row in entries(m, precision)]
 
 
 def precision_text(precision: float | None) -> str | None:
-    """The declaration's `precision` for coefficients read to `precision` (None: float64)."""
+    """The declaration's `precision` for coefficients read to `precision` (None: float64): the
+    decimal it is (1e-06, not the nearest double)."""
     return None if precision is None else format(precision, "g")
 
 
@@ -126,7 +121,10 @@ def declare(
     name: str,
     precision: float | None = None,
 ) -> Declared:
-    """The declaration of fixed coefficients (one token's).
+    """The declaration of fixed coefficients (one token's). Each coefficient is declared as it
+    was read: a recognised rational exactly (a `Fraction`), any other as the float it is (its
+    binary value, known to 2⁻⁴⁴ of its size, `methods/entries/numbers.py`), every one judged at
+    `precision` when the module computes below float64.
 
     **Arguments:**
 
@@ -144,90 +142,76 @@ def declare(
     U, A, B = U[heads], A[np.ix_(heads, heads)], B[:, heads]
     names = ["_".join(labels[i] for i in g) for g in groups]
     exact = all(all_exact(entries(m, precision)) for m in (U, A, B, V))
-    notes = []
     summed = {n: tuple(labels[i] for i in g) for n, g in zip(names, groups, strict=True)}
-    for parts in summed.values():
-        if len(parts) > 1:
-            notes.append(
-                f"fields {', '.join(parts)} read the same stage value with equal weights: one "
-                f"field {' + '.join(parts)} (parallel branches)"
+    notes = [
+        f"fields {', '.join(parts)} read the same stage value with equal weights: one field "
+        f"{' + '.join(parts)} (parallel branches)"
+        for parts in summed.values()
+        if len(parts) > 1
+    ]
+    method, note = _method(U, A, B, V, names, name, precision)
+    notes += [note] if note else []
+    distinct = list(dict.fromkeys(names))
+    if method.family in ("runge-kutta", "general-linear") and V.shape[0] == 1 == len(distinct):
+        fields, stage_fields = {"F": summed[distinct[0]]}, ("F",) * len(names)
+    else:
+        fields, stage_fields = {n: summed[n] for n in distinct}, tuple(names)
+    return Declared(method, fields, stage_fields, exact, tuple(notes), precision)
+
+
+def _method(
+    U: np.ndarray,
+    A: np.ndarray,
+    B: np.ndarray,
+    V: np.ndarray,
+    names: list[str],
+    name: str,
+    precision: float | None,
+) -> tuple[Method, str | None]:
+    """The family that holds the combination of the calls `names` (one per field or summed
+    field), with the note the reader needs (None: none)."""
+    title, declared, distinct = f"{name}-extracted", precision_text(precision), set(names)
+    keeps = _close(U, np.ones_like(U), precision) and _close(V, np.ones_like(V), precision)
+    if V.shape[0] > 1:
+        note = None
+        if len(distinct) > 1:
+            note = (
+                f"stages evaluate distinct fields ({', '.join(names)}): the report proves the "
+                "general linear method with one field f in every stage (the fields equal); with "
+                "distinct fields it is an additive method, whose order is not proved here"
             )
-    r, distinct = V.shape[0], list(dict.fromkeys(names))
-    if r == 1 and len(distinct) == 1:
-        if _close(U, np.ones_like(U), precision) and _close(V, np.ones_like(V), precision):
-            method: Method = ButcherTableau(
-                _rows(A, precision),
-                _rows(B, precision)[0],
-                name=f"{name}-extracted",
-                precision=precision_text(precision),
-            )
-        else:
-            method = glm(U, A, B, V, f"{name}-extracted", precision)
-            notes.append("the stages or the output scale the state: a general linear method")
-        fields = {"F": summed[distinct[0]]}
-        return Declared(method, fields, ("F",) * len(names), exact, tuple(notes), precision)
-    if r == 1:
-        b = B[0]
-        sequential = all(_close(A[i, :i], b[:i], precision) for i in range(len(names)))
-        consistent = _close(U, np.ones_like(U), precision) and _close(V, np.ones_like(V), precision)
-        if consistent and sequential:
-            scale = float(np.abs(b).max())
-            steps = [
-                (n, _text(recognise(float(c), scale, precision)))
-                for n, c in zip(names, b, strict=True)
-            ]
-            method = Splitting(
-                steps,
-                substep="euler",
-                name=f"{name}-extracted",
-                precision=precision_text(precision),
-            )
-            layers = {n: summed[n] for n in distinct}
-            return Declared(method, layers, tuple(names), exact, tuple(notes), precision)
-        stack = (
-            _multistep(A, b, name, precision)
-            if consistent and len(distinct) == len(names)
-            else None
+        return glm(U, A, B, V, title, precision), note
+    a, b = entries(A, precision), entries(B, precision)[0]
+    if len(distinct) == 1 and keeps:
+        return ButcherTableau(a, b, name=title, precision=declared), None
+    if len(distinct) == 1:
+        note = "the stages or the output scale the state: a general linear method"
+        return glm(U, A, B, V, title, precision), note
+    sequential = all(_close(A[i, :i], B[0, :i], precision) for i in range(len(names)))
+    if keeps and sequential:
+        scale = float(np.abs(B[0]).max())
+        steps = [
+            (n, recognise(float(c), scale, precision)) for n, c in zip(names, B[0], strict=True)
+        ]
+        return Splitting(steps, substep="euler", name=title, precision=declared), None
+    stack = _multistep(A, B[0], name, precision) if keeps and len(distinct) == len(names) else None
+    if stack is not None:
+        return stack, (
+            f"a stack across depth: call n evaluates field {names[0]}, ..., {names[-1]} in turn, "
+            f"the first {stack.steps - 1} by forward Euler (the starter of bf.compile_stack)"
         )
-        if stack is not None:
-            notes.append(
-                f"a stack across depth: call n evaluates field {names[0]}, ..., "
-                f"{names[-1]} in turn, the first {stack.steps - 1} by forward Euler (the "
-                "starter of bf.compile_stack)"
-            )
-            layers = {n: summed[n] for n in distinct}
-            return Declared(stack, layers, tuple(names), exact, tuple(notes), precision)
-        if consistent:
-            method = AdditiveRungeKutta(
-                _rows(A, precision),
-                _rows(B, precision)[0],
-                names,
-                name=f"{name}-extracted",
-                precision=precision_text(precision),
-            )
-            notes.append(
-                f"fields {', '.join(distinct)} are combined neither as sequential Euler steps nor "
-                "as parallel branches: an additive Runge-Kutta method, its order proved over "
-                "trees coloured by field"
-            )
-            layers = {n: summed[n] for n in distinct}
-            return Declared(method, layers, tuple(names), exact, tuple(notes), precision)
-        raise ExtractionError(
-            f"{name}: fields {', '.join(distinct)} are combined with the state scaled "
-            f"(state {_rows(U, precision)}, output {_rows(V, precision)}), stage coefficients "
-            f"{_rows(A, precision)}, weights {_rows(B, precision)[0]}: an additive general "
-            "linear method, which no butcherflow family declares (an additive Runge-Kutta "
-            "method keeps y: every stage and the output read it with weight 1)"
+    if keeps:
+        return AdditiveRungeKutta(a, b, names, name=title, precision=declared), (
+            f"fields {', '.join(dict.fromkeys(names))} are combined neither as sequential Euler "
+            "steps nor as parallel branches: an additive Runge-Kutta method, its order proved "
+            "over trees coloured by field"
         )
-    method = glm(U, A, B, V, f"{name}-extracted", precision)
-    if len(distinct) > 1:
-        notes.append(
-            f"stages evaluate distinct fields ({', '.join(names)}): the report proves the "
-            "general linear method with one field f in every stage (the fields equal); with "
-            "distinct fields it is an additive method, whose order is not proved here"
-        )
-    return Declared(
-        method, {n: summed[n] for n in distinct}, tuple(names), exact, tuple(notes), precision
+    raise ExtractionError(
+        f"{name}: fields {', '.join(dict.fromkeys(names))} are combined with the state scaled "
+        f"(state {_shown(U, precision)}, output {_shown(V, precision)}), stage coefficients "
+        f"{_shown(A, precision)}, weights {_shown(B, precision)[0]}: an additive general "
+        "linear method, which no butcherflow family declares (an additive Runge-Kutta "
+        "method keeps y: every stage and the output read it with weight 1)"
     )
 
 
@@ -259,8 +243,8 @@ def _multistep(
             continue
         a, c = solution[:k], solution[k:]
         scale = float(np.abs(solution).max())
-        alpha = [_text(recognise(-float(a[k - 1 - j]), scale, precision)) for j in range(k)] + ["1"]
-        beta = [_text(recognise(float(c[k - 1 - j]), scale, precision)) for j in range(k)] + ["0"]
+        alpha = [recognise(-float(a[k - 1 - j]), scale, precision) for j in range(k)] + [1]
+        beta = [recognise(float(c[k - 1 - j]), scale, precision) for j in range(k)] + [0]
         return LinearMultistep(
             alpha, beta, name=f"{name}-extracted", precision=precision_text(precision)
         )
@@ -277,5 +261,5 @@ def glm(
 ) -> GeneralLinear:
     """The general linear method of coefficients (exact where recognised; numeric at
     `precision` when the module computes below float64)."""
-    rows = [_rows(m, precision) for m in (A, U, B, V)]
+    rows = [entries(m, precision) for m in (A, U, B, V)]
     return GeneralLinear(*rows, name=name, precision=precision_text(precision))

@@ -24,7 +24,7 @@ from ..methods import (
     Splitting,
 )
 from ..nn import Field
-from .declare import NUMERIC_DIGITS, Declared, declare
+from .declare import Declared, declare
 from .evaluate import evaluate_glm
 from .fields import ChainField, SumField
 from .probe import Call, Chain, small_on_one_thread
@@ -357,7 +357,7 @@ class Extracted:
             )
         if self.declared.exact:
             return f"exact ({fit})"
-        return f"rationals where recognised, the others numeric to {NUMERIC_DIGITS} digits ({fit})"
+        return f"rationals where recognised, the others the floats read ({fit})"
 
 
 def declaration_text(method: Method) -> str:

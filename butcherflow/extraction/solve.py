@@ -252,8 +252,3 @@ def entries(m: np.ndarray, precision: float | None = None) -> list[list[Fraction
 
 def all_exact(rows: Sequence[Sequence[Fraction | float]]) -> bool:
     return all(isinstance(x, Fraction) for row in rows for x in row)
-
-
-def as_entry(x: Fraction | float) -> str | float:
-    """An entry as a declaration takes it: `"1/2"` for a rational, the float otherwise."""
-    return str(x) if isinstance(x, Fraction) else x

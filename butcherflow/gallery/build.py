@@ -64,6 +64,7 @@ def build_gallery(
     recipes: Sequence[str] | None = None,
     benchmarks: str | Path | None = None,
     jobs: int = 1,
+    reference_code: bool = True,
 ) -> GalleryResult:
     """Write the gallery: `out/index.md`, `out/solvers/NAME.md`, `out/models/NAME.md`, and
     `out/reference-code.md` (what the papers' released code computes, beside the papers).
@@ -71,10 +72,13 @@ def build_gallery(
     **Arguments:**
 
     - `out`: the gallery folder (replaced as a whole).
-    - `names`: catalog entries to include (default: every one).
+    - `names`: catalog entries or declaration files (paths) to include (default: every
+      catalog entry).
     - `recipes`: model recipes to include (default: every one).
     - `benchmarks`: `docs/benchmarks.md`, whose rows about an entry appear on its page.
     - `jobs`: worker processes for the solver pages (1: in this process).
+    - `reference_code`: write `reference-code.md` (it extracts every library's layers, the
+      slowest page; `gallery --only` leaves it out).
 
     **Returns:** a `GalleryResult`.
     """
@@ -101,8 +105,9 @@ def build_gallery(
         model_rows = [model_page(n, work / "models", measured, by_name) for n in recipe_list]
         rows = tuple(solver_rows + model_rows)
         (work / "index.md").write_text(index_page(rows), encoding="utf-8")
-        audit = audit_page() + "\n" + library_section()
-        (work / AUDIT_PAGE).write_text(audit, encoding="utf-8")
+        if reference_code:
+            audit = audit_page() + "\n" + library_section()
+            (work / AUDIT_PAGE).write_text(audit, encoding="utf-8")
         (work / MARKER).write_text("written by butcherflow gallery; replaced as a whole\n")
         if target.exists():
             old = target.with_name(f".{target.name}-old-{os.getpid()}")

@@ -16,10 +16,11 @@ from ..methods import (
     ButcherTableau,
     ContinuousDynamics,
     LinearMultistep,
+    Number,
     Splitting,
 )
 from ..methods.parameters import KINDS, initial_values
-from .text import exact, fence
+from .text import esc, exact, fence
 
 
 def _term(coefficient: sympy.Expr, name: str, numeric: bool) -> tuple[str, str]:
@@ -281,3 +282,31 @@ def accuracy_continuous(method: ContinuousDynamics, report: Report) -> list[str]
             f"; here {steps} step(s) over [{exact(method.t0)}, {exact(method.t1)}], h = {exact(h)}"
         )
     return [text + ".", ""]
+
+
+def butcher_table(m: ButcherTableau) -> str:
+    """The tableau as HTML (c | A over the weights), exact entries."""
+
+    def entry(x: Number) -> str:
+        return esc(exact(x.value, x.numeric))
+
+    rows = []
+    n = m.numbers
+    for ci, row in zip(n.c, n.A, strict=True):
+        cells = "".join(f"<td>{entry(a)}</td>" for a in row)
+        rows.append(f'<tr><th class="c">{entry(ci)}</th>{cells}</tr>')
+    weights = "".join(f"<td>{entry(b)}</td>" for b in n.b)
+    rows.append(f'<tr class="b"><th class="c">b</th>{weights}</tr>')
+    if "b_hat" in n:
+        hat = "".join(f"<td>{entry(b)}</td>" for b in n.b_hat)
+        rows.append(f'<tr class="b"><th class="c">b̂</th>{hat}</tr>')
+    return '<table class="butcher">\n' + "\n".join(rows) + "\n</table>"
+
+
+def free_symbols(method: ButcherTableau | LinearMultistep) -> str:
+    """Why a family of methods (free symbols) has no region or star drawn."""
+    names = ", ".join(sorted(str(s) for s in method.symbols))
+    return (
+        f"the declaration is a family with free symbols ({names}): its R(z) depends on them "
+        "(give them values in a copy of the file to draw one member)"
+    )

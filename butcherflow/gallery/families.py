@@ -33,15 +33,17 @@ from .explain import (
     accuracy_continuous,
     accuracy_rk,
     additive_equations,
+    butcher_table,
     explain_continuous,
     explain_rk,
+    free_symbols,
     multistep_equation,
     power,
     splitting_equations,
 )
 from .plots import multistep_stability_svg, order_star_svg, stability_svg
 from .ssp_section import ssp_figures
-from .text import NUMERIC_DIGITS, Attempt, esc, exact, fence, table
+from .text import NUMERIC_DIGITS, Attempt, exact, fence, table
 
 RK_PROBLEM = (
     "Measured on the non-autonomous y' = −y + cos t, y(0) = 1, integrated to t = 1 in N "
@@ -82,12 +84,20 @@ class FamilyPage(abc.ABC):
         return f"order {report.block_order_text}"
 
     def stability(self, method: Any, report: Any) -> str | None:
-        """The stability region as SVG, or None where the family has none to draw."""
+        """The stability region as SVG, or None where there is none to draw (`why_no_region`)."""
         return None
 
     def order_star(self, method: Any, report: Any) -> str | None:
-        """The order star as SVG, or None where the family has none to draw."""
+        """The order star as SVG, or None where there is none to draw (`why_no_order_star`)."""
         return None
+
+    def why_no_region(self, method: Any) -> str:
+        """Why `stability` draws nothing for this declaration, in a phrase."""
+        return f"{method.family} declarations have no stability region drawn"
+
+    def why_no_order_star(self, method: Any) -> str:
+        """Why `order_star` draws nothing for this declaration, in a phrase."""
+        return f"an order star compares one R(z) with e^z: a {method.family} has no single R(z)"
 
     def stages(self, method: Any) -> str:
         """The index's stage column: the stages the page names ("—": a family without)."""
@@ -144,6 +154,12 @@ class RungeKuttaPage(FamilyPage):
             return None
         title = f"{method.name}: order star"
         return order_star_svg(report.stability, report.order, title)
+
+    def why_no_region(self, method: ButcherTableau) -> str:
+        return free_symbols(method)
+
+    def why_no_order_star(self, method: ButcherTableau) -> str:
+        return free_symbols(method)
 
     def stages(self, method: ButcherTableau) -> str:
         return str(method.stages)
@@ -223,6 +239,10 @@ class SplittingPage(FamilyPage):
             f"{method.substep_name} sub-steps"
         )
 
+    def why_no_region(self, method: Splitting) -> str:
+        ops = ", ".join(method.operators)
+        return f"its linear stability depends on each operator's eigenvalue ({ops}), not one z"
+
     def problem(self, method: Splitting) -> str:
         return (
             "Measured on y' = (L_A + L_B + …) y with non-commuting 3×3 matrices, integrated "
@@ -280,6 +300,15 @@ class MultistepPage(FamilyPage):
         title = f"{method.name}: stability region"
         return multistep_stability_svg(alpha, beta, report.boundary_locus(), title)
 
+    def why_no_region(self, method: LinearMultistep) -> str:
+        return free_symbols(method)
+
+    def why_no_order_star(self, method: LinearMultistep) -> str:
+        return (
+            "an order star compares a one-step method's R(z) with e^z; a multistep method has "
+            "k roots ζ(z) instead (their boundary locus is drawn on the stability region)"
+        )
+
 
 @final
 class ContinuousPage(FamilyPage):
@@ -307,6 +336,10 @@ class ContinuousPage(FamilyPage):
         solver = check(method.solver_tableau())
         stability = solver.stability  # type: ignore[attr-defined]
         return stability_svg(stability, f"{method.name}: solver {solver.method.name}")
+
+    def why_no_order_star(self, method: ContinuousDynamics) -> str:
+        solver = method.solver_tableau().name
+        return f"the step is its solver's: `butcherflow check {solver} --plot DIR` draws its star"
 
     def stages(self, method: ContinuousDynamics) -> str:
         return str(method.solver_tableau().stages)
@@ -388,6 +421,9 @@ class GeneralLinearPage(FamilyPage):
         md += [table(("input", "starting value"), starts, "rl"), ""]
         return md
 
+    def why_no_region(self, method: GeneralLinear) -> str:
+        return "its M(z) = V + zB(I − zA)⁻¹U has r eigenvalues (the report: the real interval)"
+
     def stages(self, method: GeneralLinear) -> str:
         return str(method.stages)
 
@@ -443,6 +479,10 @@ class AdditivePage(FamilyPage):
         ]
         return ["## Calls", "", table(("call", "field", "row of A", "b"), rows, "rlll"), ""]
 
+    def why_no_region(self, method: AdditiveRungeKutta) -> str:
+        zs = ", ".join(f"z_{op}" for op in method.operators)
+        return f"its R depends on every field's eigenvalue ({zs}), not one z"
+
     def problem(self, method: AdditiveRungeKutta) -> str:
         return (
             "Measured on y' = (L_f + L_g + …) y with non-commuting 3×3 matrices, one per field, "
@@ -464,22 +504,3 @@ PAGES: dict[type[Method], FamilyPage] = {
 def page_for(method: Method) -> FamilyPage:
     """The renderer of a declaration's family."""
     return PAGES[type(method)]
-
-
-def butcher_table(m: ButcherTableau) -> str:
-    """The tableau as HTML (c | A over the weights), exact entries."""
-
-    def entry(key: str, value: Any) -> str:
-        numeric = m.entries[key].numeric if key in m.entries else m.numeric
-        return esc(exact(value, numeric))
-
-    rows = []
-    for i, row in enumerate(m.A):
-        cells = "".join(f"<td>{entry(f'A[{i}][{j}]', a)}</td>" for j, a in enumerate(row))
-        rows.append(f'<tr><th class="c">{entry(f"c[{i}]", m.c[i])}</th>{cells}</tr>')
-    weights = "".join(f"<td>{entry(f'b[{i}]', b)}</td>" for i, b in enumerate(m.b))
-    rows.append(f'<tr class="b"><th class="c">b</th>{weights}</tr>')
-    if m.b_hat is not None:
-        hat = "".join(f"<td>{entry(f'b_hat[{i}]', b)}</td>" for i, b in enumerate(m.b_hat))
-        rows.append(f'<tr class="b"><th class="c">b̂</th>{hat}</tr>')
-    return '<table class="butcher">\n' + "\n".join(rows) + "\n</table>"

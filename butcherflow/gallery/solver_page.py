@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any, final
 
 from ..analysis import Report, check
-from ..analysis.convergence import Convergence, convergence, generic_member, has_symbols
+from ..analysis.convergence import has_symbols
 from ..methods import Method, catalog
 from ..methods.files import read_toml
 from .families import page_for
+from .figures import measured_convergence, why_no_convergence
 from .plots import convergence_svg
 from .solver_block import Built, block_section, build_block
 from .text import (
@@ -97,22 +98,31 @@ def _summary(method: Method | None, report: Report | None, built: Built | None) 
     return " ".join(parts)
 
 
-def solver_page(name: str, folder: Path, measured: Mapping[str, Sequence[Measured]]) -> IndexRow:
-    """Write `folder/NAME.md` (and its figures under `folder/NAME/`) for one catalog entry.
+def page_source(entry: str) -> tuple[Path, str]:
+    """(the file, how the page names it) of a catalog name or a declaration file's path."""
+    if entry in catalog:
+        return catalog.path(entry), f"solvers/{entry}.toml"
+    return Path(entry), entry
+
+
+def solver_page(entry: str, folder: Path, measured: Mapping[str, Sequence[Measured]]) -> IndexRow:
+    """Write `folder/NAME.md` (and its figures under `folder/NAME/`) for one declaration.
 
     **Arguments:**
 
-    - `name`: the catalog name.
+    - `entry`: a catalog name, or the path of a declaration file (`gallery --only FILE`); the
+      page is named by the declaration's name (the file's stem when it does not load).
     - `folder`: the gallery's `solvers/` folder.
     - `measured`: benchmark rows by entry name (`read_benchmarks`).
 
     **Returns:** the entry's `IndexRow`.
     """
     attempt = Attempt([])
-    path = catalog.path(name)
+    path, shown = page_source(entry)
     source = path.read_text(encoding="utf-8")
     data = attempt.run("reading the file", lambda: read_toml(path)) or {}
-    method = attempt.run("loading the declaration", lambda: catalog[name])
+    method = attempt.run("loading the declaration", lambda: catalog.resolve(entry))
+    name = path.stem if method is None else method.name
     report = attempt.run("proving the order", lambda: check(method)) if method else None
     compiles = bool(report is not None and report.layer.compiles)
     built = None
@@ -127,7 +137,7 @@ def solver_page(name: str, folder: Path, measured: Mapping[str, Sequence[Measure
     if data.get("description"):
         md += [f"> {data['description']}", ""]
     reference = str(data.get("reference", "")) or "—"
-    md += [f"**Reference:** {reference} · **family:** {family} · **file:** `solvers/{name}.toml`"]
+    md += [f"**Reference:** {reference} · **family:** {family} · **file:** `{shown}`"]
     md.append("")
 
     page = None if method is None else page_for(method)
@@ -198,14 +208,9 @@ def _figures(method: Method, report: Report, attempt: Attempt, assets: Path) -> 
             "",
         ]
     md += page.monotonicity(method, report, attempt, assets)
-    member = generic_member(method)
-    member_report = report if member is method else attempt.run("the member", lambda: check(member))
-    curves: list[Convergence] | None = None
-    if member_report is not None:
-        curves = attempt.run(
-            "the convergence measurement",
-            lambda: convergence(member, member_report, coarser=2),
-        )
+    curves = attempt.run(
+        "the convergence measurement", lambda: measured_convergence(method, report)
+    )
     if curves:
         plot = attempt.run(
             "the convergence plot", lambda: convergence_svg(curves, f"{name}: global error")
@@ -225,8 +230,8 @@ def _figures(method: Method, report: Report, attempt: Attempt, assets: Path) -> 
                     (curve.label, n, f"{e:.3e}", "" if math.isnan(slope) else f"{slope:.2f}")
                 )
         md += [table(("integrated", "steps N", "error at t = 1", "slope"), rows, "lrrr"), ""]
-    elif curves == [] and member_report is not None and member_report.zero_stable is False:
-        md += ["No convergence plot: the method is not zero-stable, so it diverges.", ""]
+    elif curves == []:
+        md += [f"No convergence plot: {why_no_convergence(method, report)}.", ""]
     return md
 
 

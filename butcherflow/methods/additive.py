@@ -18,7 +18,7 @@ See docs/concepts.md, "Additive methods".
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, ClassVar, final
@@ -27,7 +27,8 @@ import sympy
 
 from ..errors import DeclarationError
 from .base import CoefficientMethod, Layer
-from .entries.numbers import Number, parse_number
+from .entries.arrays import Coefficients
+from .entries.numbers import parse_number
 from .tableau import ButcherTableau
 
 FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
@@ -47,21 +48,17 @@ class AdditiveRungeKutta(CoefficientMethod):
     - `name`, `order`, `title`, `reference`, `source`: as every declaration's.
 
     Attributes: `A`, `b` (sympy values), `fields`, `operators` (the distinct fields in order of
-    first call), `stages` (s, the number of calls), `entries`, `rounding`, `precision`,
-    `equal_fields` (the `ButcherTableau` (A, b): what the calls compute when every one of them
-    evaluates the same field).
+    first call), `stages` (s, the number of calls), `numbers` (the parsed A and b), `rounding`,
+    `precision`, `equal_fields` (the `ButcherTableau` (A, b): what the calls compute when every
+    one of them evaluates the same field).
     """
 
     family: ClassVar[str] = "additive"
     keys: ClassVar[tuple[str, ...]] = ("A", "b", "fields", "tableaux", "precision")
     required: ClassVar[tuple[str, ...]] = ("A", "b", "fields")
 
-    A: tuple[tuple[sympy.Expr, ...], ...]
-    b: tuple[sympy.Expr, ...]
+    numbers: Coefficients  # A, b
     fields: tuple[str, ...]
-    entries: dict[str, Number]
-    rounding: Fraction
-    precision: Fraction | None
     equal_fields: ButcherTableau
 
     def __init__(
@@ -89,38 +86,29 @@ class AdditiveRungeKutta(CoefficientMethod):
                 value=sorted(map(str, tableau.symbols)),
                 valid="exact or numeric entries (parametrised additive methods are not declared)",
             )
-        given = list(fields) if isinstance(fields, (list, tuple)) else fields
-        if not isinstance(given, list) or len(given) != tableau.stages:
-            raise self.error(
-                "fields names the field of each call",
-                key="fields",
-                value=fields,
-                valid=f"a list of {tableau.stages} field names, one per row of A",
-            )
-        for i, field in enumerate(given):
-            if not isinstance(field, str) or not FIELD_NAME.match(field):
-                raise self.error(
-                    "invalid field name",
-                    key=f"fields[{i}]",
-                    value=field,
-                    valid="letters, digits, '_' and '.', not starting with a digit: 'attn', "
-                    "'layers.0.ff'",
-                )
         self._set(
-            A=tableau.A,
-            b=tableau.b,
-            fields=tuple(given),
-            entries={k: v for k, v in tableau.entries.items() if not k.startswith("c[")},
-            rounding=tableau.rounding,
+            numbers=Coefficients({k: tableau.numbers.arrays[k] for k in ("A", "b")}),
+            fields=_field_names(fields, tableau.stages, self.source),
             precision=tableau.precision,
+            _precision_raw=precision,
             equal_fields=tableau,
-            _table={
-                "A": tableau._table["A"],
-                "b": tableau._table["b"],
-                "fields": list(given),
-                "precision": tableau._table["precision"],
-            },
         )
+
+    def _declared(self) -> dict[str, Any]:
+        return {**self.numbers.raw, "fields": list(self.fields), "precision": self._precision_raw}
+
+    @property
+    def rounding(self) -> Fraction:
+        """As the tableau's it equals (`equal_fields`), the roundings of its row sums included."""
+        return self.equal_fields.rounding
+
+    @property
+    def A(self) -> tuple[tuple[sympy.Expr, ...], ...]:
+        return self.equal_fields.A
+
+    @property
+    def b(self) -> tuple[sympy.Expr, ...]:
+        return self.equal_fields.b
 
     @classmethod
     def from_tableaux(cls, tableaux: Mapping[str, Any], **kwargs: Any) -> AdditiveRungeKutta:
@@ -167,10 +155,6 @@ class AdditiveRungeKutta(CoefficientMethod):
     def is_explicit(self) -> bool:
         return self.equal_fields.is_explicit
 
-    @property
-    def coefficient_values(self) -> Iterable[sympy.Expr]:
-        return [x.value for x in self.entries.values()]
-
     def by_field(self) -> tuple[dict[str, list[list[Any]]], dict[str, list[Any]]]:
         """Per field X the s×s matrix and weights of the calls of X (other columns zero): the
         coloured form the order conditions read (`analysis/exact/weights.py`)."""
@@ -188,6 +172,29 @@ class AdditiveRungeKutta(CoefficientMethod):
             )
         names = ", ".join(self.operators)
         return Layer(True, f"bf.compile: one module per field ({names}), one call per row of A")
+
+
+def _field_names(fields: Any, calls: int, source: str | None) -> tuple[str, ...]:
+    given = list(fields) if isinstance(fields, (list, tuple)) else fields
+    if not isinstance(given, list) or len(given) != calls:
+        raise DeclarationError(
+            "fields names the field of each call",
+            key="fields",
+            value=fields,
+            valid=f"a list of {calls} field names, one per row of A",
+            source=source,
+        )
+    for i, field in enumerate(given):
+        if not isinstance(field, str) or not FIELD_NAME.match(field):
+            raise DeclarationError(
+                "invalid field name",
+                key=f"fields[{i}]",
+                value=field,
+                valid="letters, digits, '_' and '.', not starting with a digit: 'attn', "
+                "'layers.0.ff'",
+                source=source,
+            )
+    return tuple(given)
 
 
 def calls_of_tableaux(

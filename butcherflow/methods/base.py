@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, final
 
 import sympy
 
 from ..errors import DeclarationError
-from .entries.numbers import Number, parse_number
+from .entries.arrays import Coefficients
+from .entries.numbers import Number, parse_number, parse_precision, substitute
 from .parameters import Parameter
 
-if TYPE_CHECKING:  # the family that overrides `position_flow`, for its return type only
+if TYPE_CHECKING:  # the families that override `position_flow`, `as_tableau`: return types only
     from .continuous import ContinuousDynamics
+    from .tableau import ButcherTableau
 
 NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
@@ -55,6 +58,27 @@ def check_order(order: Any, key: str, source: str | Path | None) -> int | None:
             source=source,
         )
     return order
+
+
+def check_flag(value: Any, key: str, source: str | Path | None, optional: bool = False) -> Any:
+    """A true/false option (None allowed when `optional`: no claim)."""
+    if not isinstance(value, bool) and not (optional and value is None):
+        raise DeclarationError(f"{key} must be true or false", key=key, value=value, source=source)
+    return value
+
+
+def check_count(value: Any, key: str, source: str | Path | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise DeclarationError(
+            f"{key} must be a positive integer",
+            key=key,
+            value=value,
+            valid=f"e.g. {key} = 3",
+            source=source,
+        )
+    return value
 
 
 def check_text(value: Any, key: str, source: str | Path | None) -> str:
@@ -164,7 +188,9 @@ class Method(abc.ABC):
         shorthand (a Runge-Kutta file's LaTeX `tableau`). Raises `DeclarationError`."""
         return dict(data)
 
-    _table: dict[str, Any]
+    @abc.abstractmethod
+    def _declared(self) -> dict[str, Any]:
+        """The family's keys as a declaration file states them (None: not given)."""
 
     def to_table(self) -> dict[str, Any]:
         """The declaration as the content of a declaration file: `from_dict(m.to_table())`
@@ -175,7 +201,7 @@ class Method(abc.ABC):
                 head[key] = getattr(self, key)
         if self.order is not None:
             head["order"] = self.order
-        return {**head, **{k: v for k, v in self._table.items() if v is not None}}
+        return {**head, **{k: v for k, v in self._declared().items() if v is not None}}
 
     def _set(self, **fields: Any) -> None:
         for key, value in fields.items():
@@ -237,6 +263,17 @@ class Method(abc.ABC):
         covers the coefficients it starts from)."""
         return self if policy == "exact" else None
 
+    def refuse_numeric_family(self) -> None:
+        """Raise the `DeclarationError` of a family whose proof cannot be judged: free symbols
+        beside numeric entries (ball arithmetic judges numbers, not symbols); none by default."""
+        return None
+
+    @property
+    def as_tableau(self) -> ButcherTableau | None:
+        """The declaration as a Runge-Kutta tableau (a splitting's sub-step, a solver, a stack's
+        starter), or None where it is none."""
+        return None
+
     @property
     def position_flow(self) -> ContinuousDynamics | None:
         """The declaration as a position encoder (FLOATER's flow over positions, used by a
@@ -253,40 +290,65 @@ class Method(abc.ABC):
 
 class CoefficientMethod(Method):
     """Abstract base of the families declared by their coefficients (Runge-Kutta, splitting,
-    multistep, general linear). Each coefficient is exact, numeric (a float's or decimal's
-    digits, `methods/entries/numbers.py`) or an expression in a family's symbols.
+    multistep, general linear, additive). Each coefficient is exact, numeric (a float's or
+    decimal's digits, `methods/entries/numbers.py`) or an expression in a family's symbols.
 
-    A concrete family sets `rounding`, the most that any coefficient's digits leave open (0 when
-    every coefficient is exact), and states its coefficients once (`coefficient_values`);
-    `numeric` and `symbols` follow from them.
+    A concrete family holds its coefficients once, as `numbers` (`Coefficients`: `numbers.A`,
+    `numbers.b`, ... are `NumberArray`s of `Number`s, named as the declaration names them), and
+    may declare a `precision` (its raw form kept) at which every non-zero entry is judged;
+    `rounding`, `numeric`, `symbols` and `coefficient_values` follow from them.
     """
 
-    rounding: Fraction
-    # Every coefficient as parsed (value, rounding, raw form), keyed as the declaration and its
-    # error messages name it: "A[0][1]", "b[2]" (Runge-Kutta, general linear), "alpha[0]",
-    # "beta[1]" (multistep), "steps[3][1]" (splitting), in the declaration's order.
-    entries: dict[str, Number]
+    numbers: Coefficients
+    precision: Fraction | None  # the declared precision, if any
+    _precision_raw: Any  # as given, for writing the declaration back
+    _parameters: Mapping[sympy.Symbol, Parameter] = MappingProxyType({})
 
-    def entries_under(self, key: str) -> list[Number]:
-        """The parsed entries under one key of the declaration, in order: `"alpha"` gives
-        alpha[0], alpha[1], ...; `"A"` gives A's entries row by row."""
-        return [x for k, x in self.entries.items() if k.startswith(f"{key}[")]
+    def _set_precision(self, raw: Any) -> Fraction | None:
+        """Parse and keep a declared precision (`precision = 1e-50`)."""
+        declared = parse_precision(raw, self.source)
+        self._set(precision=declared, _precision_raw=raw)
+        return declared
+
+    def _member(self, mapping: Mapping[sympy.Symbol, Number]) -> Coefficients:
+        """The coefficients of a member of a parametrised family (`subs`): every entry with the
+        values (`member_values`) put in for its symbols (`numbers.substitute`)."""
+        return self.numbers.map(lambda x, key: substitute(x, mapping, key, self.source))
 
     @property
-    @abc.abstractmethod
-    def coefficient_values(self) -> Iterable[sympy.Expr]:
+    def rounding(self) -> Fraction:
+        """The most that any coefficient's digits leave open (0 when every one is exact)."""
+        return self.numbers.rounding
+
+    @property
+    def coefficient_values(self) -> list[sympy.Expr]:
         """Every coefficient the declaration states, as a sympy value."""
+        return self.numbers.values
 
     @property
     def numeric(self) -> bool:
-        """True when some coefficient was given as a float or decimal (its digits, not an exact
-        form)."""
+        """Some coefficient was given as a float or decimal (its digits, not an exact form)."""
         return self.rounding > 0
 
     @property
     def symbols(self) -> set[sympy.Symbol]:
         """The free symbols of a parametrised family (empty for one method)."""
-        found: set[sympy.Symbol] = set()
-        for x in self.coefficient_values:
-            found |= x.free_symbols
-        return found
+        return set().union(*(x.free_symbols for x in self.coefficient_values))
+
+    @property
+    def parameters(self) -> dict[sympy.Symbol, Parameter]:
+        return dict(self._parameters)
+
+    def refuse_numeric_family(self) -> None:
+        if not (self.numeric and self.symbols):
+            return
+        key, number = next((k, x) for k, x in self.numbers.keyed() if x.numeric)
+        raise self.error(
+            f"'{self.name}' is a numeric family: the free symbols "
+            f"{sorted(map(str, self.symbols))} beside numeric entries, and ball arithmetic "
+            "judges numbers",
+            key=key,
+            value=number.raw,
+            valid="exact entries in a family (a fraction or an expression for each number), "
+            "or a member with the symbols substituted (method.subs({...}))",
+        )

@@ -13,7 +13,7 @@ from typing import Any, final
 import sympy
 
 from ..errors import DeclarationError
-from .base import Layer, Method
+from .base import Layer, Method, check_count, check_flag
 from .entries.numbers import parse_number
 from .tableau import ButcherTableau
 
@@ -29,19 +29,118 @@ GRIDS = ("interval", "positions")
 TIME = ("none", "concat", "embedding")
 
 
-def _positive(value: Any, key: str, source: str | None, *, integer: bool = False) -> Any:
-    if integer:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise DeclarationError(
-                f"{key} must be a positive integer", key=key, value=value, source=source
-            )
-        return value
+def _positive(value: Any, key: str, source: str | None) -> Any:
     number = parse_number(value, key, source).value
     if number.free_symbols or not bool(number > 0):
         raise DeclarationError(
             f"{key} must be a positive number", key=key, value=value, source=source
         )
     return number
+
+
+def _one_of(
+    value: Any, choices: tuple[str, ...], key: str, problem: str, source: str | None
+) -> str:
+    if value not in choices:
+        raise DeclarationError(
+            problem, key=key, value=value, valid=f"one of {list(choices)}", source=source
+        )
+    return str(value)
+
+
+def _times(t0: Any, t1: Any, delta: Any, source: str | None) -> dict[str, sympy.Expr]:
+    """The interval [t0, t1] (t1 > t0) and the spacing of positions (positive), finite."""
+    times = {key: parse_number(raw, key, source).value for key, raw in (("t0", t0), ("t1", t1))}
+    for key, raw in (("t0", t0), ("t1", t1)):
+        if times[key].free_symbols:
+            raise DeclarationError(f"{key} must be a number", key=key, value=raw, source=source)
+    if not bool(times["t1"] > times["t0"]):
+        raise DeclarationError(
+            "the time interval must have t1 > t0",
+            key="t1",
+            value=t1,
+            valid=f"a number greater than t0 = {times['t0']}",
+            source=source,
+        )
+    times["delta"] = _positive(delta, "delta", source)
+    for key, number in times.items():
+        if not math.isfinite(float(number)):
+            raise DeclarationError(f"{key} must be finite", key=key, value=number, source=source)
+    return times
+
+
+def _solver(method: Any, source: str | None) -> tuple[ButcherTableau | None, str]:
+    """The fixed-step tableau (None for an adaptive method) and the solver's name."""
+    if isinstance(method, str) and method in ADAPTIVE:
+        return None, method
+    from .files import catalog  # files.py builds these: a late import breaks the cycle
+
+    valid = "an explicit Runge-Kutta method of the catalog (e.g. 'rk4', 'midpoint') or an "
+    valid += f"adaptive torchdiffeq method for stiff dynamics: {', '.join(ADAPTIVE)}"
+    tableau: ButcherTableau = catalog.tableau(method, "solver", "method", source, valid)
+    name = method if isinstance(method, str) else tableau.name
+    if tableau.symbols:
+        raise DeclarationError(
+            "the solver's tableau has free symbols",
+            key="method",
+            value=name,
+            valid="substitute the family's parameters first",
+            source=source,
+        )
+    return tableau, name
+
+
+# Per kind of solver (adaptive?): the options of the other kind, refused with these words.
+_OTHER_KIND = {
+    True: (
+        ("steps", "step_size"),
+        "fixed-step",
+        "is adaptive",
+        "use rtol/atol/max_num_steps, or a fixed-step method",
+    ),
+    False: (
+        ("rtol", "atol", "max_num_steps"),
+        "adaptive",
+        "takes fixed steps",
+        f"use steps or step_size, or one of {', '.join(ADAPTIVE)}",
+    ),
+}
+_ADAPTIVE_DEFAULTS = {"rtol": 1e-5, "atol": 1e-7, "max_num_steps": 1000}  # torchdiffeq's
+
+
+def _stepping(
+    solver: str, adaptive: bool, given: dict[str, Any], source: str | None
+) -> dict[str, Any]:
+    """steps or step_size (fixed steps: at most one; one step by default), or rtol, atol and
+    max_num_steps (adaptive, torchdiffeq's defaults); the other kind's options are refused."""
+    keys, kind, what, valid = _OTHER_KIND[adaptive]
+    for key in keys:
+        if given[key] is not None:
+            raise DeclarationError(
+                f"{key} applies to {kind} methods; '{solver}' {what}",
+                key=key,
+                value=given[key],
+                valid=valid,
+                source=source,
+            )
+    found: dict[str, Any] = dict.fromkeys(("steps", "step_size", *_ADAPTIVE_DEFAULTS))
+    if adaptive:
+        for key, default in _ADAPTIVE_DEFAULTS.items():
+            value = default if given[key] is None else given[key]
+            count = key == "max_num_steps"
+            found[key] = (check_count if count else _positive)(value, key, source)
+        return found | {"rtol": float(found["rtol"]), "atol": float(found["atol"])}
+    if given["steps"] is not None and given["step_size"] is not None:
+        raise DeclarationError(
+            "steps and step_size cancel each other: give one",
+            key="step_size",
+            value=given["step_size"],
+            valid="either steps (a count) or step_size (a length)",
+            source=source,
+        )
+    if given["step_size"] is not None:
+        return found | {"step_size": _positive(given["step_size"], "step_size", source)}
+    return found | {"steps": check_count(given["steps"], "steps", source) or 1}
 
 
 @final
@@ -92,6 +191,7 @@ class ContinuousDynamics(Method):
     max_num_steps: int | None
     adjoint: bool
     time: str
+    _given: dict[str, Any]  # the stepping options and times as given, for `to_table`
 
     def __init__(
         self,
@@ -116,134 +216,32 @@ class ContinuousDynamics(Method):
     ) -> None:
         self._set_common(name, order, title, reference, source)
         src = self.source
-        if grid not in GRIDS:
-            raise self.error("unknown grid", key="grid", value=grid, valid=f"one of {list(GRIDS)}")
-        if time not in TIME:
-            raise self.error(
-                "unknown time dependence", key="time", value=time, valid=f"one of {list(TIME)}"
-            )
-        if not isinstance(adjoint, bool):
-            raise self.error("adjoint must be true or false", key="adjoint", value=adjoint)
-        start = parse_number(t0, "t0", src).value
-        end = parse_number(t1, "t1", src).value
-        for key, raw, number in (("t0", t0, start), ("t1", t1, end)):
-            if number.free_symbols:
-                raise self.error(f"{key} must be a number", key=key, value=raw)
-        if not bool(end > start):
-            raise self.error(
-                "the time interval must have t1 > t0",
-                key="t1",
-                value=t1,
-                valid=f"a number greater than t0 = {start}",
-            )
-        delta_value = _positive(delta, "delta", src)
-        tableau: ButcherTableau | None
-        if isinstance(method, ButcherTableau):
-            tableau, method_name, adaptive = method, method.name, False
-        elif isinstance(method, str) and method in ADAPTIVE:
-            tableau, method_name, adaptive = None, method, True
-        elif isinstance(method, str):
-            from .files import catalog  # files.py builds these: a late import breaks the cycle
+        given = {"t0": t0, "t1": t1, "delta": delta, "steps": steps, "step_size": step_size}
+        given |= {"rtol": rtol, "atol": atol, "max_num_steps": max_num_steps}
+        self._set(
+            grid=_one_of(grid, GRIDS, "grid", "unknown grid", src),
+            time=_one_of(time, TIME, "time", "unknown time dependence", src),
+            adjoint=check_flag(adjoint, "adjoint", src),
+            **_times(t0, t1, delta, src),
+            _given=given,
+        )
+        tableau, solver = _solver(method, src)
+        self._set(method=solver, tableau=tableau, adaptive=tableau is None)
+        self._set(**_stepping(solver, tableau is None, given, src))
 
-            found = catalog.get(method)
-            if not isinstance(found, ButcherTableau):
-                raise self.error(
-                    f"unknown solver '{method}'",
-                    key="method",
-                    value=method,
-                    valid="an explicit Runge-Kutta method of the catalog (e.g. 'rk4', 'midpoint')"
-                    f" or an adaptive torchdiffeq method: {', '.join(ADAPTIVE)}",
-                )
-            tableau, method_name, adaptive = found, method, False
-        else:
-            raise self.error(
-                "method must be a name or a ButcherTableau", key="method", value=method
-            )
-        if tableau is not None and not tableau.is_explicit:
-            raise self.error(
-                f"fixed-step solver '{tableau.name}' is implicit",
-                key="method",
-                value=method_name,
-                valid="an explicit tableau, or an adaptive method for stiff dynamics",
-            )
-        if tableau is not None and tableau.symbols:
-            raise self.error(
-                "the solver's tableau has free symbols",
-                key="method",
-                value=method_name,
-                valid="substitute the family's parameters first",
-            )
-        if adaptive:
-            for key, value in (("steps", steps), ("step_size", step_size)):
-                if value is not None:
-                    raise self.error(
-                        f"{key} applies to fixed-step methods; '{method_name}' is adaptive",
-                        key=key,
-                        value=value,
-                        valid="use rtol/atol/max_num_steps, or a fixed-step method",
-                    )
-            rtol_v: float | None = float(_positive(1e-5 if rtol is None else rtol, "rtol", src))
-            atol_v: float | None = float(_positive(1e-7 if atol is None else atol, "atol", src))
-            budget: int | None = _positive(
-                1000 if max_num_steps is None else max_num_steps, "max_num_steps", src, integer=True
-            )
-            step_count, size = None, None
-        else:
-            for key, value in (("rtol", rtol), ("atol", atol), ("max_num_steps", max_num_steps)):
-                if value is not None:
-                    raise self.error(
-                        f"{key} applies to adaptive methods; '{method_name}' takes fixed steps",
-                        key=key,
-                        value=value,
-                        valid=f"use steps or step_size, or one of {', '.join(ADAPTIVE)}",
-                    )
-            if steps is not None and step_size is not None:
-                raise self.error(
-                    "steps and step_size cancel each other: give one",
-                    key="step_size",
-                    value=step_size,
-                    valid="either steps (a count) or step_size (a length)",
-                )
-            step_count = _positive(steps, "steps", src, integer=True) if steps is not None else None
-            size = _positive(step_size, "step_size", src) if step_size is not None else None
-            if step_count is None and size is None:
-                step_count = 1
-            rtol_v, atol_v, budget = None, None, None
-        for key, number in (("t0", start), ("t1", end), ("delta", delta_value)):
-            if not math.isfinite(float(number)):
-                raise self.error(f"{key} must be finite", key=key, value=number)
-        self._set(
-            method=method_name,
-            tableau=tableau,
-            adaptive=adaptive,
-            grid=grid,
-            t0=start,
-            t1=end,
-            delta=delta_value,
-            steps=step_count,
-            step_size=size,
-            rtol=rtol_v,
-            atol=atol_v,
-            max_num_steps=budget,
-            adjoint=adjoint,
-            time=time,
-        )
-        self._set(
-            _table={
-                "method": method_name if tableau is None else tableau.to_table(),
-                "grid": grid,
-                "t0": parse_number(t0, "t0", src).raw,
-                "t1": parse_number(t1, "t1", src).raw,
-                "delta": parse_number(delta, "delta", src).raw,
-                "steps": steps,
-                "step_size": None if step_size is None else parse_number(step_size, "", src).raw,
-                "rtol": rtol,
-                "atol": atol,
-                "max_num_steps": max_num_steps,
-                "adjoint": adjoint,
-                "time": time,
-            }
-        )
+    def _declared(self) -> dict[str, Any]:
+        given = dict(self._given)
+        for key in ("t0", "t1", "delta", "step_size"):  # as the parser keeps them
+            if given[key] is not None:
+                given[key] = parse_number(given[key], key, self.source).raw
+        method = self.method if self.tableau is None else self.tableau.to_table()
+        return {
+            "method": method,
+            "grid": self.grid,
+            **given,
+            "adjoint": self.adjoint,
+            "time": self.time,
+        }
 
     @property
     def position_flow(self) -> ContinuousDynamics | None:
@@ -279,11 +277,11 @@ class ContinuousDynamics(Method):
         from .files import catalog  # files.py builds these: a late import breaks the cycle
 
         found = catalog.get(ADAPTIVE[self.method])
-        if not isinstance(found, ButcherTableau):
+        if found is None or found.as_tableau is None:
             raise DeclarationError(
                 f"the catalog lacks '{ADAPTIVE[self.method]}', the tableau of {self.method}",
                 key="method",
                 value=self.method,
                 source=self.source,
             )
-        return found
+        return found.as_tableau

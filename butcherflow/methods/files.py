@@ -226,5 +226,35 @@ class Catalog(Mapping[str, Method]):
             return load(text)
         return self[text]
 
+    def tableau(self, value: Any, role: str, key: str, source: str | None, valid: str) -> Any:
+        """The explicit Runge-Kutta tableau `value` names (a catalog name) or is (a declaration):
+        a splitting's sub-step, a continuous block's solver; one `DeclarationError` naming `key`,
+        the `role` ("sub-step") and what is `valid` otherwise."""
+        named = isinstance(value, str)
+        found = (self.get(value) if value in self else None) if named else value
+        tableau = found.as_tableau if isinstance(found, Method) else None
+        if tableau is None:
+            close = (
+                difflib.get_close_matches(value, self.names("runge-kutta"), n=3) if named else []
+            )
+            problem = (
+                f"{role} '{value}' is not a Runge-Kutta method"
+                if found is not None and named
+                else f"unknown {role} '{value}'"
+                if named
+                else f"{key} must be a name or a ButcherTableau"
+            )
+            hint = f"did you mean {', '.join(repr(c) for c in close)}? " if close else ""
+            raise DeclarationError(problem, key=key, value=value, valid=hint + valid, source=source)
+        if not tableau.is_explicit:
+            raise DeclarationError(
+                f"{role} '{tableau.name}' is implicit",
+                key=key,
+                value=value if named else tableau.name,
+                valid=valid,
+                source=source,
+            )
+        return tableau
+
 
 catalog = Catalog()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from fractions import Fraction
+from functools import cached_property
 from pathlib import Path
 from typing import Any, final
 
@@ -27,7 +27,8 @@ import sympy
 
 from ..errors import DeclarationError
 from .base import CoefficientMethod, Layer, Method
-from .entries.numbers import Number, as_list, parse_number, parse_precision, raw_list, substitute
+from .entries.arrays import Coefficients, matrix
+from .entries.numbers import Number, as_list, parse_expression, substitute
 from .multistep import LinearMultistep
 from .tableau import ButcherTableau
 
@@ -43,51 +44,21 @@ VALID_START = (
 )
 
 
-def _matrix(raw: Any, key: str, rows: int | None, cols: int | None, src: str | None) -> list:
-    """A list of rows of entries, with the declared shape (None: any, taken from the data)."""
-    raw = as_list(raw)
-    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence) or not raw:
-        raise DeclarationError(
-            "expected a non-empty list of rows",
-            key=key,
-            value=raw,
-            valid=f"e.g. {key} = [[1]]",
-            source=src,
-        )
-    out = []
-    for i, row in enumerate(raw):
-        row = as_list(row)
-        if isinstance(row, (str, bytes)) or not isinstance(row, Sequence):
-            raise DeclarationError(
-                "each row must be a list",
-                key=f"{key}[{i}]",
-                value=row,
-                valid=f"{key} is a list of rows, e.g. {key} = [[1]]",
-                source=src,
-            )
-        out.append([parse_number(x, f"{key}[{i}][{j}]", src) for j, x in enumerate(row)])
-    if rows is not None and len(out) != rows:
-        raise DeclarationError(
-            f"{key} has {len(out)} rows but needs {rows}",
-            key=key,
-            value=raw,
-            source=src,
-            valid=_SHAPES,
-        )
-    width = len(out[0]) if cols is None else cols
-    for i, row in enumerate(out):
-        if len(row) != width:
-            raise DeclarationError(
-                f"{key} row {i} has {len(row)} entries but needs {width}",
-                key=f"{key}[{i}]",
-                value=raw[i],
-                valid=_SHAPES,
-                source=src,
-            )
-    return out
-
-
 _SHAPES = "A is s×s, U is s×r, B is r×s and V is r×r (s stages, r values carried between steps)"
+
+
+def _start_texts(start: Any, r: int, src: str | None) -> list[str]:
+    """The starting procedure as given (default: every input y(x)), one text per input."""
+    listed = ["y(x)"] * r if start is None else as_list(start)
+    if isinstance(listed, (str, bytes)) or not isinstance(listed, Sequence) or len(listed) != r:
+        raise DeclarationError(
+            f"start must be a list of {r} starting value(s), one per input",
+            key="start",
+            value=start,
+            valid=f"e.g. start = {['y(x)'] * r}; {VALID_START}",
+            source=src,
+        )
+    return list(listed)
 
 
 def parse_start_term(text: str, key: str, src: str | None) -> list[StartTerm]:
@@ -96,12 +67,8 @@ def parse_start_term(text: str, key: str, src: str | None) -> list[StartTerm]:
         raise DeclarationError(
             "not a starting value", key=key, value=text, valid=VALID_START, source=src
         )
-    try:
-        expr = sympy.sympify(text, locals={"x": _X, "h": _H, "y": _Y, "f": _F})
-    except (sympy.SympifyError, SyntaxError, TypeError):
-        raise DeclarationError(
-            "not a starting value", key=key, value=text, valid=VALID_START, source=src
-        ) from None
+    names = {"x": _X, "h": _H, "y": _Y, "f": _F}
+    expr = parse_expression(text, names, key, src, VALID_START)
     terms: list[StartTerm] = []
     for term in sympy.Add.make_args(sympy.expand(expr)):
         calls = [a for a in term.atoms(sympy.core.function.AppliedUndef)]
@@ -154,12 +121,9 @@ class GeneralLinear(CoefficientMethod):
     family = "general-linear"
     keys = ("A", "U", "B", "V", "start", "precision")
     required = ("A", "U", "B", "V")
-    A: tuple[tuple[sympy.Expr, ...], ...]
-    U: tuple[tuple[sympy.Expr, ...], ...]
-    B: tuple[tuple[sympy.Expr, ...], ...]
-    V: tuple[tuple[sympy.Expr, ...], ...]
+    numbers: Coefficients  # A, U, B, V
     start: tuple[tuple[StartTerm, ...], ...]
-    precision: Fraction | None
+    _start_given: tuple[str, ...] | None
 
     def __init__(
         self,
@@ -177,74 +141,43 @@ class GeneralLinear(CoefficientMethod):
         source: str | Path | None = None,
     ) -> None:
         self._set_common(name, order, title, reference, source)
-        src = self.source
-        declared = parse_precision(precision, src)
-        a = _matrix(A, "A", None, None, src)
-        s = len(a)
-        a = _matrix(A, "A", s, s, src)
-        v = _matrix(V, "V", None, None, src)
-        r = len(v)
-        v = _matrix(V, "V", r, r, src)
-        u = _matrix(U, "U", s, r, src)
-        b = _matrix(B, "B", r, s, src)
-        listed = None if start is None else as_list(start)
-        if listed is not None and (
-            isinstance(listed, (str, bytes)) or not isinstance(listed, Sequence)
-        ):
-            raise DeclarationError(
-                f"start must be a list of {r} starting value(s), one per input",
-                key="start",
-                value=start,
-                valid=f"e.g. start = {['y(x)'] * r}; {VALID_START}",
-                source=src,
-            )
-        texts = ["y(x)"] * r if listed is None else list(listed)
-        if len(texts) != r:
-            raise DeclarationError(
-                f"start needs one starting value per input ({r})",
-                key="start",
-                value=start,
-                valid=VALID_START,
-                source=src,
-            )
-        parsed = tuple(tuple(parse_start_term(t, f"start[{i}]", src)) for i, t in enumerate(texts))
-        numbers: dict[str, Number] = {}
-        for key, m in (("A", a), ("U", u), ("B", b), ("V", v)):
-            for i, row in enumerate(m):
-                for j, x in enumerate(row):
-                    numbers[f"{key}[{i}][{j}]"] = (
-                        x if declared is None else x.at_precision(declared)
-                    )
-
-        def values(key: str, rows: int, cols: int) -> tuple[tuple[sympy.Expr, ...], ...]:
-            return tuple(
-                tuple(numbers[f"{key}[{i}][{j}]"].value for j in range(cols)) for i in range(rows)
-            )
-
+        src, declared = self.source, self._set_precision(precision)
+        a = matrix(A, "A", src, precision=declared, valid=_SHAPES)
+        v = matrix(V, "V", src, precision=declared, valid=_SHAPES)
+        s, r = len(a), len(v)
+        u = matrix(U, "U", src, rows=s, cols=r, precision=declared, valid=_SHAPES)
+        b = matrix(B, "B", src, rows=r, cols=s, precision=declared, valid=_SHAPES)
+        texts = _start_texts(start, r, src)
         self._set(
-            A=values("A", s, s),
-            U=values("U", s, r),
-            B=values("B", r, s),
-            V=values("V", r, r),
-            start=parsed,
-            entries=numbers,
-            rounding=max((x.rounding for x in numbers.values()), default=Fraction(0)),
-            precision=declared,
-        )
-        self._set(
-            _table={
-                "A": [raw_list(row) for row in a],
-                "U": [raw_list(row) for row in u],
-                "B": [raw_list(row) for row in b],
-                "V": [raw_list(row) for row in v],
-                "start": None if start is None else texts,
-                "precision": precision if declared is not None else None,
-            }
+            numbers=Coefficients({"A": a, "U": u, "B": b, "V": v}),
+            start=tuple(
+                tuple(parse_start_term(t, f"start[{i}]", src)) for i, t in enumerate(texts)
+            ),
+            _start_given=None if start is None else tuple(texts),
         )
 
-    def rounding_of(self, key: str) -> Fraction:
-        """The most that the digits of matrix `key` ("A", "U", "B" or "V") leave open."""
-        return max((x.rounding for x in self.entries_under(key)), default=Fraction(0))
+    def _declared(self) -> dict[str, Any]:
+        return {
+            **self.numbers.raw,
+            "start": None if self._start_given is None else list(self._start_given),
+            "precision": self._precision_raw,
+        }
+
+    @cached_property
+    def A(self) -> tuple[tuple[sympy.Expr, ...], ...]:
+        return self.numbers.A.values
+
+    @cached_property
+    def U(self) -> tuple[tuple[sympy.Expr, ...], ...]:
+        return self.numbers.U.values
+
+    @cached_property
+    def B(self) -> tuple[tuple[sympy.Expr, ...], ...]:
+        return self.numbers.B.values
+
+    @cached_property
+    def V(self) -> tuple[tuple[sympy.Expr, ...], ...]:
+        return self.numbers.V.values
 
     @property
     def is_explicit(self) -> bool:
@@ -276,33 +209,18 @@ class GeneralLinear(CoefficientMethod):
         """r, the number of values carried from step to step (streams)."""
         return len(self.V)
 
-    @property
-    def coefficient_values(self) -> list[sympy.Expr]:
-        return [x.value for x in self.entries.values()]
-
     def subs(self, values: Mapping[Any, Any]) -> GeneralLinear:
         """A member of a parametrised family: substitute values for the symbols (entries as in
         `ButcherTableau.subs`; the member keeps the name, the starting procedure and a declared
         precision)."""
-        mapping = self.member_values(values)
-
-        def put(key: str, rows: int, cols: int) -> list[list[Number]]:
-            return [
-                [
-                    substitute(self.entries[f"{key}[{i}][{j}]"], mapping, f"{key}[{i}][{j}]", src)
-                    for j in range(cols)
-                ]
-                for i in range(rows)
-            ]
-
-        s, r, src = self.stages, self.values, self.source
+        member = self._member(self.member_values(values))
         return GeneralLinear(
-            put("A", s, s),
-            put("U", s, r),
-            put("B", r, s),
-            put("V", r, r),
-            start=self._table["start"],
-            precision=self._table["precision"],
+            member.A,
+            member.U,
+            member.B,
+            member.V,
+            start=self._start_given,
+            precision=self._precision_raw,
             name=self.name,
             source=self.source,  # later errors on the member still name the family's file
         )
@@ -393,11 +311,10 @@ def layer_stage_inverse(tableau: ButcherTableau) -> sympy.Matrix:
 
 def _from_tableau(cls: type[GeneralLinear], method: ButcherTableau) -> GeneralLinear:
     s = method.stages
-    e = method.entries
     return cls(
-        [[e[f"A[{i}][{j}]"] for j in range(s)] for i in range(s)],
+        method.numbers.A,
         [[1] for _ in range(s)],
-        [[e[f"b[{i}]"] for i in range(s)]],
+        [method.numbers.b],
         [[1]],
         name=f"{method.name}-glm",
         order=method.order,
@@ -414,12 +331,13 @@ def _from_multistep(cls: type[GeneralLinear], m: LinearMultistep) -> GeneralLine
         """±x/α_k, carrying the rounding of both: each entry keeps its own digits (exact α
         stay exact beside numeric β, so V's eigenvalues are judged at α's rounding)."""
         ratio = Number(sign * entry / top, raw=f"{sign}*entry/top")
-        return substitute(ratio, {entry: x, top: m.entries[f"alpha[{k}]"]}, "alpha", m.source)
+        return substitute(ratio, {entry: x, top: alpha[k]}, "alpha", m.source)
 
     # Inputs, newest first: y_{n+k-1} .. y_n, then h f_{n+k-1} .. h f_n; one stage, y_{n+k}.
-    stage_row = [scaled(m.entries[f"alpha[{j}]"], -1) for j in reversed(range(k))]
-    stage_row += [scaled(m.entries[f"beta[{j}]"], 1) for j in reversed(range(k))]
-    implicit = scaled(m.entries[f"beta[{k}]"], 1)
+    alpha, beta = m.numbers.alpha, m.numbers.beta
+    stage_row = [scaled(alpha[j], -1) for j in reversed(range(k))]
+    stage_row += [scaled(beta[j], 1) for j in reversed(range(k))]
+    implicit = scaled(beta[k], 1)
     r = 2 * k
     V: list[list[Any]] = [stage_row]
     V += [[1 if j == i else 0 for j in range(r)] for i in range(k - 1)]  # y values shift down

@@ -4,22 +4,41 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from functools import cached_property
 from pathlib import Path
 from typing import Any, final
 
 import sympy
 
-from .base import CoefficientMethod, Layer
-from .entries.numbers import (
-    Number,
-    is_zero,
-    judged,
-    parse_precision,
-    parse_vector,
-    raw_list,
-    substitute,
-)
-from .parameters import Parameter, parse_parameters, raw_parameters
+from ..errors import DeclarationError
+from .base import CoefficientMethod, Layer, check_flag
+from .entries.arrays import Coefficients, NumberArray, vector
+from .entries.numbers import is_zero
+from .parameters import parse_parameters, raw_parameters
+
+
+def _alpha(raw: Any, source: str | None, precision: Fraction | None) -> NumberArray:
+    """α₀..α_k: at least two, α_k ≠ 0."""
+    alpha = vector(raw, "alpha", source, precision=precision)
+    if len(alpha) < 2:
+        raise DeclarationError(
+            "alpha needs at least two entries (k >= 1)",
+            key="alpha",
+            value=alpha.raw,
+            valid="e.g. alpha = [-1, 1] for a one-step method",
+            source=source,
+        )
+    if is_zero(alpha[-1]):
+        raise DeclarationError(
+            "alpha_k (the last entry of alpha) must not be 0",
+            key=f"alpha[{len(alpha) - 1}]",
+            value=raw[-1],
+            valid="alpha and beta are listed oldest first (alpha_0 .. alpha_k), and the "
+            "newest value y_{n+k} must appear: reverse lists printed newest first, drop "
+            "trailing zeros from alpha and beta, or give a non-zero alpha_k",
+            source=source,
+        )
+    return alpha
 
 
 @final
@@ -44,10 +63,8 @@ class LinearMultistep(CoefficientMethod):
     family = "multistep"
     keys = ("alpha", "beta", "zero_stable", "parameters", "precision")
     required = ("alpha", "beta")
-    alpha: tuple[sympy.Expr, ...]
-    beta: tuple[sympy.Expr, ...]
+    numbers: Coefficients  # alpha, beta
     zero_stable: bool | None
-    precision: Fraction | None  # the declared precision, if any
 
     def __init__(
         self,
@@ -64,102 +81,56 @@ class LinearMultistep(CoefficientMethod):
         source: str | Path | None = None,
     ) -> None:
         self._set_common(name, order, title, reference, source)
-        declared = parse_precision(precision, self.source)
-        a = judged(parse_vector(alpha, "alpha", self.source), declared)
-        b = judged(parse_vector(beta, "beta", self.source), declared)
-        if len(a) < 2:
-            raise self.error(
-                "alpha needs at least two entries (k >= 1)",
-                key="alpha",
-                value=list(alpha),
-                valid="e.g. alpha = [-1, 1] for a one-step method",
-            )
-        if len(b) != len(a):
-            raise self.error(
-                f"beta has {len(b)} entries but alpha has {len(a)}",
-                key="beta",
-                value=list(beta),
-                valid=f"give exactly {len(a)} entries (j = 0..{len(a) - 1})",
-            )
-        if is_zero(a[-1]):
-            raise self.error(
-                "alpha_k (the last entry of alpha) must not be 0",
-                key=f"alpha[{len(a) - 1}]",
-                value=alpha[-1],
-                valid="alpha and beta are listed oldest first (alpha_0 .. alpha_k), and the "
-                "newest value y_{n+k} must appear: reverse lists printed newest first, drop "
-                "trailing zeros from alpha and beta, or give a non-zero alpha_k",
-            )
-        if zero_stable is not None and not isinstance(zero_stable, bool):
-            raise self.error(
-                "zero_stable must be true or false", key="zero_stable", value=zero_stable
-            )
-        self._set(
-            alpha=tuple(x.value for x in a),
-            beta=tuple(x.value for x in b),
-            zero_stable=zero_stable,
-            precision=declared,
-            rounding=max(x.rounding for x in (*a, *b)),
-            entries={
-                **{f"alpha[{j}]": x for j, x in enumerate(a)},
-                **{f"beta[{j}]": x for j, x in enumerate(b)},
-            },
+        src, declared = self.source, self._set_precision(precision)
+        a = _alpha(alpha, src, declared)
+        k = len(a) - 1
+        b = vector(
+            beta, "beta", src, length=k + 1, precision=declared, what=f"entries (j = 0..{k})"
         )
-        declared_parameters = parse_parameters(
-            parameters, self.symbols, kinds=("learned",), source=self.source
-        )
-        self._set(
-            _table={
-                "alpha": raw_list(a),
-                "beta": raw_list(b),
-                "zero_stable": zero_stable,
-                "parameters": raw_parameters(declared_parameters),
-                "precision": precision if declared is not None else None,
-            },
-            _parameters=declared_parameters,
-            _beta_k_zero=is_zero(b[-1]),
-        )
+        zero_stable = check_flag(zero_stable, "zero_stable", src, optional=True)
+        self._set(numbers=Coefficients({"alpha": a, "beta": b}), zero_stable=zero_stable)
+        kinds = ("learned",)
+        self._set(_parameters=parse_parameters(parameters, self.symbols, kinds=kinds, source=src))
 
-    _beta_k_zero: bool
-    _parameters: dict[sympy.Symbol, Parameter]
+    def _declared(self) -> dict[str, Any]:
+        return {
+            **self.numbers.raw,
+            "zero_stable": self.zero_stable,
+            "parameters": raw_parameters(self._parameters),
+            "precision": self._precision_raw,
+        }
+
+    @cached_property
+    def alpha(self) -> tuple[sympy.Expr, ...]:
+        return self.numbers.alpha.values
+
+    @cached_property
+    def beta(self) -> tuple[sympy.Expr, ...]:
+        return self.numbers.beta.values
 
     @property
     def steps(self) -> int:
         """k, the number of previous values the method combines."""
-        return len(self.alpha) - 1
+        return len(self.numbers.alpha) - 1
 
-    @property
+    @cached_property
     def is_explicit(self) -> bool:
-        return self._beta_k_zero
-
-    @property
-    def coefficient_values(self) -> tuple[sympy.Expr, ...]:
-        return (*self.alpha, *self.beta)
-
-    @property
-    def parameters(self) -> dict[sympy.Symbol, Parameter]:
-        return dict(self._parameters)
+        return is_zero(self.numbers.beta[-1])
 
     def subs(self, values: Mapping[Any, Any]) -> LinearMultistep:
         """A member of a parametrised family: substitute values for the symbols (entries as in
         `ButcherTableau.subs`; the member keeps the name and the parameters of the symbols
         left, and a declared precision)."""
         mapping = self.member_values(values)
-
-        def put(key: str) -> list[Number]:
-            return [
-                substitute(x, mapping, f"{key}[{j}]", self.source)
-                for j, x in enumerate(self.entries_under(key))
-            ]
-
+        member = self._member(mapping)
         return LinearMultistep(
-            put("alpha"),
-            put("beta"),
+            member.alpha,
+            member.beta,
             name=self.name,
             parameters=raw_parameters(
                 {s: p for s, p in self._parameters.items() if s not in mapping}
             ),
-            precision=self._table["precision"],
+            precision=self._precision_raw,
         )
 
     @property

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping, Sequence
-from fractions import Fraction
+from functools import cached_property
 from pathlib import Path
 from typing import Any, final
 
@@ -13,16 +12,8 @@ import sympy
 
 from ..errors import DeclarationError
 from .base import CoefficientMethod, Layer, check_order
-from .entries.numbers import (
-    Number,
-    as_list,
-    is_zero,
-    judged,
-    parse_number,
-    parse_precision,
-    raw_list,
-    substitute,
-)
+from .entries.arrays import Coefficients, NumberArray, vector
+from .entries.numbers import Number, as_list, is_zero, parse_number, substitute
 from .tableau import ButcherTableau
 
 _OPERATOR = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -31,8 +22,9 @@ VALID_ALTERNATING = (
     "one coefficient list per operator, applied alternately in the order given, e.g. "
     'alternating = { A = ["1/2", "1/2"], B = [1, 0] } for Strang (zeros are left out)'
 )
-# A placed sub-step: (operator, coefficient, the key that names its operator in the declaration).
-Placed = tuple[str, Number, str]
+# A placed sub-step: (operator, coefficient, the keys that name the operator and the coefficient
+# in the declaration).
+Placed = tuple[str, Number, str, str]
 EULER = ButcherTableau([[0]], [1], name="euler", order=1, title="Forward Euler")
 
 
@@ -68,12 +60,13 @@ class Splitting(CoefficientMethod):
     family = "splitting"
     keys = ("steps", "alternating", "substep", "operators", "substep_order", "precision")
     required = ()  # `steps` or `alternating`: exactly one (checked by the constructor)
-    steps: tuple[tuple[str, sympy.Expr], ...]
+    numbers: Coefficients  # steps: the coefficient of each step
     substep: ButcherTableau | None  # None: exact sub-flows
     operators: tuple[str, ...]
     substep_order: int | None
-    precision: Fraction | None  # the declared precision, if any
-    _alternating: dict[str, tuple[Number, ...]] | None  # the lists as declared, zeros kept
+    _moves: tuple[str, ...]  # the operator of each step
+    _alternating: dict[str, NumberArray] | None  # the lists as declared, zeros kept
+    _operators_given: bool
 
     def __init__(
         self,
@@ -91,57 +84,36 @@ class Splitting(CoefficientMethod):
         source: str | Path | None = None,
     ) -> None:
         self._set_common(name, order, title, reference, source)
-        src = self.source
-        declared = parse_precision(precision, src)
-        if steps is not None and alternating is not None:
-            raise self.error(
-                "give the steps once: steps or alternating, not both",
-                key="alternating",
-                valid="drop steps (explicit [operator, coefficient] pairs) or alternating "
-                "(one coefficient list per operator)",
-            )
-        lists: dict[str, tuple[Number, ...]] | None = None
-        if alternating is not None:
-            lists = _alternating_lists(alternating, src)
-            placed = _interleaved(lists)
-        else:
-            placed = _explicit_steps(steps, src)
-        numbers = judged([x for _, x, _ in placed], declared)
-        parsed = [(op, x.value) for (op, _, _), x in zip(placed, numbers, strict=True)]
-        used = tuple(dict.fromkeys(op for op, _ in parsed))
-        if operators is not None:
-            used = _declared_operators(operators, placed, used, src)
-        resolved = _resolve_substep(substep, src)
+        src, declared = self.source, self._set_precision(precision)
+        lists, placed = _placed(steps, alternating, src)
+        names = tuple(p[3] for p in placed)  # "steps[k][1]", "alternating.A[i]"
+        coefficients = NumberArray("steps", tuple(p[1] for p in placed), names).judged(declared)
         self._set(
-            steps=tuple(parsed),
-            substep=resolved,
-            operators=used,
+            numbers=Coefficients({"steps": coefficients}),
+            _moves=tuple(p[0] for p in placed),
+            operators=_declared_operators(operators, placed, src),
+            _operators_given=operators is not None,
+            substep=_resolve_substep(substep, src),
             substep_order=check_order(substep_order, "substep_order", src),
-            precision=declared,
-            rounding=max((x.rounding for x in numbers), default=Fraction(0)),
-            entries={f"steps[{k}][1]": x for k, x in enumerate(numbers)},
-            _alternating=None
-            if lists is None
-            else {op: judged(xs, declared) for op, xs in lists.items()},
-        )
-        self._set(
-            _table={
-                "steps": None if lists is not None else [[op, x.raw] for op, x, _ in placed],
-                "alternating": None
-                if lists is None
-                else {op: raw_list(xs) for op, xs in lists.items()},
-                "substep": "exact"
-                if resolved is None
-                else ("euler" if resolved is EULER else resolved.to_table()),
-                "operators": None if operators is None else list(operators),
-                "substep_order": substep_order,
-                "precision": precision if declared is not None else None,
-            }
+            _alternating=lists and {op: xs.judged(declared) for op, xs in lists.items()},
         )
 
-    @property
-    def coefficient_values(self) -> list[sympy.Expr]:
-        return [c for _, c in self.steps]
+    def _declared(self) -> dict[str, Any]:
+        lists, sub = self._alternating, self.substep
+        steps = [[op, x.raw] for op, x in zip(self._moves, self.numbers.steps, strict=True)]
+        return {
+            "steps": steps if lists is None else None,
+            "alternating": lists and {op: xs.raw for op, xs in lists.items()},
+            "substep": "exact" if sub is None else "euler" if sub is EULER else sub.to_table(),
+            "operators": list(self.operators) if self._operators_given else None,
+            "substep_order": self.substep_order,
+            "precision": self._precision_raw,
+        }
+
+    @cached_property
+    def steps(self) -> tuple[tuple[str, sympy.Expr], ...]:
+        """(operator, coefficient) of each step, in order."""
+        return tuple(zip(self._moves, self.numbers.steps.values, strict=True))
 
     def subs(self, values: Mapping[Any, Any]) -> Splitting:
         """A member of a parametrised family: substitute values for the symbols (coefficients as
@@ -151,30 +123,20 @@ class Splitting(CoefficientMethod):
         mapping = self.member_values(values)
         common: dict[str, Any] = {
             "substep": self.substep if self.substep is not None else "exact",
-            "operators": self._table["operators"],
-            "precision": self._table["precision"],
+            "operators": list(self.operators) if self._operators_given else None,
+            "precision": self._precision_raw,
             "name": self.name,
         }
+
+        def put(x: Number, key: str) -> Number:
+            return substitute(x, mapping, key, self.source)
+
         if self._alternating is not None:
             return Splitting(
-                alternating={
-                    op: [
-                        substitute(x, mapping, f"alternating.{op}[{i}]", self.source)
-                        for i, x in enumerate(xs)
-                    ]
-                    for op, xs in self._alternating.items()
-                },
-                **common,
+                alternating={op: xs.map(put) for op, xs in self._alternating.items()}, **common
             )
-        return Splitting(
-            [
-                (op, substitute(x, mapping, f"steps[{k}][1]", self.source))
-                for k, ((op, _), x) in enumerate(
-                    zip(self.steps, self.entries.values(), strict=True)
-                )
-            ],
-            **common,
-        )
+        moved = zip(self._moves, self.numbers.steps.map(put), strict=True)
+        return Splitting(list(moved), **common)
 
     @property
     def layer(self) -> Layer:
@@ -222,6 +184,25 @@ def _operator_name(op: Any, key: str, source: str | None) -> str:
     return op
 
 
+def _placed(
+    steps: Any, alternating: Any, source: str | None
+) -> tuple[dict[str, NumberArray] | None, list[Placed]]:
+    """The steps of either form: the alternating lists as declared (None for explicit steps),
+    and every step placed."""
+    if steps is not None and alternating is not None:
+        raise DeclarationError(
+            "give the steps once: steps or alternating, not both",
+            key="alternating",
+            valid="drop steps (explicit [operator, coefficient] pairs) or alternating "
+            "(one coefficient list per operator)",
+            source=source,
+        )
+    if alternating is None:
+        return None, _explicit_steps(steps, source)
+    lists = _alternating_lists(alternating, source)
+    return lists, _interleaved(lists)
+
+
 def _explicit_steps(steps: Any, source: str | None) -> list[Placed]:
     """The `steps` form: [operator, coefficient] pairs, none of them zero."""
     if steps is None:
@@ -257,11 +238,11 @@ def _explicit_steps(steps: Any, source: str | None) -> list[Placed]:
                 valid="remove the step or give a non-zero coefficient",
                 source=source,
             )
-        placed.append((op, number, f"steps[{k}][0]"))
+        placed.append((op, number, f"steps[{k}][0]", f"steps[{k}][1]"))
     return placed
 
 
-def _alternating_lists(alternating: Any, source: str | None) -> dict[str, tuple[Number, ...]]:
+def _alternating_lists(alternating: Any, source: str | None) -> dict[str, NumberArray]:
     """The `alternating` form's lists, parsed (zeros kept), with their lengths checked: every
     list as long as the first or one shorter, shorter ones last (A a₁ B b₁ ... A aₙ)."""
     if not isinstance(alternating, Mapping) or len(alternating) < 2:
@@ -272,7 +253,7 @@ def _alternating_lists(alternating: Any, source: str | None) -> dict[str, tuple[
             valid=VALID_ALTERNATING,
             source=source,
         )
-    lists: dict[str, tuple[Number, ...]] = {}
+    lists: dict[str, NumberArray] = {}
     for op, raw in alternating.items():
         key = f"alternating.{op}"
         _operator_name(op, key, source)
@@ -285,7 +266,7 @@ def _alternating_lists(alternating: Any, source: str | None) -> dict[str, tuple[
                 valid=VALID_ALTERNATING,
                 source=source,
             )
-        lists[op] = tuple(parse_number(x, f"{key}[{i}]", source) for i, x in enumerate(raw))
+        lists[op] = vector(raw, key, source)
         if all(is_zero(x) for x in lists[op]):
             raise DeclarationError(
                 f"operator '{op}' never moves: every coefficient of its list is 0",
@@ -315,7 +296,7 @@ def _interleaved(lists: Mapping[str, Sequence[Number]]) -> list[Placed]:
     """The alternating lists read column by column, exact zeros left out (the identity)."""
     width = max(len(xs) for xs in lists.values())
     return [
-        (op, xs[i], f"alternating.{op}")
+        (op, xs[i], f"alternating.{op}", f"alternating.{op}[{i}]")
         for i in range(width)
         for op, xs in lists.items()
         if i < len(xs) and not is_zero(xs[i])
@@ -323,9 +304,13 @@ def _interleaved(lists: Mapping[str, Sequence[Number]]) -> list[Placed]:
 
 
 def _declared_operators(
-    operators: Any, placed: list[Placed], used: tuple[str, ...], source: str | None
+    operators: Any, placed: list[Placed], source: str | None
 ) -> tuple[str, ...]:
-    """The declared operator list, checked against the steps that use them."""
+    """The declared operator list, checked against the steps that use them (by default the
+    operators in the order the steps first use them)."""
+    used = tuple(dict.fromkeys(p[0] for p in placed))
+    if operators is None:
+        return used
     if (
         isinstance(operators, (str, bytes))
         or not isinstance(operators, Sequence)
@@ -339,7 +324,7 @@ def _declared_operators(
             source=source,
         )
     declared = tuple(operators)
-    for op, _, key in placed:
+    for op, _, key, _ in placed:
         if op not in declared:
             raise DeclarationError(
                 f"unknown operator '{op}'",
@@ -361,44 +346,9 @@ def _declared_operators(
 
 
 def _resolve_substep(substep: Any, source: str | None) -> ButcherTableau | None:
-    if isinstance(substep, ButcherTableau):
-        tableau = substep
-    elif substep == "exact":
-        return None
-    elif substep == "euler":
-        return EULER
-    elif isinstance(substep, str):
-        from .files import catalog  # files.py builds splittings: a late import breaks the cycle
+    if substep in ("exact", "euler"):
+        return None if substep == "exact" else EULER
+    from .files import catalog  # files.py builds splittings: a late import breaks the cycle
 
-        found = catalog.get(substep) if substep in catalog else None
-        if not isinstance(found, ButcherTableau):
-            what = "is not a Runge-Kutta method" if found is not None else "is unknown"
-            known = ["exact", "euler", *catalog.names(family="runge-kutta")]
-            close = difflib.get_close_matches(substep, known, n=3)
-            hint = f"did you mean {', '.join(repr(c) for c in close)}? " if close else ""
-            raise DeclarationError(
-                f"sub-step '{substep}' {what}",
-                key="substep",
-                value=substep,
-                valid=f"{hint}use 'exact', 'euler' or an explicit Runge-Kutta method of the "
-                "catalog (`butcherflow list` shows them)",
-                source=source,
-            )
-        tableau = found
-    else:
-        raise DeclarationError(
-            "substep must be a name or a ButcherTableau",
-            key="substep",
-            value=substep,
-            valid="'exact', 'euler', a catalog Runge-Kutta name, or a ButcherTableau",
-            source=source,
-        )
-    if not tableau.is_explicit:
-        raise DeclarationError(
-            f"sub-step '{tableau.name}' is implicit",
-            key="substep",
-            value=tableau.name,
-            valid="sub-steps are explicit Runge-Kutta methods (or 'exact')",
-            source=source,
-        )
-    return tableau
+    valid = "use 'exact', 'euler' or an explicit Runge-Kutta method of the catalog "
+    return catalog.tableau(substep, "sub-step", "substep", source, valid + "(`butcherflow list`)")

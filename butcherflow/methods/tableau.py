@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
+from functools import cached_property
 from pathlib import Path
 from typing import Any, final
 
@@ -12,17 +13,9 @@ import flint
 import sympy
 
 from ..errors import DeclarationError
-from .base import CoefficientMethod, Layer, check_order
-from .entries.numbers import (
-    Number,
-    as_list,
-    is_zero,
-    judged,
-    parse_precision,
-    parse_vector,
-    raw_list,
-    substitute,
-)
+from .base import CoefficientMethod, Layer, check_count, check_flag, check_order
+from .entries.arrays import Coefficients, NumberArray, matrix, vector
+from .entries.numbers import Number, is_zero
 from .entries.precision import Verdict, judge_enclosure, working_precision
 from .entries.typeset import butcher_array
 from .parameters import KINDS, Parameter, parse_parameters, raw_parameters
@@ -30,6 +23,13 @@ from .parameters import KINDS, Parameter, parse_parameters, raw_parameters
 # Coefficient policies (ODE Transformer Table 10), each stated as the declaration it compiles to
 # (`ButcherTableau.with_coefficients`): the compiler knows only declarations and parameters.
 POLICIES = ("exact", "unit", "learned", "gated", "tanh")
+# The trained policies: the kind of their weights' parameters, and whether those can start at
+# the tableau's weights (else at the kind's own start).
+TRAINED: dict[str, tuple[str, Callable[[list[float]], bool]]] = {
+    "learned": ("learned", lambda w: True),
+    "tanh": ("tanh", lambda w: all(abs(x) < 1 for x in w)),
+    "gated": ("softmax", lambda w: all(x > 0 for x in w) and abs(sum(w) - 1.0) < 1e-12),
+}
 
 
 def _node_verdict(c: Number, row: Sequence[Number]) -> Verdict:
@@ -43,9 +43,14 @@ def _node_verdict(c: Number, row: Sequence[Number]) -> Verdict:
         return judge_enclosure(enclosure, Fraction(1), lambda: diff == 0).verdict
 
 
-def _row_sum(row: Sequence[Number]) -> Number:
-    value = sympy.Add(*(x.value for x in row))
-    return Number(value, sum((x.rounding for x in row), Fraction(0)), str(value))
+def row_sums(a: NumberArray) -> NumberArray:
+    """The default nodes c: A's row sums, each carrying its row's roundings."""
+
+    def total(row: NumberArray) -> Number:
+        value = sympy.Add(*(x.value for x in row))
+        return Number(value, sum((x.rounding for x in row), Fraction(0)), str(value))
+
+    return NumberArray("c", tuple(total(row) for row in a))
 
 
 def _short(value: sympy.Expr) -> str:
@@ -73,6 +78,9 @@ def _digits_hint(c: Number, row: Sequence[Number], declared: Fraction | None) ->
     return ""
 
 
+PER_STAGE = {"b": "weights", "c": "nodes or omit c", "b_hat": "weights"}  # s of each
+
+
 @final
 class ButcherTableau(CoefficientMethod):
     """A Runge-Kutta method: stages Kᵢ = f(t + cᵢh, y + h Σⱼ aᵢⱼKⱼ), step y + h Σᵢ bᵢKᵢ.
@@ -94,8 +102,9 @@ class ButcherTableau(CoefficientMethod):
     Entries are exact (ints, `"p/q"`, Fractions, sympy expressions, symbols of a parametrised
     family); floats, Decimals and decimal strings make the tableau numeric.
 
-    Attributes `A`, `b`, `c`, `b_hat` hold exact sympy values (tuples); `stages`, `is_explicit`,
-    `is_diagonally_implicit`, `numeric`, `symbols` describe the tableau.
+    `numbers` holds the parsed entries (`numbers.A[i][j]`, `numbers.b`, ...: value, rounding,
+    raw form); `A`, `b`, `c`, `b_hat` are their exact sympy values (tuples); `stages`,
+    `is_explicit`, `is_diagonally_implicit`, `numeric`, `symbols` describe the tableau.
     """
 
     family = "runge-kutta"
@@ -112,17 +121,12 @@ class ButcherTableau(CoefficientMethod):
         "tableau",
     )
     required = ("A", "b")
-    A: tuple[tuple[sympy.Expr, ...], ...]
-    b: tuple[sympy.Expr, ...]
-    c: tuple[sympy.Expr, ...]
-    b_hat: tuple[sympy.Expr, ...] | None
+    numbers: Coefficients  # A, b, c (as given, or A's row sums), b_hat (when declared)
     embedded_order: int | None
     row_sum_c: bool
     iterations: int | None
-    precision: Fraction | None
-    undetermined_nodes: tuple[str, ...]
-    _parameters: dict[sympy.Symbol, Parameter]
-    _zero: tuple[tuple[bool, ...], ...]
+    undetermined_nodes: tuple[str, ...]  # the given nodes the digits leave open (`_nodes`)
+    _given_c: bool
 
     def __init__(
         self,
@@ -143,140 +147,94 @@ class ButcherTableau(CoefficientMethod):
         source: str | Path | None = None,
     ) -> None:
         self._set_common(name, order, title, reference, source)
-        src = self.source
-        A, b, c, b_hat = as_list(A), as_list(b), as_list(c), as_list(b_hat)
-        declared = parse_precision(precision, src)
-        if isinstance(A, (str, bytes)) or not isinstance(A, Sequence) or len(A) == 0:
-            raise self.error(
-                "A must be a non-empty list of rows",
-                key="A",
-                value=A,
-                valid="e.g. A = [[0, 0], [1, 0]]",
-            )
-        rows: list[tuple[Number, ...]] = []
-        for i, row in enumerate(A):
-            if isinstance(row, (str, bytes)) or not isinstance(row, Sequence):
-                raise self.error(
-                    "each row of A must be a list",
-                    key=f"A[{i}]",
-                    value=row,
-                    valid='A is a list of rows, e.g. A = [[0, 0], ["1/2", 0]]',
-                )
-            rows.append(judged(parse_vector(row, f"A[{i}]", src), declared))
-        s = len(rows)
-        for i, row in enumerate(rows):
-            if len(row) != s:
-                raise self.error(
-                    f"A must be square: row {i} has {len(row)} entries but A has {s} rows",
-                    key=f"A[{i}]",
-                    value=list(A[i]),
-                    valid=f"every row needs exactly {s} entries",
-                )
-        b_parsed = judged(parse_vector(b, "b", src), declared)
-        if len(b_parsed) != s:
-            raise self.error(
-                f"b has {len(b_parsed)} entries but A has {s} stages",
-                key="b",
-                value=list(b),
-                valid=f"give exactly {s} weights",
-            )
-        if not isinstance(row_sum_c, bool):
-            raise self.error("row_sum_c must be true or false", key="row_sum_c", value=row_sum_c)
-        undetermined_nodes: list[str] = []
-        if c is None:
-            c_parsed = tuple(_row_sum(row) for row in rows)
-        else:
-            c_parsed = judged(parse_vector(c, "c", src), declared)
-            if len(c_parsed) != s:
-                raise self.error(
-                    f"c has {len(c_parsed)} entries but A has {s} stages",
-                    key="c",
-                    value=list(c),
-                    valid=f"give exactly {s} nodes or omit c",
-                )
-            for i, (ci, row) in enumerate(zip(c_parsed, rows, strict=True)):
-                verdict = _node_verdict(ci, row) if row_sum_c else Verdict.MET
-                if verdict is Verdict.UNDETERMINED:
-                    undetermined_nodes.append(f"c[{i}]")
-                if verdict is Verdict.FAILS:
-                    raise self.error(
-                        f"c[{i}] = {_short(ci.value)} differs from the row sum of A[{i}] = "
-                        f"{_short(sympy.Add(*(x.value for x in row)))}"
-                        + (" beyond the precision of the entries" if ci.numeric else "")
-                        + _digits_hint(ci, row, declared),
-                        key=f"c[{i}]",
-                        valid="give c equal to the row sums of A, omit c, or set "
-                        "row_sum_c = false to use this c for non-autonomous problems",
-                    )
-        b_hat_parsed = None
-        if b_hat is not None:
-            b_hat_parsed = judged(parse_vector(b_hat, "b_hat", src), declared)
-            if len(b_hat_parsed) != s:
-                raise self.error(
-                    f"b_hat has {len(b_hat_parsed)} entries but A has {s} stages",
-                    key="b_hat",
-                    value=list(b_hat),
-                    valid=f"give exactly {s} weights",
-                )
-        if iterations is not None and (
-            isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1
-        ):
-            raise self.error(
-                "iterations must be a positive integer",
-                key="iterations",
-                value=iterations,
-                valid="e.g. iterations = 3",
-            )
-        entries: dict[str, Number] = {}
-        for i, row in enumerate(rows):
-            for j, x in enumerate(row):
-                entries[f"A[{i}][{j}]"] = x
-        for name_, vec in (("b", b_parsed), ("c", c_parsed), ("b_hat", b_hat_parsed or ())):
-            for i, x in enumerate(vec):
-                entries[f"{name_}[{i}]"] = x
+        src, declared = self.source, self._set_precision(precision)
+        a = matrix(A, "A", src, precision=declared)
+        given = {"b": b, "c": row_sums(a) if c is None else c, "b_hat": b_hat}
+        s, because = len(a), f"A has {len(a)} stages"
+        arrays = {"A": a} | {
+            k: vector(x, k, src, length=s, precision=declared, what=PER_STAGE[k], because=because)
+            for k, x in given.items()
+            if x is not None or k == "b"  # b is required: vector() refuses None, naming it
+        }
         self._set(
-            A=tuple(tuple(x.value for x in row) for row in rows),
-            b=tuple(x.value for x in b_parsed),
-            c=tuple(x.value for x in c_parsed),
-            b_hat=None if b_hat_parsed is None else tuple(x.value for x in b_hat_parsed),
+            numbers=Coefficients(arrays),
+            row_sum_c=check_flag(row_sum_c, "row_sum_c", src),
+            _given_c=c is not None,
+            iterations=check_count(iterations, "iterations", src),
             embedded_order=check_order(embedded_order, "embedded_order", src),
-            row_sum_c=row_sum_c,
-            iterations=iterations,
-            rounding=max((x.rounding for x in entries.values()), default=Fraction(0)),
-            precision=declared,
-            entries=entries,
-            undetermined_nodes=tuple(undetermined_nodes),
         )
-        outside: set[sympy.Symbol] = set()
-        for key, x in entries.items():
-            if not key.startswith("b["):
-                outside |= x.value.free_symbols
-        declared_parameters = parse_parameters(
-            parameters, self.symbols, outside_weights=outside, source=src
-        )
-        self._set(
-            _parameters=declared_parameters,
-            _table={
-                "A": [raw_list(row) for row in rows],
-                "b": raw_list(b_parsed),
-                "c": None if c is None else raw_list(c_parsed),
-                "b_hat": None if b_hat_parsed is None else raw_list(b_hat_parsed),
-                "embedded_order": embedded_order,
-                "row_sum_c": None if row_sum_c else False,
-                "iterations": iterations,
-                "precision": precision if declared is not None else None,
-                "parameters": raw_parameters(declared_parameters),
-            },
+        self._set(undetermined_nodes=self._check(declared), _parameters=self._parse(parameters))
+
+    def _parse(self, parameters: Any) -> dict[sympy.Symbol, Parameter]:
+        """The declared parameters (a gate's or softmax's symbols may appear in b alone)."""
+        arrays = self.numbers.arrays
+        outside = {
+            x for k in arrays if k != "b" for n in arrays[k].flat for x in n.value.free_symbols
+        }
+        return parse_parameters(
+            parameters, self.symbols, outside_weights=outside, source=self.source
         )
 
-        if embedded_order is not None and b_hat is None:
+    def _check(self, declared: Fraction | None) -> tuple[str, ...]:
+        """Refuse an embedded order without b_hat, and check a given c against the row sums of A
+        (unless `row_sum_c = false`). **Returns:** the nodes the digits leave open."""
+        if self.embedded_order is not None and self.b_hat is None:
             raise self.error(
                 "embedded_order is given but there is no b_hat",
                 key="embedded_order",
-                value=embedded_order,
+                value=self.embedded_order,
                 valid="declare b_hat or drop embedded_order",
             )
-        self._set(_zero=tuple(tuple(is_zero(x) for x in row) for row in rows))
+        if not self._given_c or not self.row_sum_c:
+            return ()
+        undetermined = []
+        for i, (ci, row) in enumerate(zip(self.numbers.c, self.numbers.A, strict=True)):
+            verdict = _node_verdict(ci, row)
+            if verdict is Verdict.UNDETERMINED:
+                undetermined.append(f"c[{i}]")
+            if verdict is Verdict.FAILS:
+                raise self.error(
+                    f"c[{i}] = {_short(ci.value)} differs from the row sum of A[{i}] = "
+                    f"{_short(sympy.Add(*(x.value for x in row)))}"
+                    + (" beyond the precision of the entries" if ci.numeric else "")
+                    + _digits_hint(ci, row, declared),
+                    key=f"c[{i}]",
+                    valid="give c equal to the row sums of A, omit c, or set "
+                    "row_sum_c = false to use this c for non-autonomous problems",
+                )
+        return tuple(undetermined)
+
+    def _declared(self) -> dict[str, Any]:
+        return {
+            **self.numbers.raw,
+            "c": self.numbers.c.raw if self._given_c else None,  # (its place kept: A, b, c)
+            "embedded_order": self.embedded_order,
+            "row_sum_c": None if self.row_sum_c else False,
+            "iterations": self.iterations,
+            "precision": self._precision_raw,
+            "parameters": raw_parameters(self._parameters),
+        }
+
+    # -- views: the coefficients' exact sympy values ---------------------------------------------
+    @cached_property
+    def A(self) -> tuple[tuple[sympy.Expr, ...], ...]:
+        return self.numbers.A.values
+
+    @cached_property
+    def b(self) -> tuple[sympy.Expr, ...]:
+        return self.numbers.b.values
+
+    @cached_property
+    def c(self) -> tuple[sympy.Expr, ...]:
+        return self.numbers.c.values
+
+    @cached_property
+    def b_hat(self) -> tuple[sympy.Expr, ...] | None:
+        return self.numbers.b_hat.values if "b_hat" in self.numbers else None
+
+    @cached_property
+    def _zero(self) -> tuple[tuple[bool, ...], ...]:
+        return tuple(tuple(is_zero(x) for x in row) for row in self.numbers.A)
 
     # -- structure -----------------------------------------------------------------------------
     @classmethod
@@ -306,6 +264,10 @@ class ButcherTableau(CoefficientMethod):
         return {**expanded, **butcher_array(tableau)}
 
     @property
+    def as_tableau(self) -> ButcherTableau:
+        return self
+
+    @property
     def stages(self) -> int:
         return len(self.b)
 
@@ -332,21 +294,9 @@ class ButcherTableau(CoefficientMethod):
             return "explicit"
         return "diagonally implicit" if self.is_diagonally_implicit else "implicit"
 
-    @property
-    def coefficient_values(self) -> list[sympy.Expr]:
-        return [x.value for x in self.entries.values()]
-
     def is_zero(self, i: int, j: int) -> bool:
         """`A[i][j]` is exactly zero (the compiler skips such terms)."""
         return self._zero[i][j]
-
-    def _entry_rows(self) -> list[list[Number]]:
-        return [
-            [self.entries[f"A[{i}][{j}]"] for j in range(self.stages)] for i in range(self.stages)
-        ]
-
-    def _entry_vector(self, key: str) -> list[Number]:
-        return [self.entries[f"{key}[{i}]"] for i in range(self.stages)]
 
     def with_weights(
         self,
@@ -358,20 +308,16 @@ class ButcherTableau(CoefficientMethod):
     ) -> ButcherTableau:
         """The same stages with other weights: e.g. the ODE Transformer's γᵢ = 1 policy."""
         return ButcherTableau(
-            self._entry_rows(),
+            self.numbers.A,
             list(b),
-            c=self._entry_vector("c"),
+            c=self.numbers.c,
             row_sum_c=self.row_sum_c,
             name=name or self.name,
             title=title,
             iterations=self.iterations,
-            precision=self._table["precision"],
+            precision=self._precision_raw,
             parameters=parameters,
         )
-
-    @property
-    def parameters(self) -> dict[sympy.Symbol, Parameter]:
-        return dict(self._parameters)
 
     @property
     def layer(self) -> Layer:
@@ -434,33 +380,16 @@ class ButcherTableau(CoefficientMethod):
                 value=policy,
                 valid="'exact', 'unit' or 'learned'",
             )
-        raw = [self.entries[f"b[{i}]"].raw for i in range(s)]
-        weights = [float(x) for x in self.b]
         named = {"name": f"{self.name}-{policy}", "title": f"{self.title}, {policy} weights"}
         if policy == "unit":
             return self.with_weights([1] * s, **named)
-        symbols = [f"b{i + 1}" if policy == "learned" else f"g{i + 1}" for i in range(s)]
-        declared: dict[str, Any]
-        if policy == "learned":
-            declared = {
-                x: {"kind": "learned", "init": v} for x, v in zip(symbols, raw, strict=True)
-            }
-            return self.with_weights(symbols, parameters=declared, **named)
-        if policy == "tanh":
-            starts = all(abs(w) < 1 for w in weights)
-            declared = {
-                x: {"kind": "tanh", "init": v if starts else None}
-                for x, v in zip(symbols, raw, strict=True)
-            }
-            return self.with_weights(symbols, parameters=declared, **named)
-        starts = all(w > 0 for w in weights) and abs(sum(weights) - 1.0) < 1e-12
-        if s == 2:
-            gate = {"kind": "gate", "init": raw[0] if starts else None}
+        raw, (kind, starts) = self.numbers.b.raw, TRAINED[policy]
+        init = [v if starts([float(x) for x in self.b]) else None for v in raw]
+        if policy == "gated" and s == 2:
+            gate = {"kind": "gate", "init": init[0]}
             return self.with_weights(["g", "1 - g"], parameters={"g": gate}, **named)
-        declared = {
-            x: {"kind": "softmax", "init": v if starts else None}
-            for x, v in zip(symbols, raw, strict=True)
-        }
+        symbols = [f"{'b' if policy == 'learned' else 'g'}{i + 1}" for i in range(s)]
+        declared = {x: {"kind": kind, "init": v} for x, v in zip(symbols, init, strict=True)}
         return self.with_weights(symbols, parameters=declared, **named)
 
     def embedded(self) -> ButcherTableau:
@@ -468,13 +397,13 @@ class ButcherTableau(CoefficientMethod):
         if self.b_hat is None:
             raise self.error("this tableau has no embedded weights", key="b_hat", value=None)
         return ButcherTableau(
-            self._entry_rows(),
-            self._entry_vector("b_hat"),
-            c=self._entry_vector("c"),
+            self.numbers.A,
+            self.numbers.b_hat,
+            c=self.numbers.c,
             row_sum_c=self.row_sum_c,
             name=f"{self.name}-embedded",
             order=self.embedded_order,
-            precision=self._table["precision"],
+            precision=self._precision_raw,
         )
 
     def subs(self, values: Mapping[Any, Any]) -> ButcherTableau:
@@ -486,23 +415,17 @@ class ButcherTableau(CoefficientMethod):
         a declared precision and the parameters of the symbols left; claimed orders are the
         family's, not the member's, and are dropped."""
         mapping = self.member_values(values)
-
-        def put(key: str) -> list[Number]:
-            return [
-                substitute(self.entries[f"{key}[{i}]"], mapping, f"{key}[{i}]", self.source)
-                for i in range(self.stages)
-            ]
-
+        member = self._member(mapping)
         return ButcherTableau(
-            [put(f"A[{i}]") for i in range(self.stages)],
-            put("b"),
-            c=None if self._table["c"] is None else put("c"),
-            b_hat=None if self.b_hat is None else put("b_hat"),
+            member.A,
+            member.b,
+            c=member.c if self._given_c else None,
+            b_hat=member.b_hat if "b_hat" in member else None,
             row_sum_c=self.row_sum_c,
             iterations=self.iterations,
-            precision=self._table["precision"],
+            precision=self._precision_raw,
             name=self.name,
-            parameters=raw_parameters(_kept(self._parameters, mapping)),
+            parameters=raw_parameters(_kept(dict(self._parameters), mapping)),
         )
 
 

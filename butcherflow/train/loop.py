@@ -42,6 +42,7 @@ from . import distributed
 from .config import TrainConfig
 from .interrupts import SIGNALS, Interrupts
 from .parallelize import full_state, sharded
+from .pictures import read_learned
 from .resume import trainer_state
 from .run import Run, start
 from .step import (
@@ -265,6 +266,7 @@ def validate_now(run: Run, validate_bleu: BleuHook | None) -> bool:
     bounds = [] if sharded(run.raw_model) else stream_bounds(run.raw_model)
     streams = {"streams": [vars(b) for b in bounds]} if bounds else {}
     run.log({"kind": "valid", **shown, "best_valid_loss": progress.best_valid_loss, **streams})
+    _pictures(run)
     numbers = " | ".join(f"{k.removeprefix('valid_')} {v:.3f}" for k, v in shown.items())
     run.say(
         f"valid | epoch {run.epoch:03d} | update {progress.update} | {numbers}"
@@ -273,6 +275,18 @@ def validate_now(run: Run, validate_bleu: BleuHook | None) -> bool:
     )
     distributed.barrier()
     return best
+
+
+def _pictures(run: Run) -> None:
+    """--tensorboard: the learned gates and stream mixings on the first validation batch
+    (`pictures.py`; the main process, and not under FSDP, where it holds a shard)."""
+    if run.tensorboard is None or sharded(run.raw_model):
+        return
+    config = run.config
+    first = make_batches(run.valid, config.max_tokens, shuffle=False, seed=config.seed, epoch=1)[0]
+    with run.autocast():
+        learned = read_learned(run.raw_model, collate(run.valid, first).to(run.device))
+    run.tensorboard.pictures(learned, run.progress.update)
 
 
 def checkpoint_names(run: Run, due: bool, is_best: bool) -> list[str]:

@@ -21,7 +21,7 @@ from tqdm import tqdm
 from ..assemble import LanguageModel, Recipe, Seq2Seq
 from ..assemble.declarations import failed_claims
 from ..data import ParallelCorpus, Split, Vocabulary, load_corpus, make_batches, padding_fraction
-from ..devices import threads_note
+from ..devices import can_compile, threads_note
 from ..errors import DeclarationError
 from ..savedir.checkpoint import CORRUPT, Found, latest_checkpoint, set_aside
 from ..savedir.curves import append_log
@@ -112,8 +112,7 @@ class Run:
 
     def say(self, line: str, warning: bool = False) -> None:
         """Print a line on the main process (through tqdm, which clears the progress bar first)."""
-        if self.main:
-            tqdm.write(line, file=sys.stderr if warning else sys.stdout)
+        say(self.process, line, warning)
 
     def log(self, entry: dict[str, Any]) -> None:
         """Append an entry to `log.jsonl` (main process), stamped with the update and epoch."""
@@ -134,6 +133,12 @@ class Run:
         if self.amp_dtype is None:
             return contextlib.nullcontext()
         return torch.autocast(self.device.type, dtype=self.amp_dtype)
+
+
+def say(process: distributed.Process, line: str, warning: bool = False) -> None:
+    """`Run.say` before there is a run."""
+    if process.is_main:
+        tqdm.write(line, file=sys.stderr if warning else sys.stdout)
 
 
 def start(config: TrainConfig, process: distributed.Process, device: torch.device) -> Run:
@@ -170,7 +175,8 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     random.seed(config.seed)
     np.random.seed(config.seed)
     raw_model = config.run_task.model(recipe, len(vocab), pad_index=vocab.pad).to(device)
-    model = parallelize(raw_model, process, device, compile=config.compile, fsdp=config.fsdp)
+    compile = config.compile and can_compile(device.type, lambda line: say(process, line, True))
+    model = parallelize(raw_model, process, device, compile=compile, fsdp=config.fsdp)
     # after parallelize: FSDP replaces the parameters by their shards
     # fairseq's Adam decays weights apart from the gradient (Loshchilov & Hutter): that is AdamW.
     optimizer = torch.optim.AdamW(

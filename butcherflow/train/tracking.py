@@ -12,6 +12,11 @@ a `torch.utils.tensorboard.SummaryWriter` (the `tensorboard` package, the option
   general linear stack (hyper-connections, mHC, DenseFormer: the learned V's spectral radius and
   its largest ‖Vⁿ‖₂), and `streams/max_spectral_radius` over the layers, at each validation.
 
+Pictures (`pictures`, at each validation; `train/pictures.py`): `gates/<module>/<symbol>`
+histograms of every per-token gate value, `streams/<stack>_layer_<m>/V` histograms of
+per-token V entries (dynamic coefficients), and a `streams/<stack>` image of each layer's learned
+U, B and V.
+
 A resumed run purges the events after the update it resumes from (a run interrupted after its last
 checkpoint had logged updates that are trained again), as its `log.jsonl` curves do.
 """
@@ -24,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ButcherflowError
+from .pictures import Learned, mixing_figure
 
 EXTRA = "tensorboard"  # the optional dependency group (pyproject.toml) that installs the writer
 CURVES = ("train", "valid")  # the kinds of log entries that are curves
@@ -91,6 +97,15 @@ class TensorBoard:
         """Add the scalars of a log entry at its update."""
         for tag, value in scalars(entry).items():
             self.writer.add_scalar(tag, value, global_step=int(entry["update"]))
+
+    def pictures(self, learned: Learned, update: int) -> None:
+        """Add the histograms and mixing images of `learned` at `update` (module docstring)."""
+        for tag, values in learned.histograms.items():
+            if values.size:
+                self.writer.add_histogram(tag, values, global_step=update)
+        for stack, layers in learned.mixing.items():
+            figure = mixing_figure(stack, layers)
+            self.writer.add_figure(f"streams/{stack}", figure, global_step=update)
 
     def close(self) -> None:
         """Flush the event file and close it."""

@@ -15,6 +15,7 @@ from typing import Any, final
 
 import flint
 import sympy
+from sympy.polys.polyerrors import CoercionFailed
 
 from ...methods import AdditiveRungeKutta
 from ...methods.additive import split_by_field
@@ -85,11 +86,9 @@ class AdditiveReport(Report):
     def _balls(self, family: TreeFamily) -> WeightEnclosures:
         """The per-field weights in balls holding every method within the entries' precision."""
         m = self.method
-        prec = working_precision(list(m.entries.values()))
-        s = m.stages
+        prec = working_precision(m.numbers.flat)
         with flint.ctx.workprec(prec):
-            A = [[m.entries[f"A[{i}][{j}]"].ball() for j in range(s)] for i in range(s)]
-            b = [m.entries[f"b[{j}]"].ball() for j in range(s)]
+            A, b = m.numbers.A.balls(), m.numbers.b.balls()
             big_A, big_b = split_by_field(m.fields, A, b, flint.arb(0))
         return WeightEnclosures(family, big_A, big_b, prec=prec)
 
@@ -177,9 +176,17 @@ def stability_function(method: AdditiveRungeKutta) -> sympy.Expr:
         {a for a in step.atoms(sympy.Pow) if a.exp.is_Rational and not a.exp.is_Integer}, key=str
     )
     num, den = (sympy.expand(sympy.radsimp(sympy.expand(x / scale))) for x in (num, den))
-    return sympy.factor(num, extension=algebraic or None) / sympy.factor(
-        den, extension=algebraic or None
-    )
+    return _factored(num, algebraic) / _factored(den, algebraic)
+
+
+def _factored(x: sympy.Expr, algebraic: list[sympy.Expr]) -> sympy.Expr:
+    """x factored over the field of its radicals; expanded as it is where sympy cannot put a
+    coefficient in that field (a 400-digit entry beside √2: CoercionFailed; factoring it over QQ
+    instead takes minutes)."""
+    try:
+        return sympy.factor(x, extension=algebraic or None)
+    except CoercionFailed:
+        return x
 
 
 def analyse_additive(

@@ -272,7 +272,7 @@ def tableau_ball_series(tableau: ButcherTableau, order: int) -> BSeries:
     enclosures = conditions.balls
     if enclosures is None:
         raise AnalysisError(f"{tableau.name}: ball B-series are for numeric tableaux")
-    prec = working_precision(tableau.entries.values())
+    prec = working_precision(tableau.numbers.flat)
     field = BallField(prec)
     with flint.ctx.workprec(prec):
         values = {

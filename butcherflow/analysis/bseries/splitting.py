@@ -105,7 +105,7 @@ def splitting_series(
     for sub in {id(t): t for t in chosen.values() if t is not None}.values():
         values += [x for row in sub.A for x in row] + list(sub.b)
     if method.numeric and not digits:
-        with flint.ctx.workprec(working_precision(method.entries.values())):
+        with flint.ctx.workprec(working_precision(method.numbers.flat)):
             return _composed(method, order, chosen, BallField(flint.ctx.prec))
     domain, _ = smallest_domain(values)
     return _composed(method, order, chosen, domain.get_field())
@@ -125,7 +125,7 @@ def _composed(
         weights[op] = {
             t.index: domain.convert_from(plain.values[t.index], plain.domain) for t in plain
         }
-    numbers = list(split.entries.values())
+    numbers = split.numbers.steps
     steps = [
         (op, x.ball() if isinstance(domain, BallField) else domain.from_sympy(c))
         for (op, c), x in zip(split.steps, numbers, strict=True)

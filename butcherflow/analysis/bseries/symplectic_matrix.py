@@ -43,14 +43,8 @@ def symplectic_matrix(tableau: ButcherTableau) -> MatrixVerdict:
     s = tableau.stages
     judged: list[tuple[str, Judgement]] = []
     if tableau.numeric:
-        numbers = tableau.entries
-        with flint.ctx.workprec(working_precision(numbers.values())):
-
-            def x(key: str) -> flint.arb:
-                return numbers[key].ball()
-
-            A = [[x(f"A[{i}][{j}]") for j in range(s)] for i in range(s)]
-            b = [x(f"b[{i}]") for i in range(s)]
+        with flint.ctx.workprec(working_precision(tableau.numbers.flat)):
+            A, b = tableau.numbers.A.balls(), tableau.numbers.b.balls()
             K, Ad, bd = entries_in_field(tableau)  # the digits exactly
             for i in range(s):
                 for j in range(i, s):

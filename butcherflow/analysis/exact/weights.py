@@ -102,8 +102,8 @@ def tableau_field(tableau: ButcherTableau) -> tuple[Any, Mapping[str, Any]]:
     **Arguments:** `tableau`: the method (exact or numeric, without free symbols or with them:
     a family's field is a polynomial ring).
 
-    **Returns:** `(domain, {key: element})` with the keys of `tableau.entries` ("A[0][1]", ...);
-    the mapping is cached and shared, so it is read-only.
+    **Returns:** `(domain, {name: elements})` for the arrays of `tableau.numbers` ("A": rows,
+    "b", "b_hat" when declared, "c": vectors); cached and shared, so read-only.
     """
     own_c = tableau.numeric or not tableau.row_sum_c
     return _tableau_field(tableau.A, tableau.b, tableau.b_hat, tableau.c if own_c else None)
@@ -118,9 +118,7 @@ def entries_in_field(tableau: ButcherTableau) -> tuple[Any, list[list[Any]], lis
     a rational function field for a family), A as s lists of s elements and b as s elements.
     """
     domain, values = tableau_field(tableau)
-    s = tableau.stages
-    A = [[values[f"A[{i}][{j}]"] for j in range(s)] for i in range(s)]
-    b = [values[f"b[{i}]"] for i in range(s)]
+    A, b = [list(row) for row in values["A"]], list(values["b"])
     field = domain.get_field()
     if field != domain:  # ZZ -> QQ, a polynomial ring -> its fraction field
         A = [[field.convert_from(x, domain) for x in row] for row in A]
@@ -135,16 +133,15 @@ def _tableau_field(
     b_hat: tuple[sympy.Expr, ...] | None,
     c: tuple[sympy.Expr, ...] | None,
 ) -> tuple[Any, Mapping[str, Any]]:
-    s = len(b)
-    values = {f"A[{i}][{j}]": A[i][j] for i in range(s) for j in range(s)}
-    values.update({f"b[{i}]": x for i, x in enumerate(b)})
-    values.update({f"b_hat[{i}]": x for i, x in enumerate(b_hat or ())})
-    values.update({f"c[{i}]": x for i, x in enumerate(c or ())})
-    domain, converted = smallest_domain(list(values.values()))
-    field = dict(zip(values, converted, strict=True))
-    if c is None:
-        for i in range(s):
-            field[f"c[{i}]"] = sum((field[f"A[{i}][{j}]"] for j in range(s)), domain.zero)
+    domain, converted = smallest_domain(
+        [x for row in A for x in row] + [*b, *(b_hat or ()), *(c or ())]
+    )
+    rest = iter(converted)
+    field = {"A": tuple(tuple(next(rest) for _ in b) for _ in b), "b": tuple(next(rest) for _ in b)}
+    for key, given in (("b_hat", b_hat), ("c", c)):
+        if given is not None:
+            field[key] = tuple(next(rest) for _ in given)
+    field.setdefault("c", tuple(sum(row, domain.zero) for row in field["A"]))
     # cached and shared by every caller: read-only
     return domain, types.MappingProxyType(field)
 

@@ -36,6 +36,7 @@ import random
 import flint
 import numpy as np
 
+from ...methods.entries.numbers import Number
 from ...methods.entries.precision import working_precision
 from ...methods.general_linear import GeneralLinear
 from ..enclosure.common import Enclosure
@@ -58,7 +59,7 @@ def enclose_real_interval(
 
     **Returns:** `(enclosure, widened, why)` as `schur_enclosure.enclose_axis`.
     """
-    with flint.ctx.workprec(working_precision(method.entries.values())):
+    with flint.ctx.workprec(working_precision(method.numbers.flat)):
         family = [flint.arb_poly(row) for row in _coefficients(method)]
         unrooted = (
             None
@@ -106,7 +107,7 @@ def candidates_after_none(method: GeneralLinear) -> list[float]:
 def _coefficients(method: GeneralLinear) -> list[list[flint.arb]]:
     """Φ's coefficients at z = −x: row j holds the coefficients of wʲ xᵐ, m = 0 … s, in balls."""
     s, r = method.stages, method.values
-    balls = {key: _balls(method, key, rows, cols) for key, rows, cols in _shapes(s, r)}
+    balls = {key: m.balls() for key, m in method.numbers.arrays.items()}  # digits ± rounding
     middles = {key: [[flint.arb(x.mid()) for x in row] for row in m] for key, m in balls.items()}
     moved = _moved(balls)
     box, centre = _transform(balls, r, s), _transform(middles, r, s)
@@ -159,17 +160,6 @@ def _transform(
     return out
 
 
-def _shapes(s: int, r: int) -> list[tuple[str, int, int]]:
-    """The blocks' keys and (rows, columns) for s stages and r values."""
-    return [("A", s, s), ("U", s, r), ("B", r, s), ("V", r, r)]
-
-
-def _balls(method: GeneralLinear, key: str, rows: int, cols: int) -> list[list[flint.arb]]:
-    """The block `key`'s entries as balls: the digits ± their rounding."""
-    numbers = [[method.entries[f"{key}[{i}][{j}]"] for j in range(cols)] for i in range(rows)]
-    return [[x.ball() for x in row] for row in numbers]
-
-
 def _unit(k: int, n: int) -> flint.acb:
     """e^{2πik/n} as a complex ball."""
     return flint.acb(flint.arb(flint.fmpq(2 * k, n))).exp_pi_i()
@@ -211,8 +201,7 @@ def _generic_coefficients(method: GeneralLinear, seed: int) -> list[list[flint.f
     draw = random.Random(seed)
     s, r = method.stages, method.values
 
-    def entry(key: str, i: int, j: int) -> flint.fmpq:
-        number = method.entries[f"{key}[{i}][{j}]"]
+    def entry(number: Number) -> flint.fmpq:
         if number.value == 0:
             return flint.fmpq(0)
         if not number.numeric and number.value.is_Rational:
@@ -220,8 +209,7 @@ def _generic_coefficients(method: GeneralLinear, seed: int) -> list[list[flint.f
         return flint.fmpq(draw.randrange(1, 2**60))
 
     parts = {
-        key: [[entry(key, i, j) for j in range(cols)] for i in range(rows)]
-        for key, rows, cols in _shapes(s, r)
+        key: [[entry(x) for x in row] for row in m] for key, m in method.numbers.arrays.items()
     }
 
     def phi(w: int, z: int) -> flint.fmpq:

@@ -54,20 +54,12 @@ class StageSeries:
     def __init__(self, method: GeneralLinear, balls: bool = False) -> None:
         self.method = method
         s, r = method.stages, method.values
-        keys = [
-            f"{name}[{i}][{j}]"
-            for name, rows, cols in (("A", s, s), ("U", s, r), ("B", r, s), ("V", r, r))
-            for i in range(rows)
-            for j in range(cols)
-        ]
         self.domain: Any
         if balls:
             self.domain = BallDomain()
-            numbers = [method.entries[k] for k in keys]
-            conv = [x.ball() for x in numbers]
+            conv = [x.ball() for x in method.numbers.flat]
         else:
-            flat = [method.entries[k].value for k in keys]
-            self.domain, conv = smallest_domain([*flat, sympy.Rational(1, 2)])
+            self.domain, conv = smallest_domain([*method.numbers.values, sympy.Rational(1, 2)])
         pos = 0
 
         def take(rows: int, cols: int) -> list[list[Any]]:
@@ -149,7 +141,7 @@ def series_of(method: GeneralLinear) -> tuple[StageSeries, StageSeries | None, i
     """The exact B-series, the ball one for numeric entries (else None), and the working
     precision in bits the balls were made at."""
     series = StageSeries(method)
-    prec = working_precision(method.entries.values())
+    prec = working_precision(method.numbers.flat)
     with flint.ctx.workprec(prec):
         balls = StageSeries(method, balls=True) if method.numeric else None
     return series, balls, prec

@@ -100,10 +100,10 @@ def unpinned_copies(method: GeneralLinear, u: Sequence[sympy.Expr]) -> bool:
     enclosures keep as they keep ρ(1) = 0) moving within V's diagonal blocks: a row with two
     numeric entries there, or one whose u component is 0. V = [[1, 0], [0, 1.0]] with
     u = (1, 0) has [[1, 0], [0, 1 + 2⁻⁴⁵]]; with u = (1, 1) the exact zeros leave only V."""
-    r = len(method.V)
+    r, V = len(method.V), method.numbers.V
     blocks = _blocks(method)
     for i in range(r):
-        free = [j for j in range(r) if blocks[i][j] and method.entries[f"V[{i}][{j}]"].rounding > 0]
+        free = [j for j in range(r) if blocks[i][j] and V[i][j].rounding > 0]
         if len(free) > 1 or (len(free) == 1 and u[free[0]] == 0):
             return True
     return False
@@ -118,15 +118,10 @@ def spectral_rounding(method: GeneralLinear) -> Fraction:
     components lies off those blocks (a multistep method's β in V multiply the h·f inputs, which
     never feed the y values back). Exact zeros are exact, so the pattern is the digits' own.
     """
-    r = len(method.V)
+    r, V = len(method.V), method.numbers.V
     blocks = _blocks(method)
     return max(
-        (
-            method.entries[f"V[{i}][{j}]"].rounding
-            for i in range(r)
-            for j in range(r)
-            if blocks[i][j]
-        ),
+        (V[i][j].rounding for i in range(r) for j in range(r) if blocks[i][j]),
         default=Fraction(0),
     )
 

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, final
@@ -173,26 +174,23 @@ def _labels(r: int, s: int) -> list[list[str]]:
     ]
 
 
-def _matrices(method: GeneralLinear, convert: Any) -> tuple[Any, Any, Any, Any]:
-    """A, U, B, V with every entry `convert(key)` ("A[0][1]", ...)."""
-    s, r = method.stages, method.values
-
-    def m(key: str, rows: int, cols: int) -> list[list[Any]]:
-        return [[convert(f"{key}[{i}][{j}]") for j in range(cols)] for i in range(rows)]
-
-    return m("A", s, s), m("U", s, r), m("B", r, s), m("V", r, r)
+def _matrices(method: GeneralLinear, values: Iterable[Any]) -> tuple[Any, Any, Any, Any]:
+    """A, U, B, V with their entries taken from `values`, one per entry in the declaration's
+    order (`numbers.flat`)."""
+    entries = iter(values)
+    n = method.numbers
+    A, U, B, V = ([[next(entries) for _ in row] for row in m] for m in (n.A, n.U, n.B, n.V))
+    return A, U, B, V
 
 
 def _exact_system(method: GeneralLinear) -> tuple[Any, list[list[list[Any]]]]:
     """The field of the entries (of the digits, for a numeric declaration) and the equations
     over it."""
-    keys = list(method.entries)
-    domain, values = smallest_domain([method.entries[k].value for k in keys])
+    domain, values = smallest_domain(method.numbers.values)
     field = domain.get_field()
     if field != domain:  # ZZ -> QQ (converting an algebraic field into itself costs minutes)
         values = [field.convert_from(v, domain) for v in values]
-    converted = dict(zip(keys, values, strict=True))
-    A, U, B, V = _matrices(method, converted.__getitem__)
+    A, U, B, V = _matrices(method, values)
     return field, _equations(A, U, B, V, field.zero, field.one)
 
 
@@ -364,7 +362,7 @@ def _balls(method: GeneralLinear) -> list[list[list[flint.arb]]]:
     """The equations with every entry a ball holding it within the precision (call under
     `flint.ctx.workprec`)."""
     zero, one = flint.arb(0), flint.arb(1)
-    A, U, B, V = _matrices(method, lambda key: method.entries[key].ball())
+    A, U, B, V = _matrices(method, [x.ball() for x in method.numbers.flat])
     return _equations(A, U, B, V, zero, one)
 
 
@@ -386,7 +384,7 @@ def _judge_numeric(
     x = [K.quo(v, K.convert(sympy.Rational(top.numerator, top.denominator))) for v in x]
     values = [K.to_sympy(v) for v in x]
     judged = []
-    with flint.ctx.workprec(working_precision(method.entries.values())):
+    with flint.ctx.workprec(working_precision(method.numbers.flat)):
         slack = Fraction(0) if digits_exact else WITNESS_SLACK
         point = [ball(v, slack) for v in values]
         for group, labels, rows in zip(_balls(method), _labels(r, s), exact, strict=True):
@@ -493,10 +491,8 @@ def _numeric_without_exact(
     floating-point witness meets them at the precision, undetermined otherwise."""
     r = method.values
     n = len(_index(r)) + method.stages
-    with flint.ctx.workprec(working_precision(method.entries.values())):
-        V = flint.arb_mat(
-            [[method.entries[f"V[{i}][{j}]"].ball() for j in range(r)] for i in range(r)]
-        )
+    with flint.ctx.workprec(working_precision(method.numbers.flat)):
+        V = flint.arb_mat(method.numbers.V.balls())
         det = V.det()
         if not (det * det - 1).contains(0):
             return GSymplectic(

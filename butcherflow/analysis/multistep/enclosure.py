@@ -47,10 +47,8 @@ def enclose_real_interval(
     stable on the whole negative axis), or None and `why` it could not be certified;
     `widened`: roots less than 1.5e-8 outside |ζ| = 1 had to count as stable (strict failed).
     """
-    numbers = list(method.entries.values())
-    with flint.ctx.workprec(working_precision(numbers)):
-        alpha = [x.ball() for x in method.entries_under("alpha")]
-        beta = [x.ball() for x in method.entries_under("beta")]
+    with flint.ctx.workprec(working_precision(method.numbers.flat)):
+        alpha, beta = method.numbers.alpha.balls(), method.numbers.beta.balls()
         family = [flint.arb_poly([a, b]) for a, b in zip(alpha, beta, strict=True)]
         unrooted = (
             None
@@ -69,10 +67,8 @@ def unstable_below(method: LinearMultistep) -> float | None:
     is no verdict on its neighbours: Milne-Simpson-like ρ = (ζ − 1)(ζ² + 1) in floats reads 0,
     while moving α₀, α₁ by 2⁻⁴⁵ puts the roots ±i inside and that neighbour ends at 1.7e-13.
     An exact method's balls are points: the same ladder bounds its own end."""
-    numbers = list(method.entries.values())
-    with flint.ctx.workprec(working_precision(numbers)):
-        alpha = [x.ball() for x in method.entries_under("alpha")]
-        beta = [x.ball() for x in method.entries_under("beta")]
+    with flint.ctx.workprec(working_precision(method.numbers.flat)):
+        alpha, beta = method.numbers.alpha.balls(), method.numbers.beta.balls()
         family = [flint.arb_poly([a, b]) for a, b in zip(alpha, beta, strict=True)]
         for m in range(24, -1, -1):
             if unstable_at(family, 10.0 ** (-m / 2)):

@@ -60,10 +60,11 @@ def _magnitude(x: sympy.Expr) -> Fraction:
 def _bound(method: LinearMultistep, q: int) -> Fraction:
     """How far C_q can move when every αⱼ, βⱼ moves within its precision (C_q is linear)."""
     total = Fraction(0)
-    for j in range(method.steps + 1):
-        total += j**q * method.entries[f"alpha[{j}]"].rounding
+    numbers = method.numbers
+    for j, (a, b) in enumerate(zip(numbers.alpha, numbers.beta, strict=True)):
+        total += j**q * a.rounding
         if q:
-            total += q * j ** (q - 1) * method.entries[f"beta[{j}]"].rounding
+            total += q * j ** (q - 1) * b.rounding
     return total / math.factorial(q)
 
 
@@ -85,7 +86,7 @@ def judge_condition(method: LinearMultistep, q: int, value: sympy.Expr) -> Judge
     if not method.numeric:
         return judge_exact(value, zero)
     bound = _bound(method, q)
-    with flint.ctx.workprec(working_precision(method.entries.values())):
+    with flint.ctx.workprec(working_precision(method.numbers.flat)):
         enclosure = ball(value, bound)
         scale = _scale(method.steps, q, method.alpha, method.beta)
         return judge_enclosure(enclosure, scale, lambda: zero)
@@ -102,8 +103,8 @@ def error_constant_radius(method: LinearMultistep, q: int, value: sympy.Expr) ->
     **Returns:** the radius, rounded up to a float; None when σ(1)'s ball holds 0 (no method
     within the precision need have a normalised error constant).
     """
-    sigma_rounding = sum((x.rounding for x in method.entries_under("beta")), Fraction(0))
-    with flint.ctx.workprec(working_precision(method.entries.values())):
+    sigma_rounding = sum((x.rounding for x in method.numbers.beta), Fraction(0))
+    with flint.ctx.workprec(working_precision(method.numbers.flat)):
         sigma_1 = ball(sum(method.beta, sympy.Integer(0)), sigma_rounding)
         if sigma_1.contains(0):
             return None
@@ -207,9 +208,7 @@ def reversed_reading(method: LinearMultistep, found: MultistepOrder, limit: int)
     """
     if method.symbols or vanishes(method.alpha[0]):
         return None
-    flipped = LinearMultistep(
-        method.entries_under("alpha")[::-1], method.entries_under("beta")[::-1]
-    )
+    flipped = LinearMultistep(method.numbers.alpha[::-1], method.numbers.beta[::-1])
     order = search_multistep_order(flipped, limit, None, False).order
     if order <= found.order:
         return None

@@ -40,6 +40,7 @@ from ..report import (
 from .boundary_locus import a_alpha_angle, float_coefficients, locus, real_interval
 from .enclosure import enclose_real_interval, unstable_below
 from .order import (
+    MultistepOrder,
     condition,
     dahlquist_barrier,
     error_constant_radius,
@@ -287,20 +288,7 @@ def analyse_multistep(
         raise AnalysisError(f"max_order must be at least 1 (got {limit})")
     notes: list[str] = []
     rho, sigma = _poly(method.alpha), _poly(method.beta)
-    zero_stable: bool | None = None
-    weakly = False
-    roots: list[Root] = []
-    if rho.free_symbols - {ZETA}:
-        factored = sympy.factor(rho.as_expr())
-        notes.append(f"zero-stability depends on the parameters: ρ = {factored}")
-        solved = sympy.roots(rho)
-        if sum(solved.values()) == rho.degree():
-            roots = [(v, m, sympy.Abs(v)) for v, m in solved.items()]
-    else:
-        # ρ is α's alone: exact α decide the root condition exactly, whatever digits β carries
-        alpha_rounding = max(x.rounding for x in method.entries_under("alpha"))
-        zero_stable, roots, how, weakly = root_condition(rho, float(alpha_rounding))
-        notes.append(how)
+    zero_stable, roots, weakly = _zero_stability(method, rho, notes)
     barrier = dahlquist_barrier(k, method.is_explicit) if zero_stable else 2 * k
     found = search_multistep_order(method, limit, barrier, max_order is not None)
     if method.numeric:
@@ -325,81 +313,16 @@ def analyse_multistep(
             "zero-stable, but only weakly: ρ has roots on the unit circle other than ζ = 1, "
             "whose (parasitic) error components are never damped"
         )
-    flipped = reversed_reading(method, found, limit)
-    if flipped:
+    if flipped := reversed_reading(method, found, limit):
         notes.append(flipped)
     if method.symbols:
         notes.append("the order is the family's generic order (conditions that vanish identically)")
         notes += raising_notes(method, found, limit)
     if found.stopped == "max_order":
         notes.append(f"C_0..C_{limit} all vanish: the order is at least {limit} (search stopped)")
-    error_constant, radius = None, None
-    if found.consistent and found.upper == found.order:
-        sigma_1 = sympy.expand(sum(method.beta, sympy.Integer(0)))
-        if vanishes(sigma_1):
-            notes.append("σ(1) = 0, so the normalised error constant C_{p+1}/σ(1) is undefined")
-        else:
-            error_constant = found.conditions[found.order + 1] / sigma_1
-            if not error_constant.is_Rational:
-                error_constant = sympy.simplify(error_constant)
-            if method.numeric and not method.symbols:
-                radius = error_constant_radius(method, found.order + 1, error_constant)
-                if radius is None:
-                    error_constant = None
-                    notes.append(
-                        "σ(1) is 0 within the precision: the normalised error constant "
-                        "C_{p+1}/σ(1) is undetermined"
-                    )
-    a_alpha: float | None = None
-    interval: float | None = None
-    enclosure: Enclosure | None = None
-    widened = False
+    error_constant, radius = _error_constant(method, found, notes)
     out_of_time = deadline.passed()
-    if method.symbols:
-        notes.append("A(α) and the stability interval need numeric coefficients")
-    elif out_of_time:
-        notes.append(deadline.note)
-    else:
-        rho_c, sigma_c = float_coefficients(method)
-        # Near z = 0 the locus is noise: float64 cancellation, or the rounding of a numeric
-        # declaration, which moves z(θ) by δ ≈ (k+1)·rounding/|σ(1)| there. A crossing of the
-        # real axis moves by about δ, so the interval ignores crossings within 10δ; the angle
-        # ignores points within 1000δ, where that tilts it by under 0.06°.
-        tiny, sigma_1 = 1e-6, abs(float(sum(method.beta, sympy.Integer(0))))
-        noise = (k + 1) * float(method.rounding) / sigma_1 if method.numeric and sigma_1 else 0.0
-        # Dahlquist's second barrier: an A-stable multistep method has order ≤ 2, so above
-        # order 2 a reading within float noise of 90° is not rounded up to A-stability.
-        a_alpha = a_alpha_angle(rho_c, sigma_c, max(tiny, 1000 * noise), snap=found.order <= 2)
-        reach = max(tiny, 10 * noise)
-        interval, skipped = real_interval(rho_c, sigma_c, reach)
-        if method.numeric:
-            # An end that the digits' own method reads is judged by its enclosure over the
-            # methods within the precision (`_enclosed`), not by the reach of the rounding.
-            read, _ = real_interval(rho_c, sigma_c, tiny)
-            if read > 0:
-                interval, skipped, reach = read, False, tiny
-        if interval != math.inf:
-            a_alpha = None  # A(α) for any α needs the whole negative real axis in the region
-        if skipped or (interval == 0.0 and 10 * noise > tiny):
-            # "none", or an end beyond a crossing the rounding may move, claims what the digits
-            # cannot tell
-            interval, a_alpha = None, None
-            notes.append(
-                "real stability interval undetermined: the boundary locus "
-                + ("crosses the real axis" if skipped else "finds no interval beyond")
-                + f" within {reach:.3g} of z = 0, the reach of the digits' rounding there, so "
-                "they cannot tell where the interval ends"
-            )
-        notes.append(
-            "A(α) and the real stability interval are float64 readings of the boundary locus "
-            f"(4097 angles on [0, π], refined; points within {max(tiny, 1000 * noise):.3g} of 0 "
-            f"ignored for the angle, {reach:.3g} for the interval), checked by "
-            "root tests in the region"
-        )
-        if method.numeric:
-            interval, a_alpha, enclosure, widened = _enclosed(method, interval, a_alpha, notes)
-        elif interval == 0.0:
-            enclosure = _exact_none(method, tiny, notes)
+    a_alpha, interval, enclosure, widened = _stability(method, found, out_of_time, deadline, notes)
     return MultistepReport(
         method=method,
         order=found.order,
@@ -421,6 +344,111 @@ def analyse_multistep(
         real_widened=widened,
         out_of_time=out_of_time,
     )
+
+
+def _zero_stability(
+    method: LinearMultistep, rho: sympy.Poly, notes: list[str]
+) -> tuple[bool | None, list[Root], bool]:
+    """The root condition on ρ (None for a family: it depends on the parameters), ρ's roots,
+    and whether the method is only weakly stable; the note saying how it was decided."""
+    if rho.free_symbols - {ZETA}:
+        factored = sympy.factor(rho.as_expr())
+        notes.append(f"zero-stability depends on the parameters: ρ = {factored}")
+        solved = sympy.roots(rho)
+        if sum(solved.values()) == rho.degree():
+            return None, [(v, m, sympy.Abs(v)) for v, m in solved.items()], False
+        return None, [], False
+    # ρ is α's alone: exact α decide the root condition exactly, whatever digits β carries
+    zero_stable, roots, how, weakly = root_condition(rho, float(method.numbers.alpha.rounding))
+    notes.append(how)
+    return zero_stable, roots, weakly
+
+
+def _error_constant(
+    method: LinearMultistep, found: MultistepOrder, notes: list[str]
+) -> tuple[sympy.Expr | None, float | None]:
+    """The normalised error constant C_{p+1}/σ(1) (None where undefined or undetermined), and
+    the radius of its ball for a numeric declaration."""
+    error_constant, radius = None, None
+    if found.consistent and found.upper == found.order:
+        sigma_1 = sympy.expand(sum(method.beta, sympy.Integer(0)))
+        if vanishes(sigma_1):
+            notes.append("σ(1) = 0, so the normalised error constant C_{p+1}/σ(1) is undefined")
+        else:
+            error_constant = found.conditions[found.order + 1] / sigma_1
+            if not error_constant.is_Rational:
+                error_constant = sympy.simplify(error_constant)
+            if method.numeric and not method.symbols:
+                radius = error_constant_radius(method, found.order + 1, error_constant)
+                if radius is None:
+                    error_constant = None
+                    notes.append(
+                        "σ(1) is 0 within the precision: the normalised error constant "
+                        "C_{p+1}/σ(1) is undetermined"
+                    )
+    return error_constant, radius
+
+
+def _stability(
+    method: LinearMultistep,
+    found: MultistepOrder,
+    out_of_time: bool,
+    deadline: Deadline,
+    notes: list[str],
+) -> tuple[float | None, float | None, Enclosure | None, bool]:
+    """A(α), the real stability interval, its enclosure for a numeric declaration and whether
+    it was widened: float64 readings of the boundary locus, checked by root tests."""
+    if method.symbols or out_of_time:
+        symbols = "A(α) and the stability interval need numeric coefficients"
+        notes.append(symbols if method.symbols else deadline.note)
+        return None, None, None, False
+    enclosure: Enclosure | None = None
+    widened = False
+    rho_c, sigma_c = float_coefficients(method)
+    # Near z = 0 the locus is noise: float64 cancellation, or the rounding of a numeric
+    # declaration, which moves z(θ) by δ ≈ (k+1)·rounding/|σ(1)| there. A crossing of the
+    # real axis moves by about δ, so the interval ignores crossings within 10δ; the angle
+    # ignores points within 1000δ, where that tilts it by under 0.06°.
+    tiny, sigma_1 = 1e-6, abs(float(sum(method.beta, sympy.Integer(0))))
+    noise = (
+        (method.steps + 1) * float(method.rounding) / sigma_1 if method.numeric and sigma_1 else 0.0
+    )
+    # Dahlquist's second barrier: an A-stable multistep method has order ≤ 2, so above
+    # order 2 a reading within float noise of 90° is not rounded up to A-stability.
+    angle = max(tiny, 1000 * noise)
+    a_alpha: float | None = a_alpha_angle(rho_c, sigma_c, angle, snap=found.order <= 2)
+    reach = max(tiny, 10 * noise)
+    interval: float | None
+    interval, skipped = real_interval(rho_c, sigma_c, reach)
+    if method.numeric:
+        # An end that the digits' own method reads is judged by its enclosure over the
+        # methods within the precision (`_enclosed`), not by the reach of the rounding.
+        read, _ = real_interval(rho_c, sigma_c, tiny)
+        if read > 0:
+            interval, skipped, reach = read, False, tiny
+    if interval != math.inf:
+        a_alpha = None  # A(α) for any α needs the whole negative real axis in the region
+    if skipped or (interval == 0.0 and 10 * noise > tiny):
+        # "none", or an end beyond a crossing the rounding may move, claims what the digits
+        # cannot tell
+        interval, a_alpha = None, None
+        notes.append(
+            "real stability interval undetermined: the boundary locus "
+            + ("crosses the real axis" if skipped else "finds no interval beyond")
+            + f" within {reach:.3g} of z = 0, the reach of the digits' rounding there, so "
+            "they cannot tell where the interval ends"
+        )
+    notes.append(
+        "A(α) and the real stability interval are float64 readings of the boundary locus "
+        f"(4097 angles on [0, π], refined; points within {max(tiny, 1000 * noise):.3g} of 0 "
+        f"ignored for the angle, {reach:.3g} for the interval), checked by "
+        "root tests in the region"
+    )
+    if method.numeric:
+        interval, a_alpha, enclosure, widened = _enclosed(method, interval, a_alpha, notes)
+    elif interval == 0.0:
+        enclosure = _exact_none(method, tiny, notes)
+    return a_alpha, interval, enclosure, widened
 
 
 def _exact_none(method: LinearMultistep, tiny: float, notes: list[str]) -> Enclosure | None:
@@ -479,7 +507,7 @@ def _enclosed(
             )
             interval, a_alpha = None, None
         else:
-            rooted = met and any(x.numeric for x in method.entries_under("alpha"))
+            rooted = met and method.numbers.alpha.rounding > 0
             shown = (
                 "the whole negative axis"
                 if found[1] == math.inf

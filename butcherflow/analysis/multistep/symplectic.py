@@ -38,7 +38,7 @@ def _coefficients(method: LinearMultistep) -> tuple[list[sympy.Symbol], list[sym
     rounding of numeric coefficients carried through it (`numbers.substitute`)."""
     k = method.steps
     a, b = list(sympy.symbols(f"a0:{k + 1}")), list(sympy.symbols(f"b0:{k + 1}"))
-    numbers = [*method.entries_under("alpha"), *method.entries_under("beta")]
+    numbers = [*method.numbers.alpha, *method.numbers.beta]
     given = dict(zip(a + b, numbers, strict=True))
 
     def entry(expr: sympy.Expr) -> Number:

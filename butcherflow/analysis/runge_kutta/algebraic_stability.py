@@ -11,7 +11,7 @@ from typing import Any
 
 import sympy
 
-from ...methods import ButcherTableau
+from ...methods import ButcherTableau, Number
 from ..exact.real_roots import RealField
 from ..exact.weights import entries_in_field
 
@@ -44,8 +44,8 @@ def _rounding_bound(
     entries lie within their rounding of the digits (β = s·max |δMᵢⱼ|, bounded term by term)."""
     K, s = field.domain, tableau.stages
 
-    def eps(key: str) -> Any:
-        return K.convert(sympy.Rational(tableau.entries[key].rounding))
+    def eps(x: Number) -> Any:
+        return K.convert(sympy.Rational(x.rounding))
 
     def size(x: Any) -> Any:
         return -x if field.sign(x) < 0 else x
@@ -53,8 +53,8 @@ def _rounding_bound(
     def product(x: Any, ex: Any, y: Any, ey: Any) -> Any:  # max |δ(xy)| over the box
         return size(x) * ey + ex * size(y) + ex * ey
 
-    eb = [eps(f"b[{i}]") for i in range(s)]
-    ea = [[eps(f"A[{i}][{j}]") for j in range(s)] for i in range(s)]
+    eb = [eps(x) for x in tableau.numbers.b]
+    ea = [[eps(x) for x in row] for row in tableau.numbers.A]
     worst = K.zero
     for i in range(s):
         for j in range(s):

@@ -75,12 +75,8 @@ def tree_family(tableau: ButcherTableau) -> tuple[TreeFamily, dict[str, Sequence
 
 def _entries(tableau: ButcherTableau, weights: str) -> dict[str, Any]:
     """The `Number`s of A, the weights (`b` or `b_hat`) and c."""
-    s, e = tableau.stages, tableau.entries
-    return {
-        "A": [[e[f"A[{i}][{j}]"] for j in range(s)] for i in range(s)],
-        "b": [e[f"{weights}[{i}]"] for i in range(s)],
-        "c": [e[f"c[{i}]"] for i in range(s)],
-    }
+    n = tableau.numbers
+    return {"A": n.A, "b": n.arrays[weights], "c": n.c}
 
 
 @final
@@ -111,7 +107,7 @@ class Conditions:
         self._screens = not self.numeric and not tableau.symbols
         self.balls = None
         if self.numeric:
-            numbers = [x for row in entries["A"] for x in row] + entries["b"] + entries["c"]
+            numbers = [*entries["A"].flat, *entries["b"], *entries["c"]]
             prec = working_precision(numbers)
             with flint.ctx.workprec(prec):
 
@@ -126,13 +122,11 @@ class Conditions:
         """The exact weights (built on first use: numeric tableaux need them only rarely)."""
         if self._table is None:
             domain, field = tableau_field(self.tableau)
-            s = self.tableau.stages
-            A = [[field[f"A[{i}][{j}]"] for j in range(s)] for i in range(s)]
-            b = [field[f"{self._weights}[{i}]"] for i in range(s)]
+            A, b = [list(row) for row in field["A"]], list(field[self._weights])
             if self._stages_of is not None:
                 self._table = self._stages_of.table.reweighted({c: b for c in self.family.colours})
                 return self._table
-            leaves = {k: [field[f"c[{i}]"] for i in range(s)] for k in self._leaves}
+            leaves = {k: list(field["c"]) for k in self._leaves}
             colours = self.family.colours
             self._table = WeightTable(
                 self.family,

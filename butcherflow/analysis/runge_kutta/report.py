@@ -15,7 +15,6 @@ from typing import Any, final
 
 import sympy
 
-from ...errors import AnalysisError
 from ...methods import ButcherTableau
 from ...methods.entries.precision import RESOLUTION, digits_hint
 from ...methods.parameters import initial_numbers, initial_values, relations
@@ -85,13 +84,7 @@ class RungeKuttaReport(Report):
         time_budget: float = DEFAULT_TIME_BUDGET,
     ) -> None:
         start = time.perf_counter()
-        if method.numeric and method.symbols:
-            raise AnalysisError(
-                f"{method.name}: a numeric tableau with the free symbols "
-                f"{sorted(map(str, method.symbols))} cannot be judged at the precision of its "
-                "entries (ball arithmetic needs numbers); give exact entries, or substitute "
-                "the symbols (tableau.subs({...}))"
-            )
+        method.refuse_numeric_family()
         self.method = method
         self.notes: list[str] = []
         deadline = Deadline.after(time_budget)

@@ -166,13 +166,10 @@ def _value_at_infinity(tableau: ButcherTableau, K: Any, N: Dense, D: Dense) -> J
     degree of the latter for the digits (exact zeros, such as an explicit first stage, are exact,
     so they keep it), both enclosed in arb balls from the entries' roundings.
     """
-    s = tableau.stages
-    numbers = [tableau.entries[f"A[{i}][{j}]"] for i in range(s) for j in range(s)]
-    numbers += [tableau.entries[f"b[{i}]"] for i in range(s)]
+    s, n = tableau.stages, tableau.numbers
     k = len(_reversed_charpoly(entries_in_field(tableau)[1], K)) - 1
-    with flint.ctx.workprec(working_precision(numbers)):
-        a = [[x.ball() for x in numbers[i * s : (i + 1) * s]] for i in range(s)]
-        w = [x.ball() for x in numbers[s * s :]]
+    with flint.ctx.workprec(working_precision([*n.A.flat, *n.b])):
+        a, w = n.A.balls(), n.b.balls()
         shifted = [[a[i][j] - w[j] for j in range(s)] for i in range(s)]
         top_n = flint.arb_mat(shifted).charpoly().coeffs()[s - k]  # det(xI − M) read backwards
         top_d = flint.arb_mat(a).charpoly().coeffs()[s - k]

@@ -89,11 +89,8 @@ def enclose_stability(
 
     **Returns:** a `StabilityEnclosure`.
     """
-    numbers = list(tableau.entries.values())
-    with flint.ctx.workprec(working_precision(numbers)):
-        s = tableau.stages
-        a = [[_ball(tableau, f"A[{i}][{j}]") for j in range(s)] for i in range(s)]
-        w = [_ball(tableau, f"b[{j}]") for j in range(s)]
+    with flint.ctx.workprec(working_precision(tableau.numbers.flat)):
+        a, w = tableau.numbers.A.balls(), tableau.numbers.b.balls()
         used = _used_stages(a, w)
         a, w = [[a[i][j] for j in used] for i in used], [w[j] for j in used]
         tied = _tied_to_b(tableau, used)
@@ -160,11 +157,6 @@ def _top_trimmed(p: list[flint.arb]) -> list[flint.arb]:
     return p
 
 
-def _ball(tableau: ButcherTableau, key: str) -> flint.arb:
-    number = tableau.entries[key]
-    return number.ball()
-
-
 Tied = frozenset[tuple[int, int]]  # entries (i, j) of A that are b_j: M_ij = a_ij − b_j is 0
 
 
@@ -175,10 +167,10 @@ def _tied_to_b(tableau: ButcherTableau, used: list[int]) -> Tied:
     moves the two together, so those entries of A − 1bᵀ are exact zeros. Were they free, A's
     last row off b by 10⁻³⁰ would give an ESDIRK's R a z^s term over a denominator of degree
     s − 1, and no such tableau could be A-stable at any precision."""
-    entries = tableau.entries
+    A, b = tableau.numbers.A, tableau.numbers.b
 
     def same(i: int, j: int) -> bool:
-        x, y = entries[f"A[{i}][{j}]"], entries[f"b[{j}]"]
+        x, y = A[i][j], b[j]
         return (x.value, x.rounding) == (y.value, y.rounding)
 
     rows = {k for k, i in enumerate(used) if all(same(i, j) for j in used)}

@@ -41,12 +41,10 @@ def stage_residuals(
 def stage_order(tableau: ButcherTableau, cap: int) -> tuple[int, bool]:
     """Largest q with B(q) and C(q) met (exactly, or at the entries' precision), and whether
     the next order was decided (False: a condition of order q + 1 is undetermined)."""
-    e, s = tableau.entries, tableau.stages
-    keys = [f"A[{i}][{j}]" for i in range(s) for j in range(s)]
-    keys += [f"b[{i}]" for i in range(s)] + [f"c[{i}]" for i in range(s)]
-    numbers: list[Number] = [e[k] for k in keys]
+    s, n = tableau.stages, tableau.numbers
+    numbers: list[Number] = [*n.A.flat, *n.b, *n.c]
     domain, field = tableau_field(tableau)
-    conv = [field[k] for k in keys]
+    conv = [x for row in field["A"] for x in row] + [*field["b"], *field["c"]]
 
     def split(values: list[Any]) -> tuple[list[list[Any]], list[Any], list[Any]]:
         return (

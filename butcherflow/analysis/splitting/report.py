@@ -30,7 +30,6 @@ import sympy
 
 from ...errors import AnalysisError
 from ...methods import ButcherTableau, Splitting
-from ...methods.entries.numbers import Number
 from ...methods.entries.precision import Judgement, digits_hint, judge_enclosure, working_precision
 from ..bseries.splitting_geometry import splitting_symmetric, splitting_symplectic
 from ..budget import DEFAULT_TIME_BUDGET, Deadline
@@ -44,10 +43,6 @@ from ..search import search_order
 from .substeps import additive_tableau, search_substep_order
 
 DEFAULT_CAP = 8  # search limit when the declaration claims no order (compositions have no barrier)
-
-
-def _substep_numbers(sub: ButcherTableau) -> list[Number]:
-    return list(sub.entries.values())
 
 
 @final
@@ -96,13 +91,13 @@ class SplittingReport(Report):
         self.coefficient_sums: dict[str, sympy.Expr] = {
             op: to_sympy(domain, x) for op, x in sums.items()
         }
-        self._numbers = [*method.entries.values(), *(_substep_numbers(sub) if sub else [])]
+        self._numbers = [*method.numbers.flat, *(sub.numbers.flat if sub else [])]
         self._prec = working_precision(self._numbers)
         self._balls: FreeProduct | None = None
         self._sizes: FreeProduct | None = None
         if not self.exact and not self.symbolic:
             with flint.ctx.workprec(self._prec):
-                factors = [x.ball() for x in method.entries.values()]
+                factors = method.numbers.steps.balls()
                 self._balls = FreeProduct(list(zip(letters, factors, strict=True)), BallDomain())
                 # the size of each word's terms: its coefficient in Π exp(|c_i| X_i)
                 sizes = [(x, abs(c)) for x, c in self._balls.factors]

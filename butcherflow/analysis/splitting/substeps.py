@@ -94,13 +94,9 @@ def _ball_weights(
     method: Splitting, family: TreeFamily, sub: ButcherTableau, prec: int
 ) -> WeightEnclosures:
     """The additive tableau of the composition, in balls (steps and sub-step entries)."""
-    s = sub.stages
     with flint.ctx.workprec(prec):
-        steps = [
-            (op, x.ball()) for (op, _), x in zip(method.steps, method.entries.values(), strict=True)
-        ]
-        e = sub.entries
-        A = [[e[f"A[{i}][{j}]"].ball() for j in range(s)] for i in range(s)]
-        b = [e[f"b[{i}]"].ball() for i in range(s)]
+        balls = method.numbers.steps.balls()
+        steps = [(op, x) for (op, _), x in zip(method.steps, balls, strict=True)]
+        A, b = sub.numbers.A.balls(), sub.numbers.b.balls()
         big_A, big_b = additive_tableau(steps, A, b, flint.arb(0))
     return WeightEnclosures(family, big_A, big_b, prec=prec)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import keyword
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -203,6 +203,23 @@ def _parse_string(raw: str, key: str, source: str | Path | None) -> Number:
     check_finite_real(value, key, raw, source)
     check_degree(value, raw, key, source)
     return Number(value, _expression_rounding(tree, boxes, value), raw)
+
+
+def parse_expression(
+    text: str, names: Mapping[str, Any], key: str, source: str | Path | None, valid: str
+) -> sympy.Expr:
+    """`text` as a sympy expression in `names`, the entry functions (`sqrt`, ...) and symbols,
+    with no builtins and no attribute access, its tree validated as an entry's is (a starting
+    procedure's `"h*f(x - h)"`); one `DeclarationError` saying `valid` for anything else."""
+    try:
+        if _ATTRIBUTE.search(text):
+            raise _refuse("entry uses attribute access", text, key, source)
+        scope = {**_names_in(text, text, key, source), **names}
+        return _parse_tree(text, scope, text, key, source)
+    except DeclarationError as error:
+        raise DeclarationError(
+            error.problem, key=key, value=text, valid=valid, source=source
+        ) from None
 
 
 def _parse_tree(
@@ -501,16 +518,6 @@ def as_list(raw: Any) -> Any:
     return narrow(tolist())
 
 
-def parse_vector(raw: Any, key: str, source: str | Path | None = None) -> tuple[Number, ...]:
-    """Parse a list (or 1-d array) of coefficients; `key` names the list (`"b"`)."""
-    raw = as_list(raw)
-    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
-        raise DeclarationError(
-            "expected a list of numbers", key=key, value=raw, valid=VALID_ENTRY, source=source
-        )
-    return tuple(parse_number(entry, f"{key}[{i}]", source) for i, entry in enumerate(raw))
-
-
 def parse_precision(raw: Any, source: str | Path | None = None) -> Fraction | None:
     """A declared precision (`precision = 1e-50`): a positive number, or None for none."""
     if raw is None:
@@ -531,27 +538,9 @@ def parse_precision(raw: Any, source: str | Path | None = None) -> Fraction | No
     return Fraction(int(value.p), int(value.q))
 
 
-def judged(numbers: Sequence[Number], precision: Fraction | None) -> tuple[Number, ...]:
-    """The entries judged at a declared precision (at least), when there is one
-    (`Number.at_precision`: zeros stay exact)."""
-    if precision is None:
-        return tuple(numbers)
-    return tuple(x.at_precision(precision) for x in numbers)
-
-
 def is_zero(number: Number) -> bool:
     """Exactly zero (a numeric entry is zero only when its digits are)."""
     value = number.value
     if value.is_zero is not None:
         return bool(value.is_zero)
     return bool(sympy.simplify(value) == 0)
-
-
-def raw_list(numbers: Sequence[Number]) -> list[Raw]:
-    """The entries as given, for writing a declaration back to a file."""
-    return [n.raw for n in numbers]
-
-
-def to_latex(value: sympy.Expr) -> str:
-    """LaTeX of an exact value (used by reports and the gallery)."""
-    return sympy.latex(value)
