@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[test,bible,tensorboard,audit,hf]"
+	$(PY) -m pip install -q -e ".[test,bible,tensorboard,audit,hf,design]"
 	touch $(STAMP)
 
 lint: $(STAMP)

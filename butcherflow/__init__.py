@@ -24,6 +24,7 @@ from .errors import (
     AnalysisError,
     ButcherflowError,
     DeclarationError,
+    DesignError,
     ExtractionError,
     OrderClaimError,
     UnknownNameError,
@@ -41,13 +42,15 @@ from .methods import (
 )
 
 if TYPE_CHECKING:
-    from . import nn
+    from . import design, nn
     from .assemble import LanguageModel, Recipe, Seq2Seq, load_recipe, warm_start
     from .compiler import CompiledBlock, compile, compile_stack
     from .extraction import Extracted, ExtractedModel, extract, load_pretrained, rewire
 
-# The public names that need torch, and the stage that defines each.
+# The public names that need torch (or, `design`, the optimisers of the design extra), and the
+# stage that defines each.
 _WITH_TORCH = {
+    "design": ".design",
     "nn": ".nn",
     "LanguageModel": ".assemble",
     "Recipe": ".assemble",
@@ -70,7 +73,7 @@ def __getattr__(name: str) -> Any:
     if stage is None:
         raise AttributeError(f"module 'butcherflow' has no attribute {name!r}")
     module = importlib.import_module(stage, __name__)
-    value = module if name == "nn" else getattr(module, name)
+    value = module if name in ("nn", "design") else getattr(module, name)
     globals()[name] = value  # once imported, an ordinary attribute
     return value
 
@@ -89,6 +92,7 @@ __all__ = [
     "CompiledBlock",
     "ContinuousDynamics",
     "DeclarationError",
+    "DesignError",
     "Extracted",
     "ExtractedModel",
     "ExtractionError",
@@ -109,6 +113,7 @@ __all__ = [
     "compile",
     "compile_stack",
     "compose",
+    "design",
     "extract",
     "load",
     "load_pretrained",

@@ -79,6 +79,20 @@ def count_problem(value: Any) -> str:
     )
 
 
+class DesignError(DeclarationError):
+    """`bf.design` was asked for what cannot exist (an order the stages cannot reach, an empty,
+    unbounded or growing spectrum, constraints no method meets), or its optimiser found nothing;
+    the message says which, and why, or what was found short of the optimum."""
+
+
+def require_counts(**values: Any) -> None:
+    """A `DesignError` for the first value that is not an integer >= 1 (the keyword is its
+    key): stages, order, streams, starts."""
+    for key, value in values.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise DesignError(f"{key} must be an integer >= 1", key=key, value=value)
+
+
 class UnknownNameError(ButcherflowError, KeyError):
     """A name that is not in the catalog (the message lists close matches)."""
 

@@ -14,6 +14,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("errors", "devices"),  # what every stage may use: the exceptions, the --device resolver
     ("methods",),  # declare: integrators as validated, frozen data
     ("analysis",),  # analyse: the proofs
+    ("design",),  # design: optimised declarations, returned with their proofs
     ("nn",),  # the building blocks of layers (never the compiler)
     ("compiler",),  # compile: declarations -> nn.Modules
     ("extraction",),  # the compiler's inverse: the integrator a PyTorch module computes

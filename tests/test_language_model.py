@@ -385,6 +385,7 @@ def test_the_decoder_only_recipes_cover_the_catalogs_blocks() -> None:
         "lm-hyper-connections-dynamic": ("hyper-connections-4", "dynamic"),
         "lm-mhc": ("hyper-connections-4", "sinkhorn"),
         "lm-denseformer": ("denseformer-4", "learned"),
+        "lm-designed-depth": ("designed-depth-4-2", "birkhoff"),
     }
 
 
@@ -427,14 +428,14 @@ def test_lm_connections_trains_every_run_and_resumes(
     flags = ["--sizes", "tiny", "--budget", "2", "--seeds", "1", "--data", str(text)]
     flags += ["--out", str(tmp_path / "docs"), "--runs-dir", str(tmp_path / "runs")]
     assert main(["experiment", "lm-connections", *flags]) == 0
-    assert "8 run(s) trained, 0 already done" in capsys.readouterr().out
+    assert "9 run(s) trained, 0 already done" in capsys.readouterr().out
     record = json.loads((tmp_path / "docs" / "lm-connections.json").read_text("utf-8"))
     assert {r["run"] for r in record["results"]} == {r.name for r in LM_CONNECTIONS.runs}
     assert all(r["metrics"]["ppl"] > 1 for r in record["results"])
     sizes = run_sizes(read_recipe(tmp_path / "runs" / "lm-connections" / "rk4-seed1"))
     assert (sizes["encoder_layers"], sizes["decoder_layers"]) == (None, 1)  # the tiny depth
     assert main(["experiment", "lm-connections", *flags]) == 0
-    assert "0 run(s) trained, 8 already done" in capsys.readouterr().out
+    assert "0 run(s) trained, 9 already done" in capsys.readouterr().out
 
 
 # --- TensorBoard ---------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ BENCHMARKS = {
     "(the table: causal-lms.md beside --output)",
     "bseries": "B-series, modified equation and symplecticity order of the catalog to order 8, "
     "SSP coefficients beside NodePy",
+    "design": "every kind of bf.design at s <= 10, timed, beside the best known values",
     "export": "butcherflow export of a small language model and its reload by transformers, "
     "each in a fresh process",
 }
@@ -213,6 +214,11 @@ def run_benchmark(args: argparse.Namespace) -> int:
         from .extract import run_extract
 
         run_extract(output=args.output, repeats=args.repeats, command=command)
+        return 0
+    if args.what == "design":
+        from .design import run_design
+
+        run_design(output=args.output, command=f"butcherflow bench design{given}")
         return 0
     if args.what == "export":
         from .export import run_export

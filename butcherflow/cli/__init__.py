@@ -3,7 +3,8 @@
 Every subcommand turns a user's mistake (a bad declaration, an unknown name, a claim that fails)
 into a one-line message and exit code 1; tracebacks are for bugs only.
 
-The parser lives here; the commands in `proofs` (check, list: no torch), and, behind
+The parser lives here; the commands in `proofs` (check, list: no torch), `design` (no torch
+either), and, behind
 `commands`, `declarations` (show), `pipeline` (train, evaluate, translate, average, experiment)
 and `docs` (bench, gallery). `check` and `list` must answer without loading torch (a proof needs
 no tensors), so `commands` is imported by name, and only when the parser needs the others.
@@ -21,14 +22,15 @@ from importlib.metadata import version as installed_version
 from typing import Any
 
 from ..errors import ButcherflowError, ButcherflowWarning
-from . import proofs
+from . import design, proofs
 from .parser import Parser, suggestion
 
 Command = Callable[[argparse.Namespace], int]
 
 
 def build_parser(*, proofs_only: bool = False) -> argparse.ArgumentParser:
-    """The whole parser, or (`proofs_only`) only `check` and `list`, which need no torch."""
+    """The whole parser, or (`proofs_only`) only `check`, `list` and `design`, which need no
+    torch."""
     parser = Parser(
         prog="butcherflow",
         description="Declare integrators, prove their order, compile them into layers.",
@@ -36,6 +38,7 @@ def build_parser(*, proofs_only: bool = False) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"butcherflow {version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     proofs.add_commands(sub)
+    design.add_command(sub)
     if not proofs_only:
         importlib.import_module(f"{__name__}.commands").add_commands(sub)
     return parser
@@ -52,7 +55,7 @@ def version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    proofs_only = bool(argv) and argv[0] in proofs.COMMANDS
+    proofs_only = bool(argv) and argv[0] in (*proofs.COMMANDS, *design.COMMANDS)
     parser = build_parser(proofs_only=proofs_only)
     args, extras = parser.parse_known_args(argv)
     if extras:  # said under the command's usage, with the closest flag it has

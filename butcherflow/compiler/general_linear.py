@@ -34,6 +34,11 @@ Coefficient policies (`coefficients=`) for U, B and V; A stays exact:
   equal (the hyper-connection read-in), any row-stochastic V keeps them equal, so such a stack
   still starts as the residual stack. V must be doubly stochastic to be a starting point.
   mHC's sigmoids on U and B are not applied.
+- `"birkhoff"`: U and B as `"learned"`; V = Σ_σ softmax(θ)_σ P_σ over the r! permutation
+  matrices (`nn.Birkhoff`, registered with `torch.nn.utils.parametrize`), so every V training
+  reaches is doubly stochastic and ‖Vⁿ‖∞ = 1: the stack stays zero-stable. θ starts at the
+  declared V (which must be doubly stochastic), exactly to rounding when V is inside the set
+  (the depth methods of `bf.design.depth_method` are).
 """
 
 from __future__ import annotations
@@ -47,16 +52,18 @@ import sympy
 import torch
 import torch.fx as fx
 from torch import Tensor, nn
+from torch.nn.utils import parametrize
 
 from ..analysis.general_linear.series import preconsistency
 from ..analysis.general_linear.stability import doubly_stochastic, power_bound
 from ..methods import GeneralLinear
 from ..nn import Field, make_field
+from ..nn.birkhoff import MAX_STREAMS, Birkhoff
 from ..nn.streams import advance, read_in, read_out, read_stages, sinkhorn, tokens
 from .options import FieldSizes, FieldSpec, require_fields_list
 from .program import Coefficient, CompiledBlock, ProgramBuilder, field_width, require
 
-GLM_POLICIES = ("exact", "learned", "dynamic", "sinkhorn")
+GLM_POLICIES = ("exact", "learned", "dynamic", "sinkhorn", "birkhoff")
 SINKHORN_ITERATIONS = 20  # mHC's t_max
 DYNAMIC_SCALE = 0.01  # HC's initial s_α, s_β
 LOG_ZERO = -6.0  # the starting logit of a zero entry of V under Sinkhorn (module docstring)
@@ -114,6 +121,8 @@ class StreamMixing(nn.Module):
                 self.register_buffer(name, value)
         else:  # float64, so that a layer starts exactly at the declaration in any dtype
             self.U, self.B, self.V = nn.Parameter(U), nn.Parameter(B), nn.Parameter(V)
+        if policy == "birkhoff":  # V is then computed from its logits at every read
+            parametrize.register_parametrization(self, "V", Birkhoff(self.r), unsafe=True)
         self.dynamic = policy in ("dynamic", "sinkhorn")
         if self.dynamic:
             self.norm = nn.LayerNorm(d_model)
@@ -310,14 +319,22 @@ def check_compilable(method: GeneralLinear, policy: str) -> tuple[list[float], l
         valid="V u = u and U u = 1 for u, the starting values' coefficients of y(x) (exactly, "
         "or within entries precise enough to decide it)",
     )
-    if policy == "sinkhorn":  # V is square by declaration (GeneralLinear refuses other shapes)
+    if policy in ("sinkhorn", "birkhoff"):  # V is square by declaration
         require(
             doubly_stochastic(method.V),
-            "coefficients='sinkhorn' starts from a doubly stochastic V",
+            f"coefficients='{policy}' starts from a doubly stochastic V",
             key="V",
             value=[[str(x) for x in row] for row in method.V],
             valid="non-negative entries with every row and column summing to 1 (e.g. the "
             "identity), or coefficients='learned' / 'dynamic'",
+        )
+    if policy == "birkhoff":
+        require(
+            method.values <= MAX_STREAMS,
+            f"coefficients='birkhoff' sums r! permutation matrices: at most {MAX_STREAMS} streams",
+            key="coefficients",
+            value=policy,
+            valid="fewer streams, or coefficients='sinkhorn'",
         )
     plain = [
         len(terms) == 1 and terms[0][0] == 1 and terms[0][1] == "y" and terms[0][2] == 0

@@ -452,9 +452,22 @@ LM_CONNECTIONS = Experiment(
         Run("hc-dynamic", "hyper-connections, dynamic", "lm-hyper-connections-dynamic", THREE),
         Run("mhc", "mHC (Sinkhorn)", "lm-mhc", THREE),
         Run("denseformer", "DenseFormer (window 4)", "lm-denseformer", THREE),
+        Run(
+            "designed",
+            "designed depth method (order 2, V doubly stochastic)",
+            "lm-designed-depth",
+            THREE,
+        ),
     ),
     claims=(
         *_connection_claims("ppl", "reach a lower perplexity than"),
+        Claim(
+            "bf.design (issue 37)",
+            "A designed depth method (4 streams, order 2 from one field call per layer, V kept "
+            "doubly stochastic in training) reaches a lower perplexity than the residual, "
+            "dynamic hyper-connections and mHC at the same FLOPs.",
+            _beats("designed", ("residual", "hc-dynamic", "mhc"), "ppl"),
+        ),
         Claim(
             f"{ODE}, Table 5",
             "Runge-Kutta blocks (RK2-gated, RK4) reach a lower perplexity than residual layers.",
