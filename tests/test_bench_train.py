@@ -24,8 +24,8 @@ import butcherflow as bf
 from butcherflow.assemble import LanguageModel, load_recipe
 from butcherflow.bench import read_section, table_rows
 from butcherflow.bench.block import TorchTransformer
-from butcherflow.bench.flops import forward_flops, transformer_twin
 from butcherflow.bench.hardware import peak_of
+from butcherflow.bench.timing import forward_flops, transformer_twin
 from butcherflow.bench.train import RECIPES, TrainRow, run_train_bench, train_section_key
 from butcherflow.cli import main
 from butcherflow.data import Batch

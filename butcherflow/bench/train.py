@@ -20,7 +20,7 @@ than the first, whichever recipe it was (docs/benchmarks.md, "On the GPU"); leng
 each step is timed by CUDA events around it. Throughput counts target tokens (non-pad, eos
 included), as fairseq does.
 
-FLOPs are the model's, counted from its compiled blocks (`bench.flops`). MFU divides the achieved
+FLOPs are the model's, counted from its compiled blocks (`bench.timing`). MFU divides the achieved
 FLOP/s by the device's dense bf16 peak, looked up by the device's name (`bench.hardware`); on the
 CPU it is not defined. Peak memory is, on a GPU, each model's parameters, buffers and AdamW state
 plus the peak its step allocates above what was allocated before it
@@ -36,17 +36,14 @@ import dataclasses
 import functools
 import os
 import time
-import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
 import torch
-from torch import nn
 
-from ..assemble import LanguageModel, Recipe, Seq2Seq, apply_param_budget, load_recipe, model_class
-from ..assemble.recipe import Side
+from ..assemble import Recipe, apply_param_budget, load_recipe, model_class
 from ..data import (
     Vocabulary,
     build_vocabulary,
@@ -66,12 +63,10 @@ from ..train.config import (
     resolve_recipe,
 )
 from . import TRAIN_DATA, preset_sizes, write_section
-from .block import TorchTransformer
-from .flops import transformer_twin
 from .hardware import Peak, device_peak, process_peak_rss
 from .order import machine
 from .profile import Hotspot, describe, profile_step
-from .timing import Entry, Plan, copy_model, plan_batches, prepare, take_turns
+from .timing import Entry, Plan, compared_with, copy_model, plan_batches, prepare, take_turns
 
 RECIPES = ("transformer-small", "ode-transformer-rk2-gated")
 MIB = 1024 * 1024
@@ -118,12 +113,6 @@ class TrainRow:
         """Achieved FLOP/s over the device's peak (None without a peak or a FLOP count)."""
         tflops = self.tflops
         return None if tflops is None or peak is None else tflops / peak.tflops
-
-
-def _sizes_of(recipe: Recipe) -> tuple[int, ...]:
-    assert recipe.encoder is not None and recipe.decoder is not None
-    keys = ("d_model", "n_heads", "d_ffn")
-    return (*(int(recipe.sizes[k]) for k in keys), recipe.encoder.layers, recipe.decoder.layers)
 
 
 def bench_recipe(
@@ -266,15 +255,15 @@ def _entries(
     compare_eager: bool,
 ) -> dict[str, Entry]:
     """Every model to time, by row name: each recipe and the row it is compared with
-    (`_reference`), and their copies (the same weights): eager (`compare_eager`), on unbucketed
-    batches (`plans[True]`)."""
+    (`bench.timing.compared_with`), and their copies (the same weights): eager
+    (`compare_eager`), on unbucketed batches (`plans[True]`)."""
     entries: dict[str, Entry] = {}
     eager_copies = (False, True) if compile and compare_eager else (False,)
     for name in recipes:
         recipe, compared = bench_recipe(name, data, overrides, len(vocab))
         torch.manual_seed(0)
         ours = model_class(recipe)(recipe, len(vocab), pad_index=vocab.pad)
-        reference, twin, theirs_of, sides = _reference(compared, len(vocab), vocab.pad)
+        reference, twin, theirs_of, sides = compared_with(compared, len(vocab), vocab.pad)
         for eager in eager_copies:
             for unbucketed, plan in plans.items():
                 tag = _tag(eager, unbucketed)
@@ -303,36 +292,6 @@ def _entries(
                         sides=sides,
                     )
     return entries
-
-
-def _reference(
-    recipe: Recipe, vocab_size: int, pad: int
-) -> tuple[str, Seq2Seq | LanguageModel, Callable[[], nn.Module], Sequence[str] | None]:
-    """(row name, FLOP counter, maker of the model, its lists of blocks for `compile_blocks`)
-    of the row a recipe is compared with: `torch.nn.Transformer` at its sizes, or for a
-    decoder-only recipe the residual LM at its sizes (the same model with Euler blocks,
-    y + F(y): what `lm-residual` declares)."""
-    if model_class(recipe) is LanguageModel:
-        side = recipe.decoder or recipe.encoder  # a decoder-only recipe declares a decoder
-        assert side is not None
-        residual = dataclasses.replace(
-            recipe, name="lm-residual", decoder=Side(side.layers, "euler", field="san+ffn")
-        )
-        d, h, f = (int(recipe.sizes[k]) for k in ("d_model", "n_heads", "d_ffn"))
-        with torch.device("meta"):
-            counter = LanguageModel(residual, vocab_size, pad_index=pad)
-        name = f"lm-residual ({d}/{h}/{f}, {side.layers} layers)"
-        return name, counter, lambda: LanguageModel(residual, vocab_size, pad_index=pad), None
-    d, h, f, e, dec = _sizes_of(recipe)
-    twin = transformer_twin(recipe, vocab_size, pad)
-
-    def theirs() -> nn.Module:
-        with warnings.catch_warnings():  # "enable_nested_tensor ... norm_first": expected
-            warnings.simplefilter("ignore", UserWarning)
-            return TorchTransformer(twin)
-
-    name = f"torch.nn.Transformer ({d}/{h}/{f}, {e}+{dec} layers)"
-    return name, twin, theirs, TorchTransformer.SIDES
 
 
 def _rows(
@@ -422,7 +381,7 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
         "takes the training loop's own step (label-smoothed loss, AdamW) on the same batches, "
         "in turns; throughput counts target tokens (non-pad, eos included), as fairseq does. "
         "FLOPs: the model's, from its compiled blocks, forward + backward = 3 × forward "
-        f"(`butcherflow.bench.flops`); {peak_text}; {memory_text}.",
+        f"(`butcherflow.bench.timing`); {peak_text}; {memory_text}.",
         "",
         "| model | parameters | target tokens/s | vs torch.nn.Transformer | vs lm-residual "
         "| compiled / eager | GFLOP per target token | TFLOP/s | MFU | peak memory (MiB) |",
