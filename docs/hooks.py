@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 # The developer tools (the site checker, the headless-browser driver) live beside the docs, not in
-# the wheel
+# the wheel. Imported while mkdocs executes this file: mkdocs restores sys.path right after.
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
+from sitecheck import check_site
 
 CLI_MARKER = "<!-- butcherflow:cli-reference -->"
 
@@ -32,7 +33,6 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 def on_post_build(config: Any) -> None:
     """Fail the build on a broken link or image, or a resource from another host."""
     from mkdocs.exceptions import Abort
-    from sitecheck import check_site
 
     problems = check_site(config["site_dir"])
     if problems:

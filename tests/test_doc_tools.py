@@ -29,3 +29,20 @@ def test_site_check_finds_broken_links_and_foreign_resources(tmp_path: Path) -> 
     assert "missing anchor #nowhere" in problems
     assert "broken link <a href='gone/'>" in problems
     assert "loads from another host: https://cdn.example.org/x.js" in problems
+
+
+def test_the_mkdocs_hook_finds_the_site_checker_after_mkdocs_restores_sys_path() -> None:
+    import importlib.util
+
+    # mkdocs (config_options.Hooks._load_hook) executes the hook file with its folder on
+    # sys.path and restores sys.path right after; on_post_build runs later
+    path = Path(__file__).resolve().parents[1] / "docs" / "hooks.py"
+    spec = importlib.util.spec_from_file_location("butcherflow_docs_hooks", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    saved = sys.path.copy()
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = saved
+    assert module.check_site is check_site

@@ -167,3 +167,51 @@ def test_no_folder_is_a_pile_of_flat_files() -> None:
         if folder.is_dir() and (n := len(list(folder.glob("*.py")))) > 16
     }
     assert crowded == {}
+
+
+def _family_checks(source: str, families: set[str]) -> list[int]:
+    """The lines of `source` that call isinstance (or issubclass) on a declaration family."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("isinstance", "issubclass")
+            and len(node.args) == 2
+        ):
+            named = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+            named |= {n.attr for n in ast.walk(node.args[1]) if isinstance(n, ast.Attribute)}
+            if named & families:
+                lines.append(node.lineno)
+    return lines
+
+
+def _declaration_families() -> set[str]:
+    """The classes below `Method` (isinstance(x, Method) itself asks "a declaration or a name?",
+    which is no switch between families)."""
+    from butcherflow.methods import Method
+
+    found, todo = set(), [Method]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub.__module__.startswith("butcherflow."):
+                found.add(sub.__name__)
+                todo.append(sub)
+    return found
+
+
+def test_no_module_switches_on_a_declaration_family() -> None:
+    # a capability is a family method or a table keyed by type(method) (ANALYSES, COMPILERS,
+    # PAGES, ...): never an isinstance chain (issue 34)
+    families = _declaration_families()
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for line in _family_checks(path.read_text(encoding="utf-8"), families)
+    ]
+    assert found == []
+
+
+def test_the_family_rule_catches_a_switch() -> None:
+    source = "if isinstance(m, (ButcherTableau, x.Splitting)):\n    pass\n"
+    assert _family_checks(source, {"ButcherTableau", "Splitting"}) == [1]

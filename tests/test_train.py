@@ -450,8 +450,11 @@ def test_corrupt_files_are_named(reference: tuple[Path, dict[str, Any]], tmp_pat
     (save_dir / "checkpoint_3.json").write_text("{not json")
     with pytest.raises(ckpt.CheckpointError, match=r"checkpoint_3\.json is corrupt"):
         ckpt.read_commit(save_dir, "checkpoint_3")
-    with pytest.raises(ckpt.CheckpointError, match="not a butcherflow save dir"):
+    with pytest.raises(ckpt.CheckpointError, match="nowhere' does not exist"):
         trained.load_model(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ckpt.CheckpointError, match="not a butcherflow save dir"):
+        trained.load_model(tmp_path / "empty")
 
 
 def test_time_budget_and_max_epoch_stop_with_a_checkpoint(tmp_path: Path) -> None:

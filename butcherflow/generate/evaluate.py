@@ -268,11 +268,6 @@ def evaluate(
         )
     check_options(beam=beam, lenpen=lenpen, max_len_a=max_len_a, max_len_b=max_len_b)
     folder = Path(save_dir)
-    if not folder.is_dir():
-        raise ButcherflowError(
-            f"save dir {str(folder)!r} does not exist; give the --save-dir of a "
-            "`butcherflow train` run"
-        )
     target = resolve_device(device)
     model, vocab, config = load_model(folder, checkpoint, device=str(target))
     corpus = run_corpus(folder, config)

@@ -114,6 +114,11 @@ def run_corpus(save_dir: str | Path, config: Mapping[str, Any]) -> ParallelCorpu
 def read_config(save_dir: str | Path) -> dict[str, Any]:
     """The save dir's `config.json` (a clear error when it is missing or unreadable)."""
     path = Path(save_dir) / CONFIG
+    if not path.parent.is_dir():
+        raise CheckpointError(
+            f"save dir {str(path.parent)!r} does not exist; give the --save-dir of a "
+            "`butcherflow train` run"
+        )
     if not path.is_file():
         raise CheckpointError(
             f"{Path(save_dir)} is not a butcherflow save dir (no {CONFIG}); "

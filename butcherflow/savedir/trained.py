@@ -136,11 +136,6 @@ def run_task(save_dir: str | Path) -> Task:
     """The task a save dir trained (its `config.json`'s `task`); a `CheckpointError` when the
     file names none this version knows."""
     folder = Path(save_dir)
-    if not folder.is_dir():
-        raise CheckpointError(
-            f"save dir {str(folder)!r} does not exist; give the --save-dir of a "
-            "`butcherflow train` run"
-        )
     found = read_config(folder).get("task")
     if not isinstance(found, str) or found not in TASKS:
         raise CheckpointError(
