@@ -186,9 +186,36 @@ def bench_train(
     and the device the models ran on.
     """
     overrides = dict(sizes or {})
+    target, precision_name, amp, compile, ladder = _resolve_run(
+        recipes[0], data, device, precision, compile, buckets, compare_buckets
+    )
+    vocab, plans = _vocab_and_plans(
+        data, vocab_size, max_tokens, updates, ladder, target, compare_buckets
+    )
+    entries = _entries(recipes, data, overrides, vocab, plans, compile, compare_eager)
+    _warm_up_and_time(entries, plans[False], ladder, target, amp, vocab.pad, warmup)
+    rows = _rows(entries, target, profile)
+    compiled_text = ", torch.compile per block" + (" (and eager copies)" if compare_eager else "")
+    settings = (
+        f"{data}, vocabulary {len(vocab)}, max_tokens {max_tokens}, --buckets {ladder}: "
+        f"{len(plans[False].batches)} timed updates in {len(plans[False].warm)} distinct batch "
+        f"shapes, after {warmup} untimed pass(es) over one batch of each shape"
+        + (f" (unbucketed copies: {len(plans[True].warm)} shapes)" if compare_buckets else "")
+        + f", device {target}, precision {precision_name}{compiled_text if compile else ''}"
+        + (f", sizes {overrides}" if overrides else "")
+    )
+    return rows, settings, target
+
+
+def _resolve_run(
+    recipe: str, data: str, device: str, precision: str, compile: bool, buckets: str, compare: bool
+) -> tuple[torch.device, str, torch.dtype | None, bool, str]:
+    """The device, precision (name and autocast dtype), whether to compile and the bucket
+    ladder, as `butcherflow train` resolves them; `compare`: `--compare-buckets`, which needs
+    buckets."""
     # the batches are sentence pairs, whatever the recipe: the translation task's buckets
     base = TrainConfig(
-        recipes[0],
+        recipe,
         data,
         "-",
         device=device,
@@ -200,7 +227,7 @@ def bench_train(
     precision_name = resolve_precision(base, target)
     compile = compile and can_compile(target.type)
     ladder = resolve_buckets(base, target)
-    if compare_buckets and ladder == "off":
+    if compare and ladder == "off":
         raise DeclarationError(
             "--compare-buckets compares bucketed batches with unbucketed ones",
             key="--buckets",
@@ -208,20 +235,46 @@ def bench_train(
             valid=f"a ladder, such as --buckets {DEFAULT_RATIO}",
         )
     amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision_name)
+    return target, precision_name, amp, compile, ladder
+
+
+def _vocab_and_plans(
+    data: str,
+    vocab_size: int,
+    max_tokens: int,
+    updates: int,
+    ladder: str,
+    target: torch.device,
+    compare_buckets: bool,
+) -> tuple[Vocabulary, dict[bool, Plan]]:
+    """The corpus's vocabulary and the timed batches of its training split, keyed by
+    "unbucketed" (True only with `compare_buckets`)."""
     corpus = load_corpus(data)
     vocab = build_vocabulary(corpus, vocab_size, default_cache_dir())
     split = encode_split(corpus.train, vocab)
     plans = {False: plan_batches(split, max_tokens, updates, ladder, target)}
     if compare_buckets:
         plans[True] = plan_batches(split, max_tokens, updates, "off", target)
-    entries = _entries(recipes, data, overrides, vocab, plans, compile, compare_eager)
+    return vocab, plans
+
+
+def _warm_up_and_time(
+    entries: Mapping[str, Entry],
+    plan: Plan,
+    ladder: str,
+    target: torch.device,
+    amp: torch.dtype | None,
+    pad: int,
+    warmup: int,
+) -> None:
+    """Move every model to `target`, then take the untimed warm-up turns and the timed ones,
+    printing a progress line before and after each."""
 
     def autocast() -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext() if amp is None else torch.autocast(target.type, amp)
 
     for entry in entries.values():
-        prepare(entry, target, amp, autocast, vocab.pad)
-    plan = plans[False]
+        prepare(entry, target, amp, autocast, pad)
     print(  # progress lines: a run stopped at a time limit still says how far it got
         f"bench train: {len(entries)} models, --buckets {ladder}: {len(plan.batches)} timed "
         f"batches in {len(plan.warm)} shapes, device {target}",
@@ -229,20 +282,9 @@ def bench_train(
     )
     for timed in (False, True):  # every shape is seen before any step is timed
         began = time.perf_counter()
-        take_turns(list(entries.values()), target, vocab.pad, warmup, timed)
+        take_turns(list(entries.values()), target, pad, warmup, timed)
         what = "timed steps" if timed else "warm-up (compilation, attention plans)"
         print(f"bench train: {what} in {time.perf_counter() - began:.1f} s", flush=True)
-    rows = _rows(entries, target, profile)
-    compiled_text = ", torch.compile per block" + (" (and eager copies)" if compare_eager else "")
-    settings = (
-        f"{data}, vocabulary {len(vocab)}, max_tokens {max_tokens}, --buckets {ladder}: "
-        f"{len(plan.batches)} timed updates in {len(plan.warm)} distinct batch shapes, after "
-        f"{warmup} untimed pass(es) over one batch of each shape"
-        + (f" (unbucketed copies: {len(plans[True].warm)} shapes)" if compare_buckets else "")
-        + f", device {target}, precision {precision_name}{compiled_text if compile else ''}"
-        + (f", sizes {overrides}" if overrides else "")
-    )
-    return rows, settings, target
 
 
 def _entries(
