@@ -32,7 +32,20 @@ from .pipeline import (
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    """Every subcommand but `check` and `list`."""
+    """Every subcommand but `check` and `list`, in the order of the help."""
+    _show(sub)
+    add_extract(sub)
+    _evaluate(sub)
+    _translate_generate_train(sub)
+    _average(sub)
+    add_export(sub)
+    _bench(sub)
+    _gallery(sub)
+    _experiment(sub)
+
+
+def _show(sub: argparse._SubParsersAction) -> None:
+    """`show`: a catalog method, recipe or save dir explained."""
     p = sub.add_parser("show", help="a method's compiled block, or a model recipe, explained")
     p.add_argument(
         "name",
@@ -46,8 +59,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--vocab", type=int, default=32000, help="recipes: vocabulary size")
     p.set_defaults(run=cmd_show)
 
-    add_extract(sub)
 
+def _evaluate(sub: argparse._SubParsersAction) -> None:
+    """`evaluate`: scores of a valid/test split (BLEU and chrF, or perplexity)."""
     p = sub.add_parser(
         "evaluate",
         help="translate a valid/test split: sacreBLEU and chrF (a language model: perplexity "
@@ -78,6 +92,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(run=cmd_evaluate)
 
+
+def _translate_generate_train(sub: argparse._SubParsersAction) -> None:
+    """`translate`, `generate` and `train`, whose flags `cli.pipeline` declares."""
     p = sub.add_parser("translate", help="translate stdin (one sentence a line) to stdout")
     generation_flags(p)
     p.set_defaults(run=cmd_translate)
@@ -95,16 +112,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     train_flags(p)
     p.set_defaults(run=cmd_train)
 
+
+def _average(sub: argparse._SubParsersAction) -> None:
+    """`average`: the mean of a run's last interval checkpoints."""
     p = sub.add_parser("average", help="average the last N interval checkpoints of a run")
     p.add_argument("save_dir", help="the --save-dir of a `butcherflow train` run")
     p.add_argument("--last", type=int, required=True, help="how many checkpoint_<update> files")
     p.add_argument("-o", "--output", required=True, help="the averaged .safetensors file")
     p.set_defaults(run=cmd_average)
 
-    add_export(sub)
 
-    _bench(sub)
-
+def _gallery(sub: argparse._SubParsersAction) -> None:
+    """`gallery`: the docs gallery, a page per catalog entry."""
     p = sub.add_parser("gallery", help="write the docs gallery: a page per catalog entry")
     p.add_argument(
         "--out", default="docs/gallery", help="the gallery folder, replaced (its parent must exist)"
@@ -119,8 +138,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--benchmarks", default=DEFAULT_OUTPUT, help="measured results (read)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes for the pages")
     p.set_defaults(run=cmd_gallery)
-
-    _experiment(sub)
 
 
 def _bench(sub: argparse._SubParsersAction) -> None:
