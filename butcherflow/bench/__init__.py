@@ -8,6 +8,7 @@ so the numbers of other benchmarks stay where they are.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -156,104 +157,160 @@ def run_benchmark(args: argparse.Namespace) -> int:
     **Returns:** the exit code, 0 (a missed target is reported, not an error).
     """
     if args.what is None:  # `butcherflow bench`: what it can run
-        width = max(map(len, BENCHMARKS))
-        print("butcherflow bench WHAT, where WHAT is one of:")
-        for name, text in BENCHMARKS.items():
-            print(f"  {name:<{width}}  {text}")
-        print(f"Each writes its section of --output (default {DEFAULT_OUTPUT}).")
+        _list_benchmarks()
         return 0
     check_output(args.output)  # before minutes of measuring
     threads = getattr(args, "threads", None)
     set_threads(threads)
     given = f" --threads {threads}" if threads is not None else ""
+    return RUNNERS[args.what](args, _command(args, given), given)
+
+
+def _list_benchmarks() -> None:
+    width = max(map(len, BENCHMARKS))
+    print("butcherflow bench WHAT, where WHAT is one of:")
+    for name, text in BENCHMARKS.items():
+        print(f"  {name:<{width}}  {text}")
+    print(f"Each writes its section of --output (default {DEFAULT_OUTPUT}).")
+
+
+def _command(args: argparse.Namespace, given: str) -> str:
+    """The command line a section shows: the flags every benchmark shares (its runner adds its
+    own); `given`: `" --threads N"` or nothing."""
     repeats = "" if args.what == "sweep" else f" --repeats {args.repeats}"  # one run each
     command = f"butcherflow bench {args.what}{repeats}{given}"
     if args.what == "order" and args.no_nodepy:
         command += " --no-nodepy"
     if str(args.output) != DEFAULT_OUTPUT:
         command += f" --output {args.output}"
-    if args.what == "train" and getattr(args, "task", None) == LANGUAGE_MODEL.name:
-        from .lm import run_from_args as run_lm
+    return command
 
-        return run_lm(args, given)
-    if args.what == "train":
-        from .train import run_from_args
 
-        return run_from_args(args, given)
-    if args.what == "beam":
-        from .beam import LENGTH, run_beam
+# Each benchmark's runner, `(args, command, given) -> exit code`: it imports its module when it
+# runs (most need torch), adds its own flags to `command` and writes its section.
+Runner = Callable[[argparse.Namespace, str, str], int]
 
-        if args.device != "auto":
-            command += f" --device {args.device}"
-        sizes = None
-        if args.sizes is not None:  # the decoder's sizes and depth, for both sides
-            preset = preset_sizes(args.sizes)
-            sizes = {k: preset[k] for k in ("d_model", "n_heads", "d_ffn")}
-            sizes["layers"] = preset["decoder_layers"]
-            command += f" --sizes {args.sizes}"
-        length = LENGTH if args.length is None else args.length
-        if length < 1:
-            raise DeclarationError(
-                "a beam search needs at least one output token",
-                key="--length",
-                value=length,
-                valid=f"a positive number of tokens (default {LENGTH})",
-            )
-        if length != LENGTH:
-            command += f" --length {length}"
-        run_beam(
-            output=args.output,
-            repeats=args.repeats,
-            command=command,
-            device=args.device,
-            sizes=sizes,
-            length=length,
-        )
-        return 0
-    if args.what == "extract":
-        from .extract import run_extract
 
-        run_extract(output=args.output, repeats=args.repeats, command=command)
-        return 0
-    if args.what == "design":
-        from .design import run_design
-
-        run_design(output=args.output, command=f"butcherflow bench design{given}")
-        return 0
-    if args.what == "export":
-        from .export import run_export
-
-        run_export(output=args.output, repeats=args.repeats, command=command)
-        return 0
-    if args.what == "sweep":
-        from .sweep import run_sweep
-
-        run_sweep(output=args.output, command=command)
-        return 0
-    if args.what == "bseries":
-        from .bseries import run_bseries
-
-        run_bseries(output=args.output, repeats=args.repeats, command=command)
-        return 0
-    if args.what == "floater":
-        from .floater import run_floater
-
-        run_floater(output=args.output, repeats=args.repeats, command=command)
-        return 0
-    if args.what in ("block", "streams"):
-        from .block import run_block
-        from .streams import run_streams
-
-        if args.device != "auto":
-            command += f" --device {args.device}"
-        if args.what == "block":
-            run_block(output=args.output, repeats=args.repeats, command=command)
-        run_streams(args.output, args.repeats, command, device=args.device)
-        return 0
+def _run_order(args: argparse.Namespace, command: str, given: str) -> int:
     from .order import run_order
 
     run_order(output=args.output, repeats=args.repeats, nodepy=not args.no_nodepy, command=command)
     return 0
+
+
+def _run_block_streams(args: argparse.Namespace, command: str, given: str) -> int:
+    """`block` (then streams, as its help says) and `streams` alone."""
+    from .block import run_block
+    from .streams import run_streams
+
+    if args.device != "auto":
+        command += f" --device {args.device}"
+    if args.what == "block":
+        run_block(output=args.output, repeats=args.repeats, command=command)
+    run_streams(args.output, args.repeats, command, device=args.device)
+    return 0
+
+
+def _run_beam(args: argparse.Namespace, command: str, given: str) -> int:
+    from .beam import LENGTH, run_beam
+
+    if args.device != "auto":
+        command += f" --device {args.device}"
+    sizes = None
+    if args.sizes is not None:  # the decoder's sizes and depth, for both sides
+        preset = preset_sizes(args.sizes)
+        sizes = {k: preset[k] for k in ("d_model", "n_heads", "d_ffn")}
+        sizes["layers"] = preset["decoder_layers"]
+        command += f" --sizes {args.sizes}"
+    length = LENGTH if args.length is None else args.length
+    if length < 1:
+        raise DeclarationError(
+            "a beam search needs at least one output token",
+            key="--length",
+            value=length,
+            valid=f"a positive number of tokens (default {LENGTH})",
+        )
+    if length != LENGTH:
+        command += f" --length {length}"
+    run_beam(
+        output=args.output,
+        repeats=args.repeats,
+        command=command,
+        device=args.device,
+        sizes=sizes,
+        length=length,
+    )
+    return 0
+
+
+def _run_floater(args: argparse.Namespace, command: str, given: str) -> int:
+    from .floater import run_floater
+
+    run_floater(output=args.output, repeats=args.repeats, command=command)
+    return 0
+
+
+def _run_train(args: argparse.Namespace, command: str, given: str) -> int:
+    """`bench train`: recipes beside torch.nn.Transformer, or (`--task language_model`)
+    decoder-only recipes beside the residual LM; each builds its own command line."""
+    if getattr(args, "task", None) == LANGUAGE_MODEL.name:
+        from .lm import run_from_args as run_lm
+
+        return run_lm(args, given)
+    from .train import run_from_args
+
+    return run_from_args(args, given)
+
+
+def _run_extract(args: argparse.Namespace, command: str, given: str) -> int:
+    from .extract import run_extract
+
+    run_extract(output=args.output, repeats=args.repeats, command=command)
+    return 0
+
+
+def _run_sweep(args: argparse.Namespace, command: str, given: str) -> int:
+    from .sweep import run_sweep
+
+    run_sweep(output=args.output, command=command)
+    return 0
+
+
+def _run_bseries(args: argparse.Namespace, command: str, given: str) -> int:
+    from .bseries import run_bseries
+
+    run_bseries(output=args.output, repeats=args.repeats, command=command)
+    return 0
+
+
+def _run_design(args: argparse.Namespace, command: str, given: str) -> int:
+    from .design import run_design
+
+    run_design(output=args.output, command=f"butcherflow bench design{given}")
+    return 0
+
+
+def _run_export(args: argparse.Namespace, command: str, given: str) -> int:
+    from .export import run_export
+
+    run_export(output=args.output, repeats=args.repeats, command=command)
+    return 0
+
+
+# by `butcherflow bench WHAT`, the keys of BENCHMARKS
+RUNNERS: dict[str, Runner] = {
+    "order": _run_order,
+    "block": _run_block_streams,
+    "streams": _run_block_streams,
+    "beam": _run_beam,
+    "floater": _run_floater,
+    "train": _run_train,
+    "extract": _run_extract,
+    "sweep": _run_sweep,
+    "bseries": _run_bseries,
+    "design": _run_design,
+    "export": _run_export,
+}
 
 
 __all__ = [
