@@ -141,6 +141,8 @@ def _gallery(sub: argparse._SubParsersAction) -> None:
 
 
 def _bench(sub: argparse._SubParsersAction) -> None:
+    """`bench`: the flags every benchmark shares, then those of bench train and beam (their
+    order is the usage line's)."""
     p = sub.add_parser("bench", help=f"run a benchmark and write its section of {DEFAULT_OUTPUT}")
     p.add_argument(
         "what",
@@ -159,6 +161,20 @@ def _bench(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--threads", type=int, default=None, help=THREADS_HELP)
     train = p.add_argument_group("bench train (training tokens/s beside torch.nn.Transformer)")
+    _bench_train_batch_flags(train)
+    p.add_argument(
+        "--length",
+        type=int,
+        default=None,
+        help="bench beam: the forced output length in tokens (default 50, where its target is "
+        "set; fewer: a shorter check, such as the CPU rehearsal of docs/gpu/run.sh quick)",
+    )
+    _bench_train_task_flags(train)
+    p.set_defaults(run=cmd_bench)
+
+
+def _bench_train_batch_flags(train: argparse._ArgumentGroup) -> None:
+    """`bench train`: the corpus, its batches, precision, compilation and the recipes."""
     train.add_argument(
         "--data",
         default=None,
@@ -204,13 +220,10 @@ def _bench(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="an experiment preset's sizes: small, base or tiny (also for bench beam)",
     )
-    p.add_argument(
-        "--length",
-        type=int,
-        default=None,
-        help="bench beam: the forced output length in tokens (default 50, where its target is "
-        "set; fewer: a shorter check, such as the CPU rehearsal of docs/gpu/run.sh quick)",
-    )
+
+
+def _bench_train_task_flags(train: argparse._ArgumentGroup) -> None:
+    """`bench train`: the task, its window length and the profiler's folder."""
     train.add_argument(
         "--task",
         choices=tuple(TASKS),
@@ -230,7 +243,6 @@ def _bench(sub: argparse._SubParsersAction) -> None:
         help="profile one more step of every model: Chrome traces and operator tables in DIR, "
         "the largest operators in the section",
     )
-    p.set_defaults(run=cmd_bench)
 
 
 def _experiment(sub: argparse._SubParsersAction) -> None:
