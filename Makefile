@@ -39,9 +39,11 @@ test-slow: $(STAMP)
 
 # The GPU path (tests marked `cuda`: bf16 decoding, AMP, compile, NCCL DDP, GPU -> CPU resume);
 # without CUDA every one of them is skipped. `bash docs/gpu/run.sh test` runs it on a bare GPU
-# machine (docs/benchmarks.md, "On the GPU").
+# machine (docs/benchmarks.md, "On the GPU"); -v names each test as it ends, and PYTEST_ARGS
+# adds options (run.sh: `-rA -p no:cacheprovider --junitxml=...`).
+PYTEST_ARGS ?=
 test-gpu: $(STAMP)
-	$(PY) -m pytest tests/test_gpu.py -m cuda -rs -v -n 4
+	$(PY) -m pytest tests/test_gpu.py -m cuda -rs -v -n 4 $(PYTEST_ARGS)
 
 # The main job: prove the catalog, train gated RK2 on the Bible (German -> English) for
 # DEMO_UPDATES updates, show three test verses and the test BLEU. Budgeted in updates, the demo

@@ -127,6 +127,12 @@ class Task(ABC):
     ) -> str:
         """`count` samples of this task in words (`"1,234 sentence pairs"`)."""
 
+    @abstractmethod
+    def buckets(self, spec: str, auto: str) -> str:
+        """The bucket ladder (`data.buckets`) this task's batches are cut with, from
+        `--buckets` `spec`; `auto` is what `--buckets auto` means on the run's device. A spec
+        this task cannot take is a `DeclarationError` naming `--buckets`."""
+
 
 @final
 class Translation(Task):
@@ -163,6 +169,9 @@ class Translation(Task):
         self, count: int, tokens_per_sample: int | None, break_mode: str | None
     ) -> str:
         return f"{count:,} sentence pairs"
+
+    def buckets(self, spec: str, auto: str) -> str:
+        return auto if spec == "auto" else spec  # pairs of every length: buckets bound shapes
 
     def windows(
         self, tokens_per_sample: int | None, break_mode: str | None
@@ -240,6 +249,20 @@ class LanguageModeling(Task):
         self, count: int, tokens_per_sample: int | None, break_mode: str | None
     ) -> str:
         return describe_windows(count, tokens_per_sample, break_mode or BREAK_MODE)
+
+    def buckets(self, spec: str, auto: str) -> str:
+        # windows across lines have one length (the last one shorter): a batch's shape is fixed
+        # already; whole lines (`eos`) are sized by --tokens-per-sample, not by a ladder
+        if spec not in ("auto", "off"):
+            raise DeclarationError(
+                f"length buckets pad sentence pairs; a {self.title} trains on context windows "
+                "of --tokens-per-sample tokens, whose batches take few shapes without them",
+                key="--buckets",
+                value=spec,
+                valid=f"leave it out (auto: off for a {self.title}), off, or "
+                f"--task {TRANSLATION.name}",
+            )
+        return "off"
 
     def windows(
         self, tokens_per_sample: int | None, break_mode: str | None

@@ -21,18 +21,12 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 import butcherflow as bf
-from butcherflow.assemble import load_recipe
+from butcherflow.assemble import LanguageModel, load_recipe
 from butcherflow.bench import read_section, table_rows
 from butcherflow.bench.block import TorchTransformer
 from butcherflow.bench.hardware import peak_of
-from butcherflow.bench.train import (
-    RECIPES,
-    TrainRow,
-    forward_flops,
-    run_train_bench,
-    train_section_key,
-    transformer_twin,
-)
+from butcherflow.bench.timing import forward_flops, transformer_twin
+from butcherflow.bench.train import RECIPES, TrainRow, run_train_bench, train_section_key
 from butcherflow.cli import main
 from butcherflow.data import Batch
 
@@ -212,21 +206,24 @@ def test_the_section_has_flops_mfu_and_memory_and_compiled_vs_eager(
     assert "kept" in text  # the other section stays
 
 
-def test_every_timed_batch_was_seen_by_its_model_before_the_timing(
+def test_every_timed_shape_was_seen_by_its_model_before_the_timing(
     benchmarks_md: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Shape-keyed caches (cuDNN attention graphs, a dynamic compiled graph) must be warm for
-    every model, not only for whichever model met a batch's shapes first in a turn."""
-    import butcherflow.bench.train as bench
+    """Shape-keyed caches (cuDNN attention plans, compiled graphs) must be warm for every model,
+    not only for whichever model met a batch's shapes first in a turn: each model first takes
+    one step on a batch of each distinct shape among its timed batches, and only then the timed
+    steps; with buckets the warm-up is shorter than the timed pass."""
+    import butcherflow.bench.timing as timing
 
     calls: list[tuple[int, tuple[int, ...]]] = []
-    real = bench.forward_backward
+    real = timing.forward_backward
 
     def spy(model: torch.nn.Module, batches: list[Batch], **kwargs: object) -> tuple[float, float]:
-        calls.append((id(model), tuple(batches[0].prev_output.shape)))
+        calls.append((id(model), (*batches[0].src.shape, batches[0].prev_output.shape[1])))
         return real(model, batches, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(bench, "forward_backward", spy)
+    monkeypatch.setattr(timing, "forward_backward", spy)
+    updates, models = 6, 2
     run_train_bench(
         str(benchmarks_md),
         "butcherflow bench train (test)",
@@ -234,11 +231,41 @@ def test_every_timed_batch_was_seen_by_its_model_before_the_timing(
         recipes=("transformer-small",),
         vocab_size=200,
         max_tokens=512,
-        updates=3,
+        updates=updates,
+        buckets="1.25",
         sizes={"d_model": 32, "n_heads": 2, "d_ffn": 64, "encoder_layers": 1, "decoder_layers": 1},
     )
-    half = len(calls) // 2  # the default: one untimed pass, then the timed one
-    assert len(calls) == 2 * 3 * 2 and sorted(calls[:half]) == sorted(calls[half:])
+    timed = calls[-updates * models :]
+    warm = calls[: -updates * models]
+    assert len(warm) < len(timed)  # bucketed: fewer shapes than batches
+    for model in {m for m, _ in calls}:
+        shapes = [shape for m, shape in warm if m == model]
+        assert sorted(shapes) == sorted(set(shapes)) == sorted({s for m, s in timed if m == model})
+    shown = f"{updates} timed updates in {len(warm) // models} distinct batch shapes"
+    assert shown in benchmarks_md.read_text()  # the section says how many
+
+
+def test_compare_buckets_times_copies_on_unbucketed_batches(benchmarks_md: Path) -> None:
+    rows = run_train_bench(
+        str(benchmarks_md),
+        "butcherflow bench train (test)",
+        data=f"{TINY}:de-en",
+        recipes=("transformer-small",),
+        vocab_size=200,
+        max_tokens=512,
+        updates=2,
+        buckets="1.25",
+        compare_buckets=True,
+        sizes={"d_model": 32, "n_heads": 2, "d_ffn": 64, "encoder_layers": 1, "decoder_layers": 1},
+    )
+    reference = "torch.nn.Transformer (32/2/64, 1+1 layers)"
+    names = ["transformer-small", reference]
+    assert [r.name for r in rows] == [*names, *(n + " (no buckets)" for n in names)]
+    assert rows[0].unbucketed == "transformer-small (no buckets)"
+    assert rows[2].reference == reference + " (no buckets)"
+    assert rows[0].parameters == rows[2].parameters and rows[0].tokens != rows[2].tokens
+    section = read_section(benchmarks_md.read_text(), "train-buckets") or ""
+    assert "Bucketed / unbucketed target tokens/s" in section and "--buckets 1.25" in section
 
 
 def test_bench_train_refuses_unknown_sizes_and_eager_without_compile(
@@ -248,6 +275,10 @@ def test_bench_train_refuses_unknown_sizes_and_eager_without_compile(
     assert "--sizes" in capsys.readouterr().err
     assert main(["bench", "train", "--compare-eager"]) == 1
     assert "--compile" in capsys.readouterr().err
+    assert main(["bench", "train", "--compare-buckets", "--buckets", "off"]) == 1
+    assert "'--buckets'" in capsys.readouterr().err
+    assert main(["bench", "train", "--buckets", "0.5"]) == 1
+    assert "not a bucket ladder" in capsys.readouterr().err
 
 
 def test_profile_writes_a_trace_per_model_and_names_where_the_time_goes(
@@ -285,8 +316,8 @@ def test_profile_writes_a_trace_per_model_and_names_where_the_time_goes(
 def test_a_decoder_only_recipe_is_timed_beside_the_residual_lm(
     benchmarks_md: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`bench train --recipes lm-mhc --compile`: the stack compiled, beside `lm-residual` at its
-    sizes compiled alike, with its ratio in the "vs lm-residual" column."""
+    """`bench train --recipes lm-mhc --compile`: the stack compiled block by block, beside
+    `lm-residual` at its sizes compiled alike, with its ratio in the "vs lm-residual" column."""
     compiled = _dynamo_only(monkeypatch)
     rows = run_train_bench(
         str(benchmarks_md),
@@ -300,7 +331,8 @@ def test_a_decoder_only_recipe_is_timed_beside_the_residual_lm(
         sizes={"d_model": 32, "n_heads": 2, "d_ffn": 64, "decoder_layers": 1},
     )
     reference = "lm-residual (32/2/64, 1 layers)"
-    assert [type(m).__name__ for m in compiled] == ["LanguageModel"] * 2
+    # one graph per block (`assemble.compile_blocks`), one block in each model
+    assert len(compiled) == 2 and not any(isinstance(m, LanguageModel) for m in compiled)
     assert [(r.name, r.reference) for r in rows] == [("lm-mhc", reference), (reference, None)]
     assert all(r.flops is not None and r.flops > 0 for r in rows)
     section = read_section(benchmarks_md.read_text(), "train-compiled-lm-mhc")

@@ -534,8 +534,30 @@ def test_the_beam_benchmark_writes_its_section(
     section = text[text.index("<!-- bench:beam:start -->") : text.index("<!-- bench:beam:end -->")]
     assert "| rk4 decoder | 4 |" in section and "compiled cached" in section
     assert "device cpu" in section
-    assert ("PASS" in section) != ("FAIL" in section)
+    assert "PASS" not in section and "FAIL" not in section  # the target is set at 50 tokens
+    assert "at 6 tokens the ratio is shown without a verdict" in section
     assert "`butcherflow bench beam --repeats 1`" in section
+
+
+@pytest.mark.parametrize("recomputed, verdict", [(3.5, "3.50× PASS"), (2.0, "2.00× FAIL")])
+def test_the_beam_section_judges_its_target_at_50_tokens(recomputed: float, verdict: str) -> None:
+    from butcherflow.bench.beam import LENGTH, MODELS, BeamRow, _section
+
+    row = BeamRow("transformer-small", 1, 1.0, 0.5, recomputed, 8)
+    body = _section([row], "c", torch.device("cpu"), 1, 8, 20, LENGTH, MODELS[:1], None)
+    assert f"| {verdict} |" in body
+
+
+def test_the_beam_benchmark_refuses_an_empty_output(tmp_path: Path) -> None:
+    from butcherflow.bench import run_benchmark
+    from butcherflow.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["bench", "beam", "--length", "0", "--output", str(tmp_path / "b.md")]
+    )
+    with pytest.raises(bf.DeclarationError, match=r"key '--length'.*got 0.*positive"):
+        run_benchmark(args)
+    assert not (tmp_path / "b.md").exists()
 
 
 def test_the_cli_knows_the_generation_commands() -> None:

@@ -5,10 +5,11 @@ own command line and name recipes, presets and experiments that exist. Without t
 .gpu/ folder it stops with one line saying how to build it. `merge.py` puts a GPU machine's
 $OUT where the docs take it: GPU sections into docs/benchmarks.md (the CPU ones untouched), the
 `make test-gpu` summary, experiment reports beside the CPU ones and the results of finished
-runs into .gpu/results/. `run.sh quick` (the headline figures in under 8 minutes) has its steps,
+runs into .gpu/results/. `run.sh quick` (the headline figures in under 7 minutes) has its steps,
 each a command the CLI has, within its budget; a failing or overrunning step costs only itself;
 its folder merges, and the README's GPU figures are what `merge.headline` makes of
-docs/benchmarks.md.
+docs/benchmarks.md. `make test-slow` rehearses `quick` on the CPU (`DEVICE=cpu`): every step
+runs for real at tiny sizes, within minutes.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from __future__ import annotations
 import importlib.util
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -153,14 +156,15 @@ def test_merge_puts_every_returned_file_in_its_place(tmp_path: Path) -> None:
 
 # --- run.sh quick: the headline figures in one bounded command -----------------------------------
 
-QUICK_STEPS = ["test-gpu", "train-eager", "train-transformer-base", "beam"]
-QUICK_MINUTES = 8  # issue 28: set-up included, on a bare H100
+QUICK_STEPS = ["train-eager", "test-gpu", "train-compiled", "beam"]  # the most important first
+QUICK_MINUTES = 7  # issue 39: with a machine's start, one run and one rerun in 15 minutes
 SETUP_SECONDS = 10  # the set-up: one import of torch and butcherflow
+RETURNED_FILES = 8  # what comes back from $OUT (the device tool's limit)
 
 
-def quick_steps(out: Path, carried: Path) -> list[tuple[str, int, list[str]]]:
+def quick_steps(out: Path, carried: Path, **env: str) -> list[tuple[str, int, list[str]]]:
     """`run.sh quick`'s steps in dry-run mode: (name, time limit in s, command)."""
-    done = run_script("quick", DRY_RUN="1", GPU_DIR=str(carried), OUT=str(out))
+    done = run_script("quick", DRY_RUN="1", GPU_DIR=str(carried), OUT=str(out), **env)
     assert done.returncode == 0, done.stderr
     steps: list[tuple[str, int, list[str]]] = []
     for line in done.stdout.splitlines():
@@ -179,39 +183,57 @@ def test_quick_has_its_steps_each_a_command_the_cli_has(carried: Path, tmp_path:
     assert [name for name, _, _ in steps] == QUICK_STEPS
     limits = [limit for _, limit, _ in steps]
     assert sum(limits) + SETUP_SECONDS + 5 * len(steps) <= QUICK_MINUTES * 60  # 5: kill-after
-    test, *trains, beam = (command for _, _, command in steps)
+    eager, test, compiled, beam = (command for _, _, command in steps)
     assert test[:2] == ["make", "test-gpu"]
+    pytest_args = shlex.split(dict(a.split("=", 1) for a in test[2:])["PYTEST_ARGS"])
+    assert {"-rA", "-p", "no:cacheprovider", f"--junitxml={out}/test-gpu.xml"} <= set(pytest_args)
     recipes = []
-    for command in [*trains, beam]:
+    for command in (eager, compiled):
         assert command[:3] == ["python3", "-m", "butcherflow"]
         args = build_parser().parse_args(command[3:])
-        assert args.command == "bench" and args.device == "cuda"
-        if args.what == "train":
-            assert args.precision == "bf16" and args.sizes == "base"
-            assert args.max_tokens >= 16384 and args.compare_eager == args.compile
-            recipes.append((args.compile, args.recipes))
-            for recipe in args.recipes:
-                load_recipe(recipe)
-    assert build_parser().parse_args(trains[0][3:]).profile == str(out / "profile")
+        assert args.command == "bench" and args.what == "train" and args.device == "cuda"
+        assert args.precision == "bf16" and args.sizes == "base" and args.buckets == "1.25"
+        assert args.max_tokens >= 16384 and args.updates >= 20  # >= 20 timed steps
+        assert args.compare_eager == args.compile
+        recipes.append((args.compile, args.recipes))
+        for recipe in args.recipes:
+            load_recipe(recipe)
+    assert build_parser().parse_args(eager[3:]).profile == str(out / "profile")
     assert recipes == [
         (False, ["transformer-base", "ode-transformer-rk2-gated"]),
         (True, ["transformer-base"]),
     ]
-    assert build_parser().parse_args(beam[3:]).what == "beam"
+    args = build_parser().parse_args(beam[3:])
+    assert args.what == "beam" and args.device == "cuda" and args.sizes is None
+    assert args.length is None  # 50 tokens, where the beam's target is set
 
 
-def test_quick_runs_every_step_when_one_fails_and_one_overruns(
+def test_quick_steps_runs_only_the_steps_named(carried: Path, tmp_path: Path) -> None:
+    steps = quick_steps(tmp_path / "out", carried, QUICK_STEPS="train-compiled beam")
+    assert [name for name, _, _ in steps] == ["train-compiled", "beam"]
+
+
+def test_quick_on_a_machine_without_the_gpu_says_so_in_one_line(
     carried: Path, tmp_path: Path
 ) -> None:
-    """With stand-ins for python3 and make: the compiled training bench fails, the beam bench
-    outlives its limit; every step still runs, quick.txt says what became of each, and the
-    log of every step stays in $OUT."""
-    bin_dir = tmp_path / "bin"
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    done = run_script("quick", GPU_DIR=str(carried), OUT=str(tmp_path / "out"), PY=sys.executable)
+    assert done.returncode != 0
+    assert "error: DEVICE=cuda but no CUDA device is visible" in done.stderr
+    assert not (tmp_path / "out" / "quick.txt").exists()  # no step ran
+
+
+def fake_tools(bin_dir: Path) -> dict[str, str]:
+    """Stand-ins for python3 and make: the compiled training bench fails, the beam bench
+    outlives its limit, the eager one leaves a profile; the environment that puts them first."""
     bin_dir.mkdir()
     fake_python = bin_dir / "python3"
     fake_python.write_text(
         "#!/usr/bin/env bash\n"
         'if [ "$1" = - ]; then cat >/dev/null; echo "fake GPU"; exit 0; fi\n'
+        'prev=; for a; do [ "$prev" = --profile ] && mkdir -p "$a" && echo t >"$a/m.txt"; '
+        "prev=$a; done\n"
         'case "$*" in\n'
         '  *--compile*) echo "CUDA out of memory" >&2; exit 1 ;;\n'
         '  *"bench beam"*) exec sleep 30 ;;\n'
@@ -222,24 +244,75 @@ def test_quick_runs_every_step_when_one_fails_and_one_overruns(
     fake_make.write_text("#!/usr/bin/env bash\necho '===== 3 passed in 1.0s ====='\n")
     for fake in (fake_python, fake_make):
         fake.chmod(0o755)
+    return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
+def test_quick_runs_every_step_when_one_fails_and_one_overruns(
+    carried: Path, tmp_path: Path
+) -> None:
+    """Every step still runs, quick.txt says what became of each, every step's log stays in
+    $OUT, and $OUT holds no more files than come back."""
     out = tmp_path / "out"
-    done = run_script(
-        "quick",
-        GPU_DIR=str(carried),
-        OUT=str(out),
-        PATH=f"{bin_dir}:{os.environ['PATH']}",
-        QUICK_BEAM="1",
+    env = fake_tools(tmp_path / "bin")
+    done = run_script("quick", GPU_DIR=str(carried), OUT=str(out), QUICK_BEAM="1", **env)
+    assert done.returncode == 0, done.stderr
+    outcomes = dict(line.split(": ", 1) for line in (out / "quick.txt").read_text().splitlines())
+    assert list(outcomes) == QUICK_STEPS
+    assert outcomes["train-eager"].startswith("done")
+    assert outcomes["test-gpu"].startswith("done")
+    assert outcomes["train-compiled"].startswith("failed (exit 1)")
+    assert outcomes["beam"].startswith("stopped at its limit")
+    log = (out / "bench.log").read_text()
+    assert log.index("=== train-eager") < log.index("CUDA out of memory") < log.index("=== beam")
+    assert "3 passed" in (out / "test-gpu.log").read_text()
+    assert (out / "benchmarks.md").is_file() and (out / "machine.txt").read_text() == "fake GPU\n"
+    with tarfile.open(out / "profile.tgz") as archive:
+        assert archive.getnames() == ["profile", "profile/m.txt"]
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert len(files) <= RETURNED_FILES and not (out / "profile").exists()
+
+
+@pytest.mark.slow
+def test_quick_rehearsed_on_the_cpu_runs_every_step(carried: Path, tmp_path: Path) -> None:
+    """The same steps, commands and scripts as on the GPU, at tiny sizes on the CPU (real
+    benches, dynamo tracing every block, `make test-gpu` skipping its cuda tests), in a copy of
+    the checkout: so that on the GPU only the device can fail. `DEVICE=cpu` alone sets the
+    rehearsal's sizes, step counts, limits and dynamo's eager backend (run.sh says which and
+    why); its limits bound the whole at 21 minutes."""
+    repo = tmp_path / "repo"
+    for part in ("butcherflow", "models", "solvers", "docs/gpu", "tests"):
+        shutil.copytree(ROOT / part, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
+    for part in ("Makefile", "pyproject.toml", "docs/benchmarks.md"):
+        shutil.copyfile(ROOT / part, repo / part)
+    out = tmp_path / "out"
+    env = {
+        "DEVICE": "cpu",
+        "PY": sys.executable,
+        "GPU_DIR": str(carried),
+        "OUT": str(out),
+        "PYTHONPATH": "",  # the copy's butcherflow, which run.sh puts first
+    }
+    began = time.monotonic()
+    done = subprocess.run(
+        ["bash", str(repo / "docs" / "gpu" / "run.sh"), "quick"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=21 * 60,  # the rehearsal's step limits (4 x 300 s), the set-up and the grace
     )
     assert done.returncode == 0, done.stderr
     outcomes = dict(line.split(": ", 1) for line in (out / "quick.txt").read_text().splitlines())
     assert list(outcomes) == QUICK_STEPS
-    assert outcomes["test-gpu"].startswith("done")
-    assert outcomes["train-transformer-base"].startswith("failed (exit 1)")
-    assert outcomes["train-eager"].startswith("done")
-    assert outcomes["beam"].startswith("stopped at its limit")
-    assert "CUDA out of memory" in (out / "train-transformer-base.log").read_text()
-    assert "3 passed" in (out / "test-gpu.log").read_text()
-    assert (out / "benchmarks.md").is_file() and (out / "machine.txt").read_text() == "fake GPU\n"
+    assert all(o.startswith("done") for o in outcomes.values()), outcomes
+    text = (out / "benchmarks.md").read_text()
+    for key in ("train", "train-compiled-transformer-base", "beam"):
+        assert "--buckets 1.25" in text or key == "beam"
+        assert f"<!-- bench:{key}:start -->" in text
+    assert "forced to 10 tokens" in (read_section(text, "beam") or "")  # the rehearsal's length
+    assert "skipped" in (out / "test-gpu.log").read_text()  # every cuda test, on a CPU
+    assert (out / "test-gpu.xml").is_file() and (out / "profile.tgz").is_file()
+    assert len([p for p in out.rglob("*") if p.is_file()]) <= RETURNED_FILES
+    print(f"quick on the CPU: {time.monotonic() - began:.0f} s; {outcomes}")
 
 
 def train_section(benchmarks_md: Path, recipe: str) -> str:
@@ -292,7 +365,10 @@ def test_merge_takes_quicks_folder_and_the_readme_follows(
     (out / "quick.txt").write_text("beam: stopped at its limit after 91 s (limit 90 s)\n")
     (out / "profile").mkdir()
     (out / "profile" / "transformer-base.txt").write_text("table")
-    for log in ("train-transformer-base.log", "bench.log"):
+    with tarfile.open(out / "profile.tgz", "w:gz") as archive:
+        archive.add(out / "profile", arcname="profile")
+    shutil.rmtree(out / "profile")
+    for log in ("test-gpu.xml", "bench.log"):
         (out / log).write_text("a log\n")
     done = subprocess.run(
         [sys.executable, str(MERGE), str(out)],

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 from tiny_run import TINY
@@ -16,15 +17,18 @@ from butcherflow.assemble import load_recipe, recipe_to_toml
 from butcherflow.data import (
     TokenBlocks,
     Vocabulary,
+    batch_shapes,
+    collate,
     load_corpus,
     make_batches,
     pack_lines,
     padding_fraction,
 )
+from butcherflow.data.buckets import DEFAULT_RATIO
 from butcherflow.errors import DeclarationError
 from butcherflow.tasks import LANGUAGE_MODEL, TOKENS_PER_SAMPLE, TRANSLATION, task_of_recipe
 from butcherflow.train import TrainConfig
-from butcherflow.train.config import resolve_recipe
+from butcherflow.train.config import resolve_buckets, resolve_recipe
 
 BOS, EOS = Vocabulary.bos, Vocabulary.eos
 
@@ -144,6 +148,7 @@ def test_a_recipe_implies_its_task_and_the_task_its_defaults() -> None:
         ({"sample_break_mode": "eos"}, ["--sample-break-mode", "sentence pairs"]),
         ({"recipe": "lm-residual", "task": "translation"}, ["--task", "decoder-only"]),
         ({"task": "lm"}, ["--task", "'lm'", "translation, language_model"]),
+        ({"recipe": "lm-residual", "buckets": "1.25"}, ["--buckets", "'1.25'", "context windows"]),
     ],
 )
 def test_options_of_the_other_task_are_one_line_errors(
@@ -154,6 +159,26 @@ def test_options_of_the_other_task_are_one_line_errors(
         resolve_recipe(TrainConfig(**settings), 200)
     message = str(info.value)
     assert "\n" not in message and all(f in message for f in fragments), message
+
+
+def test_a_language_model_cuts_its_windows_without_buckets() -> None:
+    """`--buckets auto` is off for a language model on any device (`Task.buckets`), as it is
+    for pairs on a CPU; on a GPU pairs take the default ladder."""
+    lm = TrainConfig("lm-residual", "x", "y", buckets="off")
+    assert resolve_buckets(lm, torch.device("cuda")) == "off"
+    assert resolve_buckets(dataclasses.replace(lm, buckets="auto"), torch.device("cuda")) == "off"
+    pairs = TrainConfig("transformer-small", "x", "y")
+    assert resolve_buckets(pairs, torch.device("cuda")) == DEFAULT_RATIO
+    assert resolve_buckets(pairs, torch.device("cpu")) == "off"
+
+
+def test_windows_collate_to_the_widths_batch_shapes_counts() -> None:
+    blocks = _pack(LINES, None, "eos")  # lines of 4, 3, 6 and 2 positions
+    assert blocks.padded_widths([0, 1]) == (1, 4)
+    batch = collate(blocks, [0, 1])
+    assert batch.prev_output.shape == batch.target.shape == (2, 4) and batch.src.shape == (2, 1)
+    assert batch_shapes(blocks, [[0, 1], [2], [3]]) == {(2, 1, 4), (1, 1, 6), (1, 1, 2)}
+    assert blocks.collate([3], width=8).target.shape == (1, 8)
 
 
 def test_a_window_longer_than_learned_positions_is_refused(tmp_path: Path) -> None:

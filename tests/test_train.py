@@ -521,11 +521,13 @@ def test_patience_stops_after_that_many_validations_without_improvement(
     assert off["updates"] == 3 and off["stopped"] == "max_update 3 reached"  # 0 = no patience
 
 
+@pytest.mark.parametrize("buckets", ["off", "1.25"])
 @pytest.mark.parametrize("task", ["translation", "language_model"])
-def test_validation_perplexity_is_the_one_computed_by_hand(task: str) -> None:
-    """`validate` batches and pads several sentences; here every sentence goes through the model
-    alone (no padding, no batching), its target log-probabilities are summed by hand, and the
-    perplexity is exp(total nll / total target tokens) (float64, exact to rounding)."""
+def test_validation_perplexity_is_the_one_computed_by_hand(task: str, buckets: str) -> None:
+    """`validate` batches and pads several sentences (with `buckets`, both sides to a ladder's
+    width); here every sentence goes through the model alone (no padding, no batching), its
+    target log-probabilities are summed by hand, and the perplexity is exp(total nll / total
+    target tokens) (float64, exact to rounding): padding is masked, whatever its amount."""
     from butcherflow.assemble import LanguageModel
 
     vocab, pad, bos, eos, epsilon = 50, 0, 2, 3, 0.1
@@ -564,7 +566,7 @@ def test_validation_perplexity_is_the_one_computed_by_hand(task: str) -> None:
         "transformer-small", "x", "-", max_tokens=12, label_smoothing=epsilon, task=task
     )
     measured = validate(
-        model, split, config, torch.device("cpu"), contextlib.nullcontext, Process()
+        model, split, config, torch.device("cpu"), contextlib.nullcontext, Process(), buckets
     )
     assert len(make_batches(split, 12, shuffle=False, seed=1, epoch=1)) > 1  # several batches
     assert measured["valid_nll_loss"] == pytest.approx(nll / tokens / math.log(2), rel=1e-12)
@@ -902,8 +904,10 @@ def test_bench_train_writes_its_section(benchmarks_md: Path) -> None:
 
 def test_transformer_small_against_torch_is_stated_once() -> None:
     """One figure, one home: docs/benchmarks.md compares transformer-small with
-    torch.nn.Transformer only in the CPU `bench train` section, which names its thread count.
-    The section is read as `bench train` writes it (its table, by column name), so that
+    torch.nn.Transformer only in the CPU `bench train` section, which names its thread count,
+    and in the length-bucket comparison (`train-buckets`: the same bench on bucketed batches,
+    each model beside its unbucketed copy, which is that section's figure), each once.
+    The sections are read as `bench train` writes them (their tables, by column name), so that
     rerunning the benchmark, whatever its columns, keeps this test true."""
     text = (TINY.parent.parent.parent / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     train = read_section(text, "train")
@@ -918,7 +922,8 @@ def test_transformer_small_against_torch_is_stated_once() -> None:
         for row in table_rows(read_section(text, key) or "")
         if row.get("model") == "transformer-small" and "vs torch.nn.Transformer" in row
     ]
-    assert compared == ["train"] and text.count(f"| {reference} |") == 1
+    assert sorted(compared) == ["train", "train-buckets"]
+    assert [(read_section(text, key) or "").count(f"| {reference} |") for key in compared] == [1, 1]
 
 
 @pytest.mark.slow

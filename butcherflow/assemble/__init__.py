@@ -1,5 +1,6 @@
 """Stage 4, assemble: models built from compiled blocks, declared by recipes."""
 
+from .compiled import compile_blocks
 from .floater import FloaterInjection, warm_start
 from .models import (
     LanguageModel,
@@ -19,6 +20,7 @@ __all__ = [
     "Recipe",
     "Seq2Seq",
     "apply_param_budget",
+    "compile_blocks",
     "count_parameters",
     "cross_attends",
     "language_model_side",

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
+from ..assemble.recipe import OVERRIDES
 from ..devices import set_threads
 from ..errors import DeclarationError
+from ..experiments.catalog import PRESETS
 from ..tasks import LANGUAGE_MODEL, TRANSLATION
 
 # What `butcherflow bench WHAT` runs: the one list of benchmarks (the command's help, and its
@@ -130,6 +133,18 @@ def table_rows(body: str) -> list[dict[str, str]]:
     return []
 
 
+def preset_sizes(name: str) -> dict[str, Any]:
+    """An experiment preset's sizes and dropout (`assemble.recipe.OVERRIDES`), as `--sizes NAME`
+    gives them to `bench train` and `bench beam`; a `DeclarationError` for an unknown name."""
+
+    if name not in PRESETS:
+        raise DeclarationError(
+            "unknown size preset", key="--sizes", value=name, valid=", ".join(PRESETS)
+        )
+    preset = PRESETS[name].train_fields()
+    return {k: preset[k] for k in OVERRIDES}
+
+
 def run_benchmark(args: argparse.Namespace) -> int:
     """Run the benchmark named by `args.what` (the `butcherflow bench` subcommand).
 
@@ -166,11 +181,34 @@ def run_benchmark(args: argparse.Namespace) -> int:
 
         return run_from_args(args, given)
     if args.what == "beam":
-        from .beam import run_beam
+        from .beam import LENGTH, run_beam
 
         if args.device != "auto":
             command += f" --device {args.device}"
-        run_beam(output=args.output, repeats=args.repeats, command=command, device=args.device)
+        sizes = None
+        if args.sizes is not None:  # the decoder's sizes and depth, for both sides
+            preset = preset_sizes(args.sizes)
+            sizes = {k: preset[k] for k in ("d_model", "n_heads", "d_ffn")}
+            sizes["layers"] = preset["decoder_layers"]
+            command += f" --sizes {args.sizes}"
+        length = LENGTH if args.length is None else args.length
+        if length < 1:
+            raise DeclarationError(
+                "a beam search needs at least one output token",
+                key="--length",
+                value=length,
+                valid=f"a positive number of tokens (default {LENGTH})",
+            )
+        if length != LENGTH:
+            command += f" --length {length}"
+        run_beam(
+            output=args.output,
+            repeats=args.repeats,
+            command=command,
+            device=args.device,
+            sizes=sizes,
+            length=length,
+        )
         return 0
     if args.what == "extract":
         from .extract import run_extract
@@ -222,6 +260,7 @@ __all__ = [
     "BENCHMARKS",
     "DEFAULT_OUTPUT",
     "check_output",
+    "preset_sizes",
     "read_section",
     "replace_section",
     "run_benchmark",

@@ -205,6 +205,8 @@ def _called_modules(block: CompiledBlock) -> dict[str, nn.Module]:
 class TorchTransformer(nn.Module):
     """torch.nn.Transformer with the same embeddings, positions and tied output as Seq2Seq."""
 
+    SIDES = ("core.encoder.layers", "core.decoder.layers")  # its blocks (`compile_blocks`)
+
     def __init__(self, reference: Seq2Seq) -> None:
         super().__init__()
         recipe = reference.recipe

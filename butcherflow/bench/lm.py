@@ -30,7 +30,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..assemble import LanguageModel, Recipe
-from ..assemble.recipe import OVERRIDES
 from ..data import (
     Batch,
     build_vocabulary,
@@ -41,12 +40,11 @@ from ..data import (
 )
 from ..devices import resolve_device
 from ..errors import DeclarationError
-from ..experiments.catalog import PRESETS
 from ..tasks import LANGUAGE_MODEL, TOKENS_PER_SAMPLE
 from ..train.config import TRAIN_DEFAULTS, TrainConfig, resolve_precision, resolve_recipe
 from ..train.run import encode
 from ..train.step import forward_backward, optimizer_step
-from . import DEFAULT_OUTPUT, TRAIN_DATA, write_section
+from . import DEFAULT_OUTPUT, TRAIN_DATA, preset_sizes, write_section
 from .order import machine
 
 RECIPES = ("lm-residual",)
@@ -265,20 +263,23 @@ def run_from_args(args: argparse.Namespace, given: str = "") -> int:
         options["recipes"] = tuple(args.recipes)
         command += " --recipes " + " ".join(args.recipes)
     if args.sizes is not None:
-        preset = PRESETS[args.sizes].train_fields() if args.sizes in PRESETS else None
-        if preset is None:
-            raise DeclarationError(
-                "unknown size preset", key="--sizes", value=args.sizes, valid=", ".join(PRESETS)
-            )
-        options["sizes"] = {k: preset[k] for k in OVERRIDES}
+        options["sizes"] = preset_sizes(args.sizes)  # sizes and dropout
         command += f" --sizes {args.sizes}"
-    if args.compile or args.profile is not None:
-        raise DeclarationError(
-            "the language-model benchmark times eager models without a profile",
-            key="--compile" if args.compile else "--profile",
-            value=True if args.compile else args.profile,
-            valid="leave it out with --task language_model",
-        )
+    LANGUAGE_MODEL.buckets(getattr(args, "buckets", "auto"), "off")  # windows take no ladder
+    refused = {
+        "--compile": args.compile,
+        "--profile": args.profile,
+        "--compare-buckets": getattr(args, "compare_buckets", False),
+    }
+    for key, value in refused.items():
+        if value:
+            raise DeclarationError(
+                "the language-model benchmark times eager models on unbucketed windows, "
+                "without a profile",
+                key=key,
+                value=value,
+                valid="leave it out with --task language_model",
+            )
     run_lm_bench(args.output, command + given + _output(args.output), **options)
     return 0
 

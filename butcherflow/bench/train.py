@@ -5,28 +5,27 @@ The recipes (by default `transformer-small` and `ode-transformer-rk2-gated`) tra
 projection, see `bench.block`); a decoder-only recipe (`lm-*`, a `LanguageModel` on the target
 side) trains beside the residual LM at its sizes (its blocks replaced by y + F(y): `lm-residual`
 for `lm-hyper-connections` and `lm-mhc`); all on the same real batches: the first batches of epoch
-1 of the training split, cut by `--max-tokens` as the loop cuts them. Each model takes the training
-loop's own step (`forward_backward` with the label-smoothed loss, then `optimizer_step` with
-AdamW), so the figure is what `butcherflow train` gets. The models take turns batch by batch, so
-load on the machine hits them alike. Before the timed pass, `warmup` untimed passes run over the
-very batches that are then timed, so that every cache keyed by shape holds every timed shape:
-`torch.compile`'s graph (compiled once, with dynamic shapes: see `_prepare`) and, on Hopper GPUs,
-the cuDNN attention graphs that PyTorch builds for each new (batch, length) shape. Timed on new
-batches, an H100 ran the last of three models in each turn 4 to 6 times faster than the first,
-whichever recipe it was (docs/benchmarks.md, "On the GPU").
-Throughput counts target tokens (non-pad, eos included), as fairseq does.
+1 of the training split, cut by `--max-tokens` and `--buckets` as the loop cuts sentence pairs
+(`tasks.TRANSLATION`'s batches). Each model takes the training loop's own step
+(`forward_backward` with the label-smoothed loss, then `optimizer_step` with AdamW), so the
+figure is what `butcherflow train` gets; with `--compile`, each block is compiled on its own, as
+`butcherflow train --compile` does (`assemble.compile_blocks`). The models take turns batch by
+batch, so load on the machine hits them alike. Before any step is timed,
+every model takes `warmup` untimed passes over one batch of each distinct shape among the timed
+batches, so that every cache keyed by shape holds every timed shape: `torch.compile`'s graphs
+and, on Hopper GPUs, the cuDNN attention plans that PyTorch builds for each new (batch, length)
+shape. Timed on new shapes, an H100 ran the last of three models in each turn 4 to 6 times faster
+than the first, whichever recipe it was (docs/benchmarks.md, "On the GPU"); length buckets
+(`data.buckets`, on by default on a GPU) keep the shapes few, so the warm-up is short. On a GPU
+each step is timed by CUDA events around it. Throughput counts target tokens (non-pad, eos
+included), as fairseq does.
 
-FLOPs are the model's, counted from its compiled blocks (`flops_per_token`: linear layers and
-attention's quadratic part, each field call and combination term) for the non-pad tokens of each
-batch at that batch's lengths, plus the tied output projection (2·d_model·vocab per target
-token); a training step is 3× the forward (the backward computes two products per forward one).
-`torch.nn.Transformer` is counted as the pre-norm Transformer it computes. Padding, norms,
-softmax, the embeddings and FLOATER's position solves are not counted, so MFU slightly
-understates the work done. MFU divides the achieved FLOP/s by the device's dense bf16 peak
-(`bench.hardware`); on the CPU it is not defined. Peak memory is, on a GPU, each model's
-parameters, buffers and AdamW state plus the peak its step allocates above what was allocated
-before it (`torch.cuda.max_memory_allocated`); on the CPU, the peak resident set of the whole
-process (all models together).
+FLOPs are the model's, counted from its compiled blocks (`bench.timing`). MFU divides the achieved
+FLOP/s by the device's dense bf16 peak, looked up by the device's name (`bench.hardware`); on the
+CPU it is not defined. Peak memory is, on a GPU, each model's parameters, buffers and AdamW state
+plus the peak its step allocates above what was allocated before it
+(`torch.cuda.max_memory_allocated`); on the CPU, the peak resident set of the whole process (all
+models together).
 """
 
 from __future__ import annotations
@@ -35,41 +34,39 @@ import argparse
 import contextlib
 import dataclasses
 import functools
-import math
 import os
 import time
-import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, final
 
 import torch
-from torch import nn
 
-from ..assemble import LanguageModel, Recipe, Seq2Seq, apply_param_budget, load_recipe, model_class
-from ..assemble.recipe import OVERRIDES, Side
-from ..compiler import CompiledBlock
+from ..assemble import Recipe, apply_param_budget, load_recipe, model_class
 from ..data import (
-    Batch,
+    Vocabulary,
     build_vocabulary,
-    collate,
     default_cache_dir,
     encode_split,
     load_corpus,
-    make_batches,
 )
+from ..data.buckets import DEFAULT_RATIO
 from ..devices import can_compile, resolve_device
 from ..errors import DeclarationError
-from ..experiments.catalog import PRESETS
-from ..tasks import LANGUAGE_MODEL, TRANSLATION
-from ..train.config import TRAIN_DEFAULTS, TrainConfig, resolve_precision, resolve_recipe
-from ..train.step import forward_backward, optimizer_step
-from . import TRAIN_DATA, write_section
-from .block import TorchTransformer
-from .hardware import Peak, device_peak, process_peak_rss, resident_bytes
+from ..tasks import TRANSLATION
+from ..train.config import (
+    TRAIN_DEFAULTS,
+    TrainConfig,
+    resolve_buckets,
+    resolve_precision,
+    resolve_recipe,
+)
+from . import TRAIN_DATA, preset_sizes, write_section
+from .hardware import Peak, device_peak, process_peak_rss
 from .order import machine
 from .profile import Hotspot, describe, profile_step
+from .timing import Entry, Plan, compared_with, copy_model, plan_batches, prepare, take_turns
 
 RECIPES = ("transformer-small", "ode-transformer-rk2-gated")
 MIB = 1024 * 1024
@@ -88,6 +85,7 @@ class TrainRow:
     - `memory`: peak bytes (GPU: this model's, see the module docstring; CPU: None).
     - `reference`: the `torch.nn.Transformer` row at the same sizes (and compilation).
     - `eager`: with `compare_eager`, the eager row of the same model.
+    - `unbucketed`: with `compare_buckets`, the row of the same model on unbucketed batches.
     - `hotspots`: with `profile`, where one more step's time went (`bench.profile`).
     """
 
@@ -99,6 +97,7 @@ class TrainRow:
     memory: int | None = None
     reference: str | None = None
     eager: str | None = None
+    unbucketed: str | None = None
     hotspots: tuple[Hotspot, ...] = ()
 
     @property
@@ -114,12 +113,6 @@ class TrainRow:
         """Achieved FLOP/s over the device's peak (None without a peak or a FLOP count)."""
         tflops = self.tflops
         return None if tflops is None or peak is None else tflops / peak.tflops
-
-
-def _sizes_of(recipe: Recipe) -> tuple[int, ...]:
-    assert recipe.encoder is not None and recipe.decoder is not None
-    keys = ("d_model", "n_heads", "d_ffn")
-    return (*(int(recipe.sizes[k]) for k in keys), recipe.encoder.layers, recipe.decoder.layers)
 
 
 def bench_recipe(
@@ -147,68 +140,10 @@ def bench_recipe(
     return dataclasses.replace(matched, param_budget=None), target
 
 
-def forward_flops(model: Seq2Seq | LanguageModel, batch: Batch, pad: int) -> int | None:
-    """Forward FLOPs of `model` on `batch` (see the module docstring for what is counted).
-
-    **Returns:** the count, or None when a block's count is chosen at run time.
-    """
-    src_len, tgt_len = batch.src.shape[1], batch.prev_output.shape[1]
-    output = 2 * int(model.embedding.tokens.weight.shape[1]) * model.embedding.tokens.num_embeddings
-    if isinstance(model, LanguageModel):  # the target side alone, causal self-attention
-        own = [block.flops(tgt_len, tgt_len) for block in _blocks(model.blocks)]
-        if any(c is None for c in own):
-            return None
-        return (sum(c[0] for c in own if c is not None) + output) * batch.ntokens
-    counts = [block.flops(src_len, src_len) for block in _blocks(model.encoder)]
-    counts += [block.flops(tgt_len, src_len) for block in _blocks(model.decoder)]
-    if any(c is None for c in counts):
-        return None
-    src_tokens = int(batch.src.ne(pad).sum())
-    n_encoder = len(model.encoder)
-    per_source = sum(sum(c) for c in counts[:n_encoder] if c is not None)
-    per_source += sum(c[1] for c in counts[n_encoder:] if c is not None)  # memory keys/values
-    per_target = sum(c[0] for c in counts[n_encoder:] if c is not None)
-    per_target += output
-    return per_source * src_tokens + per_target * batch.ntokens
-
-
-def _blocks(side: nn.ModuleList) -> list[CompiledBlock]:
-    blocks = [block for block in side if isinstance(block, CompiledBlock)]
-    assert len(blocks) == len(side)  # models are made of compiled blocks
-    return blocks
-
-
-def transformer_twin(recipe: Recipe, vocab_size: int, pad: int) -> Seq2Seq:
-    """The pre-norm Transformer (Euler blocks) at `recipe`'s sizes, on the meta device: what
-    `torch.nn.Transformer(norm_first=True)` computes, to count its FLOPs by the same rule."""
-    assert recipe.encoder is not None and recipe.decoder is not None
-    twin = dataclasses.replace(
-        recipe,
-        encoder=Side(recipe.encoder.layers, "euler", field="san+ffn"),
-        decoder=Side(recipe.decoder.layers, "euler", field="san+ca+ffn"),
-        position="sinusoidal",
-        floater=None,
-        param_budget=None,
-    )
-    with torch.device("meta"):
-        return Seq2Seq(twin, vocab_size, pad_index=pad)
-
-
-@final
-@dataclass
-class _Entry:
-    """A model being timed, and what its row needs."""
-
-    model: nn.Module
-    counter: Seq2Seq | LanguageModel  # whose blocks count the FLOPs
-    compiled: bool
-    reference: str | None = None
-    eager: str | None = None
-    seconds: float = 0.0
-    flops: int | None = 0
-    transient: int = 0  # the largest step allocation above what was allocated before the step
-    step: Callable[[Batch], None] | None = None
-    resident: Callable[[], int] | None = None
+def _tag(eager: bool, unbucketed: bool) -> str:
+    """The end of a copy's row name: `" (eager)"`, `" (no buckets)"`, both, or nothing."""
+    parts = [text for text, on in (("eager", eager), ("no buckets", unbucketed)) if on]
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def bench_train(
@@ -223,6 +158,8 @@ def bench_train(
     precision: str = "auto",
     compile: bool = False,
     compare_eager: bool = False,
+    buckets: str = "auto",
+    compare_buckets: bool = False,
     sizes: Mapping[str, Any] | None = None,
     profile: str | None = None,
 ) -> tuple[list[TrainRow], str, torch.device]:
@@ -232,11 +169,14 @@ def bench_train(
 
     - `data`, `vocab_size`, `max_tokens`: the corpus, its BPE vocabulary and the batch budget.
     - `recipes`: the recipes to time (one `torch.nn.Transformer` row per distinct size).
-    - `updates`: timed steps per model; `warmup`: untimed passes over the same batches
-      before them.
-    - `device`, `precision`, `compile`: as for `butcherflow train`.
+    - `updates`: timed steps per model; `warmup`: untimed passes, before them, over one batch
+      of each distinct shape among the timed batches.
+    - `device`, `precision`, `compile`, `buckets`: as for `butcherflow train` (`compile`: each
+      block on its own, `assemble.compile_blocks`).
     - `compare_eager`: with `compile`, also time an eager copy of every model, in the same
       turns (a "compiled / eager" column).
+    - `compare_buckets`: also time a copy of every model on unbucketed batches of the same
+      epoch, in the same turns (what the buckets' padding costs or saves).
     - `sizes`: a run's overrides (`assemble.recipe.OVERRIDES`: `d_model`, `n_heads`, `d_ffn`,
       `dropout`, `encoder_layers`, `decoder_layers`), e.g. an experiment preset's.
     - `profile`: a folder: after the timed steps, one more step of every model runs under the
@@ -246,166 +186,140 @@ def bench_train(
     and the device the models ran on.
     """
     overrides = dict(sizes or {})
-    base = TrainConfig(recipes[0], data, "-", device=device, precision=precision)
+    # the batches are sentence pairs, whatever the recipe: the translation task's buckets
+    base = TrainConfig(
+        recipes[0],
+        data,
+        "-",
+        device=device,
+        precision=precision,
+        buckets=buckets,
+        task=TRANSLATION.name,
+    )
     target = resolve_device(base.device)
     precision_name = resolve_precision(base, target)
     compile = compile and can_compile(target.type)
+    ladder = resolve_buckets(base, target)
+    if compare_buckets and ladder == "off":
+        raise DeclarationError(
+            "--compare-buckets compares bucketed batches with unbucketed ones",
+            key="--buckets",
+            value=ladder,
+            valid=f"a ladder, such as --buckets {DEFAULT_RATIO}",
+        )
     amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision_name)
     corpus = load_corpus(data)
     vocab = build_vocabulary(corpus, vocab_size, default_cache_dir())
     split = encode_split(corpus.train, vocab)
-    order = make_batches(split, max_tokens, shuffle=True, seed=1, epoch=1)[:updates]
-    batches = [collate(split, indices).to(target) for indices in order]
-
-    entries: dict[str, _Entry] = {}
-    # with compare_eager, every model also runs as an eager copy (rows tagged " (eager)")
-    tags = ["", " (eager)"] if compile and compare_eager else [""]
-    for name in recipes:
-        recipe, compared = bench_recipe(name, data, overrides, len(vocab))
-        torch.manual_seed(0)
-        ours = model_class(recipe)(recipe, len(vocab), pad_index=vocab.pad)
-        reference, twin, theirs_of = _reference(compared, len(vocab), vocab.pad)
-        for tag in tags:
-            compiled = compile and not tag
-            eager = None if tag or len(tags) == 1 else " (eager)"
-            model = _copy(ours) if tag else ours
-            entries[name + tag] = _Entry(
-                model, ours, compiled, reference + tag, eager and name + eager
-            )
-            if reference + tag not in entries:
-                torch.manual_seed(0)  # the same weights for the eager copy
-                entries[reference + tag] = _Entry(
-                    theirs_of(), twin, compiled, eager=eager and reference + eager
-                )
+    plans = {False: plan_batches(split, max_tokens, updates, ladder, target)}
+    if compare_buckets:
+        plans[True] = plan_batches(split, max_tokens, updates, "off", target)
+    entries = _entries(recipes, data, overrides, vocab, plans, compile, compare_eager)
 
     def autocast() -> contextlib.AbstractContextManager[Any]:
         return contextlib.nullcontext() if amp is None else torch.autocast(target.type, amp)
 
     for entry in entries.values():
-        _prepare(entry, target, amp, autocast, vocab.pad)
-    cuda = target.type == "cuda"
-    timed_from = warmup * len(batches)
-    for i, batch in enumerate([*batches] * warmup + batches):
-        for entry in entries.values():  # take turns: load on the machine hits all alike
-            assert entry.step is not None
-            if cuda:
-                torch.cuda.synchronize(target)
-                torch.cuda.reset_peak_memory_stats(target)
-                before = torch.cuda.memory_allocated(target)
-            began = time.perf_counter()
-            entry.step(batch)
-            if cuda:
-                torch.cuda.synchronize(target)
-            if i < timed_from:
-                continue
-            entry.seconds += time.perf_counter() - began
-            if cuda:
-                step_peak = torch.cuda.max_memory_allocated(target) - before
-                entry.transient = max(entry.transient, step_peak)
-            count = forward_flops(entry.counter, batch, vocab.pad)
-            entry.flops = None if count is None or entry.flops is None else entry.flops + 3 * count
-    tokens = sum(b.ntokens for b in batches)
-    rows = []
-    for name, entry in entries.items():
-        assert entry.resident is not None and entry.step is not None
-        hotspots: tuple[Hotspot, ...] = ()
-        if profile is not None:
-            one = functools.partial(entry.step, batches[-1])
-            hotspots = tuple(profile_step(one, target, Path(profile), name))
-        rows.append(
-            TrainRow(
-                name,
-                sum(p.numel() for p in entry.model.parameters()),
-                tokens,
-                entry.seconds,
-                entry.flops,
-                entry.resident() + entry.transient if cuda else None,
-                entry.reference,
-                entry.eager,
-                hotspots,
-            )
-        )
-    compiled_text = ", torch.compile" + (" (and eager copies)" if compare_eager else "")
+        prepare(entry, target, amp, autocast, vocab.pad)
+    plan = plans[False]
+    print(  # progress lines: a run stopped at a time limit still says how far it got
+        f"bench train: {len(entries)} models, --buckets {ladder}: {len(plan.batches)} timed "
+        f"batches in {len(plan.warm)} shapes, device {target}",
+        flush=True,
+    )
+    for timed in (False, True):  # every shape is seen before any step is timed
+        began = time.perf_counter()
+        take_turns(list(entries.values()), target, vocab.pad, warmup, timed)
+        what = "timed steps" if timed else "warm-up (compilation, attention plans)"
+        print(f"bench train: {what} in {time.perf_counter() - began:.1f} s", flush=True)
+    rows = _rows(entries, target, profile)
+    compiled_text = ", torch.compile per block" + (" (and eager copies)" if compare_eager else "")
     settings = (
-        f"{data}, vocabulary {len(vocab)}, max_tokens {max_tokens}, {len(batches)} timed "
-        f"updates after {warmup} untimed pass(es) over the same batches, device {target}, "
-        f"precision {precision_name}{compiled_text if compile else ''}"
+        f"{data}, vocabulary {len(vocab)}, max_tokens {max_tokens}, --buckets {ladder}: "
+        f"{len(plan.batches)} timed updates in {len(plan.warm)} distinct batch shapes, after "
+        f"{warmup} untimed pass(es) over one batch of each shape"
+        + (f" (unbucketed copies: {len(plans[True].warm)} shapes)" if compare_buckets else "")
+        + f", device {target}, precision {precision_name}{compiled_text if compile else ''}"
         + (f", sizes {overrides}" if overrides else "")
     )
     return rows, settings, target
 
 
-def _reference(
-    recipe: Recipe, vocab_size: int, pad: int
-) -> tuple[str, Seq2Seq | LanguageModel, Callable[[], nn.Module]]:
-    """(row name, FLOP counter, maker of the model) of the row a recipe is compared with:
-    `torch.nn.Transformer` at its sizes, or for a decoder-only recipe the residual LM at its
-    sizes (the same model with Euler blocks, y + F(y): what `lm-residual` declares)."""
-    if model_class(recipe) is LanguageModel:
-        side = recipe.decoder or recipe.encoder  # a decoder-only recipe declares a decoder
-        assert side is not None
-        residual = dataclasses.replace(
-            recipe, name="lm-residual", decoder=Side(side.layers, "euler", field="san+ffn")
+def _entries(
+    recipes: Sequence[str],
+    data: str,
+    overrides: Mapping[str, Any],
+    vocab: Vocabulary,
+    plans: Mapping[bool, Plan],
+    compile: bool,
+    compare_eager: bool,
+) -> dict[str, Entry]:
+    """Every model to time, by row name: each recipe and the row it is compared with
+    (`bench.timing.compared_with`), and their copies (the same weights): eager
+    (`compare_eager`), on unbucketed batches (`plans[True]`)."""
+    entries: dict[str, Entry] = {}
+    eager_copies = (False, True) if compile and compare_eager else (False,)
+    for name in recipes:
+        recipe, compared = bench_recipe(name, data, overrides, len(vocab))
+        torch.manual_seed(0)
+        ours = model_class(recipe)(recipe, len(vocab), pad_index=vocab.pad)
+        reference, twin, theirs_of, sides = compared_with(compared, len(vocab), vocab.pad)
+        for eager in eager_copies:
+            for unbucketed, plan in plans.items():
+                tag = _tag(eager, unbucketed)
+                eager_twin = _tag(True, unbucketed) if len(eager_copies) > 1 and not eager else None
+                bucket_twin = _tag(eager, True) if len(plans) > 1 and not unbucketed else None
+                compiled = compile and not eager
+                model = copy_model(ours) if tag else ours
+                entries[name + tag] = Entry(
+                    model,
+                    ours,
+                    compiled,
+                    plan,
+                    reference + tag,
+                    eager_twin and name + eager_twin,
+                    bucket_twin and name + bucket_twin,
+                )
+                if reference + tag not in entries:
+                    torch.manual_seed(0)  # the same weights for every copy
+                    entries[reference + tag] = Entry(
+                        theirs_of(),
+                        twin,
+                        compiled,
+                        plan,
+                        eager=eager_twin and reference + eager_twin,
+                        unbucketed=bucket_twin and reference + bucket_twin,
+                        sides=sides,
+                    )
+    return entries
+
+
+def _rows(
+    entries: Mapping[str, Entry], target: torch.device, profile: str | None
+) -> list[TrainRow]:
+    """One row per model (after one more profiled step of each, with `profile`)."""
+    rows = []
+    for name, entry in entries.items():
+        assert entry.resident is not None and entry.step is not None
+        hotspots: tuple[Hotspot, ...] = ()
+        if profile is not None:
+            one = functools.partial(entry.step, entry.plan.batches[-1])
+            hotspots = tuple(profile_step(one, target, Path(profile), name))
+        rows.append(
+            TrainRow(
+                name,
+                sum(p.numel() for p in entry.model.parameters()),
+                entry.tokens,
+                entry.seconds,
+                entry.flops,
+                entry.resident() + entry.transient if target.type == "cuda" else None,
+                entry.reference,
+                entry.eager,
+                entry.unbucketed,
+                hotspots,
+            )
         )
-        d, h, f = (int(recipe.sizes[k]) for k in ("d_model", "n_heads", "d_ffn"))
-        with torch.device("meta"):
-            counter = LanguageModel(residual, vocab_size, pad_index=pad)
-        name = f"lm-residual ({d}/{h}/{f}, {side.layers} layers)"
-        return name, counter, lambda: LanguageModel(residual, vocab_size, pad_index=pad)
-    d, h, f, e, dec = _sizes_of(recipe)
-    twin = transformer_twin(recipe, vocab_size, pad)
-
-    def theirs() -> nn.Module:
-        with warnings.catch_warnings():  # "enable_nested_tensor ... norm_first": expected
-            warnings.simplefilter("ignore", UserWarning)
-            return TorchTransformer(twin)
-
-    return f"torch.nn.Transformer ({d}/{h}/{f}, {e}+{dec} layers)", twin, theirs
-
-
-def _copy(model: Seq2Seq | LanguageModel) -> Seq2Seq | LanguageModel:
-    """The same model with its own parameters (the eager twin of a compiled one)."""
-    vocab = model.embedding.tokens.num_embeddings
-    copy = type(model)(model.recipe, vocab, pad_index=model.pad_index)
-    copy.load_state_dict(model.state_dict())
-    return copy
-
-
-def _prepare(
-    entry: _Entry,
-    target: torch.device,
-    amp: torch.dtype | None,
-    autocast: Callable[[], contextlib.AbstractContextManager[Any]],
-    pad: int,
-) -> None:
-    """Move the model, build its optimizer and its training step (the loop's own)."""
-    model = entry.model.to(target).train()
-    params = list(model.parameters())
-    optimizer = torch.optim.AdamW(params, lr=1e-4, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.0)
-    scaler = torch.amp.GradScaler(target.type, enabled=amp is torch.float16)
-    # every batch has other lengths: `butcherflow train --compile` compiles once for the first
-    # shapes, then once more with the changed sizes dynamic, and keeps that graph; compiling it
-    # dynamic from the start reaches the same graph with one compilation instead of two
-    run: nn.Module = (
-        torch.compile(model, dynamic=True) if entry.compiled else model  # type: ignore[assignment]
-    )
-
-    def step(batch: Batch) -> None:
-        loss, _ = forward_backward(
-            run,
-            [batch],
-            epsilon=0.1,
-            pad=pad,
-            device=target,
-            autocast=autocast,
-            scaler=scaler,
-            world_size=1,
-            task=LANGUAGE_MODEL if isinstance(entry.counter, LanguageModel) else TRANSLATION,
-        )
-        optimizer_step(optimizer, scaler, params, 0.0, math.isfinite(loss))
-
-    entry.step = step
-    entry.resident = lambda: resident_bytes(model, optimizer)
+    return rows
 
 
 def _cell(value: float | None, text: str) -> str:
@@ -416,12 +330,15 @@ def _ratio(row: TrainRow, other: TrainRow | None) -> str:
     return "" if other is None else f"{row.tokens_per_s / other.tokens_per_s:.3f}"
 
 
-def train_section_key(device: torch.device, compile: bool, recipes: Sequence[str]) -> str:
+def train_section_key(
+    device: torch.device, compile: bool, recipes: Sequence[str], buckets: bool = False
+) -> str:
     """The benchmarks.md section a configuration writes: `train` (CPU) or `train-cuda` for eager
-    runs, and one section per recipe set for compiled runs (a GPU compiles one recipe per
-    command), so that no run overwrites another kind's numbers."""
+    runs, one section per recipe set for compiled runs (a GPU compiles one recipe per command),
+    and `...-buckets` for a comparison with unbucketed batches (`compare_buckets`), so that no
+    run overwrites another kind's numbers."""
     key = "train" if device.type == "cpu" else f"train-{device.type}"
-    return key + ("-compiled-" + "+".join(recipes) if compile else "")
+    return key + ("-compiled-" + "+".join(recipes) if compile else "") + "-buckets" * buckets
 
 
 def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]:
@@ -448,8 +365,14 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
             f"peak resident set of the whole process (all models): "
             f"{process_peak_rss() / MIB:,.0f} MiB"
         )
+    where = "the CPU" if target.type == "cpu" else "the GPU"
+    title = (
+        f"Length buckets on {where}"
+        if options.get("compare_buckets")
+        else "Training throughput (`butcherflow bench train`)"
+    )
     lines = [
-        "## Training throughput (`butcherflow bench train`)",
+        f"## {title}",
         "",
         f"Command: `{command}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}). "
         f"Machine: {machine()}; torch {torch.__version__}{gpu}, {torch.get_num_threads()} torch "
@@ -458,7 +381,7 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
         "takes the training loop's own step (label-smoothed loss, AdamW) on the same batches, "
         "in turns; throughput counts target tokens (non-pad, eos included), as fairseq does. "
         "FLOPs: the model's, from its compiled blocks, forward + backward = 3 × forward "
-        f"(module docstring of `butcherflow.bench.train`); {peak_text}; {memory_text}.",
+        f"(`butcherflow.bench.timing`); {peak_text}; {memory_text}.",
         "",
         "| model | parameters | target tokens/s | vs torch.nn.Transformer | vs lm-residual "
         "| compiled / eager | GFLOP per target token | TFLOP/s | MFU | peak memory (MiB) |",
@@ -477,6 +400,15 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
             f"{_cell(per_token, '{:.3g}')} | {_cell(row.tflops, '{:.3g}')} | "
             f"{_cell(row.mfu(peak), '{:.1%}')} | {_cell(memory, '{:,.0f}')} |"
         )
+    paired = [(row, by_name[row.unbucketed]) for row in rows if row.unbucketed in by_name]
+    if paired:
+        lines += [
+            "",
+            "Bucketed / unbucketed target tokens/s, each model beside its copy on unbucketed "
+            "batches of the same epoch: "
+            + ", ".join(f"{row.name} {_ratio(row, other)}" for row, other in paired)
+            + ".",
+        ]
     profiled = [row for row in rows if row.hotspots]
     if profiled:
         where = "kernels by device time" if target.type == "cuda" else "operators by CPU time"
@@ -489,7 +421,12 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
         ]
     body = "\n".join(lines)
     print(body)
-    key = train_section_key(target, bool(options.get("compile")), options.get("recipes", RECIPES))
+    key = train_section_key(
+        target,
+        bool(options.get("compile")),
+        options.get("recipes", RECIPES),
+        bool(options.get("compare_buckets")),
+    )
     write_section(output, key, body)
     return rows
 
@@ -512,24 +449,18 @@ def run_from_args(args: argparse.Namespace, given: str = "") -> int:
         "updates": args.updates,
         "device": args.device,
         "precision": args.precision,
+        "buckets": args.buckets,
     }
     command = "butcherflow bench train " + " ".join(
         f"--{k.replace('_', '-')} {v}" for k, v in options.items()
     )
-    command += " --compile" * args.compile + " --compare-eager" * args.compare_eager + given
+    command += " --compile" * args.compile + " --compare-eager" * args.compare_eager
+    command += " --compare-buckets" * args.compare_buckets + given
     if args.recipes:
         options["recipes"] = tuple(args.recipes)
         command += " --recipes " + " ".join(args.recipes)
     if args.sizes is not None:
-        if args.sizes not in PRESETS:
-            raise DeclarationError(
-                "unknown size preset",
-                key="--sizes",
-                value=args.sizes,
-                valid=", ".join(PRESETS),
-            )
-        preset = PRESETS[args.sizes].train_fields()
-        options["sizes"] = {k: preset[k] for k in OVERRIDES}  # sizes and dropout
+        options["sizes"] = preset_sizes(args.sizes)  # sizes and dropout
         command += f" --sizes {args.sizes}"
     if args.compare_eager and not args.compile:
         raise DeclarationError(
@@ -545,6 +476,11 @@ def run_from_args(args: argparse.Namespace, given: str = "") -> int:
         command += f" --output {args.output}"
     options.setdefault("recipes", RECIPES)
     run_train_bench(
-        args.output, command, compile=args.compile, compare_eager=args.compare_eager, **options
+        args.output,
+        command,
+        compile=args.compile,
+        compare_eager=args.compare_eager,
+        compare_buckets=args.compare_buckets,
+        **options,
     )
     return 0

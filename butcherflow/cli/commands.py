@@ -162,15 +162,37 @@ def _bench(sub: argparse._SubParsersAction) -> None:
     train.add_argument(
         "--precision", default=TRAIN_DEFAULTS["precision"], help="auto, fp32, bf16 or fp16"
     )
-    train.add_argument("--compile", action="store_true", help="torch.compile every model")
+    train.add_argument(
+        "--compile", action="store_true", help="torch.compile every model, block by block"
+    )
     train.add_argument(
         "--compare-eager", action="store_true", help="with --compile: eager copies side by side"
+    )
+    train.add_argument(
+        "--buckets",
+        default=TRAIN_DEFAULTS["buckets"],
+        help="length buckets of the batches, as for train: auto (1.25 on GPU, off on CPU; off "
+        "for --task language_model), off, a ratio such as 1.25, or widths such as 16,32,64",
+    )
+    train.add_argument(
+        "--compare-buckets",
+        action="store_true",
+        help="copies of every model on unbucketed batches, side by side",
     )
     train.add_argument(
         "--recipes", nargs="+", default=None, metavar="RECIPE", help="recipes to time"
     )
     train.add_argument(
-        "--sizes", default=None, help="an experiment preset's sizes: small, base or tiny"
+        "--sizes",
+        default=None,
+        help="an experiment preset's sizes: small, base or tiny (also for bench beam)",
+    )
+    p.add_argument(
+        "--length",
+        type=int,
+        default=None,
+        help="bench beam: the forced output length in tokens (default 50, where its target is "
+        "set; fewer: a shorter check, such as the CPU rehearsal of docs/gpu/run.sh quick)",
     )
     train.add_argument(
         "--task",

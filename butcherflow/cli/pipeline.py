@@ -419,6 +419,9 @@ _TRAIN_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("tensorboard", str, "also write the log's curves as TensorBoard events into this folder "
      "(needs pip install 'butcherflow[tensorboard]')"),
     ("precision", str, "auto (bf16/fp16 on GPU, fp32 on CPU), fp32, bf16, fp16"),
+    ("buckets", str, "length buckets batches are padded to: auto (1.25 on GPU, off on CPU; off "
+     "for a language model's windows), off, a ratio such as 1.25 (geometric widths), or widths "
+     "such as 16,32,64"),
     ("d_model", int, "override the recipe's d_model"),
     ("n_heads", int, "override the recipe's n_heads"),
     ("d_ffn", int, "override the recipe's d_ffn"),
@@ -426,7 +429,8 @@ _TRAIN_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("decoder_layers", int, "override the recipe's decoder layers"),
 )  # fmt: skip
 _TRAIN_SWITCHES: tuple[tuple[str, str], ...] = (
-    ("compile", "torch.compile"),
+    ("compile", "torch.compile each block on its own (the view trains; checkpoints are "
+     "unchanged)"),
     ("fsdp", "under torchrun, shard each block's weights, gradients and optimizer state over "
      "the processes (FSDP2) instead of replicating the model (DDP, the default)"),
     ("no_epoch_checkpoints", "no checkpoint_last at epoch ends: only at "

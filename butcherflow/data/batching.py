@@ -9,6 +9,12 @@ the order of the batches is then shuffled. Both random steps use
 `(seed, epoch)` (what a resumed run relies on). Without `shuffle` the order is fully sorted (ties by
 index), for validation and test. A language model's context windows (`packing.TokenBlocks`)
 are batched alike, a window's size being its length.
+
+With `widths` (each sample's bucket width, `LengthBuckets.fit`), batches are cut per width instead
+(`buckets.bucketed_batches`: `max_tokens // width` samples each, both sides padded to the width by
+`collate`), so a split yields a few fixed shapes (`batch_shapes` counts them). Whether a run's
+batches take buckets is its task's call (`tasks.Task.buckets`: sentence pairs do, a language
+model's fixed-length windows do not).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import torch
 from torch import Tensor
 
 from ..errors import DeclarationError
+from .buckets import LengthBuckets, bucketed_batches
 from .vocab import Vocabulary
 
 
@@ -73,8 +80,14 @@ class Split(Protocol):
         """`(source lengths, target lengths)`, the sort keys of the batches."""
         ...
 
-    def collate(self, indices: list[int]) -> Batch:
-        """The samples at `indices`, padded into a `Batch`."""
+    def padded_widths(self, indices: Sequence[int]) -> tuple[int, int]:
+        """`(source width, target width)` that `collate` pads the samples at `indices` to
+        without a bucket width."""
+        ...
+
+    def collate(self, indices: list[int], width: int | None = None) -> Batch:
+        """The samples at `indices`, padded into a `Batch` (with `width`: both sides padded to
+        it, a bucket's width, at least the samples' sizes)."""
         ...
 
     @property
@@ -121,19 +134,28 @@ class EncodedSplit:
         tgt = np.fromiter((len(t) for t in self.tgt), dtype=np.int64, count=len(self))
         return src, tgt
 
-    def collate(self, indices: list[int]) -> Batch:
+    def padded_widths(self, indices: Sequence[int]) -> tuple[int, int]:
+        """`(S, T)` of the pairs at `indices`: `S = max(len(src))` (at least 1),
+        `T = max(len(tgt)) + 1`."""
+        source = max(1, max(len(self.src[i]) for i in indices))
+        return source, max(len(self.tgt[i]) for i in indices) + 1
+
+    def collate(self, indices: list[int], width: int | None = None) -> Batch:
         """Pad the pairs at `indices` into a `Batch`: `prev_output` starts with bos, `target`
-        ends with eos, both padded to `T = max(len(tgt)) + 1`; `src` padded to
-        `S = max(len(src))` (at least 1)."""
+        ends with eos, both padded to `T`; `src` padded to `S` (`padded_widths`); with `width`
+        (a bucket's), both sides padded to it instead."""
         if not indices:
             raise ValueError("collate: empty batch")
         src = [self.src[i] for i in indices]
         tgt = [self.tgt[i] for i in indices]
         prev_output = [[Vocabulary.bos, *t] for t in tgt]
         target = [[*t, Vocabulary.eos] for t in tgt]
-        target_width = max(len(t) for t in target)
+        if width is None:
+            source_width, target_width = self.padded_widths(indices)
+        else:
+            source_width = target_width = width
         return Batch(
-            src=pad_rows(src, max(1, max(len(s) for s in src))),
+            src=pad_rows(src, source_width),
             prev_output=pad_rows(prev_output, target_width),
             target=pad_rows(target, target_width),
             ntokens=sum(len(t) for t in target),
@@ -168,17 +190,32 @@ def encode_split(
     return EncodedSplit(src, tgt)
 
 
+def fit_buckets(split: Split, spec: str) -> np.ndarray | None:
+    """Each sample's width under the bucket ladder `spec` (`LengthBuckets.parse`), or None for
+    `off`: what `make_batches` and `collate` take as `widths`."""
+    buckets = LengthBuckets.parse(spec)
+    return None if buckets is None else buckets.fit(split.sizes())
+
+
 def make_batches(
-    split: Split, max_tokens: int, *, shuffle: bool, seed: int, epoch: int
+    split: Split,
+    max_tokens: int,
+    *,
+    shuffle: bool,
+    seed: int,
+    epoch: int,
+    widths: np.ndarray | None = None,
 ) -> list[list[int]]:
-    """Cut a split into length-bucketed batches within a token budget.
+    """Cut a split into length-sorted batches within a token budget.
 
     **Arguments:**
 
     - `split`: the encoded pairs (or a language model's context windows).
-    - `max_tokens`: the budget of padded positions per batch, `max(size) * len(batch)`.
+    - `max_tokens`: the budget of padded positions per batch, `max(size) * len(batch)` (with
+      `widths`: `width * len(batch)`).
     - `shuffle`: random tie-break and shuffled batch order (training) or sorted order (evaluation).
     - `seed`, `epoch`: the random stream is `numpy.random.default_rng((seed, epoch))`.
+    - `widths`: each sample's bucket width (`LengthBuckets.fit`), or None: no buckets.
 
     **Returns:**
 
@@ -205,7 +242,17 @@ def make_batches(
     rng = np.random.default_rng((seed, epoch))
     tie = rng.permutation(len(split)) if shuffle else np.arange(len(split))
     order = np.lexsort((tie, tgt_len, src_len))  # the last key is the primary one
+    if widths is not None:
+        batches = bucketed_batches(widths, order, max_tokens, rng if shuffle else None)
+    else:
+        batches = _sorted_batches(order, sizes, max_tokens)
+    if shuffle:
+        batches = [batches[i] for i in rng.permutation(len(batches)).tolist()]
+    return batches
 
+
+def _sorted_batches(order: np.ndarray, sizes: np.ndarray, max_tokens: int) -> list[list[int]]:
+    """The samples in `order`, cut greedily where the next one would overrun the budget."""
     batches: list[list[int]] = []
     current: list[int] = []
     width = 0
@@ -217,9 +264,16 @@ def make_batches(
         current.append(index)
         width = max(width, size)
     batches.append(current)
-    if shuffle:
-        batches = [batches[i] for i in rng.permutation(len(batches)).tolist()]
     return batches
+
+
+def batch_shapes(
+    split: Split, batches: Sequence[list[int]], widths: np.ndarray | None = None
+) -> set[tuple[int, int, int]]:
+    """The distinct `(rows, source width, target width)` shapes `collate` gives `batches`."""
+    if widths is not None:
+        return {(len(b), w, w) for b in batches for w in [int(widths[b].max())]}
+    return {(len(b), *split.padded_widths(b)) for b in batches}
 
 
 def pad_rows(rows: Sequence[list[int]], width: int) -> Tensor:
@@ -231,7 +285,16 @@ def pad_rows(rows: Sequence[list[int]], width: int) -> Tensor:
     return out
 
 
-def collate(split: Split, indices: list[int]) -> Batch:
+def collate(split: Split, indices: list[int], widths: np.ndarray | None = None) -> Batch:
     """Pad the samples at `indices` into a `Batch` (shapes in `Batch`'s docstring; each split
-    pads its own kind: `EncodedSplit.collate`, `TokenBlocks.collate`)."""
-    return split.collate(indices)
+    pads its own kind: `EncodedSplit.collate`, `TokenBlocks.collate`).
+
+    **Arguments:**
+
+    - `split`: the encoded pairs (or a language model's context windows).
+    - `indices`: which samples, in batch order.
+    - `widths`: each sample's bucket width (`LengthBuckets.fit`), or None: no buckets. With
+      `widths`, both sides are padded to the largest width of the batch's samples.
+    """
+    width = None if widths is None else int(widths[indices].max())
+    return split.collate(indices, width)

@@ -15,7 +15,7 @@ layout, or explicit files.
   suffixes unless `source_lang`/`target_lang` are given.
 
 **Monolingual text** (what a language model reads; every pair is `("", sentence)`, the source
-side empty, as `batching.target_side` gives a language model the target side of a parallel corpus):
+side empty; `packing.pack_lines` cuts their target sides into context windows, `TokenBlocks`):
 
 - `bible:LANG`, `bible:LANG@V`: one side of the Bible (`bible:en`).
 - `DIR` holding one language: `train.txt`, `valid.txt`, `test.txt` (the language is

@@ -68,14 +68,18 @@ class TokenBlocks:
         """The sort keys of `make_batches`: no source, the window's target length."""
         return np.zeros(len(self), dtype=np.int64), self.sizes()
 
-    def collate(self, indices: list[int]) -> Batch:
+    def padded_widths(self, indices: Sequence[int]) -> tuple[int, int]:
+        """`(1, the longest window at indices)`: one pad column of source, the targets' width."""
+        return 1, max(len(self.targets[i]) for i in indices)
+
+    def collate(self, indices: list[int], width: int | None = None) -> Batch:
         """The windows at `indices` as a `Batch`: `prev_output` the inputs, `target` the
-        targets, right-padded to the longest; `src` one pad column (a language model reads
-        none)."""
+        targets, right-padded to the longest (or to `width`); `src` one pad column (a language
+        model reads none)."""
         if not indices:
             raise ValueError("collate: empty batch")
         targets = [self.targets[i] for i in indices]
-        width = max(map(len, targets))
+        width = width if width is not None else self.padded_widths(indices)[1]
         return Batch(
             src=pad_rows([[] for _ in indices], 1),
             prev_output=pad_rows([self.inputs[i] for i in indices], width),
@@ -162,7 +166,9 @@ def check_packing(tokens_per_sample: int | None, break_mode: str) -> None:
         )
 
 
-def padding_fraction(split: Split, batches: Sequence[list[int]]) -> float:
+def padding_fraction(
+    split: Split, batches: Sequence[list[int]], widths: np.ndarray | None = None
+) -> float:
     """The share of a batches' positions that are padding: `1 - target tokens / (rows × width)`
     summed over `batches` (what `collate` pads; the source column of a language model is not
     counted).
@@ -171,10 +177,12 @@ def padding_fraction(split: Split, batches: Sequence[list[int]]) -> float:
 
     - `split`: an `EncodedSplit` or `TokenBlocks`.
     - `batches`: lists of indices into it (`make_batches`).
+    - `widths`: each sample's bucket width (`LengthBuckets.fit`), or None: no buckets.
 
     **Returns:** a number in [0, 1); 0 for no batch.
     """
     sizes = split.sizes()
-    positions = sum(int(sizes[b].max()) * len(b) for b in batches if b)
+    padded = sizes if widths is None else widths
+    positions = sum(int(padded[b].max()) * len(b) for b in batches if b)
     used = sum(int(sizes[b].sum()) for b in batches if b)
     return 0.0 if positions == 0 else 1.0 - used / positions

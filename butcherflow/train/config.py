@@ -20,6 +20,8 @@ import torch
 from ..assemble import Recipe, apply_param_budget, load_recipe
 from ..assemble.declarations import pinned
 from ..assemble.recipe import OVERRIDES
+from ..data import LengthBuckets
+from ..data.buckets import DEFAULT_RATIO
 from ..devices import check_device, check_threads
 from ..errors import DeclarationError, count_problem
 from ..tasks import LANGUAGE_MODEL, TRANSLATION, Task, task_named, task_of_recipe
@@ -46,15 +48,17 @@ RESUMABLE_CHANGES = (
     "device",
     "precision",
     "compile",
+    "buckets",
     "fsdp",
     "threads",
     "allow_failed_claims",
 )
 # Settings added after save dirs were first written, and what a save dir without them trained
-# with: a language model read one line per sample (break mode `eos`, lines kept whole).
+# with: a language model read one line per sample (break mode `eos`, lines kept whole); no
+# batches were cut with length buckets.
 ADDED_SETTINGS: dict[str, dict[str, Any]] = {
-    TRANSLATION.name: {"tokens_per_sample": None, "sample_break_mode": None},
-    LANGUAGE_MODEL.name: {"tokens_per_sample": None, "sample_break_mode": "eos"},
+    TRANSLATION.name: {"tokens_per_sample": None, "sample_break_mode": None, "buckets": "off"},
+    LANGUAGE_MODEL.name: {"tokens_per_sample": None, "sample_break_mode": "eos", "buckets": "off"},
 }
 
 
@@ -94,9 +98,15 @@ class TrainConfig:
       `log_interval` (updates per line of `log.jsonl`). Whatever these say, a stopping run
       validates and commits `checkpoint_last`.
     - `vocab_size`: size of the joint sentencepiece vocabulary.
-    - `device` (`auto|cpu|cuda|cuda:N`), `precision` (`auto|fp32|bf16|fp16`), `compile`;
-      `fsdp`: shard the model over torchrun's processes (FSDP2, `train.parallelize`) instead
-      of replicating it (DDP).
+    - `device` (`auto|cpu|cuda|cuda:N`), `precision` (`auto|fp32|bf16|fp16`), `compile` (each
+      block compiled on its own: `assemble.compile_blocks`); `fsdp`: shard the model over
+      torchrun's processes (FSDP2, `train.parallelize`) instead of replicating it (DDP).
+    - `buckets`: the length buckets training batches are padded to (`data.buckets`: `off`, a
+      ratio such as `1.25`, widths such as `16,32,64`), or `auto`: 1.25 on a GPU, where every
+      new batch shape costs a compilation or an attention plan, off on a CPU, where padding
+      only costs (`resolve_buckets`); a language model's windows take none (`Task.buckets`:
+      `auto` is off, a ladder is refused). It changes how an epoch is cut, not what a pair is: a
+      resumed run may change it, and finishes the epoch it is in with the old one.
     - `threads`: torch's intra-op CPU threads (`set_threads`; None keeps torch's default).
     - `tensorboard`: a folder for TensorBoard event files with the log's curves
       (`train.tracking`; the `tensorboard` extra), or None.
@@ -143,6 +153,7 @@ class TrainConfig:
     device: str = "auto"
     precision: str = "auto"
     compile: bool = False
+    buckets: str = "auto"
     fsdp: bool = False
     time_budget: float | None = None
     patience: int = 0
@@ -199,6 +210,9 @@ class TrainConfig:
                 valid=f"a value <= --lr ({self.lr})",
             )
         check_device(self.device)
+        if self.buckets != "auto":
+            LengthBuckets.parse(self.buckets)  # a bad ladder fails here
+        self.run_task.buckets(self.buckets, "off")  # one its task cannot take, too
         if self.precision not in PRECISIONS:
             raise DeclarationError(
                 "unknown precision", key="--precision", value=self.precision, valid=_one(PRECISIONS)
@@ -376,6 +390,14 @@ def resolve_precision(config: TrainConfig, device: torch.device) -> str:
             valid="fp32 or bf16 on CPU",
         )
     return "fp32" if config.precision == "auto" else config.precision
+
+
+def resolve_buckets(config: TrainConfig, device: torch.device) -> str:
+    """The bucket ladder a run's new epochs are cut with (`TrainConfig.buckets`, as its task
+    takes it: `Task.buckets`): `auto` is `DEFAULT_RATIO` on a GPU and `off` elsewhere for
+    sentence pairs, `off` for a language model's windows; any other spec as given."""
+    auto = DEFAULT_RATIO if device.type == "cuda" else "off"
+    return config.run_task.buckets(config.buckets, auto)
 
 
 def _integer(config: TrainConfig, name: str, *, minimum: int, why: str = "") -> None:

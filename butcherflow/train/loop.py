@@ -32,7 +32,7 @@ import torch
 from ..assemble import Seq2Seq
 from ..compiler import stream_bounds
 from ..compiler.general_linear import stream_summary
-from ..data import Vocabulary, collate, make_batches
+from ..data import Batch, Vocabulary, collate, fit_buckets, make_batches
 from ..devices import resolve_device, set_threads
 from ..errors import ButcherflowError, DeclarationError
 from ..savedir.checkpoint import prune, save_checkpoint
@@ -128,9 +128,17 @@ def _train(run: Run, validate_bleu: BleuHook | None) -> dict[str, Any]:
         run.say(f"nothing to do: {stopped}")
     ticker = Ticker(config, progress, run.started, shown=run.main)
     while stopped is None:
+        if progress.batch_in_epoch == 0:  # a new epoch takes this command's buckets
+            progress.buckets = run.buckets
+        widths = fit_buckets(run.train, progress.buckets)
         batches = shard(
             make_batches(
-                run.train, config.max_tokens, shuffle=True, seed=config.seed, epoch=progress.epoch
+                run.train,
+                config.max_tokens,
+                shuffle=True,
+                seed=config.seed,
+                epoch=progress.epoch,
+                widths=widths,
             ),
             run.process,
         )
@@ -146,7 +154,9 @@ def _train(run: Run, validate_bleu: BleuHook | None) -> dict[str, Any]:
         ticker.epoch(len(groups) - first, len(groups))
         run.epoch = progress.epoch
         for group in groups[first:]:
-            loss_sum, ntokens, lr, gnorm = update(run, group)
+            loss_sum, ntokens, lr, gnorm = update(
+                run, [collate(run.train, i, widths) for i in group]
+            )
             end_of_epoch = progress.batch_in_epoch >= len(batches)
             if end_of_epoch:
                 progress.epoch += 1
@@ -176,7 +186,7 @@ def _train(run: Run, validate_bleu: BleuHook | None) -> dict[str, Any]:
 # --- what the loop does at each update -----------------------------------------------------------
 
 
-def update(run: Run, group: Sequence[list[int]]) -> tuple[float, float, float, float]:
+def update(run: Run, group: Sequence[Batch]) -> tuple[float, float, float, float]:
     """One update on the micro-batches `group`: schedule, dropout seed, forward and backward,
     clipping and the optimizer step, or a skipped step (non-finite loss, fp16 overflow).
 
@@ -190,7 +200,7 @@ def update(run: Run, group: Sequence[list[int]]) -> tuple[float, float, float, f
     torch.manual_seed(update_seed(config.seed, run.process.rank, progress.update))
     loss_sum, ntokens = forward_backward(
         run.model,
-        [collate(run.train, indices) for indices in group],
+        group,
         epsilon=config.smoothing,
         pad=run.vocab.pad,
         device=run.device,
@@ -248,7 +258,7 @@ def validate_now(run: Run, validate_bleu: BleuHook | None) -> bool:
     if len(run.valid) == 0:
         return False
     run.last_valid = validate(
-        run.raw_model, run.valid, run.config, run.device, run.autocast, run.process
+        run.raw_model, run.valid, run.config, run.device, run.autocast, run.process, run.buckets
     )
     shown = dict(run.last_valid)
     if validate_bleu is not None and run.main and isinstance(run.raw_model, Seq2Seq):

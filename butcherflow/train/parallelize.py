@@ -1,8 +1,9 @@
 """How the trained model is laid over the processes: `parallelize(model, process, ...)`, one
 function (torchtitan's shape), and the full state dicts a sharded model saves and resumes from.
 
-- Default (`fsdp=False`): the model, `torch.compile`d with `--compile`, wrapped in DDP under
-  torchrun (every process holds all the weights and the optimizer state).
+- Default (`fsdp=False`): the model (with `--compile`, a view of it whose blocks are compiled
+  one by one: `assemble.compile_blocks`), wrapped in DDP under torchrun (every process holds
+  all the weights and the optimizer state).
 - `--fsdp` (FSDP2, `torch.distributed.fsdp.fully_shard`, under torchrun): each block (a layer of
   the stack: `LanguageModel.blocks`, `Seq2Seq.encoder` and `.decoder`) is compiled first when
   `--compile` (the order torchtitan uses), then sharded over the processes; the root module is
@@ -34,6 +35,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from ..assemble import compile_blocks
 from ..errors import DeclarationError
 from ..savedir.layout import CheckpointError
 from .distributed import Process
@@ -68,7 +70,8 @@ def parallelize(
 
     - `model`: the bare model, on `device`.
     - `process`: this process's place in the job; `fsdp` needs a process group (torchrun).
-    - `compile`: `torch.compile` (the whole model, or each block before it is sharded).
+    - `compile`: `torch.compile` each block (`assemble.compile_blocks`, or each block in
+      place before it is sharded).
     - `fsdp`: shard with FSDP2 instead of replicating with DDP.
 
     **Returns:** the module to call in training (`model` itself under FSDP).
@@ -82,7 +85,7 @@ def parallelize(
             fully_shard(block, mesh=mesh)
         fully_shard(model, mesh=mesh)
         return model
-    run: nn.Module = torch.compile(model) if compile else model  # type: ignore[assignment]
+    run = compile_blocks(model) if compile else model  # a view sharing the parameters
     if process.distributed:
         run = DDP(run, device_ids=[device.index] if device.type == "cuda" else None)
     return run

@@ -62,6 +62,7 @@ class Progress:
     nonfinite_total: int = 0
     nonfinite_in_row: int = 0
     train_tokens: int = 0  # target tokens trained on, summed over processes
+    buckets: str = "off"  # the bucket ladder the epoch in progress is cut with (--buckets)
 
 
 def _check_resumable(

@@ -20,14 +20,23 @@ from tqdm import tqdm
 
 from ..assemble import LanguageModel, Recipe, Seq2Seq
 from ..assemble.declarations import failed_claims
-from ..data import ParallelCorpus, Split, Vocabulary, load_corpus, make_batches, padding_fraction
+from ..data import (
+    ParallelCorpus,
+    Split,
+    Vocabulary,
+    batch_shapes,
+    fit_buckets,
+    load_corpus,
+    make_batches,
+    padding_fraction,
+)
 from ..devices import can_compile, threads_note
 from ..errors import DeclarationError
 from ..savedir.checkpoint import CORRUPT, Found, latest_checkpoint, set_aside
 from ..savedir.curves import append_log
 from ..savedir.layout import LOG
 from . import distributed
-from .config import TrainConfig, resolve_precision, resolve_recipe
+from .config import TrainConfig, resolve_buckets, resolve_precision, resolve_recipe
 from .interrupts import Interrupts
 from .parallelize import parallelize, require_process_group
 from .resume import Progress, check_save_dir, open_save_dir, resume, write_save_dir
@@ -76,8 +85,9 @@ class Run:
     spirit), and what the loop advances (`progress`, `epoch`, `last_valid`, `validated_at`,
     `saved_at`, `meter`; `interrupts`: the signals received).
 
-    - `model`: what the updates run (the model, compiled and/or wrapped in DDP);
+    - `model`: what the updates run (the model, its blocks compiled and/or wrapped in DDP);
       `raw_model`: the bare model, which is validated and saved.
+    - `buckets`: the bucket ladder this command cuts new epochs with (`resolve_buckets`).
     - `train`, `valid`: the splits as the task's samples (pairs, or a language model's context
       windows); `valid_pairs`: the raw valid sentences (for BLEU).
     - `amp_dtype`: the autocast dtype (None in fp32).
@@ -96,6 +106,7 @@ class Run:
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler
     amp_dtype: torch.dtype | None
+    buckets: str
     progress: Progress
     started: float
     epoch: int = 1  # the epoch of the batches just trained (progress moves on at its end)
@@ -200,6 +211,7 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
         optimizer=optimizer,
         scaler=torch.amp.GradScaler(device.type, enabled=precision == "fp16"),
         amp_dtype={"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision),
+        buckets=resolve_buckets(config, device),
         progress=Progress(),
         started=started,
     )
@@ -210,6 +222,11 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
             save_dir, found.name, raw_model, optimizer, run.scaler, process, run.say
         )
         run.epoch = run.progress.epoch
+        if run.progress.batch_in_epoch and run.progress.buckets != run.buckets:
+            run.say(
+                f"note: epoch {run.epoch} was cut with --buckets {run.progress.buckets}: it goes "
+                f"on with those batches, the next epochs take --buckets {run.buckets}"
+            )
     if config.tensorboard is not None and process.is_main:
         resumed_at = run.progress.update if found is not None else None
         run.tensorboard = TensorBoard(Path(config.tensorboard), resumed_at)
@@ -293,10 +310,11 @@ def _say_what_runs(
     )
     for note in corpus.notes:
         run.say(f"  {note}")
-    padding = padding_fraction(
-        run.train,
-        make_batches(run.train, config.max_tokens, shuffle=True, seed=config.seed, epoch=1),
+    widths = fit_buckets(run.train, run.buckets)  # epoch 1's batches, as the loop cuts them
+    first = make_batches(
+        run.train, config.max_tokens, shuffle=True, seed=config.seed, epoch=1, widths=widths
     )
+    padding = padding_fraction(run.train, first, widths)
     run.say(f"  {samples_note(config, len(run.train), padding)}")
     for where, verdict in failed.items():
         run.say(
@@ -312,6 +330,7 @@ def _say_what_runs(
         + f", {threads_note(config.threads)}, "
         f"max_tokens {config.max_tokens} x update_freq {config.update_freq}"
     )
+    run.say(batches_note(run.train, first, widths, run.buckets))
     run.say(schedule_note(config))
     run.say(stop_note(config), warning=not stop_rules(config))
     run.log(
@@ -325,6 +344,19 @@ def _say_what_runs(
             "train_samples": len(run.train),
             "padding": padding,
         }
+    )
+
+
+def batches_note(
+    split: Split, batches: Sequence[list[int]], widths: np.ndarray | None, buckets: str
+) -> str:
+    """How the first epoch's training `batches` are cut (`widths`: with the bucket ladder
+    `buckets`, `fit_buckets`), and how many shapes they take."""
+    used = [] if widths is None else sorted(set(widths.tolist()))
+    ladder = f" (widths {', '.join(map(str, used))})" if used else ""
+    return (
+        f"batches: --buckets {buckets}{ladder}: {len(batches)} per epoch in "
+        f"{len(batch_shapes(split, batches, widths))} distinct shapes"
     )
 
 

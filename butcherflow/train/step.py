@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ..assemble import LanguageModel, Seq2Seq
-from ..data import Batch, Split, collate, make_batches
+from ..data import Batch, Split, collate, fit_buckets, make_batches
 from ..tasks import TRANSLATION, Task
 from . import distributed
 from .config import TrainConfig
@@ -148,20 +148,25 @@ def validate(
     device: torch.device,
     autocast: Callable[[], contextlib.AbstractContextManager[Any]],
     process: distributed.Process,
+    buckets: str = "off",
 ) -> dict[str, float]:
     """Label-smoothed loss, nll loss (bits per target token) and perplexity on `split`, and,
     for a split of text (`Split.text_bytes`), bits per byte: the summed nll in bits over the
-    UTF-8 bytes of the text (`valid_bpb`), which runs with different vocabularies share."""
+    UTF-8 bytes of the text (`valid_bpb`), which runs with different vocabularies share. The
+    batches are cut with the bucket ladder `buckets` (the same sums: padding is masked)."""
     model.eval()
     task = config.run_task
-    batches = make_batches(split, config.max_tokens, shuffle=False, seed=config.seed, epoch=1)
+    widths = fit_buckets(split, buckets)
+    batches = make_batches(
+        split, config.max_tokens, shuffle=False, seed=config.seed, epoch=1, widths=widths
+    )
     loss = nll = tokens = 0.0
     # DDP: each process validates its share of the batches; FSDP: every process runs every batch
     # (each forward gathers the weights from all of them), and the sums below count each once
     # per process, which the ratios do not see
     rank, world = (0, 1) if sharded(model) else (process.rank, process.world_size)
     for indices in batches[rank::world]:
-        batch = collate(split, indices).to(device)
+        batch = collate(split, indices, widths).to(device)
         with autocast():
             logits = task.logits(model, batch)
         target = batch.target.reshape(-1)

@@ -10,9 +10,10 @@
 - `NAME.md`, `NAME.json`, `NAME.png`, `index.md`: into docs/experiments/gpu/, beside the CPU
   results, never over them.
 - `NAME-results.tgz`: into .gpu/results/, so that the next lease continues the experiment.
-- `quick.txt` (`run.sh quick`: each step's outcome) is printed; `profile/` (Chrome traces and
-  operator tables of one step per model) goes to .gpu/profile/, outside git: the section names
-  the largest kernels.
+- `quick.txt` (`run.sh quick`: each step's outcome) is printed; `profile.tgz` (Chrome traces
+  and operator tables of one step per model) is unpacked into .gpu/profile/, outside git: the
+  section names the largest kernels. The logs (`bench.log`, `test-gpu.xml`) stay where they
+  came back.
 
 Then the README's GPU figures (its section `gpu-figures`) are rewritten from docs/benchmarks.md
 by `headline`, so that they always say what the benchmarks file holds.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import re
 import shutil
 import sys
+import tarfile
 from pathlib import Path
 
 from butcherflow.bench import read_section, table_rows, write_section
@@ -91,25 +93,28 @@ def headline(text: str) -> str:
 
     - `text`: docs/benchmarks.md as it stands.
 
-    **Returns:** the markdown of the README's `gpu-figures` section: the measured compiled bf16
-    rows of transformer-base and ode-transformer-rk2-gated beside `torch.nn.Transformer` with
-    issue 28's targets, the compiled beam search and `make test-gpu`'s result; or, while they
-    are not measured, which figures are missing and the one command that measures them.
+    **Returns:** the markdown of the README's `gpu-figures` section: the measured bf16 rows of
+    transformer-base and ode-transformer-rk2-gated beside `torch.nn.Transformer` (compiled where
+    that was measured, else eager: quick's first figure) with issue 28's targets, the compiled
+    beam search and `make test-gpu`'s result; or, while none is measured, which figures are
+    missing and the one command that measures them.
     """
-    base = _train_row(text, "transformer-base")
+    base, base_how = _train_row(text, "transformer-base"), " (compiled)"
+    if base is None:
+        base, base_how = _train_row(text, "transformer-base", "train-cuda"), " (eager)"
     if base is None:
         return (
             "**GPU figures: not yet measured.** Training throughput, TFLOP/s, MFU and peak memory "
             "of transformer-base and ode-transformer-rk2-gated beside `torch.nn.Transformer` "
-            "(compiled, bf16), compiled beam search and `make test-gpu` come from one command on "
-            f"one H100, `{QUICK}` (under 8 minutes; "
+            "(eager and compiled block by block, bf16), `make test-gpu` and compiled beam search "
+            f"come from one command on one H100 or H200, `{QUICK}` (under 7 minutes; "
             "[docs/benchmarks.md](docs/benchmarks.md#on-the-gpu))."
         )
     row, device = base
     ratio = float(row["vs torch.nn.Transformer"] or "nan")
     mfu = _percent(row["MFU"])
     parts = [
-        f"transformer-base trains {row['target tokens/s']} target tokens/s, "
+        f"transformer-base{base_how} trains {row['target tokens/s']} target tokens/s, "
         f"{ratio:.2f}× `torch.nn.Transformer` (target ≥ {TARGET_RATIO:g}×: "
         f"{_met(ratio, TARGET_RATIO)}) at {row['MFU']} MFU (target ≥ {TARGET_MFU:.0%}: "
         f"{_met(mfu, TARGET_MFU)}), {row['TFLOP/s']} TFLOP/s, peak memory "
@@ -117,7 +122,7 @@ def headline(text: str) -> str:
     ]
     # quick compiles transformer-base alone; the gated recipe's eager row stands in until its
     # own compiled run (run.sh bench-train-compiled) is merged
-    gated, how = _train_row(text, "ode-transformer-rk2-gated"), ""
+    gated, how = _train_row(text, "ode-transformer-rk2-gated"), " (compiled)"
     if gated is None:
         gated, how = _train_row(text, "ode-transformer-rk2-gated", "train-cuda"), " (eager)"
     if gated is not None:
@@ -135,7 +140,7 @@ def headline(text: str) -> str:
     tests = RESULT.search(read_section(text, "test-gpu") or "")
     parts.append(f"`make test-gpu`: `{tests.group(1)}`" if tests else "`make test-gpu`: not run")
     return (
-        f"**GPU figures** ({device}, compiled, bf16, transformer-base sizes; `{QUICK}`, "
+        f"**GPU figures** ({device}, bf16, transformer-base sizes; `{QUICK}`, "
         "[docs/benchmarks.md](docs/benchmarks.md#on-the-gpu)): " + "; ".join(parts) + "."
     )
 
@@ -157,8 +162,10 @@ def main(folder: Path) -> int:
             print(f"{path}: kept in .gpu/results/ for the next lease")
         elif path.name == "quick.txt":
             print(f"{path}:\n{path.read_text(encoding='utf-8').rstrip()}")
-        elif path.name == "profile" and path.is_dir():
-            shutil.copytree(path, Path(".gpu/profile"), dirs_exist_ok=True)
+        elif path.name == "profile.tgz":
+            Path(".gpu").mkdir(exist_ok=True)
+            with tarfile.open(path) as archive:  # one folder, profile/, of plain files
+                archive.extractall(".gpu", filter="data")
             print(f"{path}: traces in .gpu/profile/")
         elif path.suffix in (".md", ".json", ".png"):
             (docs / "experiments" / "gpu").mkdir(parents=True, exist_ok=True)
