@@ -429,6 +429,31 @@ def warm_start(
             value=getattr(getattr(model, "recipe", None), "position", type(model).__name__),
             valid="a model whose recipe has [embedding] position = 'floater'",
         )
+    state, source = _transformer_state(transformer)
+    prefix = next(name for name, sub in model.named_modules() if sub is floater) + "."
+    own = model.state_dict()
+    expected = {k: v for k, v in own.items() if not k.startswith(prefix)}
+    problems = _misfits(expected, state)
+    if problems:
+        shown = "; ".join(text for _, text in problems[:8])
+        more = f" and {len(problems) - 8} more" if len(problems) > 8 else ""
+        raise DeclarationError(
+            f"the checkpoint does not fit this FLOATER model: {shown}{more}",
+            key=problems[0][0],
+            valid="the checkpoint of a sinusoidal Transformer built from the same recipe sizes "
+            f"(every key of the FLOATER model except '{prefix}*')",
+            source=source,
+        )
+    model.load_state_dict({**own, **{k: state[k] for k in expected}}, strict=True)
+    floater.reset_to_transformer()
+    return model
+
+
+def _transformer_state(
+    transformer: nn.Module | Mapping[str, Tensor] | str | Path,
+) -> tuple[Mapping[str, Any], str | None]:
+    """The warm start's weights (a module's state dict, a state dict, or a `.safetensors`
+    file's tensors) and the file they came from (None for a module or a state dict)."""
     source: str | None = None
     if isinstance(transformer, nn.Module):
         if isinstance(getattr(transformer, "floater", None), FloaterInjection):
@@ -460,9 +485,12 @@ def warm_start(
             key="transformer",
             value=type(transformer).__name__,
         )
-    prefix = next(name for name, sub in model.named_modules() if sub is floater) + "."
-    own = model.state_dict()
-    expected = {k: v for k, v in own.items() if not k.startswith(prefix)}
+    return state, source
+
+
+def _misfits(expected: Mapping[str, Tensor], state: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(key, what is wrong) for every missing, unexpected or mismatched key of `state`: the
+    missing ones, then the unexpected ones, then the mismatched ones, each sorted."""
     problems: list[tuple[str, str]] = []
     for k in sorted(set(expected) - set(state)):
         problems.append((k, f"missing key '{k}' {tuple(expected[k].shape)}"))
@@ -473,16 +501,4 @@ def warm_start(
         if not isinstance(state[k], Tensor) or state[k].shape != expected[k].shape:
             got = tuple(state[k].shape) if isinstance(state[k], Tensor) else type(state[k])
             problems.append((k, f"key '{k}': checkpoint {got} vs model {tuple(expected[k].shape)}"))
-    if problems:
-        shown = "; ".join(text for _, text in problems[:8])
-        more = f" and {len(problems) - 8} more" if len(problems) > 8 else ""
-        raise DeclarationError(
-            f"the checkpoint does not fit this FLOATER model: {shown}{more}",
-            key=problems[0][0],
-            valid="the checkpoint of a sinusoidal Transformer built from the same recipe sizes "
-            f"(every key of the FLOATER model except '{prefix}*')",
-            source=source,
-        )
-    model.load_state_dict({**own, **{k: state[k] for k in expected}}, strict=True)
-    floater.reset_to_transformer()
-    return model
+    return problems

@@ -351,69 +351,14 @@ def write_report(
 
 
 def _how(experiment: Experiment, aggregate: Mapping[str, Any]) -> str:
-    preset = aggregate["preset"]
-    sizes = (
-        f"d_model {preset['d_model']}, {preset['n_heads']} heads, d_ffn {preset['d_ffn']}, "
-        f"{preset['encoder_layers']} + {preset['decoder_layers']} layers unless the run says "
-        f"otherwise, vocabulary {preset['vocab_size']}, max_tokens {preset['max_tokens']}, "
-        f"lr {preset['lr']:g}, warmup {preset['warmup_updates']}, dropout {preset['dropout']:g}, "
-        f"label smoothing {preset['label_smoothing']:g}"
-    )
-    d = aggregate.get("decoding")
-    if d:  # translation: the decoding of the test split
-        evaluation = (
-            f"test split, checkpoint_{d['checkpoint']}, "
-            + ("greedy" if d["beam"] == 1 else f"beam {d['beam']}")
-            + f" decoding (max length {d['max_len_a']:g} · source + {d['max_len_b']}), "
-            "detokenized sacreBLEU and chrF (signatures in the JSON)"
-        )
-    else:
-        windows = experiment.settings.get("sample_break_mode", "none")
-        bpb = any("bpb" in r.get("metrics", {}) for r in aggregate["results"])
-        evaluation = (
-            "validation perplexity 2^(nll bits per subword)"
-            + (
-                " and bits per byte (nll bits over the UTF-8 bytes of the valid text)"
-                if bpb
-                else ""
-            )
-            + " at the last update, or at the best checkpoint for a run with patience; samples: "
-            f"break mode {windows} ("
-            + ("one line each" if windows == "eos" else "context windows across lines")
-            + ")"
-        )
+    sizes = _sizes_text(aggregate["preset"])
+    evaluation = _evaluation_text(experiment, aggregate)
     results = aggregate["results"]
     seconds = float(aggregate.get("wall_seconds", 0.0))
     wall = _minutes(seconds)
-    carried = aggregate.get("carried_over", [])
-    kept = [r for r in results if f"{r.get('run')}-seed{r['seed']}" in carried]
-    dates = sorted({str(r.get("finished", "?"))[:10] for r in kept})
-    provenance = (
-        f"- Carried over from the committed record (save dirs gone; not retrained): "
-        f"{len(kept)} of {len(results)} results, finished {', '.join(dates)}; see the last "
-        "column of the table above."
-        if kept
-        else "- Every result was trained by this command or read from its save dir."
-        if "trained" in aggregate
-        else "- Which results were trained and which were reused: not recorded by the version "
-        "that wrote this JSON."
-    )
-    codes: dict[str, int] = {}
-    for r in results:
-        code = r.get("code") or "not recorded (a version before results recorded it)"
-        codes[code] = codes.get(code, 0) + 1
-    code_line = "- Code that trained the runs: " + "; ".join(
-        f"{code}, {count} of {len(results)} results" for code, count in sorted(codes.items())
-    )
-    interval = next(
-        (r.get("validate_interval_updates") for r in results if r.get("patience")), None
-    )
-    patience = (
-        f" Patience counts validations, every {interval} updates (fairseq's `--patience`: stop "
-        "when the validation loss has not improved for that many validations in a row)."
-        if interval
-        else ""
-    )
+    provenance = _carried_note(aggregate, results)
+    code_line = _code_line(results)
+    patience = _patience_text(results)
     return "\n".join(
         [
             "## How these numbers were made\n",
@@ -434,4 +379,79 @@ def _how(experiment: Experiment, aggregate: Mapping[str, Any]) -> str:
             f"- Per-run details: `{experiment.name}.json`. Verdict rule: [index](index.md).",
             "",
         ]
+    )
+
+
+def _sizes_text(preset: Mapping[str, Any]) -> str:
+    """The preset's sizes and training settings, as one clause."""
+    return (
+        f"d_model {preset['d_model']}, {preset['n_heads']} heads, d_ffn {preset['d_ffn']}, "
+        f"{preset['encoder_layers']} + {preset['decoder_layers']} layers unless the run says "
+        f"otherwise, vocabulary {preset['vocab_size']}, max_tokens {preset['max_tokens']}, "
+        f"lr {preset['lr']:g}, warmup {preset['warmup_updates']}, dropout {preset['dropout']:g}, "
+        f"label smoothing {preset['label_smoothing']:g}"
+    )
+
+
+def _evaluation_text(experiment: Experiment, aggregate: Mapping[str, Any]) -> str:
+    """What the metrics were measured on: a translation's decoding of the test split, or a
+    language model's validation perplexity (and bits per byte) and its sample windows."""
+    d = aggregate.get("decoding")
+    if d:  # translation: the decoding of the test split
+        return (
+            f"test split, checkpoint_{d['checkpoint']}, "
+            + ("greedy" if d["beam"] == 1 else f"beam {d['beam']}")
+            + f" decoding (max length {d['max_len_a']:g} · source + {d['max_len_b']}), "
+            "detokenized sacreBLEU and chrF (signatures in the JSON)"
+        )
+    windows = experiment.settings.get("sample_break_mode", "none")
+    bpb = any("bpb" in r.get("metrics", {}) for r in aggregate["results"])
+    return (
+        "validation perplexity 2^(nll bits per subword)"
+        + (" and bits per byte (nll bits over the UTF-8 bytes of the valid text)" if bpb else "")
+        + " at the last update, or at the best checkpoint for a run with patience; samples: "
+        f"break mode {windows} ("
+        + ("one line each" if windows == "eos" else "context windows across lines")
+        + ")"
+    )
+
+
+def _carried_note(aggregate: Mapping[str, Any], results: Sequence[Mapping[str, Any]]) -> str:
+    """Which results were carried over from the committed record, and when they finished."""
+    carried = aggregate.get("carried_over", [])
+    kept = [r for r in results if f"{r.get('run')}-seed{r['seed']}" in carried]
+    dates = sorted({str(r.get("finished", "?"))[:10] for r in kept})
+    return (
+        f"- Carried over from the committed record (save dirs gone; not retrained): "
+        f"{len(kept)} of {len(results)} results, finished {', '.join(dates)}; see the last "
+        "column of the table above."
+        if kept
+        else "- Every result was trained by this command or read from its save dir."
+        if "trained" in aggregate
+        else "- Which results were trained and which were reused: not recorded by the version "
+        "that wrote this JSON."
+    )
+
+
+def _code_line(results: Sequence[Mapping[str, Any]]) -> str:
+    """The code versions that trained the runs, with how many results each."""
+    codes: dict[str, int] = {}
+    for r in results:
+        code = r.get("code") or "not recorded (a version before results recorded it)"
+        codes[code] = codes.get(code, 0) + 1
+    return "- Code that trained the runs: " + "; ".join(
+        f"{code}, {count} of {len(results)} results" for code, count in sorted(codes.items())
+    )
+
+
+def _patience_text(results: Sequence[Mapping[str, Any]]) -> str:
+    """How patience counts, for an experiment with a run that has patience ('' otherwise)."""
+    interval = next(
+        (r.get("validate_interval_updates") for r in results if r.get("patience")), None
+    )
+    return (
+        f" Patience counts validations, every {interval} updates (fairseq's `--patience`: stop "
+        "when the validation loss has not improved for that many validations in a row)."
+        if interval
+        else ""
     )

@@ -238,6 +238,21 @@ def run_experiment(
     set_threads(threads)
     echo(f"{declared.name}: {threads_note(threads)}")
     record = recorded_results(invocation)
+    results, trained, skipped, carried = _run_jobs(invocation, record, echo)
+    aggregate = _aggregate(invocation, threads, results, trained, skipped, carried)
+    invocation.out.mkdir(parents=True, exist_ok=True)
+    report, figure = write_report(declared, aggregate, invocation.out)
+    index = write_index(invocation.out, EXPERIMENTS)
+    echo(f"wrote {report}" + (f", {figure}" if figure else "") + f" and {index}")
+    return Outcome(results, trained, skipped, carried, report, figure, index)
+
+
+def _run_jobs(
+    invocation: Invocation, record: Sequence[dict[str, Any]], echo: Echo
+) -> tuple[list[dict[str, Any]], list[str], list[str], list[str]]:
+    """Every (run, seed)'s result: its finished save dir's, the record's (carried over), or
+    trained now; with the jobs trained, skipped and carried over."""
+    declared = invocation.experiment
     # Seed-major: every run's first seed trains before any second seed, so a table cut short
     # (out of time, interrupted) still has every row once.
     jobs = sorted(
@@ -273,7 +288,20 @@ def run_experiment(
         echo(f"{where}: training for up to {budget_text}, then evaluating")
         results.append(run_one(invocation, run, seed))
         trained.append(f"{run.name}-seed{seed}")
-    aggregate = {
+    return results, trained, skipped, carried
+
+
+def _aggregate(
+    invocation: Invocation,
+    threads: int | None,
+    results: list[dict[str, Any]],
+    trained: list[str],
+    skipped: list[str],
+    carried: list[str],
+) -> dict[str, Any]:
+    """The experiment's record (`OUT/NAME.json`): how it was run, on what, and its results."""
+    declared = invocation.experiment
+    return {
         "experiment": declared.name,
         "title": declared.title,
         "command": invocation.command(),
@@ -293,11 +321,6 @@ def run_experiment(
         "carried_over": carried,
         "results": results,
     }
-    invocation.out.mkdir(parents=True, exist_ok=True)
-    report, figure = write_report(declared, aggregate, invocation.out)
-    index = write_index(invocation.out, EXPERIMENTS)
-    echo(f"wrote {report}" + (f", {figure}" if figure else "") + f" and {index}")
-    return Outcome(results, trained, skipped, carried, report, figure, index)
 
 
 def write_reports(experiment: Experiment | str, out: str | Path = DEFAULT_OUT) -> Outcome:

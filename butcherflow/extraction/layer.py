@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, final
 
 import numpy as np
@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from ..errors import ExtractionError
 from .binding import Signature, caches
-from .declare import declare
+from .declare import Declared, declare
 from .probe import (
     Probe,
     Run,
@@ -29,7 +29,7 @@ from .probe import (
     tensor_input,
 )
 from .probe import to_float64 as float64
-from .result import Extracted, Session, variation
+from .result import Extracted, Session, Variation, variation
 from .solve import FLOAT32_PRECISION, Fit, fit, fraction_fit, reading_precision
 from .streams import Streams, check_streams, stream_count, tokens
 
@@ -214,85 +214,15 @@ def _read(
     state = read(call_args, call_kwargs, where)
     streams = check_streams(state, streams, who)
     probe = Probe(work, chains, frozen, seed)
-
-    def once(x: Tensor, probing: bool, reference: bool = False) -> Run:
-        before = x.clone()
-        a, k = replace_input(call_args, call_kwargs, where, x)
-        with torch.no_grad():
-            run = probe.run(a, k, probing=probing, reference=reference)
-        if not torch.equal(before, x):
-            raise ExtractionError(
-                f"{who} updates its state in place (the input tensor changed during the call); "
-                "extract a module that returns a new tensor (x = x + f(x), not x += f(x))"
-            )
-        return run
-
-    try:
-        reference = once(state, probing=False, reference=True)
-    except ExtractionError:
-        raise
-    except Exception as error:  # the module's own forward, in float64
-        raise ExtractionError(
-            f"{who} runs in {state_dtype(args, kwargs)} but not in float64 "
-            f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}); "
-            "bf.extract reads a float64 copy (exact coefficients need float64 round-off): "
-            "valid: a module whose forward runs in float64"
-        ) from None
-    _require_called(reference, chains, who)
-    if not torch.allclose(once(state, probing=False).output, reference.output, 1e-12, 0):
-        raise ExtractionError(
-            f"{who}: two identical calls give different outputs (randomness: dropout, sampling, "
-            "noise); extract a deterministic module (module.eval(), no sampling)"
-        )
+    once = _caller(probe, call_args, call_kwargs, where, who)
+    reference = _reference_run(once, state, args, kwargs, chains, who)
     runs = _runs_needed(runs, len(reference.labels), state, streams)
-    probes = [once(state, probing=True) for _ in range(runs)]
-    found = _fit(probes, [state] * runs, streams, who)
-    precision = reading_precision(
-        found, precision, who, lambda: computes_below_float64(lambda: once(state, probing=False))
+    found, precision = _fit_at_state(once, state, streams, runs, frozen, precision, who)
+    found, state_dependent = _fit_elsewhere(
+        once, state, streams, runs, probe, found, frozen, precision, who
     )
-    if found.broken(precision) is not None:
-        cut = fraction_fit(probes, [state] * runs, streams, precision)
-        _refuse_fractions(cut, probes[0].labels, stream_count(state, streams), who)
-    _explain_break(found, probes[0], who, frozen, precision)
-    starts = [
-        torch.randn(state.shape, dtype=state.dtype, generator=probe.generator) for _ in range(runs)
-    ]
-    moved = [once(x, probing=True) for x in starts]
-    elsewhere = fit(moved, starts, streams)
-    state_dependent = (
-        bool(frozen)
-        or elsewhere.broken(precision) is not None
-        or not elsewhere.same_as(found, precision)
-    )
-    if not found.determined.all():
-        if state_dependent or not elsewhere.determined.all():
-            raise Undetermined(
-                f"{who}: the state's streams and the field values are linearly dependent at "
-                f"{int((~found.determined).sum())} token(s) (a zero state, equal streams, or "
-                "fewer channels than streams plus field calls) and the coefficients depend on "
-                "the state; pass a state whose streams differ and are non-zero at every token"
-            )
-        found = found.filled(elsewhere)
     varies = variation(found, state_dependent, precision)
-    first = (found.U[0], found.A[0], found.B[0], found.V[0])
-    declared = declare(*first, labels=found.labels, name=who, precision=precision)
-    if precision is not None:
-        declared = dataclasses.replace(
-            declared, notes=(*declared.notes, _precision_note(found, precision))
-        )
-    if varies:
-        how = ", ".join(
-            w for w, on in (("per token", varies.token), ("with the state", varies.state)) if on
-        )
-        declared = dataclasses.replace(
-            declared,
-            notes=(
-                *declared.notes,
-                f"the coefficients vary ({how}): the declaration is the first token's; "
-                "found.at_token(t) is token t's, found.varies their ranges and the properties "
-                "that hold at every token",
-            ),
-        )
+    declared = _declaration(found, varies, who, precision)
     session = Session(
         original=module,
         work=work,
@@ -316,6 +246,139 @@ def _read(
         streams=streams,
         session=session,
     )
+
+
+def _caller(
+    probe: Probe, call_args: tuple[Any, ...], call_kwargs: dict[str, Any], where: Where, who: str
+) -> Callable[..., Run]:
+    """`once(x, probing, reference=False)`: one call of the float64 copy with the state `x`,
+    refused if the call changed `x` in place."""
+
+    def once(x: Tensor, probing: bool, reference: bool = False) -> Run:
+        before = x.clone()
+        a, k = replace_input(call_args, call_kwargs, where, x)
+        with torch.no_grad():
+            run = probe.run(a, k, probing=probing, reference=reference)
+        if not torch.equal(before, x):
+            raise ExtractionError(
+                f"{who} updates its state in place (the input tensor changed during the call); "
+                "extract a module that returns a new tensor (x = x + f(x), not x += f(x))"
+            )
+        return run
+
+    return once
+
+
+def _reference_run(
+    once: Callable[..., Run],
+    state: Tensor,
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    chains: Sequence[Any],
+    who: str,
+) -> Run:
+    """The unprobed call at the module's state, refused if the module does not run in float64,
+    never calls a field, or gives another output when called again."""
+    try:
+        reference = once(state, probing=False, reference=True)
+    except ExtractionError:
+        raise
+    except Exception as error:  # the module's own forward, in float64
+        raise ExtractionError(
+            f"{who} runs in {state_dtype(args, kwargs)} but not in float64 "
+            f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}); "
+            "bf.extract reads a float64 copy (exact coefficients need float64 round-off): "
+            "valid: a module whose forward runs in float64"
+        ) from None
+    _require_called(reference, chains, who)
+    if not torch.allclose(once(state, probing=False).output, reference.output, 1e-12, 0):
+        raise ExtractionError(
+            f"{who}: two identical calls give different outputs (randomness: dropout, sampling, "
+            "noise); extract a deterministic module (module.eval(), no sampling)"
+        )
+    return reference
+
+
+def _fit_at_state(
+    once: Callable[..., Run],
+    state: Tensor,
+    streams: Streams,
+    runs: int,
+    frozen: Sequence[str],
+    precision: float | None,
+    who: str,
+) -> tuple[Fit, float | None]:
+    """The coefficients fitted from `runs` probed calls at the module's state, and the
+    precision they are read to; a combination that is not linear is refused with its cause."""
+    probes = [once(state, probing=True) for _ in range(runs)]
+    found = _fit(probes, [state] * runs, streams, who)
+    precision = reading_precision(
+        found, precision, who, lambda: computes_below_float64(lambda: once(state, probing=False))
+    )
+    if found.broken(precision) is not None:
+        cut = fraction_fit(probes, [state] * runs, streams, precision)
+        _refuse_fractions(cut, probes[0].labels, stream_count(state, streams), who)
+    _explain_break(found, probes[0], who, frozen, precision)
+    return found, precision
+
+
+def _fit_elsewhere(
+    once: Callable[..., Run],
+    state: Tensor,
+    streams: Streams,
+    runs: int,
+    probe: Probe,
+    found: Fit,
+    frozen: Sequence[str],
+    precision: float | None,
+    who: str,
+) -> tuple[Fit, bool]:
+    """The fit at random states: whether the coefficients depend on the state, and `found`
+    with its undetermined tokens filled from there when they do not."""
+    starts = [
+        torch.randn(state.shape, dtype=state.dtype, generator=probe.generator) for _ in range(runs)
+    ]
+    moved = [once(x, probing=True) for x in starts]
+    elsewhere = fit(moved, starts, streams)
+    state_dependent = (
+        bool(frozen)
+        or elsewhere.broken(precision) is not None
+        or not elsewhere.same_as(found, precision)
+    )
+    if not found.determined.all():
+        if state_dependent or not elsewhere.determined.all():
+            raise Undetermined(
+                f"{who}: the state's streams and the field values are linearly dependent at "
+                f"{int((~found.determined).sum())} token(s) (a zero state, equal streams, or "
+                "fewer channels than streams plus field calls) and the coefficients depend on "
+                "the state; pass a state whose streams differ and are non-zero at every token"
+            )
+        found = found.filled(elsewhere)
+    return found, state_dependent
+
+
+def _declaration(found: Fit, varies: Variation, who: str, precision: float | None) -> Declared:
+    """The first token's declaration, with notes on the precision and on what varies."""
+    first = (found.U[0], found.A[0], found.B[0], found.V[0])
+    declared = declare(*first, labels=found.labels, name=who, precision=precision)
+    if precision is not None:
+        declared = dataclasses.replace(
+            declared, notes=(*declared.notes, _precision_note(found, precision))
+        )
+    if varies:
+        how = ", ".join(
+            w for w, on in (("per token", varies.token), ("with the state", varies.state)) if on
+        )
+        declared = dataclasses.replace(
+            declared,
+            notes=(
+                *declared.notes,
+                f"the coefficients vary ({how}): the declaration is the first token's; "
+                "found.at_token(t) is token t's, found.varies their ranges and the properties "
+                "that hold at every token",
+            ),
+        )
+    return declared
 
 
 def _precision_note(found: Fit, precision: float) -> str:

@@ -127,19 +127,47 @@ def model_page(
     assets.mkdir(parents=True, exist_ok=True)
     title = recipe.title if recipe is not None else str(data.get("title", name))
 
-    md = [f"# {name}: {title}", ""]
-    if data.get("description"):
-        md += [f"> {data['description']}", ""]
-    md += [f"**Reference:** {data.get('reference') or '—'} · **file:** `models/{name}.toml`", ""]
+    orders = _side_orders(recipe, attempt)
+    md = _summary(name, title, data, recipe, orders, rows, model)
+    md += ["## Recipe", "", fence(source, "toml"), ""]
+    if recipe is not None and sized is not None:
+        md += _architecture(recipe, sized, data, orders, rows)
+    total = flops_total = calls_total = None
+    if model is not None:
+        total = _params(model)
+        blocks_md, calls_total, flops_total = _parts_and_blocks(name, model, assets, attempt)
+        md += blocks_md
 
+    write_page(folder / f"{name}.md", md, measured.get(name, []), attempt.problems)
+    return _index_row(name, title, recipe, total, calls_total, flops_total, attempt.problems)
+
+
+def _side_orders(recipe: Recipe | None, attempt: Attempt) -> dict[str, str | None]:
+    """The proved order of each side's block as it trains (None where it failed)."""
     orders: dict[str, str | None] = {}
     for where in ("encoder", "decoder"):
         side = None if recipe is None else getattr(recipe, where)
         if side is not None:
             orders[where] = attempt.run(f"the {where}'s order", functools.partial(side_order, side))
+    return orders
+
+
+def _summary(
+    name: str,
+    title: str,
+    data: Mapping[str, Any],
+    recipe: Recipe | None,
+    orders: Mapping[str, str | None],
+    rows: Mapping[str, IndexRow],
+    model: Seq2Seq | LanguageModel | None,
+) -> list[str]:
+    """The page's title, description, reference, one-line overview and parameter count."""
+    md = [f"# {name}: {title}", ""]
+    if data.get("description"):
+        md += [f"> {data['description']}", ""]
+    md += [f"**Reference:** {data.get('reference') or '—'} · **file:** `models/{name}.toml`", ""]
     if recipe is not None:
         md += [_overview(recipe, orders, rows), ""]
-    total = None
     if model is not None:
         total = _params(model)
         embedding = _params(getattr(model, "embedding", nn.Module()))
@@ -149,74 +177,112 @@ def model_page(
             f"built as `{type(model).__name__}`.",
             "",
         ]
-    md += ["## Recipe", "", fence(source, "toml"), ""]
+    return md
 
-    if recipe is not None and sized is not None:
-        md += ["## Architecture", ""]
-        sizes = [(k, f"`{v}`") for k, v in sized.sizes.items()]
-        if recipe.param_budget:
-            md += [
-                f'`param_budget = "{recipe.param_budget}"`: d_ffn is sized to '
-                f"{sized.sizes['d_ffn']} so that the model has the parameters of "
-                f"[{recipe.param_budget}]({recipe.param_budget}.md) at this vocabulary.",
-                "",
-            ]
-        md += [table(("size", "value"), sizes), ""]
-        for where in ("encoder", "decoder"):
-            side = getattr(recipe, where)
-            if side is not None:
-                side_rows = _side_rows(side, orders.get(where), rows)
-                md += [f"### {where.capitalize()}", "", table(("", ""), side_rows), ""]
-        embedding_data = data.get("embedding", {})
-        if isinstance(embedding_data, Mapping) and embedding_data:
-            shown = [(k, _linked(v, rows)) for k, v in embedding_data.items()]
-            md += ["### Embedding and positions", "", table(("", ""), shown), ""]
-            explained = recipe.positions.explain()
-            if explained:
-                md += [explained, ""]
 
-    flops_total: int | None = None
-    calls_total: int | None = None
-    if model is not None:
-        parts = [(n, f"{_params(m):,}") for n, m in model.named_children()]
-        md += ["## Parameters by part", "", table(("module", "parameters"), parts, "lr"), ""]
-        flops_total = calls_total = 0
-        for where in ("encoder", "decoder"):
-            blocks = _blocks(model, where)
-            if not blocks:
-                continue
-            calls = [b.field_calls for b in blocks]
-            if calls_total is not None:
-                calls_total = None if None in calls else calls_total + sum(c or 0 for c in calls)
-            counts = [b.flops_per_token(LENGTH) for b in blocks]
-            known = [c for c in counts if c is not None]
-            side_flops = sum(known) if len(known) == len(counts) else None
-            if side_flops is None or flops_total is None:
-                flops_total = None
-            else:
-                flops_total += side_flops
-            first = blocks[0]
-            md += [
-                f"## {where.capitalize()} blocks",
-                "",
-                f"{len(blocks)} compiled block(s) `{type(first).__name__}`; the first has "
-                f"{first.num_parameters:,} parameters and "
-                + (
-                    f"{flops(first.flops_per_token(LENGTH))}FLOPs per token (length {LENGTH})."
-                    if first.flops_per_token(LENGTH) is not None
-                    else "a data-dependent cost."
-                ),
-                "",
-            ]
-            draw = functools.partial(block_svg, first.program, f"{name}: first {where} block")
-            svg = attempt.run(f"the {where} diagram", draw)
-            if svg is not None:
-                alt = f"Data flow of the first {where} block"
-                md += [save_figure(assets, f"{where}.svg", svg, alt), ""]
-            md += [fence(first.code.strip("\n"), "python"), ""]
+def _architecture(
+    recipe: Recipe,
+    sized: Recipe,
+    data: Mapping[str, Any],
+    orders: Mapping[str, str | None],
+    rows: Mapping[str, IndexRow],
+) -> list[str]:
+    """The sizes (and how `param_budget` set d_ffn), each side, the embedding and positions."""
+    md = ["## Architecture", ""]
+    sizes = [(k, f"`{v}`") for k, v in sized.sizes.items()]
+    if recipe.param_budget:
+        md += [
+            f'`param_budget = "{recipe.param_budget}"`: d_ffn is sized to '
+            f"{sized.sizes['d_ffn']} so that the model has the parameters of "
+            f"[{recipe.param_budget}]({recipe.param_budget}.md) at this vocabulary.",
+            "",
+        ]
+    md += [table(("size", "value"), sizes), ""]
+    for where in ("encoder", "decoder"):
+        side = getattr(recipe, where)
+        if side is not None:
+            side_rows = _side_rows(side, orders.get(where), rows)
+            md += [f"### {where.capitalize()}", "", table(("", ""), side_rows), ""]
+    embedding_data = data.get("embedding", {})
+    if isinstance(embedding_data, Mapping) and embedding_data:
+        shown = [(k, _linked(v, rows)) for k, v in embedding_data.items()]
+        md += ["### Embedding and positions", "", table(("", ""), shown), ""]
+        explained = recipe.positions.explain()
+        if explained:
+            md += [explained, ""]
+    return md
 
-    write_page(folder / f"{name}.md", md, measured.get(name, []), attempt.problems)
 
+def _side_costs(blocks: Sequence[CompiledBlock]) -> tuple[int | None, int | None]:
+    """One side's field calls and FLOPs per token (None where a block's is not known)."""
+    calls = [b.field_calls for b in blocks]
+    side_calls = None if None in calls else sum(c or 0 for c in calls)
+    counts = [b.flops_per_token(LENGTH) for b in blocks]
+    known = [c for c in counts if c is not None]
+    side_flops = sum(known) if len(known) == len(counts) else None
+    return side_calls, side_flops
+
+
+def _parts_and_blocks(
+    name: str, model: Seq2Seq | LanguageModel, assets: Path, attempt: Attempt
+) -> tuple[list[str], int | None, int | None]:
+    """The parameters by part and each side's first block (diagram and code), with the
+    model's field calls and FLOPs per token (None where some block's is not known)."""
+    parts = [(n, f"{_params(m):,}") for n, m in model.named_children()]
+    md = ["## Parameters by part", "", table(("module", "parameters"), parts, "lr"), ""]
+    calls_total: int | None = 0
+    flops_total: int | None = 0
+    for where in ("encoder", "decoder"):
+        blocks = _blocks(model, where)
+        if not blocks:
+            continue
+        side_calls, side_flops = _side_costs(blocks)
+        calls_total = (
+            None if calls_total is None or side_calls is None else calls_total + side_calls
+        )
+        flops_total = (
+            None if flops_total is None or side_flops is None else flops_total + side_flops
+        )
+        md += _first_block(name, where, blocks, assets, attempt)
+    return md, calls_total, flops_total
+
+
+def _first_block(
+    name: str, where: str, blocks: Sequence[CompiledBlock], assets: Path, attempt: Attempt
+) -> list[str]:
+    """A side's section: its block count, the first block's size, cost, diagram and code."""
+    first = blocks[0]
+    md = [
+        f"## {where.capitalize()} blocks",
+        "",
+        f"{len(blocks)} compiled block(s) `{type(first).__name__}`; the first has "
+        f"{first.num_parameters:,} parameters and "
+        + (
+            f"{flops(first.flops_per_token(LENGTH))}FLOPs per token (length {LENGTH})."
+            if first.flops_per_token(LENGTH) is not None
+            else "a data-dependent cost."
+        ),
+        "",
+    ]
+    draw = functools.partial(block_svg, first.program, f"{name}: first {where} block")
+    svg = attempt.run(f"the {where} diagram", draw)
+    if svg is not None:
+        alt = f"Data flow of the first {where} block"
+        md += [save_figure(assets, f"{where}.svg", svg, alt), ""]
+    md += [fence(first.code.strip("\n"), "python"), ""]
+    return md
+
+
+def _index_row(
+    name: str,
+    title: str,
+    recipe: Recipe | None,
+    params: int | None,
+    calls: int | None,
+    flops_total: int | None,
+    problems: Sequence[str],
+) -> IndexRow:
+    """The recipe's row in the gallery's index."""
     stages = "—"
     if recipe is not None:
         stages = " + ".join(str(s.layers) for s in (recipe.encoder, recipe.decoder) if s)
@@ -227,11 +293,11 @@ def model_page(
         family="model",
         title=title,
         stages=stages,
-        calls="—" if calls_total is None else str(calls_total),
+        calls="—" if calls is None else str(calls),
         order="—",
         substep_order="—",
         interval="—",
-        params=total,
+        params=params,
         flops=flops_total,
-        problem="; ".join(attempt.problems),
+        problem="; ".join(problems),
     )

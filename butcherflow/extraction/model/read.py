@@ -366,33 +366,10 @@ def read_model(
         )
     blocks = find_blocks(model, args, call_kwargs)
     calls = capture(model, blocks, args, call_kwargs)
-    names = blocks.names()
-    chosen = list(range(len(blocks.modules))) if layers is None else list(layers)
-    if not chosen or any(
-        isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(names) for i in chosen
-    ):
-        raise ExtractionError(
-            f"{who}: layers={layers!r}; valid: indices of its {len(names)} blocks "
-            f"(0..{len(names) - 1}, {blocks.path})"
-        )
-    readings: list[Extracted] = []
-    notes: list[str] = []
-    seen: dict[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], Extracted] = {}
-    for i in chosen:
-        block = blocks.modules[i]
-        shape = (
-            module_name(block),
-            tuple(discover(block, calls[i]).items()) if fields is None else (),
-        )
-        if shapes_only and shape in seen:
-            readings.append(seen[shape])
-            continue
-        found, said = _layer(
-            block, calls[i], fields, streams, frozen, runs, seed, precision, f"{who}.{names[i]}"
-        )
-        seen[shape] = found
-        readings.append(found)
-        notes += said
+    chosen = _chosen_blocks(layers, blocks, who)
+    readings, notes = _read_blocks(
+        blocks, calls, chosen, fields, streams, frozen, runs, seed, precision, shapes_only, who
+    )
     work, run = None, None
     if any(r.streams is not None and not r.seconds for r in readings) or not depth:
         stack: Depth = streams_depth([r.method for r in readings])
@@ -419,3 +396,54 @@ def read_model(
         notes=tuple(notes),
         session=session,
     )
+
+
+def _chosen_blocks(layers: Sequence[int] | None, blocks: Blocks, who: str) -> list[int]:
+    """The indices of the blocks to read (every one for None), refused unless each is one."""
+    names = blocks.names()
+    chosen = list(range(len(blocks.modules))) if layers is None else list(layers)
+    if not chosen or any(
+        isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(names) for i in chosen
+    ):
+        raise ExtractionError(
+            f"{who}: layers={layers!r}; valid: indices of its {len(names)} blocks "
+            f"(0..{len(names) - 1}, {blocks.path})"
+        )
+    return chosen
+
+
+def _read_blocks(
+    blocks: Blocks,
+    calls: Sequence[BlockCall],
+    chosen: Sequence[int],
+    fields: FieldPaths | None,
+    streams: Streams,
+    frozen: Sequence[str],
+    runs: int,
+    seed: int,
+    precision: float | None,
+    shapes_only: bool,
+    who: str,
+) -> tuple[list[Extracted], list[str]]:
+    """The reading of each chosen block at its call (with `shapes_only`, a block of the class
+    and fields of one read before shares its reading), and the notes the readings gave."""
+    names = blocks.names()
+    readings: list[Extracted] = []
+    notes: list[str] = []
+    seen: dict[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], Extracted] = {}
+    for i in chosen:
+        block = blocks.modules[i]
+        shape = (
+            module_name(block),
+            tuple(discover(block, calls[i]).items()) if fields is None else (),
+        )
+        if shapes_only and shape in seen:
+            readings.append(seen[shape])
+            continue
+        found, said = _layer(
+            block, calls[i], fields, streams, frozen, runs, seed, precision, f"{who}.{names[i]}"
+        )
+        seen[shape] = found
+        readings.append(found)
+        notes += said
+    return readings, notes
