@@ -125,6 +125,25 @@ def test_declarations_and_proofs_do_not_load_torch(code: str) -> None:
     assert "torch" not in loaded
 
 
+@pytest.mark.parametrize(
+    ("code", "unloaded"),
+    [
+        # a base install has no cvxpy (the design extra): compiling must not need it
+        ("import butcherflow.nn, butcherflow.compiler", {"butcherflow.design", "cvxpy"}),
+        # transformers' reload of an exported folder imports the model classes alone
+        ("import butcherflow.export.hf", {"butcherflow.train", "butcherflow.generate"}),
+        # a command imports the module that declares it, not the benchmarks or the optimisers
+        (
+            "from butcherflow.cli import build_parser; build_parser('export')",
+            {"butcherflow.bench", "butcherflow.design", "butcherflow.experiments"},
+        ),
+    ],
+)
+def test_a_stage_loads_only_what_it_uses(code: str, unloaded: set[str]) -> None:
+    """Issue 36: an export and its reload in under 10 s are mostly imports."""
+    assert not unloaded & _modules_after(code)
+
+
 def test_the_names_that_need_torch_load_it_on_first_use() -> None:
     loaded = _modules_after("import butcherflow as bf; bf.compile; bf.Seq2Seq; bf.nn")
     assert {"torch", "butcherflow.compiler", "butcherflow.assemble"} <= loaded

@@ -13,7 +13,8 @@ import pytest
 import torch
 
 import butcherflow as bf
-from butcherflow.design import birkhoff_weights, depth_method, family_theorem
+from butcherflow.design import depth_method, family_theorem
+from butcherflow.nn.birkhoff import birkhoff_weights
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,10 @@ Every subcommand turns a user's mistake (a bad declaration, an unknown name, a c
 into a one-line message and exit code 1; tracebacks are for bugs only.
 
 The parser lives here; the commands in `proofs` (check, list: no torch), `design` (no torch
-either), and, behind
-`commands`, `declarations` (show), `pipeline` (train, evaluate, translate, average, experiment)
-and `docs` (bench, gallery). `check` and `list` must answer without loading torch (a proof needs
-no tensors), so `commands` is imported by name, and only when the parser needs the others.
+either), `extract`, `export` and, behind `commands`, `declarations` (show), `pipeline` (train,
+evaluate, translate, average, experiment) and `docs` (bench, gallery). A run imports only the
+module that declares its own command (`ALONE`): a proof loads no torch, an export neither the
+benchmarks nor the optimisers; `butcherflow --help` imports them all.
 """
 
 from __future__ import annotations
@@ -22,25 +22,33 @@ from importlib.metadata import version as installed_version
 from typing import Any
 
 from ..errors import ButcherflowError, ButcherflowWarning
-from . import design, proofs
 from .parser import Parser, suggestion
 
 Command = Callable[[argparse.Namespace], int]
 
+# The subcommands whose module declares them alone, and that module; every other one is declared
+# by `commands`. Each module's `add_commands(sub)` adds its subcommands to the parser.
+ALONE = {
+    "check": "proofs",
+    "list": "proofs",
+    "design": "design",
+    "extract": "extract",
+    "export": "export",
+}
+EVERY = ("proofs", "design", "commands")  # the order of the help (`commands` adds the rest)
 
-def build_parser(*, proofs_only: bool = False) -> argparse.ArgumentParser:
-    """The whole parser, or (`proofs_only`) only `check`, `list` and `design`, which need no
-    torch."""
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of `command` alone when one module declares it (`ALONE`), else the whole
+    parser."""
     parser = Parser(
         prog="butcherflow",
         description="Declare integrators, prove their order, compile them into layers.",
     )
     parser.add_argument("--version", action="version", version=f"butcherflow {version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    proofs.add_commands(sub)
-    design.add_command(sub)
-    if not proofs_only:
-        importlib.import_module(f"{__name__}.commands").add_commands(sub)
+    for module in (ALONE[command],) if command in ALONE else EVERY:
+        importlib.import_module(f"{__name__}.{module}").add_commands(sub)
     return parser
 
 
@@ -55,8 +63,7 @@ def version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    proofs_only = bool(argv) and argv[0] in (*proofs.COMMANDS, *design.COMMANDS)
-    parser = build_parser(proofs_only=proofs_only)
+    parser = build_parser(argv[0] if argv else None)
     args, extras = parser.parse_known_args(argv)
     if extras:  # said under the command's usage, with the closest flag it has
         command = _subcommand(parser, args.command)

@@ -12,10 +12,9 @@ from ..experiments.report import DEFAULT_OUT
 from ..generate.evaluate import SUBSETS
 from ..tasks import TASKS, TOKENS_PER_SAMPLE
 from ..train.config import TRAIN_DEFAULTS
+from . import export, extract
 from .declarations import cmd_show
 from .docs import cmd_bench, cmd_gallery
-from .export import add_command as add_export
-from .extract import add_command as add_extract
 from .parser import said
 from .pipeline import (
     THREADS_HELP,
@@ -32,13 +31,13 @@ from .pipeline import (
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    """Every subcommand but `check` and `list`, in the order of the help."""
+    """Every subcommand but `check`, `list` and `design`, in the order of the help."""
     _show(sub)
-    add_extract(sub)
+    extract.add_commands(sub)
     _evaluate(sub)
     _translate_generate_train(sub)
     _average(sub)
-    add_export(sub)
+    export.add_commands(sub)
     _bench(sub)
     _gallery(sub)
     _experiment(sub)

@@ -31,10 +31,8 @@ from ..design import (
 )
 from ..errors import DesignError
 
-COMMANDS = ("design",)
 
-
-def add_command(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction) -> None:
     """The `design` subcommand and its five designs."""
     p = sub.add_parser("design", help="design an integrator by optimisation, with the proof")
     kinds = p.add_subparsers(dest="design", required=True, parser_class=type(p))

@@ -7,7 +7,7 @@ import argparse
 from ..export import export_run
 
 
-def add_command(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction) -> None:
     """The `export` subcommand."""
     p = sub.add_parser(
         "export",

@@ -24,7 +24,7 @@ from ..extraction.target import FieldPaths, build_target
 VALID_FIELD = "NAME=PATH or NAME=PATH1,PATH2 (a chain in call order), e.g. attn=norm,self_attn"
 
 
-def add_command(sub: argparse._SubParsersAction) -> None:
+def add_commands(sub: argparse._SubParsersAction) -> None:
     """The `extract` subcommand."""
     p = sub.add_parser(
         "extract",

@@ -20,8 +20,6 @@ from ..errors import ButcherflowError
 from ..methods import catalog
 from ..methods.files import BY_FAMILY, catalog_dir, read_toml
 
-COMMANDS = ("check", "list")
-
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """The `check` and `list` subcommands."""

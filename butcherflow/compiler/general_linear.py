@@ -56,9 +56,9 @@ from torch.nn.utils import parametrize
 
 from ..analysis.general_linear.series import preconsistency
 from ..analysis.general_linear.stability import doubly_stochastic, power_bound
-from ..methods import GeneralLinear
+from ..methods import BIRKHOFF_MAX_STREAMS, GeneralLinear
 from ..nn import Field, make_field
-from ..nn.birkhoff import MAX_STREAMS, Birkhoff
+from ..nn.birkhoff import Birkhoff
 from ..nn.streams import advance, read_in, read_out, read_stages, sinkhorn, tokens
 from .options import FieldSizes, FieldSpec, require_fields_list
 from .program import Coefficient, CompiledBlock, ProgramBuilder, field_width, require
@@ -330,8 +330,9 @@ def check_compilable(method: GeneralLinear, policy: str) -> tuple[list[float], l
         )
     if policy == "birkhoff":
         require(
-            method.values <= MAX_STREAMS,
-            f"coefficients='birkhoff' sums r! permutation matrices: at most {MAX_STREAMS} streams",
+            method.values <= BIRKHOFF_MAX_STREAMS,
+            "coefficients='birkhoff' sums r! permutation matrices: at most "
+            f"{BIRKHOFF_MAX_STREAMS} streams",
             key="coefficients",
             value=policy,
             valid="fewer streams, or coefficients='sinkhorn'",

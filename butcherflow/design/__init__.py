@@ -10,7 +10,7 @@ optimiser's floats alone).
   zero-stable for every V of that set, compiled with `coefficients="birkhoff"`.
 """
 
-from .depth import DepthMethod, birkhoff_weights, depth_method, family_theorem
+from .depth import DepthMethod, depth_method, family_theorem
 from .polynomial import StabilityPolynomial, stability_polynomial
 from .result import DesignedMethod
 from .runge_kutta import low_error_tableau, realise, ssp_tableau
@@ -25,7 +25,6 @@ __all__ = [
     "RealInterval",
     "Spectrum",
     "StabilityPolynomial",
-    "birkhoff_weights",
     "depth_method",
     "family_theorem",
     "low_error_tableau",

@@ -42,9 +42,8 @@ from threadpoolctl import threadpool_limits
 
 from ..analysis import Report, check
 from ..errors import DesignError, require_counts
-from ..methods import GeneralLinear
+from ..methods import BIRKHOFF_MAX_STREAMS, GeneralLinear
 
-MAX_STREAMS = 6  # the Birkhoff parametrisation sums r! permutation matrices
 BOUNDS = (4.0, 16.0, 64.0)  # |T_ij|: each stream is y plus at most this × each past derivative
 
 
@@ -242,12 +241,13 @@ def depth_method(streams: int, order: int, *, starts: int = 8, seed: int = 0) ->
 
 def _checked(streams: Any, order: Any, starts: Any = 1) -> tuple[int, int]:
     require_counts(streams=streams, order=order, starts=starts)
-    if streams > MAX_STREAMS:
+    if streams > BIRKHOFF_MAX_STREAMS:
         raise DesignError(
-            f"at most {MAX_STREAMS} streams: the Birkhoff parametrisation sums r! permutations",
+            f"at most {BIRKHOFF_MAX_STREAMS} streams: the Birkhoff parametrisation sums r! "
+            "permutations",
             key="streams",
             value=streams,
-            valid=f"streams <= {MAX_STREAMS}",
+            valid=f"streams <= {BIRKHOFF_MAX_STREAMS}",
         )
     if order > streams:
         raise DesignError(
@@ -346,35 +346,3 @@ def family_theorem(r: int) -> str:
         f"for every V = Σ w_σ P_σ over the {len(perms)} permutation matrices (w ≥ 0, Σ w = 1): "
         "entries ≥ 0 and row sums 1 (checked symbolically), so ‖Vⁿ‖∞ = 1 for every n"
     )
-
-
-def birkhoff_weights(V: np.ndarray) -> np.ndarray:
-    """Convex weights w over the r! permutation matrices (itertools order) with Σ w_σ P_σ = V,
-    the smallest weight as large as possible (a linear program, HiGHS): all positive when V is
-    inside the doubly stochastic set, so θ = log w starts a softmax parametrisation at V."""
-    r = V.shape[0]
-    perms = list(itertools.permutations(range(r)))
-    n = len(perms)
-    # variables: w (n) and t; maximise t subject to w ≥ t, Σ w P = V
-    A_eq = np.zeros((r * r, n + 1))
-    for k, sigma in enumerate(perms):
-        for i, j in enumerate(sigma):
-            A_eq[i * r + j, k] = 1
-    A_ub = np.hstack([-np.eye(n), np.ones((n, 1))])
-    result = scipy.optimize.linprog(
-        np.append(np.zeros(n), -1.0),
-        A_ub=A_ub,
-        b_ub=np.zeros(n),
-        A_eq=A_eq,
-        b_eq=V.reshape(-1),
-        bounds=[(0, 1)] * n + [(None, None)],
-        method="highs",
-    )
-    if not result.success:
-        raise DesignError(
-            "V is not doubly stochastic: no convex combination of permutation matrices is V",
-            key="V",
-            value=V.round(6).tolist(),
-            valid="non-negative entries, rows and columns summing to 1",
-        )
-    return np.asarray(result.x[:n])

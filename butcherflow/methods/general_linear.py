@@ -44,6 +44,8 @@ VALID_START = (
 )
 
 
+# coefficients="birkhoff" (nn.birkhoff, design.depth) sums the r! permutation matrices of r streams
+BIRKHOFF_MAX_STREAMS = 6
 _SHAPES = "A is s×s, U is s×r, B is r×s and V is r×r (s stages, r values carried between steps)"
 
 
