@@ -68,7 +68,28 @@ def test_both_models_train_on_the_same_packed_batches(benchmarks_md: Path) -> No
     assert "kept" in text  # the other section stays
 
 
-def test_the_language_model_bench_refuses_compile(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "train", "--task", "language_model", "--compile"]) == 1
+def test_the_language_model_bench_refuses_a_profile(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "train", "--task", "language_model", "--profile", "p"]) == 1
     err = capsys.readouterr().err
-    assert "--compile" in err and len(err.strip().splitlines()) == 1
+    assert "--profile" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_compiled_models_are_timed_in_a_section_of_their_own(benchmarks_md: Path) -> None:
+    """Issue 38: `bench train --task language_model --compile` times lm-mhc's fused stack and
+    the GPT, each compiled block by block, beside the eager section."""
+    rows = run_lm_bench(
+        str(benchmarks_md),
+        "butcherflow bench train --task language_model --compile (test)",
+        data=f"{TINY}:de-en",
+        recipes=("lm-mhc",),
+        vocab_size=200,
+        max_tokens=64,
+        tokens_per_sample=16,
+        updates=2,
+        sizes={**SIZES, "decoder_layers": 1},
+        compile=True,
+    )
+    assert rows[0].tokens == rows[1].tokens > 0
+    section = benchmarks_md.read_text().split("bench:train-lm-compiled:start")[1]
+    assert "torch.compile per block" in section and "| lm-mhc |" in section

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..assemble import LanguageModel, Recipe
+from ..assemble import LanguageModel, Recipe, compile_blocks
 from ..data import (
     Batch,
     build_vocabulary,
@@ -38,7 +38,7 @@ from ..data import (
     make_batches,
     padding_fraction,
 )
-from ..devices import resolve_device
+from ..devices import can_compile, resolve_device
 from ..errors import DeclarationError
 from ..tasks import LANGUAGE_MODEL, TOKENS_PER_SAMPLE
 from ..train.config import TRAIN_DEFAULTS, TrainConfig, resolve_precision, resolve_recipe
@@ -130,11 +130,13 @@ def bench_lm(
     updates: int = 20,
     device: str = "auto",
     precision: str = "auto",
+    compile: bool = False,
 ) -> tuple[list[LMRow], str]:
     """Time training steps of each decoder-only recipe and of `GPT` at its sizes.
 
-    **Arguments:** as `butcherflow bench train` (`sizes`: a preset's overrides); `data`: a
-    corpus whose target side is packed.
+    **Arguments:** as `butcherflow bench train` (`sizes`: a preset's overrides; `compile`: every
+    model's blocks compiled one by one, `assemble.compile_blocks`, as `butcherflow train
+    --compile` does); `data`: a corpus whose target side is packed.
 
     **Returns:** `(rows, settings)`: the rows in pairs (recipe, then its GPT) and a line of
     settings.
@@ -147,6 +149,7 @@ def bench_lm(
     target = resolve_device(base.device)
     precision_name = resolve_precision(base, target)
     amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision_name)
+    compile = compile and can_compile(target.type)
     corpus = load_corpus(data)
     vocab = build_vocabulary(corpus, vocab_size, default_cache_dir())
     models: list[tuple[LMRow, nn.Module]] = []
@@ -162,7 +165,7 @@ def bench_lm(
     split = encode(base, corpus.train, vocab, recipe)
     order = make_batches(split, max_tokens, shuffle=True, seed=1, epoch=1)[:updates]
     batches = [split.collate(b).to(target) for b in order]
-    steps = [_step(model, target, amp, vocab.pad) for _, model in models]
+    steps = [_step(model, target, amp, vocab.pad, compile) for _, model in models]
     cuda = target.type == "cuda"
     for timed, batch in [(False, b) for b in batches] + [(True, b) for b in batches]:
         for (row, _), step in zip(models, steps, strict=True):  # in turns
@@ -180,7 +183,9 @@ def bench_lm(
         f"windows across lines, max_tokens {max_tokens} ({max_tokens // tokens_per_sample} "
         f"windows a batch, padding {padding_fraction(split, order):.2%}), {len(batches)} timed "
         f"updates after one untimed pass over the same batches, device {target}, precision "
-        f"{precision_name}" + (f", sizes {sizes}" if sizes else "")
+        f"{precision_name}"
+        + (", torch.compile per block" if compile else "")
+        + (f", sizes {sizes}" if sizes else "")
     )
     return [row for row, _ in models], settings
 
@@ -193,10 +198,12 @@ def _sizes(recipe: Recipe) -> str:
 
 
 def _step(
-    model: nn.Module, target: torch.device, amp: torch.dtype | None, pad: int
+    model: nn.Module, target: torch.device, amp: torch.dtype | None, pad: int, compile: bool
 ) -> Callable[[Batch], None]:
-    """The training loop's step for a language model (unsmoothed loss, AdamW)."""
+    """The training loop's step for a language model (unsmoothed loss, AdamW), through a view
+    whose blocks are compiled when `compile` (the GPT's `h` as the recipe's `blocks`)."""
     model.to(target).train()
+    runner = compile_blocks(model) if compile else model
     params = list(model.parameters())
     optimizer = torch.optim.AdamW(params, lr=1e-4, betas=(0.9, 0.98), eps=1e-8)
     scaler = torch.amp.GradScaler(target.type, enabled=amp is torch.float16)
@@ -206,7 +213,7 @@ def _step(
 
     def step(batch: Batch) -> None:
         loss, _ = forward_backward(
-            model, [batch], epsilon=0.0, pad=pad, device=target, autocast=autocast,
+            runner, [batch], epsilon=0.0, pad=pad, device=target, autocast=autocast,
             scaler=scaler, world_size=1, task=LANGUAGE_MODEL,
         )  # fmt: skip
         optimizer_step(optimizer, scaler, params, 0.0, math.isfinite(loss))
@@ -241,7 +248,8 @@ def run_lm_bench(output: str, command: str, **options: Any) -> list[LMRow]:
             )
     body = "\n".join(lines)
     print(body)
-    write_section(output, "train-lm" if target.type == "cpu" else f"train-lm-{target.type}", body)
+    key = "train-lm" if target.type == "cpu" else f"train-lm-{target.type}"
+    write_section(output, key + "-compiled" * bool(options.get("compile")), body)
     return rows
 
 
@@ -265,17 +273,19 @@ def run_from_args(args: argparse.Namespace, given: str = "") -> int:
     if args.sizes is not None:
         options["sizes"] = preset_sizes(args.sizes)  # sizes and dropout
         command += f" --sizes {args.sizes}"
+    if args.compile:
+        options["compile"] = True
+        command += " --compile"
     LANGUAGE_MODEL.buckets(getattr(args, "buckets", "auto"), "off")  # windows take no ladder
     refused = {
-        "--compile": args.compile,
         "--profile": args.profile,
         "--compare-buckets": getattr(args, "compare_buckets", False),
     }
     for key, value in refused.items():
         if value:
             raise DeclarationError(
-                "the language-model benchmark times eager models on unbucketed windows, "
-                "without a profile",
+                "the language-model benchmark times models on unbucketed windows, without a "
+                "profile",
                 key=key,
                 value=value,
                 valid="leave it out with --task language_model",
