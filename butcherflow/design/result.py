@@ -210,7 +210,12 @@ def finish(
         objective, name, point, value, trees, p, conditions
     )
     proved, proved_value = known or _objective(objective, method, trees, p, exact)
-    return _record(
+    report = check(method)
+    if report.order < p:
+        notes.append(f"the declaration proves order {report.order} only (see bf.check)")
+    elif report.order > p:
+        notes.append(f"the declaration has order {report.order}, above the {p} asked")
+    return DesignedMethod(
         objective,
         kind,
         s,
@@ -218,14 +223,17 @@ def finish(
         method,
         exact,
         route,
+        report,
         value,
         proved,
         proved_value,
-        (good, tried, starts),
+        good,
+        tried,
+        starts,
         seconds,
         seed,
         polynomial,
-        notes,
+        tuple(notes),
     )
 
 
@@ -282,48 +290,6 @@ def _objective(
         radius = ssp_coefficient(method)
         return radius.text(), radius.value
     return _error_norm(method, trees, p, exact)
-
-
-def _record(
-    objective: str,
-    kind: str,
-    s: int,
-    p: int,
-    method: ButcherTableau,
-    exact: bool,
-    route: str,
-    value: float,
-    proved: str,
-    proved_value: float,
-    counts: tuple[int, int, int],
-    seconds: float,
-    seed: int,
-    polynomial: tuple[Fraction, ...] | None,
-    notes: list[str],
-) -> DesignedMethod:
-    report = check(method)
-    if report.order < p:
-        notes.append(f"the declaration proves order {report.order} only (see bf.check)")
-    elif report.order > p:
-        notes.append(f"the declaration has order {report.order}, above the {p} asked")
-    return DesignedMethod(
-        objective,
-        kind,
-        s,
-        p,
-        method,
-        exact,
-        route,
-        report,
-        value,
-        proved,
-        proved_value,
-        *counts,
-        seconds,
-        seed,
-        polynomial,
-        tuple(notes),
-    )
 
 
 def _digits(x: Fraction, digits: int) -> str:

@@ -347,34 +347,14 @@ def low_error_tableau(
             valid=f"order {p + 1} (or fewer stages)",
         )
     shape, trees = Shape(s, implicit), Trees(p + 1)
-    conditions = trees.order_conditions(p)
-    rng = np.random.default_rng(seed)
-    problem = _error_problem(shape, trees, conditions, p)
-    x, good, tried = multistart(problem, _random_starts(shape, starts, rng))
-    if x is None:
-        raise DesignError(
-            f"the optimiser met the order conditions from none of {starts} starts",
-            key="starts",
-            value=starts,
-            valid="more starts (--starts), or another seed",
-        )
-    kind = "dirk" if implicit else "explicit"
-    point = _point(shape, trees, conditions, x, None)
-    return finish(
-        "low-error",
-        kind,
-        s,
-        p,
-        point,
-        math.sqrt(float(problem.objective(x))),
-        trees,
-        conditions,
-        good,
-        tried,
-        starts,
-        time.perf_counter() - started,
-        seed,
+    failed = DesignError(
+        f"the optimiser met the order conditions from none of {starts} starts",
+        key="starts",
+        value=starts,
+        valid="more starts (--starts), or another seed",
     )
+    conditions = trees.order_conditions(p)
+    return _least_error("low-error", shape, trees, conditions, p, starts, seed, started, failed)
 
 
 def realise(
@@ -412,24 +392,46 @@ def realise(
     conditions = trees.order_conditions(q) + [
         Condition(trees.tall(k), a[k]) for k in range(q + 1, s + 1)
     ]
-    rng = np.random.default_rng(seed)
-    problem = _error_problem(shape, trees, conditions, q)
-    x, good, tried = multistart(problem, _random_starts(shape, starts, rng))
+    failed = DesignError(
+        f"no explicit {s}-stage method of order {q} with this stability polynomial was "
+        f"found from {starts} starts",
+        key="polynomial",
+        value=[str(c) for c in a],
+        valid="more starts (--starts), or a lower order",
+    )
+    found = _least_error(
+        "realise", shape, trees, conditions, q, starts, seed, started, failed, tuple(a)
+    )
+    if isinstance(polynomial, StabilityPolynomial):
+        found = dataclasses.replace(found, designed_from=polynomial.command())
+    return found
+
+
+def _least_error(
+    objective: str,
+    shape: Shape,
+    trees: Trees,
+    conditions: list[Condition],
+    p: int,
+    starts: int,
+    seed: int,
+    started: float,
+    failed: DesignError,
+    polynomial: tuple[Fraction, ...] | None = None,
+) -> DesignedMethod:
+    """The tableau of `shape` meeting `conditions` with the smallest principal error norm at
+    order p + 1 found from `starts` random starts (`low_error_tableau`, `realise`), finished
+    (`finish`; `started`: when the design began); raises `failed` when no start meets them."""
+    problem = _error_problem(shape, trees, conditions, p)
+    x, good, tried = multistart(problem, _random_starts(shape, starts, np.random.default_rng(seed)))
     if x is None:
-        raise DesignError(
-            f"no explicit {s}-stage method of order {q} with this stability polynomial was "
-            f"found from {starts} starts",
-            key="polynomial",
-            value=[str(c) for c in a],
-            valid="more starts (--starts), or a lower order",
-        )
-    point = _point(shape, trees, conditions, x, None)
-    found = finish(
-        "realise",
-        "explicit",
-        s,
-        q,
-        point,
+        raise failed
+    return finish(
+        objective,
+        "dirk" if shape.implicit else "explicit",
+        shape.stages,
+        p,
+        _point(shape, trees, conditions, x, None),
         math.sqrt(float(problem.objective(x))),
         trees,
         conditions,
@@ -438,11 +440,8 @@ def realise(
         starts,
         time.perf_counter() - started,
         seed,
-        polynomial=tuple(a),
+        polynomial,
     )
-    if isinstance(polynomial, StabilityPolynomial):
-        found = dataclasses.replace(found, designed_from=polynomial.command())
-    return found
 
 
 def _point(
