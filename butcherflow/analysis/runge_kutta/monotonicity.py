@@ -97,7 +97,7 @@ def ssp_coefficient(tableau: ButcherTableau, deadline: Deadline | None = None) -
     elif radius == math.inf:
         exact = None
     else:
-        exact = _rational(radius, [*polys, det], K)
+        exact = _root_if_rational(radius, [as_dense(p, K) for p in [*polys, det]], K)
     return SSPCoefficient(radius, exact, tableau.numeric)
 
 
@@ -201,12 +201,6 @@ def _strip(dense: list[Any], K: Any) -> list[Any]:
 def _rational_from(radius: float, K: Any, A: list[list[Any]], b: list[Any]) -> sympy.Expr | None:
     """R of an explicit tableau exactly when rational (a root of one of its polynomials)."""
     return _root_if_rational(radius, _explicit_polynomials(K, A, b), K)
-
-
-def _rational(radius: float, polys: list[Any], K: Any) -> sympy.Expr | None:
-    """R exactly when it is rational: a nearby rational that is a root of one of the
-    polynomials bounding it (the float is then that root, isolated exactly)."""
-    return _root_if_rational(radius, [as_dense(p, K) for p in polys], K)
 
 
 def monotonicity_margin(tableau: ButcherTableau, r: np.ndarray) -> np.ndarray:
