@@ -147,6 +147,11 @@ def identity(n: int, one: Any) -> Matrix:
     return [[one if i == j else one * 0 for j in range(n)] for i in range(n)]
 
 
+def plus_scaled(X: Matrix, c: Any, Y: Matrix) -> Matrix:
+    """X + c·Y, entry by entry."""
+    return [[x + c * y for x, y in zip(r1, r2, strict=True)] for r1, r2 in zip(X, Y, strict=True)]
+
+
 # -- Runge-Kutta on y' = −y + cos t ------------------------------------------------------------
 
 
@@ -164,9 +169,7 @@ def rk_error(tableau: ButcherTableau, n: int, ar: Arithmetic) -> Any:
     b = [ar.num(x) for x in tableau.b]
     c = [ar.num(x) for x in tableau.c]
     # K = f(t + c h, y + h A K) = −y 1 − h A K + cos(t + c h)  ⇔  (I + hA) K = −y 1 + cos(t + c h)
-    M = inverse(
-        [[(one if i == j else 0 * one) + h * A[i][j] for j in range(s)] for i in range(s)], one
-    )
+    M = inverse(plus_scaled(identity(s, one), h, A), one)
     u = [sum(row) for row in M]
     y = one
     for step in range(n):
@@ -227,9 +230,7 @@ def glm_error(method: GeneralLinear, n: int, ar: Arithmetic) -> Any:
     A, U, B, V = (
         [[ar.num(x) for x in row] for row in m] for m in (method.A, method.U, method.B, method.V)
     )
-    M = inverse(
-        [[(one if i == j else 0 * one) + h * A[i][j] for j in range(s)] for i in range(s)], one
-    )
+    M = inverse(plus_scaled(identity(s, one), h, A), one)
     ones = [one] * s
     state = glm_start(method, 0 * one, h, ar)
     for _ in range(n):
@@ -285,17 +286,11 @@ def rk_substep_matrix(L: Matrix, scale: Any, tableau: ButcherTableau, ar: Arithm
         arg = identity(n, one)
         for j in range(i):
             if A[i][j] != 0:
-                arg = [
-                    [x + scale * A[i][j] * y for x, y in zip(r1, r2, strict=True)]
-                    for r1, r2 in zip(arg, stages[j], strict=True)
-                ]
+                arg = plus_scaled(arg, scale * A[i][j], stages[j])
         stages.append(matmul(L, arg))
     step = identity(n, one)
     for bi, K in zip(b, stages, strict=True):
-        step = [
-            [x + scale * bi * y for x, y in zip(r1, r2, strict=True)]
-            for r1, r2 in zip(step, K, strict=True)
-        ]
+        step = plus_scaled(step, scale * bi, K)
     return step
 
 
@@ -348,11 +343,7 @@ def additive_error(method: AdditiveRungeKutta, n: int, ar: Arithmetic) -> Any:
     for i in range(s):
         if method.b[i] != 0:
             KY = matmul(mats[method.fields[i]], stages[i * size : (i + 1) * size])
-            weight = h * ar.num(method.b[i])
-            step = [
-                [x + weight * y for x, y in zip(r1, r2, strict=True)]
-                for r1, r2 in zip(step, KY, strict=True)
-            ]
+            step = plus_scaled(step, h * ar.num(method.b[i]), KY)
     return _error_at_one(step, n, mats, ar)
 
 

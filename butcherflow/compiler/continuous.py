@@ -308,8 +308,8 @@ class ContinuousBlock(CompiledBlock):
         lines = [
             f"# {m.name}: y({m.t1}) = y({m.t0}) + ∫ F(t, y) dt, {_f_text(self)}",
         ]
+        gradients = "adjoint ODE (butcherflow.nn.adjoint)" if m.adjoint else "backpropagation"
         if m.adaptive:
-            gradients = "adjoint ODE (butcherflow.nn.adjoint)" if m.adjoint else "backpropagation"
             lines += [
                 f"# adaptive: torchdiffeq's {m.method} (the tableau "
                 f"'{m.solver_tableau().name}') picks its steps; field calls depend on the data",
@@ -325,7 +325,6 @@ class ContinuousBlock(CompiledBlock):
         assert tableau is not None and self.steps is not None
         numbers = coefficients(tableau)
         h = (m.t1 - m.t0) / self.steps  # equal sub-steps, each at most step_size
-        gradients = "adjoint ODE (butcherflow.nn.adjoint)" if m.adjoint else "backpropagation"
         lines += [
             f"# {self.steps} fixed step(s) of h = {h} with '{tableau.name}', "
             f"{len(numbers.stages)} field call(s) each;",

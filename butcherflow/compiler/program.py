@@ -375,6 +375,15 @@ def check_step_size(step: Any) -> None:
     )
 
 
+def step_coefficient(holder: nn.Module, builder: ProgramBuilder, step: float | str) -> Coefficient:
+    """h as a program reads it (checked): the float, or a float64 parameter `h` from 1."""
+    check_step_size(step)
+    if step == "learned":
+        holder.h = exact_parameter([1.0])
+        return builder.item(builder.attribute("h", name="h_vector"), 0, name="h")
+    return float(step)
+
+
 def require(condition: bool, problem: str, *, key: str, value: Any, valid: str) -> None:
     """Raise a `DeclarationError` for a bad compile option unless `condition` holds."""
     if not condition:

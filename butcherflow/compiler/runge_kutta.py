@@ -29,11 +29,11 @@ from .program import (
     Coefficient,
     CompiledBlock,
     ProgramBuilder,
-    check_step_size,
     class_name,
     exact_parameter,
     field_width,
     require,
+    step_coefficient,
 )
 
 
@@ -130,7 +130,7 @@ class RungeKuttaBlock(CompiledBlock):
         holder = nn.Module()
         holder.field = built
         builder = ProgramBuilder(holder)
-        h = self._step(holder, builder, options.step_size)
+        h = step_coefficient(holder, builder, options.step_size)
         symbols = self._learned(holder, builder)
         weighted = {i for i, x in enumerate(declared.b) if _is_weighted(x)}
         needed = _needed_stages(declared, weighted)
@@ -167,13 +167,6 @@ class RungeKuttaBlock(CompiledBlock):
         module = self.program.get_submodule("field")
         assert isinstance(module, Field)
         return module
-
-    def _step(self, holder: nn.Module, builder: ProgramBuilder, step: float | str) -> Coefficient:
-        check_step_size(step)
-        if step == "learned":
-            holder.h = exact_parameter([1.0])
-            return builder.item(builder.attribute("h", name="h_vector"), 0, name="h")
-        return float(step)
 
     def _learned(
         self, holder: nn.Module, builder: ProgramBuilder

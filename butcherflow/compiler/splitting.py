@@ -27,6 +27,7 @@ from .program import (
     exact_parameter,
     field_width,
     require,
+    step_coefficient,
 )
 
 SPLITTING_POLICIES = ("exact", "learned")
@@ -134,10 +135,7 @@ class SplittingBlock(CompiledBlock):
         builder = ProgramBuilder(holder)
         if coefficients == "learned":
             holder.step_weights = exact_parameter([float(c) for _, c in method.steps])
-        h: Coefficient = 1.0 if step_size == "learned" else float(step_size)
-        if step_size == "learned":
-            holder.h = exact_parameter([1.0])
-            h = builder.item(builder.attribute("h", name="h_vector"), 0, name="h")
+        h = step_coefficient(holder, builder, step_size)
         y = builder.y
         for k, ((op, c), target) in enumerate(zip(method.steps, targets, strict=True)):
             scale: Coefficient = float(c)

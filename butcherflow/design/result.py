@@ -10,6 +10,7 @@ stage's exact radius of absolute monotonicity, the error norm in exact arithmeti
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -185,47 +186,67 @@ class Point:
 SNAP = (1e-6, 1e-4)
 
 
+@final
+@dataclass(frozen=True)
+class Search:
+    """What a design searched for, as `finish` records it: the objective, the `kind`
+    (`"explicit"` or `"dirk"`), s and p, the trees and the conditions imposed, the multistart's
+    `starts` and `seed`, and when the search `began` (`time.perf_counter()`)."""
+
+    objective: str
+    kind: str
+    stages: int
+    order: int
+    trees: Trees
+    conditions: list[Condition]
+    starts: int
+    seed: int
+    began: float
+
+
 def finish(
-    objective: str,
-    kind: str,
-    s: int,
-    p: int,
+    search: Search,
     point: Point,
     value: float,
-    trees: Trees,
-    conditions: list[Condition],
     good: int,
     tried: int,
-    starts: int,
-    seconds: float,
-    seed: int,
     polynomial: tuple[Fraction, ...] | None = None,
 ) -> DesignedMethod:
     """The `DesignedMethod` of an optimiser's tableau (module docstring): small rationals
     within a `SNAP` tolerance of the floats when they meet every condition and their objective
     is no worse than the optimiser's; else the exact routes of `exact.py` from the polished
     point (or the floats); else numeric digits."""
-    name = f"designed-{objective}-{'dirk-' if kind == 'dirk' else ''}{s}-{p}"
+    seconds = time.perf_counter() - search.began
+    objective, s, p, trees = search.objective, search.stages, search.order, search.trees
+    name = f"designed-{objective}-{'dirk-' if search.kind == 'dirk' else ''}{s}-{p}"
     method, exact, route, notes, known = _declaration(
-        objective, name, point, value, trees, p, conditions
+        objective, name, point, value, trees, p, search.conditions
     )
     proved, proved_value = known or _objective(objective, method, trees, p, exact)
-    return _record(
+    report = check(method)
+    if report.order < p:
+        notes.append(f"the declaration proves order {report.order} only (see bf.check)")
+    elif report.order > p:
+        notes.append(f"the declaration has order {report.order}, above the {p} asked")
+    return DesignedMethod(
         objective,
-        kind,
+        search.kind,
         s,
         p,
         method,
         exact,
         route,
+        report,
         value,
         proved,
         proved_value,
-        (good, tried, starts),
+        good,
+        tried,
+        search.starts,
         seconds,
-        seed,
+        search.seed,
         polynomial,
-        notes,
+        tuple(notes),
     )
 
 
@@ -284,48 +305,6 @@ def _objective(
     return _error_norm(method, trees, p, exact)
 
 
-def _record(
-    objective: str,
-    kind: str,
-    s: int,
-    p: int,
-    method: ButcherTableau,
-    exact: bool,
-    route: str,
-    value: float,
-    proved: str,
-    proved_value: float,
-    counts: tuple[int, int, int],
-    seconds: float,
-    seed: int,
-    polynomial: tuple[Fraction, ...] | None,
-    notes: list[str],
-) -> DesignedMethod:
-    report = check(method)
-    if report.order < p:
-        notes.append(f"the declaration proves order {report.order} only (see bf.check)")
-    elif report.order > p:
-        notes.append(f"the declaration has order {report.order}, above the {p} asked")
-    return DesignedMethod(
-        objective,
-        kind,
-        s,
-        p,
-        method,
-        exact,
-        route,
-        report,
-        value,
-        proved,
-        proved_value,
-        *counts,
-        seconds,
-        seed,
-        polynomial,
-        tuple(notes),
-    )
-
-
 def _digits(x: Fraction, digits: int) -> str:
     """x as a decimal string of `digits` significant digits (0 as "0")."""
     if x == 0:
@@ -359,4 +338,4 @@ def _short(x: Fraction) -> str:
     return text if len(text) <= 40 else f"{float(x):.15g}"
 
 
-__all__ = ["DesignedMethod", "Point", "SSPCoefficient", "finish"]
+__all__ = ["DesignedMethod", "Point", "SSPCoefficient", "Search", "finish"]

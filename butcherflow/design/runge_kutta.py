@@ -34,7 +34,7 @@ from .conditions import Condition, Trees, residuals, with_jacobian
 from .exact import Matrix
 from .polish import polish
 from .polynomial import StabilityPolynomial
-from .result import DesignedMethod, Point, finish
+from .result import DesignedMethod, Point, Search, finish
 
 # the fewest explicit stages for each order (Butcher's barriers; order 8 needs 11)
 MIN_STAGES = {1: 1, 2: 2, 3: 3, 4: 4, 5: 6, 6: 7, 7: 9, 8: 11}
@@ -253,21 +253,8 @@ def ssp_tableau(
     lower = np.tril(np.ones((s + 1, s + 1), dtype=bool), 0 if implicit else -1)
     point = _point(shape, trees, conditions, x, (above(x), lower))
     kind = "dirk" if implicit else "explicit"
-    return finish(
-        "ssp",
-        kind,
-        s,
-        p,
-        point,
-        float(x[-1]),
-        trees,
-        conditions,
-        good,
-        tried,
-        starts,
-        time.perf_counter() - started,
-        seed,
-    )
+    search = Search("ssp", kind, s, p, trees, conditions, starts, seed, started)
+    return finish(search, point, float(x[-1]), good, tried)
 
 
 def _ssp_possible(s: int, p: int, implicit: bool) -> None:
@@ -347,34 +334,16 @@ def low_error_tableau(
             valid=f"order {p + 1} (or fewer stages)",
         )
     shape, trees = Shape(s, implicit), Trees(p + 1)
-    conditions = trees.order_conditions(p)
-    rng = np.random.default_rng(seed)
-    problem = _error_problem(shape, trees, conditions, p)
-    x, good, tried = multistart(problem, _random_starts(shape, starts, rng))
-    if x is None:
-        raise DesignError(
-            f"the optimiser met the order conditions from none of {starts} starts",
-            key="starts",
-            value=starts,
-            valid="more starts (--starts), or another seed",
-        )
-    kind = "dirk" if implicit else "explicit"
-    point = _point(shape, trees, conditions, x, None)
-    return finish(
-        "low-error",
-        kind,
-        s,
-        p,
-        point,
-        math.sqrt(float(problem.objective(x))),
-        trees,
-        conditions,
-        good,
-        tried,
-        starts,
-        time.perf_counter() - started,
-        seed,
+    failed = DesignError(
+        f"the optimiser met the order conditions from none of {starts} starts",
+        key="starts",
+        value=starts,
+        valid="more starts (--starts), or another seed",
     )
+    kind = "dirk" if implicit else "explicit"
+    conditions = trees.order_conditions(p)
+    search = Search("low-error", kind, s, p, trees, conditions, starts, seed, started)
+    return _least_error(search, shape, failed)
 
 
 def realise(
@@ -412,37 +381,37 @@ def realise(
     conditions = trees.order_conditions(q) + [
         Condition(trees.tall(k), a[k]) for k in range(q + 1, s + 1)
     ]
-    rng = np.random.default_rng(seed)
-    problem = _error_problem(shape, trees, conditions, q)
-    x, good, tried = multistart(problem, _random_starts(shape, starts, rng))
-    if x is None:
-        raise DesignError(
-            f"no explicit {s}-stage method of order {q} with this stability polynomial was "
-            f"found from {starts} starts",
-            key="polynomial",
-            value=[str(c) for c in a],
-            valid="more starts (--starts), or a lower order",
-        )
-    point = _point(shape, trees, conditions, x, None)
-    found = finish(
-        "realise",
-        "explicit",
-        s,
-        q,
-        point,
-        math.sqrt(float(problem.objective(x))),
-        trees,
-        conditions,
-        good,
-        tried,
-        starts,
-        time.perf_counter() - started,
-        seed,
-        polynomial=tuple(a),
+    failed = DesignError(
+        f"no explicit {s}-stage method of order {q} with this stability polynomial was "
+        f"found from {starts} starts",
+        key="polynomial",
+        value=[str(c) for c in a],
+        valid="more starts (--starts), or a lower order",
     )
+    search = Search("realise", "explicit", s, q, trees, conditions, starts, seed, started)
+    found = _least_error(search, shape, failed, tuple(a))
     if isinstance(polynomial, StabilityPolynomial):
         found = dataclasses.replace(found, designed_from=polynomial.command())
     return found
+
+
+def _least_error(
+    search: Search,
+    shape: Shape,
+    failed: DesignError,
+    polynomial: tuple[Fraction, ...] | None = None,
+) -> DesignedMethod:
+    """The tableau of `shape` meeting the search's conditions with the smallest principal error
+    norm at order p + 1 found from its random starts (`low_error_tableau`, `realise`),
+    finished (`finish`); raises `failed` when no start meets them."""
+    trees, conditions, p = search.trees, search.conditions, search.order
+    problem = _error_problem(shape, trees, conditions, p)
+    rng = np.random.default_rng(search.seed)
+    x, good, tried = multistart(problem, _random_starts(shape, search.starts, rng))
+    if x is None:
+        raise failed
+    point = _point(shape, trees, conditions, x, None)
+    return finish(search, point, math.sqrt(float(problem.objective(x))), good, tried, polynomial)
 
 
 def _point(

@@ -47,17 +47,19 @@ def file_safe_name(name: str) -> bool:
 
 
 def check_order(order: Any, key: str, source: str | Path | None) -> int | None:
-    if order is None:
+    problem = "a claimed order must be a non-negative integer"
+    return _integer(order, 0, key, source, problem, "e.g. order = 4")
+
+
+def _integer(
+    value: Any, least: int, key: str, source: str | Path | None, problem: str, valid: str
+) -> int | None:
+    """None, or an int (not a bool) of at least `least`; else the error `problem`."""
+    if value is None:
         return None
-    if isinstance(order, bool) or not isinstance(order, int) or order < 0:
-        raise DeclarationError(
-            "a claimed order must be a non-negative integer",
-            key=key,
-            value=order,
-            valid="e.g. order = 4",
-            source=source,
-        )
-    return order
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise DeclarationError(problem, key=key, value=value, valid=valid, source=source)
+    return value
 
 
 def check_flag(value: Any, key: str, source: str | Path | None, optional: bool = False) -> Any:
@@ -68,17 +70,7 @@ def check_flag(value: Any, key: str, source: str | Path | None, optional: bool =
 
 
 def check_count(value: Any, key: str, source: str | Path | None) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise DeclarationError(
-            f"{key} must be a positive integer",
-            key=key,
-            value=value,
-            valid=f"e.g. {key} = 3",
-            source=source,
-        )
-    return value
+    return _integer(value, 1, key, source, f"{key} must be a positive integer", f"e.g. {key} = 3")
 
 
 def check_text(value: Any, key: str, source: str | Path | None) -> str:

@@ -85,15 +85,6 @@ def _partitions(family: TreeFamily, index: int) -> Partitions:
     return dict(out)
 
 
-def _over(series: BSeries, domain: Any) -> BSeries:
-    """`series` with its coefficients converted into `domain` (one that holds them)."""
-    if series.domain == domain:
-        return series
-    values = {k: domain.convert_from(v, series.domain) for k, v in series.values.items()}
-    empty = domain.convert_from(series.empty, series.domain)
-    return BSeries(series.family, series.order, domain, empty, values, series.name)
-
-
 def common_domain(plain: BSeries, other: BSeries) -> tuple[BSeries, BSeries]:
     """A plain series and a series over any trees (plain or coloured) over one domain."""
     if plain.family is other.family:
@@ -102,7 +93,7 @@ def common_domain(plain: BSeries, other: BSeries) -> tuple[BSeries, BSeries]:
         raise AnalysisError(f"{plain.name}: expected a series over plain (uncoloured) trees")
     domains = [d for d in (plain.domain, other.domain) if isinstance(d, BallField)]
     domain = domains[0] if domains else plain.domain.unify(other.domain)
-    return _over(plain, domain), _over(other, domain)
+    return plain.over(domain), other.over(domain)
 
 
 def _product(ar: Arithmetic, values: dict[int, Any], forest: Sequence[int]) -> Any:

@@ -111,6 +111,14 @@ class BSeries:
         keep = {t.index: self.values[t.index] for t in self.family.up_to(order)}
         return BSeries(self.family, order, self.domain, self.empty, keep, self.name)
 
+    def over(self, domain: Any) -> BSeries:
+        """The same series with its coefficients converted into `domain` (one that holds them)."""
+        if self.domain == domain:
+            return self
+        values = {k: domain.convert_from(v, self.domain) for k, v in self.values.items()}
+        empty = domain.convert_from(self.empty, self.domain)
+        return BSeries(self.family, self.order, domain, empty, values, self.name)
+
     def map(self, fn: Callable[[Tree, Any], Any], empty: Any, name: str = "") -> BSeries:
         """A new series with coefficients `fn(tree, a(tree))` (domain elements)."""
         values = {t.index: fn(t, self.values[t.index]) for t in self}
@@ -217,15 +225,7 @@ def unify(a: BSeries, b: BSeries) -> tuple[BSeries, BSeries]:
         return a, b
     balls = [d for d in (a.domain, b.domain) if isinstance(d, BallField)]
     domain = balls[0] if balls else a.domain.unify(b.domain)
-
-    def lift(s: BSeries) -> BSeries:
-        if s.domain == domain:
-            return s
-        values = {k: domain.convert_from(v, s.domain) for k, v in s.values.items()}
-        empty = domain.convert_from(s.empty, s.domain)
-        return BSeries(s.family, s.order, domain, empty, values, s.name)
-
-    return lift(a), lift(b)
+    return a.over(domain), b.over(domain)
 
 
 def exact_flow(order: int, family: TreeFamily = PLAIN) -> BSeries:

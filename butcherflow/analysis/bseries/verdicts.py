@@ -130,19 +130,11 @@ def tableau_geometry(
 
 
 def _not_decided(out: Geometry) -> None:
-    """The rows still at their defaults say that the budget ran out before them."""
-    if out.symplectic_why == "not examined":
-        out.symplectic_why = NOT_DECIDED
-    if out.symplectic_order_text == "—":
-        out.symplectic_order_text = NOT_DECIDED
-    if out.symmetric_why == "not examined":
-        out.symmetric_why = NOT_DECIDED
-    if out.energy_text == "—":
-        out.energy_text = NOT_DECIDED
-    if out.ssp is None:
-        out.ssp = NOT_DECIDED
-    if out.threshold is None:
-        out.threshold = NOT_DECIDED
+    """The rows still at their defaults (`Geometry`'s) say that the budget ran out before them."""
+    rows = ("symplectic_why", "symplectic_order_text", "symmetric_why", "energy_text")
+    for row in (*rows, "ssp", "threshold"):
+        if getattr(out, row) == getattr(Geometry, row):
+            setattr(out, row, NOT_DECIDED)
 
 
 def _decide_geometry(

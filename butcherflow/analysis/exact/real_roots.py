@@ -48,6 +48,16 @@ def rational_part(c: Any) -> Any:
     return c.to_list()[0] if c else QQ.zero
 
 
+def as_dense(p: Any, K: Any) -> Dense:
+    """A univariate polynomial (a ring element over the field K) as a dense list over K,
+    highest degree first."""
+    terms = p.to_dict()
+    if not terms:
+        return []
+    degree = max(k[0] for k in terms)
+    return [terms.get((d,), K.zero) for d in range(degree, -1, -1)]
+
+
 @final
 class RealField:
     """A real number field K (QQ or QQ<θ>) with exact signs of its elements.

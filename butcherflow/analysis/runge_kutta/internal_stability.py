@@ -35,7 +35,7 @@ from sympy.polys.matrices import DomainMatrix
 
 from ...methods import ButcherTableau
 from ..budget import Deadline
-from ..exact.real_roots import RealField, positive_root_values
+from ..exact.real_roots import RealField, as_dense, positive_root_values
 from ..exact.weights import entries_in_field
 
 Z = sympy.Symbol("z")
@@ -172,22 +172,13 @@ def _rational_functions(K: Any, A: list[list[Any]], b: list[Any]) -> list[tuple[
         P = z * sum((const(b[i]) * columns[i][j] for i in range(s)), ring.zero)
         common = P.gcd(det)
         P, D = P.exquo(common), det.exquo(common)
-        lead = _dense(D, K)[-1]  # D(0) ≠ 0: det(I) = 1
+        lead = as_dense(D, K)[-1]  # D(0) ≠ 0: det(I) = 1
         out.append((P.quo_ground(lead), D.quo_ground(lead)))
     return out
 
 
-def _dense(p: Any, K: Any) -> list[Any]:
-    """A univariate polynomial over K as a dense list, highest degree first."""
-    terms = p.to_dict()
-    if not terms:
-        return []
-    degree = max(k[0] for k in terms)
-    return [terms.get((d,), K.zero) for d in range(degree, -1, -1)]
-
-
 def _expr(p: Any, K: Any) -> sympy.Expr:
-    dense = _dense(p, K)
+    dense = as_dense(p, K)
     n = len(dense) - 1
     return sympy.Add(*(K.to_sympy(c) * Z ** (n - k) for k, c in enumerate(dense) if c))
 
@@ -195,7 +186,7 @@ def _expr(p: Any, K: Any) -> sympy.Expr:
 def _at_minus(p: Any) -> list[Any]:
     """p(−u) as a dense list over K (u = −x ≥ 0 runs over the negative real axis)."""
     K = p.ring.domain
-    dense = _dense(p, K)
+    dense = as_dense(p, K)
     n = len(dense) - 1
     return [-c if (n - k) % 2 else c for k, c in enumerate(dense)]
 

@@ -22,7 +22,7 @@ from sympy.polys.matrices import DomainMatrix
 from ...errors import AnalysisError
 from ...methods import ButcherTableau
 from ..budget import Deadline
-from ..exact.real_roots import RealField, first_exit
+from ..exact.real_roots import RealField, as_dense, first_exit
 from ..exact.weights import entries_in_field
 
 
@@ -87,17 +87,17 @@ def ssp_coefficient(tableau: ButcherTableau, deadline: Deadline | None = None) -
     kmat = DomainMatrix([[const(x) for x in row] for row in rows], (n, n), R)
     polys = [x for row in (kmat * adj).to_list() for x in row]
     polys += [sum(row, R.zero) for row in adj.to_list()]  # (I + rK)⁻¹e, times det
-    radius = first_exit(_dense(-det, K), field, deadline)  # det(I + rK) > 0 from r = 0 up to here
+    radius = first_exit(as_dense(-det, K), field, deadline)  # det(I + rK) > 0 from r = 0 up to here
     for p in polys:
         if radius == 0.0:
             break
-        radius = min(radius, first_exit(_dense(-p, K), field, deadline))
+        radius = min(radius, first_exit(as_dense(-p, K), field, deadline))
     if radius == 0.0:
         exact: sympy.Expr | None = sympy.Integer(0)
     elif radius == math.inf:
         exact = None
     else:
-        exact = _rational(radius, [*polys, det], K)
+        exact = _root_if_rational(radius, [as_dense(p, K) for p in [*polys, det]], K)
     return SSPCoefficient(radius, exact, tableau.numeric)
 
 
@@ -201,21 +201,6 @@ def _strip(dense: list[Any], K: Any) -> list[Any]:
 def _rational_from(radius: float, K: Any, A: list[list[Any]], b: list[Any]) -> sympy.Expr | None:
     """R of an explicit tableau exactly when rational (a root of one of its polynomials)."""
     return _root_if_rational(radius, _explicit_polynomials(K, A, b), K)
-
-
-def _dense(p: Any, K: Any) -> list[Any]:
-    """A polynomial in r as a dense list over the field K, highest degree first."""
-    coeffs = p.to_dict()
-    if not coeffs:
-        return []
-    degree = max(k[0] for k in coeffs)
-    return [coeffs.get((d,), K.zero) for d in range(degree, -1, -1)]
-
-
-def _rational(radius: float, polys: list[Any], K: Any) -> sympy.Expr | None:
-    """R exactly when it is rational: a nearby rational that is a root of one of the
-    polynomials bounding it (the float is then that root, isolated exactly)."""
-    return _root_if_rational(radius, [_dense(p, K) for p in polys], K)
 
 
 def monotonicity_margin(tableau: ButcherTableau, r: np.ndarray) -> np.ndarray:

@@ -125,7 +125,6 @@ def _literal_rounding(literal: str) -> Fraction:
 # For a double that is 2⁻⁴⁴: residuals of met conditions sit eight orders below it.
 ULPS_SLACK = 256
 DOUBLE_MANTISSA = 52
-FLOAT_RELATIVE = Fraction(ULPS_SLACK, 2**DOUBLE_MANTISSA)
 # The formats narrower than a double that arrays and tensors hold (numpy, torch, jax dtypes by
 # name), with their stored mantissa bits: their elements are known to their own last place.
 NARROW_FLOATS = {"float32": 23, "float16": 10, "bfloat16": 7}
