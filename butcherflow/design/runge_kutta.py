@@ -328,7 +328,7 @@ def low_error_tableau(
     if allows_more:
         raise DesignError(
             f"{s} stages allow order {p + 1}, whose principal error at order {p + 1} is 0: "
-            "the smallest error norm of order-{p} methods is 0",
+            f"the smallest error norm of order-{p} methods is 0",
             key="order",
             value=p,
             valid=f"order {p + 1} (or fewer stages)",
