@@ -275,8 +275,8 @@ def _layer(
     names them (a hyper-connection's norms), and its streams found from its fields' shape."""
     chains: dict[str, Any] = dict(fields) if fields is not None else dict(discover(block, call))
     if options.streams is None and fields is None:
-        streams = stream_axis(call.state.shape, stage_shape_of(chains, call))
-        options = dataclasses.replace(options, streams=streams)
+        axis = stream_axis(call.state.shape, stage_shape_of(chains, call))
+        options = dataclasses.replace(options, streams=axis)
     streams = options.streams
 
     args, kwargs = call.args, call.kwargs
