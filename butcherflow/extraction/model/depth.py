@@ -28,8 +28,7 @@ first block's declaration (the same at every layer when they agree).
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, final
@@ -44,7 +43,7 @@ from ...methods import GeneralLinear, LinearMultistep, Method
 from ..declare import declare, glm
 from ..probe import Run, first_output, module_name, replace_output
 from ..solve import entries, fit, fixed_tolerance, recognise
-from .blocks import Blocks
+from .blocks import Blocks, hooks
 
 MAX_STEPS = 4  # the longest history a depth recurrence is read with
 
@@ -179,21 +178,6 @@ def read_rows(R: np.ndarray, precision: float | None, name: str) -> tuple[Method
     return method, rows, note
 
 
-@contextlib.contextmanager
-def _hooked(pairs: Sequence[tuple[nn.Module, Any, Any]]) -> Iterator[None]:
-    handles = []
-    try:
-        for module, pre, post in pairs:
-            if pre is not None:
-                handles.append(module.register_forward_pre_hook(pre))
-            if post is not None:
-                handles.append(module.register_forward_hook(post))
-        yield
-    finally:
-        for h in handles:
-            h.remove()
-
-
 def stack_run(
     model: nn.Module,
     blocks: Sequence[nn.Module],
@@ -239,7 +223,7 @@ def stack_run(
 
     if readout is not None:
         pairs.append((readout, read_out, None))
-    with _hooked(pairs), torch.no_grad():
+    with hooks(pairs, with_kwargs=False), torch.no_grad():
         out = call()
     run.stage_inputs = inputs
     run.labels = [f"layer{i}" for i in range(len(inputs))]
