@@ -40,7 +40,7 @@ from torch import Tensor, nn
 from ...analysis import Report, check
 from ...errors import ExtractionError
 from ...methods import GeneralLinear, LinearMultistep, Method
-from ..declare import declare, glm
+from ..declare import close, declare, glm
 from ..probe import Run, first_output, module_name, replace_output
 from ..solve import entries, fit, fixed_tolerance, recognise
 from .blocks import Blocks, hooks
@@ -67,11 +67,6 @@ class Depth:
     notes: tuple[str, ...]
 
 
-def _close(a: np.ndarray, b: np.ndarray, precision: float | None) -> bool:
-    tol = fixed_tolerance(precision)
-    return bool(np.allclose(a, b, rtol=tol, atol=tol))
-
-
 def _number(x: float, scale: float, precision: float | None) -> Fraction | float:
     return recognise(float(x), scale, precision)
 
@@ -96,7 +91,7 @@ def _multistep(
     L = R.shape[0] - 1
     eye = np.eye(R.shape[1])
     for k in range(1, min(MAX_STEPS, L) + 1):
-        if not all(_close(R[m + 1], R[m] + eye[1 + m], precision) for m in range(k - 1)):
+        if not all(close(R[m + 1], R[m] + eye[1 + m], precision) for m in range(k - 1)):
             continue
         rows = [
             np.stack([R[m - i] for i in range(k)] + [eye[1 + m - i] for i in range(k)], 1)
@@ -111,7 +106,7 @@ def _multistep(
         a = [_number(x, scale, precision) for x in solution[:k]]
         c = [_number(x, scale, precision) for x in solution[k:]]
         unrolled = unroll_multistep([float(x) for x in a], [float(x) for x in c], L)
-        if not _close(unrolled, R, precision):
+        if not close(unrolled, R, precision):
             continue
         alpha = [-a[k - 1 - j] for j in range(k)] + [1]
         beta = [c[k - 1 - j] for j in range(k)] + [0]
@@ -144,7 +139,7 @@ def _embedding_skip(
     scale = float(np.abs(solution).max())
     a, c, d = (_number(x, scale, precision) for x in solution)
     unrolled = unroll_embedding_skip(float(a), float(c), float(d), L)
-    if not _close(unrolled, R, precision):
+    if not close(unrolled, R, precision):
         return None
     method = GeneralLinear([[0]], [[1, 0]], [[c], [0]], [[a, d], [0, 1]], name=f"{name}-depth")
     return method, unrolled
