@@ -224,10 +224,10 @@ def _read(
     once = _caller(probe, call_args, call_kwargs, where, who)
     reference = _reference_run(once, state, args, kwargs, chains, who)
     runs = _runs_needed(runs, len(reference.labels), state, streams)
-    found, precision = _fit_at_state(once, state, streams, runs, frozen, options.precision, who)
-    found, state_dependent = _fit_elsewhere(
-        once, state, streams, runs, probe, found, frozen, precision, who
-    )
+    checked = dataclasses.replace(options, streams=streams, runs=runs)
+    found, precision = _fit_at_state(once, state, checked, who)
+    checked = dataclasses.replace(checked, precision=precision)
+    found, state_dependent = _fit_elsewhere(once, state, checked, probe, found, who)
     varies = variation(found, state_dependent, precision)
     declared = _declaration(found, varies, who, precision)
     session = Session(
@@ -307,16 +307,12 @@ def _reference_run(
 
 
 def _fit_at_state(
-    once: Callable[..., Run],
-    state: Tensor,
-    streams: Streams,
-    runs: int,
-    frozen: Sequence[str],
-    precision: float | None,
-    who: str,
+    once: Callable[..., Run], state: Tensor, options: Options, who: str
 ) -> tuple[Fit, float | None]:
-    """The coefficients fitted from `runs` probed calls at the module's state, and the
-    precision they are read to; a combination that is not linear is refused with its cause."""
+    """The coefficients fitted from `runs` probed calls at the module's state (`options`, its
+    streams checked), and the precision they are read to; a combination that is not linear is
+    refused with its cause."""
+    streams, runs, precision = options.streams, options.runs, options.precision
     probes = [once(state, probing=True) for _ in range(runs)]
     found = _fit(probes, [state] * runs, streams, who)
     precision = reading_precision(
@@ -325,30 +321,24 @@ def _fit_at_state(
     if found.broken(precision) is not None:
         cut = fraction_fit(probes, [state] * runs, streams, precision)
         _refuse_fractions(cut, probes[0].labels, stream_count(state, streams), who)
-    _explain_break(found, probes[0], who, frozen, precision)
+    _explain_break(found, probes[0], who, options.frozen, precision)
     return found, precision
 
 
 def _fit_elsewhere(
-    once: Callable[..., Run],
-    state: Tensor,
-    streams: Streams,
-    runs: int,
-    probe: Probe,
-    found: Fit,
-    frozen: Sequence[str],
-    precision: float | None,
-    who: str,
+    once: Callable[..., Run], state: Tensor, options: Options, probe: Probe, found: Fit, who: str
 ) -> tuple[Fit, bool]:
-    """The fit at random states: whether the coefficients depend on the state, and `found`
-    with its undetermined tokens filled from there when they do not."""
+    """The fit at random states (`options`: its streams, runs and precision read): whether the
+    coefficients depend on the state, and `found` with its undetermined tokens filled from
+    there when they do not."""
+    precision, runs = options.precision, options.runs
     starts = [
         torch.randn(state.shape, dtype=state.dtype, generator=probe.generator) for _ in range(runs)
     ]
     moved = [once(x, probing=True) for x in starts]
-    elsewhere = fit(moved, starts, streams)
+    elsewhere = fit(moved, starts, options.streams)
     state_dependent = (
-        bool(frozen)
+        bool(options.frozen)
         or elsewhere.broken(precision) is not None
         or not elsewhere.same_as(found, precision)
     )
