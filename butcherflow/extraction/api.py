@@ -13,13 +13,11 @@ from ..errors import ExtractionError
 from ..methods import Method
 from .layer import Options, extract_layer, require_eval
 from .model.blocks import Blocks, NoStack, capture, discover
-from .model.read import ExtractedModel, read_model
+from .model.read import ExtractedModel, FieldPaths, read_model
 from .model.rewire import example_call, rewire_read
 from .probe import module_name, small_on_one_thread
 from .result import Extracted
 from .streams import Streams
-
-FieldPaths = Mapping[str, str | Sequence[str]]
 
 
 @overload
