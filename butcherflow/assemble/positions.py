@@ -108,7 +108,7 @@ class Learned(Position):
     def options(
         self, embedding: Mapping[str, Any], source: str | None, resolve: Callable[..., Any]
     ) -> dict[str, Any]:
-        return {"max_len": _count(embedding.get("max_len", MAX_LEN), "embedding.max_len", source)}
+        return {"max_len": count(embedding.get("max_len", MAX_LEN), "embedding.max_len", source)}
 
     def encoding(self, recipe: Recipe, d_model: int) -> nn.Module:
         return LearnedPositions(recipe.max_len, d_model)
@@ -153,7 +153,7 @@ class Floater(Position):
             )
         hidden = embedding.get("floater_hidden")
         if hidden is not None:
-            hidden = _count(hidden, "embedding.floater_hidden", source)
+            hidden = count(hidden, "embedding.floater_hidden", source)
         return {"floater": name, "floater_blocks": blocks, "floater_hidden": hidden}
 
     def encoding(self, recipe: Recipe, d_model: int) -> nn.Module:
@@ -235,7 +235,8 @@ def check_keys_of(position: Position, embedding: Mapping[str, Any], source: str 
                 )
 
 
-def _count(value: Any, key: str, source: str | None) -> int:
+def count(value: Any, key: str, source: str | None) -> int:
+    """`value`, refused unless it is an integer >= 1 (a recipe's `key`, read from `source`)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise DeclarationError(
             f"{key} must be an integer >= 1", key=key, value=value, source=source

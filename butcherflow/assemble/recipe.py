@@ -51,7 +51,7 @@ from ..methods import ContinuousDynamics, Method
 from ..methods.base import check_name
 from ..methods.files import catalog_dir, check_keys, from_dict, read_toml
 from ..nn import check_stage
-from .positions import MAX_LEN, POSITIONS, Position, check_keys_of, position_named
+from .positions import MAX_LEN, POSITIONS, Position, check_keys_of, count, position_named
 
 TOP_KEYS = (
     "name",
@@ -176,7 +176,7 @@ class Recipe:
             if key == "dropout":
                 _dropout(value, key, self.source)
             else:
-                _int(value, key, self.source)
+                count(value, key, self.source)
         changes: dict[str, Any] = {
             "sizes": {**self.sizes, **{k: v for k, v in given.items() if k in SIZE_KEYS}}
         }
@@ -185,14 +185,6 @@ class Recipe:
             if layers is not None and side is not None:
                 changes[where] = dataclasses.replace(side, layers=layers)
         return dataclasses.replace(self, **changes)
-
-
-def _int(value: Any, key: str, source: str | None, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise DeclarationError(
-            f"{key} must be an integer >= {minimum}", key=key, value=value, source=source
-        )
-    return value
 
 
 def _dropout(value: Any, key: str, source: str | None) -> float:
@@ -231,7 +223,7 @@ def _side(data: Any, where: str, source: str | None, folder: Path | None) -> Sid
     if not isinstance(data, Mapping):
         raise DeclarationError("expected a table", key=where, value=data, source=source)
     check_keys(data, SIDE_KEYS, source, where=f"{where}.")
-    layers = _int(data.get("layers"), f"{where}.layers", source)
+    layers = count(data.get("layers"), f"{where}.layers", source)
     method = _reference(data.get("method"), f"{where}.method", source, folder)
     single, several = data.get("field"), data.get("fields")
     if (single is None) == (several is None):
@@ -286,7 +278,7 @@ def recipe_from_dict(
     for key in ("d_model", "n_heads", "d_ffn"):
         if key not in sizes:
             raise DeclarationError(f"missing sizes.{key}", key=f"sizes.{key}", source=src)
-        _int(sizes[key], f"sizes.{key}", src)
+        count(sizes[key], f"sizes.{key}", src)
     _dropout(sizes.get("dropout", 0.0), "sizes.dropout", src)
     encoder = _side(data["encoder"], "encoder", src, base) if "encoder" in data else None
     decoder = _side(data["decoder"], "decoder", src, base) if "decoder" in data else None

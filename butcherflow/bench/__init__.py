@@ -8,6 +8,7 @@ so the numbers of other benchmarks stay where they are.
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,18 @@ def _command(args: argparse.Namespace, given: str) -> str:
 Runner = Callable[[argparse.Namespace, str, str], int]
 
 
+def _plain(name: str) -> Runner:
+    """The runner of a benchmark that takes only the shared flags: `bench.NAME.run_NAME(output,
+    repeats, command)`, its module imported when it runs."""
+
+    def run(args: argparse.Namespace, command: str, given: str) -> int:
+        module = importlib.import_module(f"{__name__}.{name}")
+        getattr(module, f"run_{name}")(output=args.output, repeats=args.repeats, command=command)
+        return 0
+
+    return run
+
+
 def _run_order(args: argparse.Namespace, command: str, given: str) -> int:
     from .order import run_order
 
@@ -243,13 +256,6 @@ def _run_beam(args: argparse.Namespace, command: str, given: str) -> int:
     return 0
 
 
-def _run_floater(args: argparse.Namespace, command: str, given: str) -> int:
-    from .floater import run_floater
-
-    run_floater(output=args.output, repeats=args.repeats, command=command)
-    return 0
-
-
 def _run_train(args: argparse.Namespace, command: str, given: str) -> int:
     """`bench train`: recipes beside torch.nn.Transformer, or (`--task language_model`)
     decoder-only recipes beside the residual LM; each builds its own command line."""
@@ -262,24 +268,10 @@ def _run_train(args: argparse.Namespace, command: str, given: str) -> int:
     return run_from_args(args, given)
 
 
-def _run_extract(args: argparse.Namespace, command: str, given: str) -> int:
-    from .extract import run_extract
-
-    run_extract(output=args.output, repeats=args.repeats, command=command)
-    return 0
-
-
 def _run_sweep(args: argparse.Namespace, command: str, given: str) -> int:
     from .sweep import run_sweep
 
     run_sweep(output=args.output, command=command)
-    return 0
-
-
-def _run_bseries(args: argparse.Namespace, command: str, given: str) -> int:
-    from .bseries import run_bseries
-
-    run_bseries(output=args.output, repeats=args.repeats, command=command)
     return 0
 
 
@@ -290,26 +282,19 @@ def _run_design(args: argparse.Namespace, command: str, given: str) -> int:
     return 0
 
 
-def _run_export(args: argparse.Namespace, command: str, given: str) -> int:
-    from .export import run_export
-
-    run_export(output=args.output, repeats=args.repeats, command=command)
-    return 0
-
-
 # by `butcherflow bench WHAT`, the keys of BENCHMARKS
 RUNNERS: dict[str, Runner] = {
     "order": _run_order,
     "block": _run_block_streams,
     "streams": _run_block_streams,
     "beam": _run_beam,
-    "floater": _run_floater,
+    "floater": _plain("floater"),
     "train": _run_train,
-    "extract": _run_extract,
+    "extract": _plain("extract"),
     "sweep": _run_sweep,
-    "bseries": _run_bseries,
+    "bseries": _plain("bseries"),
     "design": _run_design,
-    "export": _run_export,
+    "export": _plain("export"),
 }
 
 

@@ -135,40 +135,27 @@ def run_beam(
     rows: list[BeamRow] = []
     for label, name, decoder in models:
         recipe = _sized(load_recipe(name), decoder, sizes)
-        rows.append(_time_model(label, recipe, sentences, src_len, length, repeats, target))
+        cached, compiled, recomputed, calls = bench_recipe(
+            recipe,
+            sentences=sentences,
+            src_len=src_len,
+            length=length,
+            repeats=repeats,
+            device=target,
+        )
+        r = BeamRow(label, calls, cached, compiled, recomputed, sentences)
+        print(
+            f"{label:<34} cached {sentences / cached:7.2f} sent/s  compiled "
+            f"{sentences / compiled:7.2f} sent/s  recomputed {sentences / recomputed:7.2f} "
+            f"sent/s  speedup {r.speedup:.2f}x  compiled/eager {r.compiled_speedup:.2f}x",
+            flush=True,
+        )
+        rows.append(r)
         # after every model, so that a run stopped at a time limit keeps the models it timed
         body = _section(rows, command, target, repeats, sentences, src_len, length, models, sizes)
         write_section(output, "beam" if target.type == "cpu" else f"beam-{target.type}", body)
     print(body)
     return rows
-
-
-def _time_model(
-    label: str,
-    recipe: Recipe,
-    sentences: int,
-    src_len: int,
-    length: int,
-    repeats: int,
-    target: torch.device,
-) -> BeamRow:
-    """Time one model's beam search three ways (`bench_recipe`) and print its line."""
-    cached, compiled, recomputed, calls = bench_recipe(
-        recipe,
-        sentences=sentences,
-        src_len=src_len,
-        length=length,
-        repeats=repeats,
-        device=target,
-    )
-    r = BeamRow(label, calls, cached, compiled, recomputed, sentences)
-    print(
-        f"{label:<34} cached {sentences / cached:7.2f} sent/s  compiled "
-        f"{sentences / compiled:7.2f} sent/s  recomputed {sentences / recomputed:7.2f} "
-        f"sent/s  speedup {r.speedup:.2f}x  compiled/eager {r.compiled_speedup:.2f}x",
-        flush=True,
-    )
-    return r
 
 
 def _section(

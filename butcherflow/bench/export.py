@@ -61,7 +61,7 @@ def _python(*args: str) -> Callable[[], None]:
             [sys.executable, *args],
             capture_output=True,
             text=True,
-            env=_env(),
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
             stdin=subprocess.DEVNULL,
             timeout=600,
         )
@@ -69,10 +69,6 @@ def _python(*args: str) -> Callable[[], None]:
             raise RuntimeError(f"python {' '.join(args[:3])} failed: {done.stderr[-2000:]}")
 
     return run
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
 def run_export(

@@ -388,25 +388,8 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
     load = os.getloadavg()[0]  # the machine's business, which every row shared (they alternate)
     rows, settings, target = bench_train(**options)
     peak = device_peak(target)
-    by_name = {r.name: r for r in rows}
+    peak_text, memory_text = _device_notes(target, peak)
     gpu = f", {torch.cuda.get_device_name(target)}" if target.type == "cuda" else ""
-    if target.type == "cuda":
-        peak_text = (
-            f"MFU against the {peak.name}'s dense {peak.precision} peak of {peak.tflops:g} TFLOP/s"
-            if peak is not None
-            else "MFU n/a: this GPU is not in bench.hardware.PEAKS"
-        )
-        total = torch.cuda.get_device_properties(target).total_memory
-        memory_text = (
-            "peak memory per model (parameters + AdamW state + its step's peak), "
-            f"of the device's {total / MIB:,.0f} MiB"
-        )
-    else:
-        peak_text = "MFU n/a on a CPU (no tensor-core peak)"
-        memory_text = (
-            f"peak resident set of the whole process (all models): "
-            f"{process_peak_rss() / MIB:,.0f} MiB"
-        )
     where = "the CPU" if target.type == "cpu" else "the GPU"
     title = (
         f"Length buckets on {where}"
@@ -428,7 +411,47 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
         "| model | parameters | target tokens/s | vs torch.nn.Transformer | vs lm-residual "
         "| compiled / eager | GFLOP per target token | TFLOP/s | MFU | peak memory (MiB) |",
         "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        *_table_rows(rows, peak, target, options.get("profile")),
     ]
+    body = "\n".join(lines)
+    print(body)
+    key = train_section_key(
+        target,
+        bool(options.get("compile")),
+        options.get("recipes", RECIPES),
+        bool(options.get("compare_buckets")),
+    )
+    write_section(output, key, body)
+    return rows
+
+
+def _device_notes(target: torch.device, peak: Peak | None) -> tuple[str, str]:
+    """What the MFU is measured against and what the peak memory counts, on `target`."""
+    if target.type == "cuda":
+        peak_text = (
+            f"MFU against the {peak.name}'s dense {peak.precision} peak of {peak.tflops:g} TFLOP/s"
+            if peak is not None
+            else "MFU n/a: this GPU is not in bench.hardware.PEAKS"
+        )
+        total = torch.cuda.get_device_properties(target).total_memory
+        memory_text = (
+            "peak memory per model (parameters + AdamW state + its step's peak), "
+            f"of the device's {total / MIB:,.0f} MiB"
+        )
+        return peak_text, memory_text
+    memory_text = (
+        f"peak resident set of the whole process (all models): {process_peak_rss() / MIB:,.0f} MiB"
+    )
+    return "MFU n/a on a CPU (no tensor-core peak)", memory_text
+
+
+def _table_rows(
+    rows: Sequence[TrainRow], peak: Peak | None, target: torch.device, profile: object
+) -> list[str]:
+    """One line of the section's table per row, then the bucketed / unbucketed ratios and
+    where profiled steps' time goes."""
+    by_name = {r.name: r for r in rows}
+    lines: list[str] = []
     for row in rows:
         ratio = _ratio(row, by_name.get(row.reference or ""))
         lm = (row.reference or "").startswith("lm-residual")  # a decoder-only recipe's row
@@ -456,21 +479,12 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
         where = "kernels by device time" if target.type == "cuda" else "operators by CPU time"
         lines += [
             "",
-            f"Where one more step's time goes (`--profile {options.get('profile')}`: a Chrome "
+            f"Where one more step's time goes (`--profile {profile}`: a Chrome "
             f"trace and the operator table per model; the largest {where}):",
             "",
             *(f"- {row.name}: {describe(list(row.hotspots))}" for row in profiled),
         ]
-    body = "\n".join(lines)
-    print(body)
-    key = train_section_key(
-        target,
-        bool(options.get("compile")),
-        options.get("recipes", RECIPES),
-        bool(options.get("compare_buckets")),
-    )
-    write_section(output, key, body)
-    return rows
+    return lines
 
 
 def run_from_args(args: argparse.Namespace, given: str = "") -> int:

@@ -16,15 +16,13 @@ import argparse
 import importlib
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as installed_version
 from typing import Any
 
 from ..errors import ButcherflowError, ButcherflowWarning
 from .parser import Parser, suggestion
-
-Command = Callable[[argparse.Namespace], int]
 
 # The subcommands whose module declares them alone, and that module; every other one is declared
 # by `commands`. Each module's `add_commands(sub)` adds its subcommands to the parser.

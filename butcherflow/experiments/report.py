@@ -34,16 +34,13 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def _metrics_of(experiment: Experiment) -> tuple[str, ...]:
-    return task_named(experiment.task).metrics
-
-
 def runs_table(experiment: Experiment, summaries: Sequence[RunSummary]) -> str:
     """A row per run: recipe, seeds, the metrics (mean ± std), parameters, tokens/s; a declared
     run with no result yet is a row saying so (no number stands in for it). A metric of the
     task that no result measured (bits per byte in a record made before it was) has no column."""
     measured = {m for s in summaries for m in s.values}
-    metrics = tuple(m for m in _metrics_of(experiment) if m in measured or m == experiment.metric)
+    task_metrics = task_named(experiment.task).metrics
+    metrics = tuple(m for m in task_metrics if m in measured or m == experiment.metric)
     header = ["run", "recipe", "seeds"] + [metric_title(m) for m in metrics]
     header += ["parameters", "train tokens/s"]
     positions = experiment.table == "bins"

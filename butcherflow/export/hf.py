@@ -155,13 +155,29 @@ def _refuse_left_padding(attention_mask: Tensor | None) -> None:
 
 
 class ButcherflowPreTrainedModel(PreTrainedModel):
-    """What both exported models share: the config class, no weight initialisation of their own
-    (every weight is in the folder; butcherflow initialised them when it trained)."""
+    """What both exported models share: the config class, the butcherflow model built from the
+    config's recipe (`butcherflow_model`: `LanguageModel` or `Seq2Seq`), its token embedding
+    as the input embeddings, no weight initialisation of their own (every weight is in the
+    folder; butcherflow initialised them when it trained)."""
 
     config_class = ButcherflowConfig
     base_model_prefix = "model"
     main_input_name = "input_ids"
     _supports_cache_class = True
+    butcherflow_model: type[LanguageModel] | type[Seq2Seq]
+
+    def __init__(self, config: ButcherflowConfig) -> None:
+        super().__init__(config)
+        self.model = self.butcherflow_model(
+            config.butcherflow_recipe(), config.vocab_size, pad_index=config.pad_token_id
+        )
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.model.embedding.tokens
+
+    def get_output_embeddings(self) -> None:
+        return None  # the output projection is the input embedding (no separate head)
 
     def _init_weights(self, module: nn.Module) -> None:
         """Weights come from the exported folder; a freshly built model keeps butcherflow's own
@@ -195,18 +211,7 @@ class ButcherflowForCausalLM(ButcherflowPreTrainedModel, GenerationMixin):
     causal LMs do).
     """
 
-    def __init__(self, config: ButcherflowConfig) -> None:
-        super().__init__(config)
-        self.model = LanguageModel(
-            config.butcherflow_recipe(), config.vocab_size, pad_index=config.pad_token_id
-        )
-        self.post_init()
-
-    def get_input_embeddings(self) -> nn.Module:
-        return self.model.embedding.tokens
-
-    def get_output_embeddings(self) -> None:
-        return None  # the output projection is the input embedding (no separate head)
+    butcherflow_model = LanguageModel
 
     def prepare_inputs_for_generation(
         self,
@@ -265,18 +270,7 @@ class ButcherflowForSeq2SeqLM(ButcherflowPreTrainedModel, GenerationMixin):
     `input_ids` are source ids (no bos, no eos, padded with the pad id), `decoder_input_ids`
     start with bos (`decoder_start_token_id`)."""
 
-    def __init__(self, config: ButcherflowConfig) -> None:
-        super().__init__(config)
-        self.model = Seq2Seq(
-            config.butcherflow_recipe(), config.vocab_size, pad_index=config.pad_token_id
-        )
-        self.post_init()
-
-    def get_input_embeddings(self) -> nn.Module:
-        return self.model.embedding.tokens
-
-    def get_output_embeddings(self) -> None:
-        return None
+    butcherflow_model = Seq2Seq
 
     def get_encoder(self, modality: str | None = None) -> nn.Module:
         return _Encoder(self.model)

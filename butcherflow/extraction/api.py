@@ -11,15 +11,13 @@ from torch import Tensor, nn
 
 from ..errors import ExtractionError
 from ..methods import Method
-from .layer import extract_layer, require_eval
+from .layer import Options, extract_layer, require_eval
 from .model.blocks import Blocks, NoStack, capture, discover
-from .model.read import ExtractedModel, read_model
+from .model.read import ExtractedModel, FieldPaths, read_model
 from .model.rewire import example_call, rewire_read
 from .probe import module_name, small_on_one_thread
 from .result import Extracted
 from .streams import Streams
-
-FieldPaths = Mapping[str, str | Sequence[str]]
 
 
 @overload
@@ -110,30 +108,23 @@ def extract(
     if not isinstance(module, nn.Module):
         raise ExtractionError(f"bf.extract takes an nn.Module, not {type(module).__name__}")
     state = next((a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)), None)
+    options = Options(streams, frozen, runs, seed, precision)
     with small_on_one_thread(state):
         if fields is not None:
-            return extract_layer(
-                module, args, kwargs, fields, streams, frozen, runs, seed, precision
-            )
+            return extract_layer(module, args, kwargs, fields, options)
         try:
-            return read_model(
-                module, args, kwargs, block_fields, streams, frozen, runs, seed, precision, layers
-            )
+            return read_model(module, args, kwargs, block_fields, options, layers)
         except NoStack as missing:
             if block_fields is not None:
                 raise
-            return _one_layer(module, args, kwargs, streams, frozen, runs, seed, precision, missing)
+            return _one_layer(module, args, kwargs, options, missing)
 
 
 def _one_layer(
     module: nn.Module,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
-    streams: Streams,
-    frozen: Sequence[str],
-    runs: int,
-    seed: int,
-    precision: float | None,
+    options: Options,
     missing: NoStack,
 ) -> Extracted:
     """A module without a stack read as one layer, its fields discovered from its call."""
@@ -144,7 +135,7 @@ def _one_layer(
         fields = discover(module, call)
     except ExtractionError as error:
         raise ExtractionError(f"{missing}; read as one layer: {error}") from None
-    return extract_layer(module, args, kwargs, fields, streams, frozen, runs, seed, precision)
+    return extract_layer(module, args, kwargs, fields, options)
 
 
 def rewire(
@@ -192,7 +183,7 @@ def rewire(
             found = read_model(reading, args, kwargs, layers=layers, depth=False, shapes_only=True)
         except NoStack as missing:
             layer = copy.deepcopy(model).eval()
-            one = _one_layer(layer, args, kwargs, None, (), 2, 0, None, missing)
+            one = _one_layer(layer, args, kwargs, Options(), missing)
             new = one.rewire(resolved or method, field=field, fields=dict(fields or {}) or None)
             return new.train(model.training)
         return rewire_read(found, resolved or method, layers, field, fields, source=model)

@@ -61,7 +61,8 @@ class Declared:
     precision: float | None = None
 
 
-def _close(a: np.ndarray, b: np.ndarray, precision: float | None = None) -> bool:
+def close(a: np.ndarray, b: np.ndarray, precision: float | None = None) -> bool:
+    """Whether `a` and `b` agree to the coefficients' tolerance (`solve.fixed_tolerance`)."""
     tol = fixed_tolerance(precision)
     return bool(np.allclose(a, b, rtol=tol, atol=tol))
 
@@ -72,10 +73,10 @@ def _parallel(
     """Calls i and j read the same stage value and are weighted alike everywhere after."""
     later = slice(j + 1, None)
     return (
-        _close(U[i], U[j], precision)
-        and _close(A[i], A[j], precision)
-        and _close(A[later, i], A[later, j], precision)
-        and _close(B[:, i], B[:, j], precision)
+        close(U[i], U[j], precision)
+        and close(A[i], A[j], precision)
+        and close(A[later, i], A[later, j], precision)
+        and close(B[:, i], B[:, j], precision)
     )
 
 
@@ -171,7 +172,7 @@ def _method(
     """The family that holds the combination of the calls `names` (one per field or summed
     field), with the note the reader needs (None: none)."""
     title, declared, distinct = f"{name}-extracted", precision_text(precision), set(names)
-    keeps = _close(U, np.ones_like(U), precision) and _close(V, np.ones_like(V), precision)
+    keeps = close(U, np.ones_like(U), precision) and close(V, np.ones_like(V), precision)
     if V.shape[0] > 1:
         note = None
         if len(distinct) > 1:
@@ -187,7 +188,7 @@ def _method(
     if len(distinct) == 1:
         note = "the stages or the output scale the state: a general linear method"
         return glm(U, A, B, V, title, precision), note
-    sequential = all(_close(A[i, :i], B[0, :i], precision) for i in range(len(names)))
+    sequential = all(close(A[i, :i], B[0, :i], precision) for i in range(len(names)))
     if keeps and sequential:
         scale = float(np.abs(B[0]).max())
         steps = [
@@ -229,7 +230,7 @@ def _multistep(
     R = np.vstack([A, b[None, :]])  # R[m]: the state before call m (R[L]: the output)
     eye = np.eye(L)
     for k in range(2, min(MAX_STEPS, L - 1) + 1):
-        if not all(_close(R[m + 1], R[m] + eye[m], precision) for m in range(k - 1)):
+        if not all(close(R[m + 1], R[m] + eye[m], precision) for m in range(k - 1)):
             continue  # the first k − 1 layers are Euler steps
         rows, rhs = [], []
         for m in range(k - 1, L):
@@ -239,7 +240,7 @@ def _multistep(
         if len(target) < 2 * k + 1 or np.linalg.matrix_rank(system) < 2 * k:
             continue
         solution, *_ = np.linalg.lstsq(system, target, rcond=None)
-        if not _close(system @ solution, target, precision):
+        if not close(system @ solution, target, precision):
             continue
         a, c = solution[:k], solution[k:]
         scale = float(np.abs(solution).max())

@@ -36,6 +36,22 @@ from .streams import Streams, check_streams, stream_count, tokens
 ROWS_PER_UNKNOWN = 8
 
 
+@final
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """How `bf.extract` reads (see `api.extract`, whose arguments these are): `streams`,
+    `frozen`, `runs`, `seed`, `precision`; the defaults are `bf.extract`'s."""
+
+    streams: Streams = None
+    frozen: Sequence[str] = ()
+    runs: int = 2
+    seed: int = 0
+    precision: float | None = None
+
+
+DEFAULTS = Options()
+
+
 class NotLinear(ExtractionError):
     """A stage or the output is no linear combination of the state and the field values;
     `between`: the sub-modules that ran between the two field calls where it breaks."""
@@ -56,11 +72,7 @@ def extract_layer(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     fields: Mapping[str, str | Sequence[str]],
-    streams: Any,
-    frozen: Sequence[str],
-    runs: int,
-    seed: int,
-    precision: float | None,
+    options: Options,
 ) -> Extracted:
     """`bf.extract` on one layer with its fields (see `api.extract`). A layer that is no
     linear combination of its state and field values, and that takes other tensors of its
@@ -68,10 +80,10 @@ def extract_layer(
     second states (`SecondStates`): a general linear method over (state, x0, ...), the second
     states carried unchanged."""
     try:
-        return _read(module, args, kwargs, fields, streams, frozen, runs, seed, precision)
+        return _read(module, args, kwargs, fields, options)
     except NotLinear as refusal:
         seconds = second_states(module, args, kwargs)
-        if not seconds or streams is not None:
+        if not seconds or options.streams is not None:
             raise
         wrapper = SecondStates(module, args, kwargs, seconds)
         prefixed = {
@@ -84,11 +96,9 @@ def extract_layer(
                 (wrapper.stacked(),),
                 {},
                 prefixed,
-                wrapper.axis,
-                [f"layer.{p}" for p in frozen],
-                runs,
-                seed,
-                precision,
+                dataclasses.replace(
+                    options, streams=wrapper.axis, frozen=[f"layer.{p}" for p in options.frozen]
+                ),
             )
         except ExtractionError:
             names = ", ".join(n for n, _ in seconds)
@@ -194,15 +204,12 @@ def _read(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     fields: Mapping[str, str | Sequence[str]],
-    streams: Any,
-    frozen: Sequence[str],
-    runs: int,
-    seed: int,
-    precision: float | None,
+    options: Options,
 ) -> Extracted:
     who = module_name(module)
     if not isinstance(module, nn.Module):
         raise ExtractionError(f"bf.extract takes an nn.Module, not {type(module).__name__}")
+    runs, frozen = options.runs, options.frozen
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ExtractionError(f"{who}: runs={runs!r}; valid: a positive number of probe runs")
     require_eval(module, who)
@@ -212,15 +219,15 @@ def _read(
     chains = parse_fields(work, fields)
     where = tensor_input(call_args, call_kwargs, f"{who} (its state)")
     state = read(call_args, call_kwargs, where)
-    streams = check_streams(state, streams, who)
-    probe = Probe(work, chains, frozen, seed)
+    streams = check_streams(state, options.streams, who)
+    probe = Probe(work, chains, frozen, options.seed)
     once = _caller(probe, call_args, call_kwargs, where, who)
     reference = _reference_run(once, state, args, kwargs, chains, who)
     runs = _runs_needed(runs, len(reference.labels), state, streams)
-    found, precision = _fit_at_state(once, state, streams, runs, frozen, precision, who)
-    found, state_dependent = _fit_elsewhere(
-        once, state, streams, runs, probe, found, frozen, precision, who
-    )
+    checked = dataclasses.replace(options, streams=streams, runs=runs)
+    found, precision = _fit_at_state(once, state, checked, who)
+    checked = dataclasses.replace(checked, precision=precision)
+    found, state_dependent = _fit_elsewhere(once, state, checked, probe, found, who)
     varies = variation(found, state_dependent, precision)
     declared = _declaration(found, varies, who, precision)
     session = Session(
@@ -300,16 +307,12 @@ def _reference_run(
 
 
 def _fit_at_state(
-    once: Callable[..., Run],
-    state: Tensor,
-    streams: Streams,
-    runs: int,
-    frozen: Sequence[str],
-    precision: float | None,
-    who: str,
+    once: Callable[..., Run], state: Tensor, options: Options, who: str
 ) -> tuple[Fit, float | None]:
-    """The coefficients fitted from `runs` probed calls at the module's state, and the
-    precision they are read to; a combination that is not linear is refused with its cause."""
+    """The coefficients fitted from `runs` probed calls at the module's state (`options`, its
+    streams checked), and the precision they are read to; a combination that is not linear is
+    refused with its cause."""
+    streams, runs, precision = options.streams, options.runs, options.precision
     probes = [once(state, probing=True) for _ in range(runs)]
     found = _fit(probes, [state] * runs, streams, who)
     precision = reading_precision(
@@ -318,30 +321,24 @@ def _fit_at_state(
     if found.broken(precision) is not None:
         cut = fraction_fit(probes, [state] * runs, streams, precision)
         _refuse_fractions(cut, probes[0].labels, stream_count(state, streams), who)
-    _explain_break(found, probes[0], who, frozen, precision)
+    _explain_break(found, probes[0], who, options.frozen, precision)
     return found, precision
 
 
 def _fit_elsewhere(
-    once: Callable[..., Run],
-    state: Tensor,
-    streams: Streams,
-    runs: int,
-    probe: Probe,
-    found: Fit,
-    frozen: Sequence[str],
-    precision: float | None,
-    who: str,
+    once: Callable[..., Run], state: Tensor, options: Options, probe: Probe, found: Fit, who: str
 ) -> tuple[Fit, bool]:
-    """The fit at random states: whether the coefficients depend on the state, and `found`
-    with its undetermined tokens filled from there when they do not."""
+    """The fit at random states (`options`: its streams, runs and precision read): whether the
+    coefficients depend on the state, and `found` with its undetermined tokens filled from
+    there when they do not."""
+    precision, runs = options.precision, options.runs
     starts = [
         torch.randn(state.shape, dtype=state.dtype, generator=probe.generator) for _ in range(runs)
     ]
     moved = [once(x, probing=True) for x in starts]
-    elsewhere = fit(moved, starts, streams)
+    elsewhere = fit(moved, starts, options.streams)
     state_dependent = (
-        bool(frozen)
+        bool(options.frozen)
         or elsewhere.broken(precision) is not None
         or not elsewhere.same_as(found, precision)
     )

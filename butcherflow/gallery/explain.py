@@ -48,27 +48,17 @@ def combination(base: str | None, terms: Sequence[tuple[sympy.Expr, str]], numer
     return " ".join(parts) if parts else "0"
 
 
-def additive_equations(method: AdditiveRungeKutta) -> list[str]:
-    """One line per call (its own field) and the update (h = 1), exact coefficients."""
-    numeric = method.numeric
+def stage_equations(
+    method: ButcherTableau | AdditiveRungeKutta, fields: Sequence[str]
+) -> list[str]:
+    """One line per stage, calling its field (`fields[i]`: `F` for every stage of a tableau,
+    an additive method's own per call), and the update (h = 1), exact coefficients."""
     lines = []
-    for i, (row, field) in enumerate(zip(method.A, method.fields, strict=True)):
+    for i, (row, field) in enumerate(zip(method.A, fields, strict=True)):
         terms = [(a, f"k{j + 1}") for j, a in enumerate(row)]
-        lines.append(f"k{i + 1} = {field}({combination('y', terms, numeric)})")
+        lines.append(f"k{i + 1} = {field}({combination('y', terms, method.numeric)})")
     weights = [(b, f"k{i + 1}") for i, b in enumerate(method.b)]
-    lines.append(f"y_next = {combination('y', weights, numeric)}")
-    return lines
-
-
-def rk_equations(tableau: ButcherTableau, field: str = "F") -> list[str]:
-    """The stages and the update of one step (h = 1), with the tableau's exact coefficients."""
-    numeric = tableau.numeric
-    lines = []
-    for i, row in enumerate(tableau.A):
-        terms = [(a, f"k{j + 1}") for j, a in enumerate(row)]
-        lines.append(f"k{i + 1} = {field}({combination('y', terms, numeric)})")
-    weights = [(b, f"k{i + 1}") for i, b in enumerate(tableau.b)]
-    lines.append(f"y_next = {combination('y', weights, numeric)}")
+    lines.append(f"y_next = {combination('y', weights, method.numeric)}")
     return lines
 
 
@@ -111,7 +101,7 @@ def explain_rk(m: ButcherTableau) -> list[str]:
         "same F, so the parameters are those of one layer while the compute is "
         f"{calls} layer evaluations:",
         "",
-        fence("\n".join(rk_equations(m))),
+        fence("\n".join(stage_equations(m, ["F"] * m.stages))),
         "",
     ]
     if m.is_implicit:

@@ -32,7 +32,6 @@ from ..methods.parameters import initial_values
 from .explain import (
     accuracy_continuous,
     accuracy_rk,
-    additive_equations,
     butcher_table,
     explain_continuous,
     explain_rk,
@@ -40,6 +39,7 @@ from .explain import (
     multistep_equation,
     power,
     splitting_equations,
+    stage_equations,
 )
 from .plots import multistep_stability_svg, order_star_svg, stability_svg
 from .ssp_section import ssp_figures
@@ -449,7 +449,7 @@ class AdditivePage(FamilyPage):
             f"The field is a sum, y' = {ops}, and each call evaluates one of its parts at its "
             "own combination of the earlier calls (h = 1):",
             "",
-            fence("\n".join(additive_equations(method))),
+            fence("\n".join(stage_equations(method, method.fields))),
             "",
         ]
         if compiled:

@@ -484,45 +484,31 @@ def greedy(
     """
     check_options(max_len_a=max_len_a, max_len_b=max_len_b, min_len=min_len)
     with evaluating(model):
-        return _greedy(
-            model, src, max_len_a, max_len_b, min_len, cache_wanted(model, use_cache), compile
-        )
-
-
-def _greedy(
-    model: Seq2Seq,
-    src: Tensor,
-    max_len_a: float,
-    max_len_b: int,
-    min_len: int,
-    use_cache: bool,
-    compile: bool,
-) -> list[list[int]]:
-    batch, device = src.shape[0], src.device
-    memory, padding = _encode(model, src)
-    limit = max_lengths(model, src, max_len_a, max_len_b)
-    decoder = _Decoder(model, memory, padding, use_cache, compile)
-    sentences = list(range(batch))
-    tokens = torch.full((batch, 1), BOS, dtype=torch.long, device=device)
-    out: list[list[int]] = [[] for _ in range(batch)]
-    step = 0
-    while sentences:
-        logits = _mask(decoder.logits(tokens), step, limit, min_len, model.pad_index)
-        chosen = logits.argmax(dim=1)
-        done = chosen.eq(EOS) | limit.le(step)
-        if bool(done.any()):
-            ended = done.nonzero().flatten()
-            for i, ids in zip(ended.tolist(), tokens[ended, 1:].tolist(), strict=True):
-                out[sentences[i]] = ids
-            keep = (~done).nonzero().flatten()
-            sentences = [sentences[i] for i in keep.tolist()]
-            if not sentences:
-                break
-            decoder.select(keep, keep)
-            tokens, chosen, limit = tokens[keep], chosen[keep], limit[keep]
-        tokens = torch.cat([tokens, chosen.unsqueeze(1)], dim=1)
-        step += 1
-    return out
+        batch, device = src.shape[0], src.device
+        memory, padding = _encode(model, src)
+        limit = max_lengths(model, src, max_len_a, max_len_b)
+        decoder = _Decoder(model, memory, padding, cache_wanted(model, use_cache), compile)
+        sentences = list(range(batch))
+        tokens = torch.full((batch, 1), BOS, dtype=torch.long, device=device)
+        out: list[list[int]] = [[] for _ in range(batch)]
+        step = 0
+        while sentences:
+            logits = _mask(decoder.logits(tokens), step, limit, min_len, model.pad_index)
+            chosen = logits.argmax(dim=1)
+            done = chosen.eq(EOS) | limit.le(step)
+            if bool(done.any()):
+                ended = done.nonzero().flatten()
+                for i, ids in zip(ended.tolist(), tokens[ended, 1:].tolist(), strict=True):
+                    out[sentences[i]] = ids
+                keep = (~done).nonzero().flatten()
+                sentences = [sentences[i] for i in keep.tolist()]
+                if not sentences:
+                    break
+                decoder.select(keep, keep)
+                tokens, chosen, limit = tokens[keep], chosen[keep], limit[keep]
+            tokens = torch.cat([tokens, chosen.unsqueeze(1)], dim=1)
+            step += 1
+        return out
 
 
 __all__ = [

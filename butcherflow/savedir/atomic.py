@@ -17,14 +17,10 @@ from pathlib import Path
 from typing import Any
 
 
-def _temporary(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp")
-
-
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a temporary path beside `path`; on success it replaces `path` in one `os.replace`."""
-    tmp = _temporary(path)
+    tmp = path.with_name(f".{path.name}.tmp")
     try:
         yield tmp
         with open(tmp, "rb+") as handle:  # on disk before the rename makes it visible

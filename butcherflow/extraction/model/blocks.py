@@ -117,12 +117,14 @@ def _candidates(model: nn.Module) -> list[tuple[str, Sequence[nn.Module]]]:
 
 
 @contextlib.contextmanager
-def _hooks(pairs: Sequence[tuple[nn.Module, Any, Any]]) -> Iterator[None]:
+def hooks(pairs: Sequence[tuple[nn.Module, Any, Any]], with_kwargs: bool = True) -> Iterator[None]:
+    """Each (module, pre, post) hook pair registered for the block (a None is none), removed
+    after it; `with_kwargs`: the pre hooks take and return the call's keywords too."""
     handles = []
     try:
         for module, pre, post in pairs:
             if pre is not None:
-                handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+                handles.append(module.register_forward_pre_hook(pre, with_kwargs=with_kwargs))
             if post is not None:
                 handles.append(module.register_forward_hook(post))
         yield
@@ -170,7 +172,7 @@ def find_blocks(model: nn.Module, args: tuple[Any, ...], kwargs: Mapping[str, An
     for path, module in named.items():
         if path:
             pairs.append((module, None, _recorder(order, path)))
-    with _hooks(pairs), torch.no_grad():
+    with hooks(pairs), torch.no_grad():
         model(*args, **kwargs)
     ranked = []
     reasons = []
@@ -287,7 +289,7 @@ def capture(
                     clock[0] += 1
 
             pairs.append((sub, sub_pre, sub_post))
-    with _hooks(pairs), torch.no_grad():
+    with hooks(pairs), torch.no_grad():
         if run is None:
             model(*args, **kwargs)
         else:

@@ -28,8 +28,7 @@ first block's declaration (the same at every layer when they agree).
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, final
@@ -41,10 +40,10 @@ from torch import Tensor, nn
 from ...analysis import Report, check
 from ...errors import ExtractionError
 from ...methods import GeneralLinear, LinearMultistep, Method
-from ..declare import declare, glm
+from ..declare import close, declare, glm
 from ..probe import Run, first_output, module_name, replace_output
 from ..solve import entries, fit, fixed_tolerance, recognise
-from .blocks import Blocks
+from .blocks import Blocks, hooks
 
 MAX_STEPS = 4  # the longest history a depth recurrence is read with
 
@@ -66,11 +65,6 @@ class Depth:
     report: Report
     rows: np.ndarray | None
     notes: tuple[str, ...]
-
-
-def _close(a: np.ndarray, b: np.ndarray, precision: float | None) -> bool:
-    tol = fixed_tolerance(precision)
-    return bool(np.allclose(a, b, rtol=tol, atol=tol))
 
 
 def _number(x: float, scale: float, precision: float | None) -> Fraction | float:
@@ -97,7 +91,7 @@ def _multistep(
     L = R.shape[0] - 1
     eye = np.eye(R.shape[1])
     for k in range(1, min(MAX_STEPS, L) + 1):
-        if not all(_close(R[m + 1], R[m] + eye[1 + m], precision) for m in range(k - 1)):
+        if not all(close(R[m + 1], R[m] + eye[1 + m], precision) for m in range(k - 1)):
             continue
         rows = [
             np.stack([R[m - i] for i in range(k)] + [eye[1 + m - i] for i in range(k)], 1)
@@ -112,7 +106,7 @@ def _multistep(
         a = [_number(x, scale, precision) for x in solution[:k]]
         c = [_number(x, scale, precision) for x in solution[k:]]
         unrolled = unroll_multistep([float(x) for x in a], [float(x) for x in c], L)
-        if not _close(unrolled, R, precision):
+        if not close(unrolled, R, precision):
             continue
         alpha = [-a[k - 1 - j] for j in range(k)] + [1]
         beta = [c[k - 1 - j] for j in range(k)] + [0]
@@ -145,7 +139,7 @@ def _embedding_skip(
     scale = float(np.abs(solution).max())
     a, c, d = (_number(x, scale, precision) for x in solution)
     unrolled = unroll_embedding_skip(float(a), float(c), float(d), L)
-    if not _close(unrolled, R, precision):
+    if not close(unrolled, R, precision):
         return None
     method = GeneralLinear([[0]], [[1, 0]], [[c], [0]], [[a, d], [0, 1]], name=f"{name}-depth")
     return method, unrolled
@@ -177,21 +171,6 @@ def read_rows(R: np.ndarray, precision: float | None, name: str) -> tuple[Method
         note += " (a general linear method: the report proves it with one field in every stage)"
     rows = np.array([[float(x) for x in row] for row in entries(R, precision)])
     return method, rows, note
-
-
-@contextlib.contextmanager
-def _hooked(pairs: Sequence[tuple[nn.Module, Any, Any]]) -> Iterator[None]:
-    handles = []
-    try:
-        for module, pre, post in pairs:
-            if pre is not None:
-                handles.append(module.register_forward_pre_hook(pre))
-            if post is not None:
-                handles.append(module.register_forward_hook(post))
-        yield
-    finally:
-        for h in handles:
-            h.remove()
 
 
 def stack_run(
@@ -239,7 +218,7 @@ def stack_run(
 
     if readout is not None:
         pairs.append((readout, read_out, None))
-    with _hooked(pairs), torch.no_grad():
+    with hooks(pairs, with_kwargs=False), torch.no_grad():
         out = call()
     run.stage_inputs = inputs
     run.labels = [f"layer{i}" for i in range(len(inputs))]

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from ...analysis import Report
 from ...errors import ExtractionError
-from ..layer import NotLinear, Undetermined, extract_layer, require_eval
+from ..layer import DEFAULTS, NotLinear, Options, Undetermined, extract_layer, require_eval
 from ..probe import (
     Run,
     computes_below_float64,
@@ -35,7 +35,6 @@ from ..recognise import recognised
 from ..result import ROUND_TRIP, Extracted
 from ..rewiring import rewire_layer
 from ..solve import FLOAT32_PRECISION
-from ..streams import Streams
 from .blocks import (
     BlockCall,
     Blocks,
@@ -268,47 +267,43 @@ def _layer(
     block: nn.Module,
     call: BlockCall,
     fields: FieldPaths | None,
-    streams: Streams,
-    frozen: Sequence[str],
-    runs: int,
-    seed: int,
-    precision: float | None,
+    options: Options,
     where: str,
 ) -> tuple[Extracted, tuple[str, ...]]:
     """One block read as its model calls it; its fields discovered when not given, the
     sub-modules through which its coefficients read the state frozen when the first reading
     names them (a hyper-connection's norms), and its streams found from its fields' shape."""
     chains: dict[str, Any] = dict(fields) if fields is not None else dict(discover(block, call))
-    if streams is None and fields is None:
-        streams = stream_axis(call.state.shape, stage_shape_of(chains, call))
+    if options.streams is None and fields is None:
+        axis = stream_axis(call.state.shape, stage_shape_of(chains, call))
+        options = dataclasses.replace(options, streams=axis)
+    streams = options.streams
 
     args, kwargs = call.args, call.kwargs
 
     def read(frozen_now: Sequence[str]) -> Extracted:
+        now = dataclasses.replace(options, frozen=frozen_now)
         try:
-            return extract_layer(
-                block, args, kwargs, chains, streams, frozen_now, runs, seed, precision
-            )
+            return extract_layer(block, args, kwargs, chains, now)
         except Undetermined:
             if streams is None:
                 raise
             # equal streams (a hyper-connection stack's first layer): read at distinct ones
             state = call.state
-            spread = torch.randn(
-                state.shape, generator=torch.Generator().manual_seed(seed), dtype=state.dtype
-            )
+            generator = torch.Generator().manual_seed(options.seed)
+            spread = torch.randn(state.shape, generator=generator, dtype=state.dtype)
             moved = replace_input(args, kwargs, tensor_input(args, kwargs, where), spread)
             notes.append(
                 f"{where}: its input's streams are equal (the expanded embedding), so its "
                 "coefficients, which depend on the state, were read at a random state"
             )
-            return extract_layer(block, *moved, chains, streams, frozen_now, runs, seed, precision)
+            return extract_layer(block, *moved, chains, now)
 
     notes: list[str] = []
     try:
-        return read(frozen), tuple(notes)
+        return read(options.frozen), tuple(notes)
     except NotLinear as first:
-        if frozen or fields is not None or not first.between or streams is None:
+        if options.frozen or fields is not None or not first.between or streams is None:
             raise _at(where, first) from None
         try:
             found = read(first.between)
@@ -343,11 +338,7 @@ def read_model(
     args: tuple[Any, ...],
     kwargs: Mapping[str, Any],
     fields: FieldPaths | None = None,
-    streams: Streams = None,
-    frozen: Sequence[str] = (),
-    runs: int = 2,
-    seed: int = 0,
-    precision: float | None = None,
+    options: Options = DEFAULTS,
     layers: Sequence[int] | None = None,
     depth: bool = True,
     shapes_only: bool = False,
@@ -367,9 +358,7 @@ def read_model(
     blocks = find_blocks(model, args, call_kwargs)
     calls = capture(model, blocks, args, call_kwargs)
     chosen = _chosen_blocks(layers, blocks, who)
-    readings, notes = _read_blocks(
-        blocks, calls, chosen, fields, streams, frozen, runs, seed, precision, shapes_only, who
-    )
+    readings, notes = _read_blocks(blocks, calls, chosen, fields, options, shapes_only, who)
     work, run = None, None
     if any(r.streams is not None and not r.seconds for r in readings) or not depth:
         stack: Depth = streams_depth([r.method for r in readings])
@@ -380,9 +369,9 @@ def read_model(
             work,
             blocks.on(work),
             lambda: work(*args64, **kwargs64),
-            runs,
-            torch.Generator().manual_seed(seed),
-            precision,
+            options.runs,
+            torch.Generator().manual_seed(options.seed),
+            options.precision,
             [_self_weight(r) for r in readings],
         )
     session = ModelSession(model, blocks, tuple(args), call_kwargs, tuple(calls), work, run)
@@ -417,11 +406,7 @@ def _read_blocks(
     calls: Sequence[BlockCall],
     chosen: Sequence[int],
     fields: FieldPaths | None,
-    streams: Streams,
-    frozen: Sequence[str],
-    runs: int,
-    seed: int,
-    precision: float | None,
+    options: Options,
     shapes_only: bool,
     who: str,
 ) -> tuple[list[Extracted], list[str]]:
@@ -440,9 +425,7 @@ def _read_blocks(
         if shapes_only and shape in seen:
             readings.append(seen[shape])
             continue
-        found, said = _layer(
-            block, calls[i], fields, streams, frozen, runs, seed, precision, f"{who}.{names[i]}"
-        )
+        found, said = _layer(block, calls[i], fields, options, f"{who}.{names[i]}")
         seen[shape] = found
         readings.append(found)
         notes += said

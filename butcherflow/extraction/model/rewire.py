@@ -77,7 +77,7 @@ def _records(
 ) -> dict[int, LayerRecord]:
     """Each chosen block of the copy, its fields as read, and its call with the cache on."""
     calls = capture_generating(copy_, blocks, args, kwargs)
-    position = {i: n for n, i in enumerate(found_indices(found))}
+    position = {i: n for n, i in enumerate(found.indices)}
     records = {}
     for i in indices:
         layer = found.layers[position[i]]
@@ -119,11 +119,6 @@ def capture_generating(
         return capture(model, blocks, args, model_kwargs(model, kwargs, cache=True))
     finally:
         model.train(mode)
-
-
-def found_indices(found: ExtractedModel) -> list[int]:
-    """The block indices the reading covers (all, unless it read some)."""
-    return list(found.indices)
 
 
 def layer_record(
@@ -181,7 +176,7 @@ def rewire_read(
     source = s.original if source is None else source
     new = copy.deepcopy(source)
     blocks = s.blocks.on(new)
-    covered = found_indices(found)
+    covered = list(found.indices)  # the blocks the reading covers (all, unless it read some)
     indices = covered if layers is None else _check_layers(layers, covered, found)
     records = _records(new, blocks, found, indices, s.user_args, s.user_kwargs)
     position = {i: n for n, i in enumerate(covered)}
