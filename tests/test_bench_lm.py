@@ -93,3 +93,28 @@ def test_compiled_models_are_timed_in_a_section_of_their_own(benchmarks_md: Path
     assert rows[0].tokens == rows[1].tokens > 0
     section = benchmarks_md.read_text().split("bench:train-lm-compiled:start")[1]
     assert "torch.compile per block" in section and "| lm-mhc |" in section
+
+
+def test_where_it_cannot_compile_the_eager_rows_keep_the_eager_section(
+    benchmarks_md: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--compile` without a working inductor runs eagerly, saying so, and writes the eager
+    section: the compiled rows on the page stay what compiled models measured."""
+    import butcherflow.bench.lm as lm
+    import butcherflow.devices as devices
+
+    for module in (lm, devices):
+        monkeypatch.setattr(module, "compile_problem", lambda device_type: "no compiler here")
+    run_lm_bench(
+        str(benchmarks_md),
+        "butcherflow bench train --task language_model --compile (test)",
+        data=f"{TINY}:de-en",
+        vocab_size=200,
+        max_tokens=64,
+        tokens_per_sample=16,
+        updates=1,
+        sizes={**SIZES, "decoder_layers": 1},
+        compile=True,
+    )
+    text = benchmarks_md.read_text()
+    assert "bench:train-lm:start" in text and "train-lm-compiled" not in text

@@ -22,8 +22,8 @@ The declaration (A, U, B, V, start) is a `GeneralLinear` whose order `bf.check` 
 zero-stability is a theorem about the whole set: every doubly stochastic V is a convex
 combination of permutation matrices (Birkhoff), so ‖Vⁿ‖∞ = 1 for every n. The design checks
 that statement symbolically for the parametrisation the compiled layer trains
-(`coefficients="birkhoff"`: V = Σ_σ softmax(θ)_σ P_σ), and `birkhoff_weights` gives the θ that
-starts it at the designed V.
+(`coefficients="birkhoff"`: V = Σ_σ softmax(θ)_σ P_σ), and `nn.birkhoff.birkhoff_weights` gives
+the θ that starts it at the designed V.
 """
 
 from __future__ import annotations

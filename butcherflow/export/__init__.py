@@ -28,3 +28,7 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(".folder", __name__), name)
     globals()[name] = value  # once imported, an ordinary attribute
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
