@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ from tiny_run import TINY
 
 from butcherflow.assemble import LanguageModel, Recipe, load_recipe
 from butcherflow.bench import table_rows
-from butcherflow.bench.lm import GPT, run_lm_bench
+from butcherflow.bench.lm import GPT, LMRow, run_lm_bench
 from butcherflow.cli import main
 
 SIZES = {"d_model": 16, "n_heads": 2, "d_ffn": 32, "dropout": 0.0}
@@ -24,6 +25,21 @@ def _recipe() -> Recipe:
     assert recipe.decoder is not None
     recipe = replace(recipe, sizes={**recipe.sizes, **SIZES}, param_budget=None)
     return replace(recipe, decoder=replace(recipe.decoder, layers=2))
+
+
+def _tiny_bench(benchmarks_md: Path, updates: int, **options: Any) -> list[LMRow]:
+    """`run_lm_bench` on the tiny corpus at tiny sizes, one layer, 16-token windows."""
+    return run_lm_bench(
+        str(benchmarks_md),
+        "butcherflow bench train --task language_model (test)",
+        data=f"{TINY}:de-en",
+        vocab_size=200,
+        max_tokens=64,
+        tokens_per_sample=16,
+        updates=updates,
+        sizes={**SIZES, "decoder_layers": 1},
+        **options,
+    )
 
 
 def test_the_reference_has_the_recipes_parameters_and_a_learned_position_table() -> None:
@@ -48,16 +64,7 @@ def test_the_reference_is_causal() -> None:
 
 
 def test_both_models_train_on_the_same_packed_batches(benchmarks_md: Path) -> None:
-    rows = run_lm_bench(
-        str(benchmarks_md),
-        "butcherflow bench train --task language_model (test)",
-        data=f"{TINY}:de-en",
-        vocab_size=200,
-        max_tokens=64,
-        tokens_per_sample=16,
-        updates=3,
-        sizes={**SIZES, "decoder_layers": 1},
-    )
+    rows = _tiny_bench(benchmarks_md, updates=3)
     assert [r.name for r in rows] == ["lm-residual", "nanoGPT-style GPT (16/2/32, 1 layer)"]
     assert 0 < rows[0].tokens == rows[1].tokens <= 3 * 64  # four 16-token windows a batch
     text = benchmarks_md.read_text()
@@ -78,18 +85,7 @@ def test_the_language_model_bench_refuses_a_profile(capsys: pytest.CaptureFixtur
 def test_compiled_models_are_timed_in_a_section_of_their_own(benchmarks_md: Path) -> None:
     """Issue 38: `bench train --task language_model --compile` times lm-mhc's fused stack and
     the GPT, each compiled block by block, beside the eager section."""
-    rows = run_lm_bench(
-        str(benchmarks_md),
-        "butcherflow bench train --task language_model --compile (test)",
-        data=f"{TINY}:de-en",
-        recipes=("lm-mhc",),
-        vocab_size=200,
-        max_tokens=64,
-        tokens_per_sample=16,
-        updates=2,
-        sizes={**SIZES, "decoder_layers": 1},
-        compile=True,
-    )
+    rows = _tiny_bench(benchmarks_md, updates=2, recipes=("lm-mhc",), compile=True)
     assert rows[0].tokens == rows[1].tokens > 0
     section = benchmarks_md.read_text().split("bench:train-lm-compiled:start")[1]
     assert "torch.compile per block" in section and "| lm-mhc |" in section
@@ -105,16 +101,6 @@ def test_where_it_cannot_compile_the_eager_rows_keep_the_eager_section(
 
     for module in (lm, devices):
         monkeypatch.setattr(module, "compile_problem", lambda device_type: "no compiler here")
-    run_lm_bench(
-        str(benchmarks_md),
-        "butcherflow bench train --task language_model --compile (test)",
-        data=f"{TINY}:de-en",
-        vocab_size=200,
-        max_tokens=64,
-        tokens_per_sample=16,
-        updates=1,
-        sizes={**SIZES, "decoder_layers": 1},
-        compile=True,
-    )
+    _tiny_bench(benchmarks_md, updates=1, compile=True)
     text = benchmarks_md.read_text()
     assert "bench:train-lm:start" in text and "train-lm-compiled" not in text
