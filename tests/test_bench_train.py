@@ -171,7 +171,7 @@ def _dynamo_only(monkeypatch: pytest.MonkeyPatch) -> list[torch.nn.Module]:
         return compile_(model, **{**options, "backend": "eager"})  # type: ignore[call-overload]
 
     monkeypatch.setattr(torch, "compile", dynamo)
-    monkeypatch.setattr(bench, "can_compile", lambda *args: True)
+    monkeypatch.setattr(bench, "can_compile", lambda *args, **kwargs: True)
     return compiled
 
 

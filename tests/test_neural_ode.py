@@ -16,6 +16,8 @@ Everything numerical runs in float64.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -466,3 +468,23 @@ def test_a_module_field_of_the_wrong_width_is_named() -> None:
     )
     with pytest.raises(ValueError, match="returned"):
         narrow(torch.ones(1, 2, 3))
+
+
+def test_an_adaptive_solve_under_inference_mode_leaves_training_solves_working() -> None:
+    """The first adaptive solve of a process may run under `torch.inference_mode()` (decoding):
+    torchdiffeq builds its tableaux as tensors when it is imported, so an import at that moment
+    would make them inference tensors, and every later float64 solve with gradients would fail
+    (float64 tableaux are used as they are). Run in a fresh process, where nothing has solved
+    before."""
+    code = (
+        "import torch, butcherflow as bf\n"
+        "dynamics = bf.ContinuousDynamics('dopri5', time='none', rtol=1e-6, atol=1e-8)\n"
+        "block = bf.compile(dynamics, field=torch.nn.Linear(3, 3), d_model=3).double()\n"
+        "y = torch.randn(2, 4, 3, dtype=torch.float64)\n"
+        "with torch.inference_mode():\n"
+        "    block(y)\n"
+        "block(y.requires_grad_()).sum().backward()\n"
+        "print(y.grad.shape)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, final
 import sympy
 import torch
 from torch import Tensor, nn
+from torchdiffeq import odeint
 
 from ..errors import ButcherflowError, DeclarationError
 from .adjoint import adjoint_solve
@@ -306,9 +307,6 @@ def integrator(dynamics: ContinuousDynamics, *, backward: bool = False) -> Integ
         options: dict[str, Any] = {"max_num_steps": dynamics.max_num_steps}
         if norm is not None:
             options["norm"] = norm
-        # torchdiffeq imports scipy.integrate (a third of a second): paid by adaptive solves only
-        from torchdiffeq import odeint
-
         try:
             solution: Tensor = odeint(
                 f,
