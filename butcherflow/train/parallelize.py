@@ -24,6 +24,13 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_model_state_dict,
+    get_optimizer_state_dict,
+    set_model_state_dict,
+    set_optimizer_state_dict,
+)
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -32,6 +39,8 @@ from ..assemble import compile_blocks
 from ..errors import DeclarationError
 from ..savedir.layout import CheckpointError
 from .distributed import Process
+
+FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
 
 
 def blocks(model: nn.Module) -> list[nn.Module]:
@@ -95,10 +104,8 @@ def full_state(
     Under FSDP every process must call it (it gathers); only rank 0's result is complete."""
     if not sharded(model):
         return model, optimizer.state_dict()
-    dcp = _checkpoint_state_dict()
-    full = dcp.StateDictOptions(full_state_dict=True, cpu_offload=True)
-    weights: Any = dcp.get_model_state_dict(model, options=full)
-    by_name: Any = dcp.get_optimizer_state_dict(model, optimizer, options=full)
+    weights: Any = get_model_state_dict(model, options=FULL)
+    by_name: Any = get_optimizer_state_dict(model, optimizer, options=FULL)
     if not by_name:  # ranks other than 0 hold nothing with cpu_offload
         return weights, {}
     order = [name for group in by_name["param_groups"] for name in group["params"]]
@@ -143,10 +150,8 @@ def load_full_state(
 ) -> None:
     """Load full weights (every name, aliases included) and an unsharded optimizer state into
     a sharded model and its optimizer (every process, each with the whole checkpoint)."""
-    dcp = _checkpoint_state_dict()
-    full = dcp.StateDictOptions(full_state_dict=True)
     names = [name for name, _ in model.named_parameters()]
-    dcp.set_model_state_dict(model, dict(weights), options=full)
+    set_model_state_dict(model, dict(weights), options=StateDictOptions(full_state_dict=True))
     groups, start = [], 0
     for group in state["param_groups"]:
         count = len(group["params"])
@@ -156,13 +161,6 @@ def load_full_state(
         "state": {names[int(i)]: value for i, value in state["state"].items()},
         "param_groups": groups,
     }
-    dcp.set_optimizer_state_dict(model, optimizer, by_name, options=full)
-
-
-def _checkpoint_state_dict() -> Any:
-    """torch.distributed.checkpoint.state_dict, imported when a sharded model is saved or
-    loaded: it costs a quarter second, which every `import butcherflow.train` (an export, a
-    reload) would pay otherwise."""
-    import torch.distributed.checkpoint.state_dict as dcp
-
-    return dcp
+    set_optimizer_state_dict(
+        model, optimizer, by_name, options=StateDictOptions(full_state_dict=True)
+    )
