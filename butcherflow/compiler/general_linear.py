@@ -59,7 +59,15 @@ from ..analysis.general_linear.stability import doubly_stochastic, power_bound
 from ..methods import BIRKHOFF_MAX_STREAMS, GeneralLinear
 from ..nn import Field, make_field
 from ..nn.birkhoff import Birkhoff
-from ..nn.streams import advance, read_in, read_out, read_stages, sinkhorn, tokens
+from ..nn.streams import (
+    advance,
+    normalised_projection,
+    read_in,
+    read_out,
+    read_stages,
+    sinkhorn,
+    tokens,
+)
 from .options import FieldSizes, FieldSpec, require_fields_list
 from .program import Coefficient, CompiledBlock, ProgramBuilder, field_width, require
 
@@ -138,7 +146,9 @@ class StreamMixing(nn.Module):
         s = self.s
         # one projection for all coefficients of all streams; row k of `out` is stream k's:
         # its dynamic U[:, k], B[k, :] and V[k, :]
-        out = torch.tanh(self.proj(self.norm(tokens(streams))))  # (tokens, r, 2s + r)
+        out = torch.tanh(
+            normalised_projection(tokens(streams), self.norm, self.proj.weight)
+        )  # (tokens, r, 2s + r)
         out = out.view(*streams.shape[1:-1], *out.shape[1:])  # (batch, time, r, 2s + r)
         scale = self.scale.to(dtype)
         U = torch.addcmul(U, scale[0], out[..., :s].transpose(-1, -2))

@@ -24,7 +24,8 @@ import warnings
 from typing import Any, final
 
 import torch
-from torch import Tensor
+import torch.nn.functional as F
+from torch import Tensor, nn
 
 # The most streams the fused form takes: inductor unrolls reductions of at most this many
 # entries into pointwise code (torch._inductor.config.unroll_reductions_threshold's default);
@@ -57,6 +58,11 @@ def _fused(streams: Tensor, stages: int) -> bool:
     return torch.compiler.is_compiling() and fusable(streams, stages)
 
 
+def _fused_rows(x: Tensor) -> bool:
+    """Whether `normalised_projection` takes its fused form (per row: no stream-count limit)."""
+    return torch.compiler.is_compiling() and x.dtype in FUSED_DTYPES
+
+
 def read_in(x: Tensor, u: Tensor) -> Tensor:
     """(batch, time, d) -> the streams u ⊗ x, (r, batch, time, d)."""
     return u.to(x.dtype).view(-1, 1, 1, 1) * x
@@ -86,6 +92,48 @@ def _mix(M: Tensor, streams: Tensor) -> Tensor:
         return out
     weights = M.permute(2, 3, 0, 1).unsqueeze(-1)  # (b, t, n, r) -> (n, r, b, t, 1)
     return (weights * streams.unsqueeze(0)).sum(1)
+
+
+def normalised_projection(x: Tensor, norm: nn.LayerNorm, weight: Tensor) -> Tensor:
+    """`weight · norm(x)` over the last dimension: `(..., d)` -> `(..., k)` for a `(k, d)` weight.
+
+    Fused, the normalisation is moved after the product, as mHC does (Xie et al. 2025):
+    W diag(γ) (x − μ) σ⁻¹ + W β, where LayerNorm's mean and variance and the k dot products are
+    sums over the same row of x, so inductor reads each row once and stores neither the
+    normalised x nor its gradient. x is centred before the products (not μ subtracted after):
+    no cancellation when a row's mean is large against its spread. The gradient of the
+    weights stays one matrix product over all rows (`_RowProjection`)."""
+    if not _fused_rows(x):
+        return F.linear(norm(x), weight)
+    mean = x.mean(-1, keepdim=True)
+    centred = x - mean
+    rstd = torch.rsqrt(centred.square().mean(-1, keepdim=True) + norm.eps)
+    scaled = weight * norm.weight.to(weight.dtype)  # W diag(γ), (k, d)
+    out: Tensor = _RowProjection.apply(scaled, centred)
+    return rstd * out + F.linear(norm.bias.to(weight.dtype), weight)
+
+
+@final
+class _RowProjection(torch.autograd.Function):
+    """`apply(W, x)`: x Wᵀ over the last dimension as k sums per row (fused with the row's other
+    sums); its backward takes W's gradient as one matrix product over all rows, as `_StaticMix`
+    does, and x's as k broadcast products summed (pointwise)."""
+
+    @staticmethod
+    def forward(ctx: Any, W: Tensor, x: Tensor) -> Tensor:
+        ctx.save_for_backward(W, x)
+        return (x.unsqueeze(-2) * W).sum(-1)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None]:
+        W, x = ctx.saved_tensors
+        grad_W = grad_x = None
+        if ctx.needs_input_grad[0]:
+            k, d = W.shape
+            grad_W = torch.mm(grad.reshape(-1, k).t(), x.reshape(-1, d))
+        if ctx.needs_input_grad[1]:
+            grad_x = (grad.unsqueeze(-1) * W).sum(-2)
+        return grad_W, grad_x
 
 
 def _broadcast_sum(M: Tensor, streams: Tensor) -> Tensor:
