@@ -21,8 +21,6 @@ import flint
 
 from ..analysis.budget import Deadline
 
-Rational = Fraction
-
 
 def fmpq(x: Fraction) -> flint.fmpq:
     """A Fraction as flint's exact rational."""
