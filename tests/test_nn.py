@@ -431,6 +431,36 @@ def test_field_errors() -> None:
         field("ca")(randn(1, 2, D), Context(), 0)
 
 
+def _compiled_ffn_gradients(ffn: FeedForward, x: Tensor) -> tuple[list[Tensor], set[torch.dtype]]:
+    """The gradients of x and of every parameter through `torch.compile(ffn)`, and the dtypes
+    of the tensors its compiled forward saves for the backward."""
+    saved: set[torch.dtype] = set()
+
+    def pack(t: Tensor) -> Tensor:
+        saved.add(t.dtype)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = torch.compile(ffn)(x)
+    out.square().sum().backward()
+    return [x.grad, *(p.grad for p in ffn.parameters())], saved
+
+
+def test_a_compiled_relu_saves_no_boolean_mask_and_has_relu_s_gradient() -> None:
+    torch.compiler.reset()
+    ffn = FeedForward(D, DFF).to(DOUBLE)
+    x = randn(3, 5, D)
+    x[0, 0] = 0.0  # zero pre-activations (the biases aside): sign(0) = 0 as relu's
+    eager_x = x.clone().requires_grad_()
+    ffn(eager_x).square().sum().backward()
+    eager = [eager_x.grad, *(p.grad for p in ffn.parameters())]
+    ffn.zero_grad()
+    compiled, saved = _compiled_ffn_gradients(ffn, x.clone().requires_grad_())
+    assert torch.bool not in saved, saved
+    for got, want in zip(compiled, eager, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
 def test_module_field() -> None:
     linear = nn.Linear(D, D)
     f = make_field(linear)
