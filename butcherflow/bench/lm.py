@@ -4,10 +4,11 @@ GPT written as nanoGPT writes it, on the same packed batches, side by side in on
 The reference (`GPT`) is nanoGPT's `model.py` at the recipe's sizes: token and learned position
 embeddings, blocks `x + attn(ln_1(x))`, `x + mlp(ln_2(x))` with one fused q/k/v projection and
 `F.scaled_dot_product_attention(is_causal=True)`, a final LayerNorm and the output projection
-tied to the token embedding; its feed-forward takes the recipe's width and activation, so the
-two models do the same work (the recipe's sinusoidal positions and √d embedding scale cost
-nothing next to a layer). The batches are the training loop's: the training split of `--data`
-packed into `--tokens-per-sample` windows across lines (`data.packing`), cut by `--max-tokens`
+tied to the token embedding; its feed-forward takes the recipe's width and activation (a ReLU
+is `butcherflow.nn.ReLU`, as in the recipe's layers: compiled, it saves no mask), so the two
+models do the same work (the recipe's sinusoidal positions and √d embedding scale cost nothing
+next to a layer). The batches are the training loop's: the training split of `--data` packed
+into `--tokens-per-sample` windows across lines (`data.packing`), cut by `--max-tokens`
 and shuffled as epoch 1 is. Every model takes the loop's own step (`forward_backward` with the
 unsmoothed loss of a language model, then `optimizer_step` with AdamW), the models take turns
 batch by batch so that load on the machine hits them alike, and an untimed pass over the same
@@ -40,6 +41,7 @@ from ..data import (
 )
 from ..devices import can_compile, resolve_device
 from ..errors import DeclarationError
+from ..nn import ReLU
 from ..tasks import LANGUAGE_MODEL, TOKENS_PER_SAMPLE
 from ..train.config import TRAIN_DEFAULTS, TrainConfig, resolve_precision, resolve_recipe
 from ..train.run import encode
@@ -63,7 +65,7 @@ class GPT(nn.Module):
         assert recipe.decoder is not None
         d, heads = int(recipe.sizes["d_model"]), int(recipe.sizes["n_heads"])
         d_ffn, dropout = int(recipe.sizes["d_ffn"]), float(recipe.sizes["dropout"])
-        act = {"relu": nn.ReLU, "gelu": nn.GELU}[str(recipe.sizes["activation"])]
+        act = {"relu": ReLU, "gelu": nn.GELU}[str(recipe.sizes["activation"])]
         self.wte = nn.Embedding(vocab_size, d)
         self.wpe = nn.Embedding(block_size, d)
         self.drop = nn.Dropout(dropout)

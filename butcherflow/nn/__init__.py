@@ -5,7 +5,7 @@ A leaf of the pipeline: it imports nothing from the declarations, the analysis o
 
 from .attention import MultiheadAttention, check_heads
 from .context import AttentionBiasHook, Context, DecodeCache, ProjectionBias
-from .feedforward import ACTIVATIONS, FeedForward
+from .feedforward import ACTIVATIONS, FeedForward, ReLU
 from .fields import (
     FIELD_NAMES,
     STAGES,
@@ -41,6 +41,7 @@ __all__ = [
     "Positions",
     "PreNormField",
     "ProjectionBias",
+    "ReLU",
     "SelfAttentionSublayer",
     "SinusoidalPositions",
     "Sublayer",

@@ -25,6 +25,14 @@ def relu(h: Tensor) -> Tensor:
 
 
 @final
+class ReLU(nn.Module):
+    """`relu` as a module, for sequential stacks (the benchmarks' reference GPT)."""
+
+    def forward(self, h: Tensor) -> Tensor:
+        return relu(h)
+
+
+@final
 class _ReLU(torch.autograd.Function):
     """max(h, 0) with the gradient g · sign(y) of its output y ≥ 0: relu's wherever g is
     finite; no boolean intermediate for the partitioner to save (`torch.where(y > 0, g, 0)`
