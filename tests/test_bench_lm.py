@@ -3,6 +3,7 @@ of the recipe's sizes, and both models are timed on the same packed batches."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 import torch
 from tiny_run import TINY
+from torch import nn
 
 from butcherflow.assemble import LanguageModel, Recipe, load_recipe
 from butcherflow.bench import table_rows
@@ -50,6 +52,23 @@ def test_the_reference_has_the_recipes_parameters_and_a_learned_position_table()
     # the same blocks, norms and tied embedding; nanoGPT learns its positions, the recipe's are
     # sinusoidal (no parameters)
     assert sum(p.numel() for p in theirs.parameters()) == count + BLOCK * SIZES["d_model"]
+
+
+def test_the_reference_is_initialised_as_nanogpt() -> None:
+    """N(0, 0.02²) weights, N(0, 0.02² / 2L) residual projections, zero biases: with torch's
+    defaults the tied logits are spread enough for subnormal gradients (a 14× slower CPU step)."""
+    torch.manual_seed(0)
+    model = GPT(_recipe(), 4000, BLOCK)
+    block = model.h[0]
+    spread = {
+        "wte": model.wte.weight.std().item(),
+        "c_attn": block.c_attn.weight.std().item(),
+        "c_proj": block.c_proj.weight.std().item() * math.sqrt(2 * len(model.h)),
+        "mlp.2": block.mlp[2].weight.std().item() * math.sqrt(2 * len(model.h)),
+    }
+    biases = [m.bias for m in model.modules() if isinstance(m, nn.Linear) and m.bias is not None]
+    zero = all(not b.any() for b in biases)
+    assert zero and all(abs(s - 0.02) < 0.004 for s in spread.values()), (zero, spread)
 
 
 def test_the_reference_is_causal() -> None:

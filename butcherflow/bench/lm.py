@@ -75,6 +75,23 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(d)
         self.lm_head = nn.Linear(d, vocab_size, bias=False)
         self.lm_head.weight = self.wte.weight  # weight tying, as nanoGPT
+        self._init_weights(len(self.h))
+
+    @torch.no_grad()
+    def _init_weights(self, layers: int) -> None:
+        """nanoGPT's initialisation: weights of linear layers and embeddings N(0, 0.02²), the
+        projections into the residual stream N(0, 0.02² / 2L), biases 0. With torch's defaults
+        instead (embeddings N(0, 1), tied to the output), the logits are so spread that the
+        softmax's gradient underflows to subnormal floats, and on a CPU every product with them
+        slows down (the output layer's by 14× here)."""
+        for name, module in self.named_modules():
+            if isinstance(module, nn.Embedding):
+                module.weight.normal_(0.0, 0.02)
+            elif isinstance(module, nn.Linear):
+                residual = name.endswith(("c_proj", "mlp.2"))
+                module.weight.normal_(0.0, 0.02 / math.sqrt(2 * layers) if residual else 0.02)
+                if module.bias is not None:
+                    module.bias.zero_()
 
     def forward(self, idx: Tensor) -> Tensor:
         positions = torch.arange(idx.shape[1], device=idx.device)
