@@ -311,15 +311,18 @@ def test_a_dtype_the_fused_form_does_not_take_keeps_the_products() -> None:
 
 
 @pytest.fixture
-def no_compiler(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Inductor's C++ compiler set to one that does not exist, as on a machine without one."""
+def no_compiler() -> Iterator[None]:
+    """Inductor's C++ compiler set to one that does not exist, as on a machine without one;
+    through inductor's own `config.patch`, which restores the setting (pytest's monkeypatch
+    deleted it on undo: every later compilation in the worker failed)."""
     import torch._inductor.config as inductor
 
-    monkeypatch.setattr(inductor.cpp, "cxx", ("/nonexistent/c++",))
+    with inductor.patch({"cpp.cxx": ("/nonexistent/c++",)}):
+        devices.compile_problem.cache_clear()
+        torch._dynamo.reset()  # the probe compiled before must compile again
+        yield
     devices.compile_problem.cache_clear()
-    torch._dynamo.reset()  # the probe compiled before must compile again
-    yield
-    devices.compile_problem.cache_clear()
+    torch._dynamo.reset()
 
 
 @pytest.mark.usefixtures("no_compiler")
