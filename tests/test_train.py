@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -842,6 +843,10 @@ def _ddp_worker(rank: int, port: int) -> None:
         for key in grads_one:
             torch.testing.assert_close(grads_two[key], grads_one[key], rtol=1e-10, atol=1e-12)
     finally:
+        # as the training loop does before it leaves the group: gloo's worker threads drop the
+        # last all-reduce's gradients (which need the GIL) while this thread waits here, not
+        # while destroy_process_group holds the GIL and joins them (pytorch#56297: a hang)
+        torch.distributed.barrier()
         torch.distributed.destroy_process_group()
 
 
@@ -849,7 +854,13 @@ def test_two_process_ddp_computes_the_one_process_gradients() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    torch.multiprocessing.spawn(_ddp_worker, args=(port,), nprocs=2, join=True)
+    workers = torch.multiprocessing.spawn(_ddp_worker, args=(port,), nprocs=2, join=False)
+    deadline = time.monotonic() + 300  # a hang fails the test instead of the whole run
+    while not workers.join(timeout=5):
+        if time.monotonic() > deadline:
+            for process in workers.processes:
+                process.kill()
+            pytest.fail("the two DDP processes did not end within 300 s")
 
 
 def test_one_process_under_torchrun_joins_a_group_and_trains_through_ddp(
