@@ -961,6 +961,43 @@ def test_step_size_must_be_a_positive_number(step: object) -> None:
         bf.compile("heun", **named(step_size=step))
 
 
+@pytest.mark.parametrize(
+    ("method", "options", "fragments"),
+    [
+        ("backward-euler", {"iterations": "3"}, ["iterations must be an integer, or None"]),
+        ("backward-euler", {"iterations": 1.5}, ["iterations must be an integer"]),
+        ("heun", {"causal": "no"}, ["causal must be true or false, or None"]),
+        ("heun", {"dropout": "0.1"}, ["dropout must be a number", "in [0, 1)"]),
+        ("heun", {"d_model": 16.5}, ["d_model must be an integer", "widths"]),
+        ("strang", {"share": [1]}, ["share must be true or false", "one module per operator"]),
+        ("lm-resnet", {"init": {"k": "x"}}, ["init must be a mapping from a string to a number"]),
+        ("adams-bashforth-2", {"fields": ["ffn", 3]}, ["fields must be a list, each item"]),
+    ],
+)
+def test_an_option_of_another_type_names_its_type_and_meaning(
+    method: str, options: dict, fragments: list[str]
+) -> None:
+    spec = STRANG if method == "strang" else named()
+    with raises(f"key '{next(iter(options))}'", *fragments):
+        if bf.catalog[method].family == "multistep":
+            bf.compile_stack(method, **{"fields": ["ffn"] * 3, **SIZES, **options})
+        else:
+            bf.compile(method, **{**spec, **options})
+
+
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        ({"d_model": 0}, "d_model must be a positive integer"),
+        ({"dropout": 1.0}, "dropout must be in [0, 1)"),
+        ({"iterations": 10**30}, "from 1 to 1000 fixed-point iterations"),
+    ],
+)
+def test_options_out_of_range_are_refused(options: dict, fragment: str) -> None:
+    with raises(fragment):
+        bf.compile("backward-euler", **{**named(), **options})
+
+
 def test_field_and_fields_are_not_interchangeable() -> None:
     with raises("fields"):
         bf.compile("strang", field="ffn", **SIZES)

@@ -169,7 +169,7 @@ NOT_STOCHASTIC = GeneralLinear([[0]], [[1, 0]], [[1], [0]], [[1, 0], [1, 0]], na
             "hyper-connections-4",
             {"coefficients": "sinkhorn", "iterations": 0},
             "iterations",
-            ">= 1",
+            "from 1 to",
         ),
         ("hyper-connections-4", {"starter": "heun"}, "starter", "does not apply"),
         (

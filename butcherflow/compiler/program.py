@@ -9,6 +9,7 @@ after its last use, so memory does not grow with unused stages.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any, final
@@ -358,8 +359,6 @@ def exact_parameter(values: list[float]) -> nn.Parameter:
 
 def check_step_size(step: Any) -> None:
     """h must be a finite positive number or 'learned'."""
-    import math
-
     ok = step == "learned" or (
         isinstance(step, (int, float))
         and not isinstance(step, bool)

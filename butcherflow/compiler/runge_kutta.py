@@ -24,7 +24,7 @@ from ..methods import ButcherTableau
 from ..methods.general_linear import layer_stage_inverse
 from ..nn import Field, make_field
 from .coefficients import StageGate
-from .options import FieldSizes, FieldSpec
+from .options import MAX_ITERATIONS, FieldSizes, FieldSpec
 from .program import (
     Coefficient,
     CompiledBlock,
@@ -113,11 +113,13 @@ class RungeKuttaBlock(CompiledBlock):
         )
         if declared.is_implicit:
             require(
-                self.iterations is not None and self.iterations >= 1,
-                f"implicit tableau '{method.name}' needs a number of fixed-point iterations",
+                self.iterations is not None and 1 <= self.iterations <= MAX_ITERATIONS,
+                f"implicit tableau '{method.name}' needs from 1 to {MAX_ITERATIONS} fixed-point "
+                "iterations",
                 key="iterations",
                 value=self.iterations,
-                valid="pass iterations=N (N >= 1) or declare `iterations` in the file",
+                valid=f"pass iterations=N (1 <= N <= {MAX_ITERATIONS}) or declare `iterations` "
+                "in the file",
             )
         gates = [s for s, p in declared.parameters.items() if p.is_gate]
         require(
