@@ -10,6 +10,7 @@ import io
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -245,13 +246,33 @@ def test_the_card_of_a_validated_checkpoint_gives_its_metrics(
 def test_an_existing_folder_is_refused_unless_forced(lm_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
-    (out / "mine.txt").write_text("keep me", encoding="utf-8")
     with pytest.raises(DeclarationError, match=r"OUT_DIR.*exists.*--force"):
         export_run(lm_run, out)
-    assert (out / "mine.txt").read_text(encoding="utf-8") == "keep me"
-    export_run(lm_run, out, force=True)
-    assert not (out / "mine.txt").exists() and (out / "model.safetensors").is_file()
+    export_run(lm_run, out, force=True)  # an empty folder
+    export_run(lm_run, out, force=True)  # an earlier export
+    assert (out / "model.safetensors").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no temporary left
+
+
+def test_force_keeps_a_folder_that_is_no_export(lm_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep me", encoding="utf-8")
+    with pytest.raises(DeclarationError, match=r"OUT_DIR.*replaces an earlier export only"):
+        export_run(lm_run, out, force=True)
+    assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]
+
+
+@pytest.mark.parametrize("where", [".", "..", "hf"])
+def test_an_out_dir_overlapping_the_run_is_refused(
+    lm_run: Path, tmp_path: Path, where: str
+) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(lm_run, run)
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    with pytest.raises(DeclarationError, match=r"OUT_DIR.*overlaps the save dir"):
+        export_run(run, run / where, force=True)
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
 
 
 def test_a_failed_export_leaves_no_folder(

@@ -25,7 +25,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default="best",
         help="best (last when the run never validated), last, avg:N or a .safetensors file",
     )
-    p.add_argument("--force", action="store_true", help="replace OUT_DIR if it exists")
+    p.add_argument(
+        "--force", action="store_true", help="replace OUT_DIR if it is an earlier export (or empty)"
+    )
     p.set_defaults(run=cmd_export)
 
 

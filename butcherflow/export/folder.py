@@ -18,7 +18,8 @@ The folder is written to a temporary folder beside OUT_DIR, checked there (reloa
 process: its logits must equal the trained model's, its tokenizer's ids the vocabulary's on the
 run's valid text), and renamed into place: a failed or interrupted export leaves no half folder.
 An OUT_DIR that exists is refused unless `force`, which replaces it only once the new folder is
-complete.
+complete, and only if it is an earlier export or empty; an OUT_DIR inside the save dir, or above
+it, is refused.
 """
 
 from __future__ import annotations
@@ -118,21 +119,23 @@ def export_run(
     """
     require_transformers()
     save, out = Path(save_dir), Path(out_dir)
-    if out.exists() and not force:
-        raise DeclarationError(
-            "exists",
-            key="OUT_DIR",
-            value=str(out),
-            valid="a path that does not exist yet, or --force to replace it",
-        )
     config = read_config(save)
+    _check_out_dir(save, out, force)
     task = str(config.get("task"))
     if checkpoint == "best" and committed(save, BEST) is None and committed(save, LAST):
         checkpoint = "last"
     load = load_language_model if task == "language_model" else load_model
     model, vocab, config = load(save, checkpoint)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        temporary = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
+    except OSError as error:
+        raise DeclarationError(
+            f"cannot be written: {error.strerror}",
+            key="OUT_DIR",
+            value=str(out),
+            valid="a path in a folder you can write",
+        ) from None
     try:
         with _quiet():
             auto_class = _write(temporary, model, vocab, config, save, checkpoint)
@@ -141,6 +144,36 @@ def export_run(
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
     return Exported(out, task, auto_class, sentences, difference)
+
+
+def _check_out_dir(save: Path, out: Path, force: bool) -> None:
+    """OUT_DIR is apart from the save dir (neither inside the other), and new; with `force`, a
+    folder an earlier export wrote (it holds `MODELING`) or an empty one: `force` replaces it
+    whole, so it never takes a run or a folder of other files with it."""
+    run, target = save.resolve(), out.resolve()
+    if target == run or run in target.parents or target in run.parents:
+        raise DeclarationError(
+            f"overlaps the save dir {save}: the export would write into the run or replace it",
+            key="OUT_DIR",
+            value=str(out),
+            valid="a folder outside the save dir and not one of its parents",
+        )
+    if not out.exists() and not out.is_symlink():
+        return
+    if not force:
+        raise DeclarationError(
+            "exists",
+            key="OUT_DIR",
+            value=str(out),
+            valid="a path that does not exist yet, or --force to replace an earlier export",
+        )
+    if not out.is_dir() or not ((out / MODELING).is_file() or not any(out.iterdir())):
+        raise DeclarationError(
+            f"--force replaces an earlier export only; this is not one (no {MODELING})",
+            key="OUT_DIR",
+            value=str(out),
+            valid="a new path, an empty folder, or a folder butcherflow export wrote",
+        )
 
 
 @contextlib.contextmanager
