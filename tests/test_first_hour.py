@@ -126,6 +126,7 @@ def test_no_intact_checkpoint_is_one_error_naming_each(reference: Path, tmp_path
     [
         (["--d-model", "66"], ["d_model", "66", "n_heads"]),
         (["--max-tokens", "5"], ["--max-tokens", "5"]),
+        (["--buckets", "1"], ["--buckets", "1"]),
     ],
 )
 def test_bad_flags_leave_no_save_dir(
@@ -138,6 +139,19 @@ def test_bad_flags_leave_no_save_dir(
     assert err.startswith("error: ") and err.count("\n") == 1, err
     for fragment in fragments:
         assert fragment in err
+    assert not save_dir.exists()
+
+
+def test_a_recipe_the_compiler_refuses_leaves_no_save_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (ROOT / "models" / "transformer-small.toml").read_text()
+    recipe = tmp_path / "bad.toml"
+    recipe.write_text(text.replace('field = "san+ffn"', 'field = "san+ffn"\ncoefficients = "x"'))
+    save_dir = tmp_path / "run"
+    argv = ["train", str(recipe), "--data", f"{TINY}:de-en", "--save-dir", str(save_dir)]
+    assert main([*argv, "--vocab-size", "200"]) == 1
+    assert "encoder.coefficients" in capsys.readouterr().err
     assert not save_dir.exists()
 
 

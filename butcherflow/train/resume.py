@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import random
 import shutil
 from collections.abc import Callable, Mapping
@@ -174,21 +175,26 @@ def _check_declarations(stored: Recipe, recipe: Recipe, where: Path) -> None:
         )
 
 
-def check_save_dir(save_dir: Path) -> None:
-    """`--save-dir` must be a folder, or a path where one can be made: a file there (or where
-    one of its parent folders should be) is refused before anything is created."""
+def check_save_dir(save_dir: Path, key: str = "--save-dir") -> None:
+    """A folder the run writes (`--save-dir`, `--tensorboard`) must be a folder, or a path where
+    one can be made: a file there (or where one of its parent folders should be), or a parent
+    this process may not write, is refused before anything is created."""
     for path in (save_dir, *save_dir.parents):
         if not path.exists():
             continue
+        inside = "is" if path == save_dir else f"is inside {path}, which is"
         if not path.is_dir():
-            where = "is a file" if path == save_dir else f"is inside {path}, which is a file"
-            raise DeclarationError(
-                f"{where}, not a folder",
-                key="--save-dir",
-                value=str(save_dir),
-                valid="a new folder, or the --save-dir of a run to resume",
-            )
-        return
+            problem = f"{inside} a file, not a folder"
+        elif not os.access(path, os.W_OK | os.X_OK):
+            problem = f"{inside} a folder this process cannot write"
+        else:
+            return
+        raise DeclarationError(
+            problem,
+            key=key,
+            value=str(save_dir),
+            valid="a new folder, or the --save-dir of a run to resume",
+        )
 
 
 def open_save_dir(
@@ -258,7 +264,15 @@ def write_save_dir(
     config always has its vocabulary and its recipe."""
     save_dir = Path(config.save_dir)
     if process.is_main:
-        save_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            save_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise DeclarationError(
+                f"cannot be created: {error.strerror}",
+                key="--save-dir",
+                value=str(save_dir),
+                valid="a folder in a place you can write",
+            ) from None
         remove_stale_temporaries(save_dir)
         if not resuming:
             (save_dir / LOG).unlink(missing_ok=True)

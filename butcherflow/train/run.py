@@ -165,6 +165,7 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     check_save_dir(save_dir)
     if config.tensorboard is not None and process.is_main:
         require_tensorboard()  # a missing package fails before anything is written
+        check_save_dir(Path(config.tensorboard), "--tensorboard")
     recipe = resolve_recipe(config, config.vocab_size)  # a bad recipe or size fails first
     found = latest_checkpoint(save_dir) if save_dir.is_dir() else None
     resuming = found is not None
@@ -181,11 +182,13 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
         failed = recorded
         _refuse_failed_claims(config, recipe, failed)
     train_split, valid_split = _encode(config, corpus, vocab, recipe)
-    write_save_dir(config, corpus, vocab, recipe, process, resuming=resuming, failed_claims=failed)
+    buckets = resolve_buckets(config, device)
+    fit_buckets(train_split, buckets)  # a bad ladder fails here, not as the first epoch is cut
     torch.manual_seed(config.seed)
     random.seed(config.seed)
     np.random.seed(config.seed)
     raw_model = config.run_task.model(recipe, len(vocab), pad_index=vocab.pad).to(device)
+    write_save_dir(config, corpus, vocab, recipe, process, resuming=resuming, failed_claims=failed)
     compile = config.compile and can_compile(device.type, lambda line: say(process, line, True))
     model = parallelize(raw_model, process, device, compile=compile, fsdp=config.fsdp)
     # after parallelize: FSDP replaces the parameters by their shards
@@ -211,7 +214,7 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
         optimizer=optimizer,
         scaler=torch.amp.GradScaler(device.type, enabled=precision == "fp16"),
         amp_dtype={"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision),
-        buckets=resolve_buckets(config, device),
+        buckets=buckets,
         progress=Progress(),
         started=started,
     )
