@@ -132,6 +132,23 @@ GOOD_SIDES = (
         (GOOD_SIDES.replace('method = "euler"', 'method = "strang"', 1), "splitting"),
         (GOOD_SIDES + "[sizes2]\n", "unknown key"),
         ("", "needs an [encoder] or a [decoder]"),
+        (GOOD_SIDES.replace('"san+ffn"', '"san+ca+ffn"'), "encoder.field': the encoder's fields"),
+        (
+            GOOD_SIDES.replace(
+                'layers = 1\nmethod = "euler"', 'layers = 2\nmethod = "rk4"', 1
+            ).replace('field = "san+ffn"', 'field = "san+ffn"\nshare_gate = true'),
+            "encoder.share_gate': share_gate shares a per-token stage gate",
+        ),
+        (
+            GOOD_SIDES.replace('field = "san+ffn"', 'field = "san+ffn"\nshare_gate = "no"'),
+            "encoder.share_gate': encoder.share_gate must be true or false",
+        ),
+        (GOOD_SIDES + "[embedding]\nshare_embeddings = false\n", "untied embeddings are not"),
+        (GOOD_SIDES + "[embedding]\nscale = 'no'\n", "embedding.scale must be true or false"),
+        (
+            GOOD_SIDES.replace('field = "san+ffn"', 'field = "san+ffn"\ndropout = 1'),
+            "unknown key",
+        ),
     ],
 )
 def test_bad_recipes_are_refused(tmp_path: Path, body: str, fragment: str) -> None:
@@ -266,3 +283,10 @@ def test_general_linear_recipes_are_shown_beside_transformer_small(
     assert main(["show", name, "--vocab", "8000"]) == 0
     out = capsys.readouterr().out
     assert f"beside transformer-small: {small:,}" in out
+
+
+def test_a_title_that_is_no_text_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "recipe.toml"
+    path.write_text('name = "mine"\ntitle = []\n' + _write(tmp_path, GOOD_SIDES).read_text()[14:])
+    with pytest.raises(bf.DeclarationError, match="key 'title': expected a string"):
+        load_recipe(path)

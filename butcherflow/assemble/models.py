@@ -26,6 +26,7 @@ from ..compiler import (
 )
 from ..errors import DeclarationError
 from ..methods import catalog
+from ..methods.base import check_flag
 from ..nn import Context, DecodeCache, token_positions
 from .recipe import Recipe, Side, load_recipe
 
@@ -53,11 +54,18 @@ def build_side(
     for an entry of the method itself (a V that is not preconsistent), the method's file.
     """
     options = dict(side.options)
-    share_gate = bool(options.pop("share_gate", False))
+    share_gate = check_flag(options.pop("share_gate", False), f"{where}.share_gate", source)
     fields = {"field": side.field} if side.field is not None else {"fields": side.fields}
     method = resolve(side.method)
     try:
         if spans_layers(method):
+            if share_gate:
+                raise DeclarationError(
+                    f"share_gate shares the stage gate of blocks; a {method.family} stack has none",
+                    key="share_gate",
+                    value=share_gate,
+                    valid="leave share_gate out",
+                )
             if side.field is None:
                 raise DeclarationError(
                     "a multistep stack takes one field for every layer",
@@ -72,15 +80,15 @@ def build_side(
         blocks: list[CompiledBlock] = []
         for _ in range(side.layers):
             if share_gate and blocks:
-                options["gate"] = blocks[0].program.get_submodule("gate")
+                options["gate"] = _gate(blocks[0])
             blocks.append(compile(method, **fields, **sizes, causal=causal, **options))
         return nn.ModuleList(blocks)
     except DeclarationError as error:
         if error.source is not None:  # a method file's own error names that file
             raise
         key, where_from = error.key, source
-        if key in {*side.options, "field", "fields", "method"}:
-            key = f"{where}.{key}"
+        if (key or "").split(".")[0] in {*side.options, "field", "fields", "method"}:
+            key = f"{where}.{key}"  # fields.A: the recipe's operator, not the method's
         elif key in sizes:
             key = f"sizes.{key}"
         else:  # an entry of the method itself (its V, A, ...): its file, not the recipe's
@@ -89,6 +97,20 @@ def build_side(
                 raise
         raise DeclarationError(
             error.problem, key=key, value=error.value, valid=error.valid, source=where_from
+        ) from None
+
+
+def _gate(block: CompiledBlock) -> nn.Module:
+    """The stage gate of a side's first block, which `share_gate` gives to the others."""
+    try:
+        return block.program.get_submodule("gate")
+    except AttributeError:
+        raise DeclarationError(
+            "share_gate shares a per-token stage gate; these blocks have none",
+            key="share_gate",
+            value=True,
+            valid="coefficients = 'gated' or 'tanh' (or a declaration with gates), or leave "
+            "share_gate out",
         ) from None
 
 
@@ -159,6 +181,14 @@ class Seq2Seq(nn.Module):
             raise DeclarationError(
                 "a Seq2Seq recipe needs [encoder] and [decoder] tables",
                 valid="a recipe with one side is a language model (--task language_model)",
+                source=recipe.source,
+            )
+        if cross_attends(recipe.encoder):
+            raise DeclarationError(
+                "the encoder's fields cross-attend, but only the decoder has an encoder to read",
+                key="encoder.field" if recipe.encoder.field is not None else "encoder.fields",
+                value=recipe.encoder.field or recipe.encoder.fields,
+                valid="a field without cross-attention: 'san+ffn', 'san' or 'ffn'",
                 source=recipe.source,
             )
         if not cross_attends(recipe.decoder):

@@ -46,9 +46,10 @@ from typing import Any, final
 
 import tomli_w
 
+from ..compiler.options import check_dropout
 from ..errors import DeclarationError, UnknownNameError
 from ..methods import ContinuousDynamics, Method
-from ..methods.base import check_name
+from ..methods.base import check_flag, check_name, check_text
 from ..methods.files import catalog_dir, check_keys, from_dict, read_toml
 from ..nn import check_stage
 from .positions import MAX_LEN, POSITIONS, Position, check_keys_of, count, position_named
@@ -174,7 +175,7 @@ class Recipe:
             )
         for key, value in given.items():
             if key == "dropout":
-                _dropout(value, key, self.source)
+                check_dropout(value, key, self.source)
             else:
                 count(value, key, self.source)
         changes: dict[str, Any] = {
@@ -185,12 +186,6 @@ class Recipe:
             if layers is not None and side is not None:
                 changes[where] = dataclasses.replace(side, layers=layers)
         return dataclasses.replace(self, **changes)
-
-
-def _dropout(value: Any, key: str, source: str | None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
-        raise DeclarationError("dropout must be in [0, 1)", key=key, value=value, source=source)
-    return float(value)
 
 
 def _reference(value: Any, key: str, source: str | None, folder: Path | None) -> str | Method:
@@ -279,7 +274,7 @@ def recipe_from_dict(
         if key not in sizes:
             raise DeclarationError(f"missing sizes.{key}", key=f"sizes.{key}", source=src)
         count(sizes[key], f"sizes.{key}", src)
-    _dropout(sizes.get("dropout", 0.0), "sizes.dropout", src)
+    check_dropout(sizes.get("dropout", 0.0), "sizes.dropout", src)
     encoder = _side(data["encoder"], "encoder", src, base) if "encoder" in data else None
     decoder = _side(data["decoder"], "decoder", src, base) if "decoder" in data else None
     if encoder is None and decoder is None:
@@ -304,19 +299,34 @@ def recipe_from_dict(
         budget = str(base / budget)  # a recipe file, read from this recipe's folder too
     return Recipe(
         name=check_name(data.get("name"), src),
-        title=str(data.get("title", data.get("name", ""))),
-        reference=str(data.get("reference", "")),
-        description=str(data.get("description", "")),
+        title=check_text(data.get("title"), "title", src) or str(data.get("name", "")),
+        reference=check_text(data.get("reference"), "reference", src),
+        description=check_text(data.get("description"), "description", src),
         sizes={"dropout": 0.0, "activation": "relu", **sizes},
         encoder=encoder,
         decoder=decoder,
         position=position.name,
-        share_embeddings=bool(embedding.get("share_embeddings", True)),
-        scale_embeddings=bool(embedding.get("scale", True)),
+        share_embeddings=_tied(embedding.get("share_embeddings", True), src),
+        scale_embeddings=check_flag(embedding.get("scale", True), "embedding.scale", src),
         param_budget=budget,
         source=src,
         **options,
     )
+
+
+def _tied(value: Any, source: str | None) -> bool:
+    """`share_embeddings`: true, the one layout built (source, target and output projection
+    share one matrix); false is refused rather than ignored."""
+    if check_flag(value, "embedding.share_embeddings", source) is not True:
+        raise DeclarationError(
+            "untied embeddings are not implemented: every model shares one matrix between the "
+            "source and target embeddings and the output projection",
+            key="embedding.share_embeddings",
+            value=value,
+            valid="share_embeddings = true, or leave it out",
+            source=source,
+        )
+    return True
 
 
 def recipe_to_toml(recipe: Recipe) -> str:

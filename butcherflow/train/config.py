@@ -23,7 +23,7 @@ from ..assemble.recipe import OVERRIDES
 from ..data import LengthBuckets
 from ..data.buckets import DEFAULT_RATIO
 from ..devices import check_device, check_threads
-from ..errors import DeclarationError, count_problem
+from ..errors import ButcherflowError, DeclarationError, count_problem
 from ..tasks import LANGUAGE_MODEL, TRANSLATION, Task, task_named, task_of_recipe
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -340,16 +340,32 @@ def resolve_recipe(config: TrainConfig, vocab_size: int) -> Recipe:
     overrides = config.to_json()
     recipe = pinned(declared.with_overrides(overrides))
     if recipe.param_budget is not None:
-        budget = load_recipe(recipe.param_budget).with_overrides(overrides)
+        try:
+            budget = load_recipe(recipe.param_budget).with_overrides(overrides)
+        except ButcherflowError as error:  # the budget's own problem, named from this recipe
+            raise DeclarationError(
+                f"the recipe it names cannot be read: {error}",
+                key="param_budget",
+                value=recipe.param_budget,
+                valid="a recipe name (see `butcherflow list`) or a recipe file",
+                source=recipe.source,
+            ) from None
         recipe = apply_param_budget(recipe, vocab_size, budget)
         recipe = dataclasses.replace(recipe, param_budget=None)
     d_model, n_heads = int(recipe.sizes["d_model"]), int(recipe.sizes["n_heads"])
     if d_model % n_heads:
+        key, valid, source = "--d-model", "e.g. --d-model 256 --n-heads 4", None
+        if config.d_model is None:
+            key = "--n-heads"
+        if config.d_model is None and config.n_heads is None:  # the recipe's own sizes
+            key, valid = "sizes.n_heads", f"an n_heads dividing {d_model}, or --n-heads"
+            source = recipe.source
         raise DeclarationError(
             "d_model must be a multiple of n_heads",
-            key="--d-model" if config.d_model is not None else "--n-heads",
+            key=key,
             value=f"d_model={d_model}, n_heads={n_heads}",
-            valid="e.g. --d-model 256 --n-heads 4",
+            valid=valid,
+            source=source,
         )
     check_window(config.tokens_per_sample, recipe)
     return recipe
