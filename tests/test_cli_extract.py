@@ -39,6 +39,10 @@ def make():
 
 def not_a_target():
     return 3
+
+
+def takes_an_argument(seed):
+    return make()
 """
 
 
@@ -116,6 +120,26 @@ def test_streams_folded_into_the_batch_on_the_command_line(
 def test_bad_streams_are_one_line(user_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["extract", f"{user_file}:make", "--streams", "batch:x"]) == 1
     assert "--streams: 'batch:x' is neither an axis nor batch:R" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("axis", "message"),
+    [("-1", "streams=-1 does not fit the state"), ("0", "field 'f' reads a tensor of shape")],
+)
+def test_a_streams_axis_that_does_not_hold_the_streams_is_one_line(
+    user_file: Path, capsys: pytest.CaptureFixture[str], axis: str, message: str
+) -> None:
+    assert main(["extract", f"{user_file}:make", "--streams", axis]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err
+
+
+def test_a_factory_that_needs_arguments_is_one_line(
+    user_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["extract", f"{user_file}:takes_an_argument"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot be called without arguments" in err
 
 
 def test_bf_extract_is_callable_after_importing_its_subpackage_first() -> None:

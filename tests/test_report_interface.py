@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import sympy
@@ -70,3 +71,17 @@ def test_exact_follows_the_digits() -> None:
 
 def test_unbounded_interval_is_infinite() -> None:
     assert bf.check("backward-euler").real_stability_interval == math.inf
+
+
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        ({"time_budget": float("nan")}, "key 'time_budget': the time budget must be"),
+        ({"time_budget": -1}, "key 'time_budget': the time budget must be"),
+        ({"time_budget": "5"}, "key 'time_budget': the time budget must be"),
+        ({"max_order": -1}, "key 'max_order': max_order must be a positive integer"),
+    ],
+)
+def test_bad_check_options_are_one_line(options: dict, fragment: str) -> None:
+    with pytest.raises(bf.DeclarationError, match=re.escape(fragment)):
+        bf.check("heun", **options)

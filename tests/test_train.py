@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import json
 import math
 import os
 import re
@@ -50,6 +51,7 @@ from butcherflow.cli import main
 from butcherflow.devices import set_threads
 from butcherflow.savedir import checkpoint as ckpt
 from butcherflow.savedir import read_config, read_recipe, trained
+from butcherflow.savedir.curves import read_log
 from butcherflow.train import distributed, loop
 from butcherflow.train.config import TrainConfig, resolve_recipe
 from butcherflow.train.distributed import Process
@@ -428,6 +430,28 @@ def test_another_recipe_or_setting_is_refused(
     ckpt.save_checkpoint(tmp_path, ["other"], other, {}, {"update": 0})
     with pytest.raises(ckpt.CheckpointError, match=r"other.safetensors: tensor 'encoder\.0"):
         trained.load_model(save_dir, str(tmp_path / "other.safetensors"))
+
+
+def test_an_edited_config_or_log_is_one_line(
+    reference: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    save_dir = tmp_path / "copy"
+    shutil.copytree(reference[0], save_dir)
+    (save_dir / "log.jsonl").write_bytes(b"\xff\xfe not text\n")
+    with pytest.raises(ckpt.CheckpointError, match=r"log\.jsonl is not the UTF-8 JSON lines"):
+        read_log(save_dir / "log.jsonl")
+    settings = json.loads((save_dir / "config.json").read_text())
+    del settings["vocab_size"]
+    (save_dir / "config.json").write_text(json.dumps(settings))
+    with pytest.raises(ckpt.CheckpointError, match=r"'vocab_size' is None"):
+        trained.load_model(save_dir, "last")
+
+
+def test_a_save_dir_that_cannot_be_created_is_one_line(tmp_path: Path) -> None:
+    save_dir = Path("/proc/butcherflow-run")  # /proc takes no new folder, even from root
+    with pytest.raises(DeclarationError, match=r"--save-dir.*(cannot be created|not write)"):
+        train(config(save_dir, max_update=1))
+    assert not save_dir.exists()
 
 
 def test_corrupt_files_are_named(reference: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:

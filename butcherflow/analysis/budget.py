@@ -13,10 +13,25 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import final
+from typing import Any, final
+
+from ..errors import DeclarationError
 
 DEFAULT_TIME_BUDGET = 300.0  # seconds a whole report may take before it says what it has
 NOT_DECIDED = "not decided within the time budget"
+
+
+def check_time_budget(seconds: Any) -> float:
+    """A report's `time_budget`: seconds >= 0 (0 decides only what needs no search; `math.inf`
+    sets no deadline)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds >= 0:
+        raise DeclarationError(
+            "the time budget must be a number of seconds >= 0",
+            key="time_budget",
+            value=seconds,
+            valid=f"e.g. {DEFAULT_TIME_BUDGET:g} (the default), or math.inf for no deadline",
+        )
+    return float(seconds)
 
 
 class OutOfTime(Exception):

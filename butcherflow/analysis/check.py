@@ -16,8 +16,9 @@ from ..methods import (
     Splitting,
     catalog,
 )
+from ..methods.base import check_count
 from .additive.report import analyse_additive
-from .budget import DEFAULT_TIME_BUDGET
+from .budget import DEFAULT_TIME_BUDGET, check_time_budget
 from .continuous.report import analyse_continuous
 from .general_linear.report import analyse_general_linear
 from .multistep.report import analyse_multistep
@@ -58,6 +59,9 @@ def check(
     `ContinuousReport`; all `Report`s: `.order`, `.claim_holds`, `str()`, `.to_markdown()`,
     `.to_json()`).
     """
+    if max_order is not None:
+        check_count(max_order, "max_order", None)
+    check_time_budget(time_budget)
     resolved = catalog.resolve(method)
     resolved.refuse_numeric_family()
     return ANALYSES[type(resolved)](resolved, max_order=max_order, time_budget=time_budget)

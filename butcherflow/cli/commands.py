@@ -15,7 +15,7 @@ from ..train.config import TRAIN_DEFAULTS
 from . import export, extract
 from .declarations import cmd_show
 from .docs import cmd_bench, cmd_gallery
-from .parser import said
+from .parser import at_least, said
 from .pipeline import (
     THREADS_HELP,
     cmd_average,
@@ -70,7 +70,7 @@ def _evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--subset", choices=SUBSETS, default="test")
     p.add_argument(
         "--print-samples",
-        type=int,
+        type=at_least(0),
         default=argparse.SUPPRESS,
         metavar="K",
         help=said("translation: show the first K sentences with references and translations", 0),

@@ -30,6 +30,7 @@ from ..design import (
     stability_polynomial,
 )
 from ..errors import DesignError
+from .parser import at_least
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -45,7 +46,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="real:LO,HI | imag:BETA | disk:CENTER,RADIUS | eigenvalues:Z1,Z2,... | "
         "eigenvalues:@FILE (the step scales the set; real:-1,0 gives h = 2s² at order 1)",
     )
-    q.add_argument("--samples", type=int, default=None, help="points of the spectrum to start")
+    q.add_argument(
+        "--samples", type=at_least(1), default=None, help="points of the spectrum to start"
+    )
     q.add_argument(
         "--realise", type=int, default=None, metavar="Q", help="and a tableau of order Q"
     )
@@ -85,7 +88,7 @@ def _stages_order(p: argparse.ArgumentParser) -> None:
 
 
 def _search(p: argparse.ArgumentParser, starts: int = 20) -> None:
-    p.add_argument("--starts", type=int, default=starts, help="multistart: starting points")
+    p.add_argument("--starts", type=at_least(1), default=starts, help="multistart: starting points")
     p.add_argument("--seed", type=int, default=0, help="the random starts' seed")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +80,18 @@ def check_parent(path: str, key: str) -> None:
             value=path,
             valid="a path in an existing folder",
         )
+
+
+def at_least(least: float, kind: type = int) -> Callable[[str], Any]:
+    """An argparse `type`: a `kind` number >= `least` (argparse names the flag on error)."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {kind.__name__}") from None
+        if not value >= least:  # nan too
+            raise argparse.ArgumentTypeError(f"{text} is below {least:g}")
+        return value
+
+    return parse

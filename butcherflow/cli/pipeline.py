@@ -37,7 +37,7 @@ from ..train import Interrupted, TrainConfig, train
 from ..train.config import TRAIN_DEFAULTS, flag
 from ..train.interrupts import exit_code
 from ..train.loop import best_name
-from .parser import check_parent, said
+from .parser import at_least, check_parent, said
 
 THREADS_HELP = (
     "torch's CPU threads (default: torch's, OMP_NUM_THREADS or the physical cores; "
@@ -364,7 +364,7 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument(flag(name), action="store_true", default=argparse.SUPPRESS, help=text)
     p.add_argument(
         "--expect-tokens-per-s",
-        type=float,
+        type=at_least(1e-9, float),
         default=None,
         metavar="N",
         help="warn at the end when training ran below half of N target tokens/s (make demo "
@@ -372,7 +372,7 @@ def train_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--validate-bleu",
-        type=int,
+        type=at_least(0),
         default=0,
         metavar="N",
         help="also measure greedy BLEU on the first N valid pairs at each validation (0: off)",

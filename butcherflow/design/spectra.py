@@ -470,8 +470,15 @@ def parse_spectrum(text: str) -> Spectrum:
         if rest.startswith("@"):
             path = Path(rest[1:])
             if not path.is_file():
-                raise DesignError("no such file", key="spectrum", value=rest[1:], valid=valid)
-            parts = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+                why = "not a regular file" if path.exists() else "no such file"
+                raise DesignError(why, key="spectrum", value=rest[1:], valid=valid)
+            try:
+                lines = path.read_text(encoding="utf-8").splitlines()
+            except UnicodeDecodeError:
+                raise DesignError(
+                    "not a text file", key="spectrum", value=rest[1:], valid=valid
+                ) from None
+            parts = [line.strip() for line in lines if line.strip()]
         try:
             return Eigenvalues(tuple(complex(p.replace(" ", "")) for p in parts))
         except ValueError:

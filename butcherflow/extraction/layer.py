@@ -31,7 +31,7 @@ from .probe import (
 from .probe import to_float64 as float64
 from .result import Extracted, Session, Variation, variation
 from .solve import FLOAT32_PRECISION, Fit, fit, fraction_fit, reading_precision
-from .streams import Streams, check_streams, stream_count, tokens
+from .streams import Streams, check_streams, stage_shape, stream_count, tokens
 
 ROWS_PER_UNKNOWN = 8
 
@@ -443,6 +443,15 @@ def _fit(runs: Sequence[Run], states: Sequence[Tensor], streams: Streams, who: s
             f"{who}: the field calls differ between two runs ({sorted(labels)}); the order of "
             "field calls must not depend on their values"
         )
+    stream = stage_shape(states[0], streams)
+    for run in runs:
+        for label, read in zip(run.labels, run.stage_inputs, strict=True):
+            if read.shape != stream:
+                raise ExtractionError(
+                    f"{who}: field '{label}' reads a tensor of shape {tuple(read.shape)}, but "
+                    f"one stream of the state is {tuple(stream)} (streams={streams!r}); name "
+                    "the axis that holds the streams, or none for a state of one stream"
+                )
     return fit(runs, states, streams)
 
 

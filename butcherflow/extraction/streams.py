@@ -19,8 +19,8 @@ def check_streams(state: Tensor, streams: Any, who: str) -> Streams:
     if streams is None:
         return None
     if isinstance(streams, int) and not isinstance(streams, bool):
-        if -state.dim() <= streams < state.dim() - 1:
-            return streams
+        if -state.dim() <= streams < state.dim() and streams % state.dim() < state.dim() - 1:
+            return streams % state.dim()  # never the feature axis, counted from either end
     elif (
         isinstance(streams, tuple)
         and len(streams) == 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -142,7 +143,16 @@ def load_factory(spec: str) -> Callable[[], Any]:
 
 def build_target(spec: str) -> Target:
     """Call the factory named by `spec` and check that it returned a `Target`."""
-    made = load_factory(spec)()
+    factory = load_factory(spec)
+    try:
+        inspect.signature(factory).bind()
+    except TypeError as error:
+        raise ExtractionError(
+            f"factory '{spec}' cannot be called without arguments ({error}); valid: {VALID_FACTORY}"
+        ) from None
+    except ValueError:  # a builtin without a signature: call it and see
+        pass
+    made = factory()
     if not isinstance(made, Target):
         raise ExtractionError(
             f"factory '{spec}' returned {type(made).__name__}, not a Target; valid: {VALID_FACTORY}"

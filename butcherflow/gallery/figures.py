@@ -69,9 +69,11 @@ class Drawn:
 def check_folder(folder: str | Path) -> Path:
     """The figures' folder, refused in one line when it is a file (nothing is created)."""
     path = Path(folder)
-    if path.exists() and not path.is_dir():
+    found = next((p for p in (path, *path.parents) if p.exists()), path)
+    if found.exists() and not found.is_dir():
+        where = "exists" if found == path else f"is inside {found}, which exists"
         raise ButcherflowError(
-            f"--plot {path}: exists and is not a folder; give a folder for the figures "
+            f"--plot {path}: {where} and is not a folder; give a folder for the figures "
             "(created if it does not exist)"
         )
     return path

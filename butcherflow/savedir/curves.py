@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_path, write_text
-from .layout import LOG
+from .layout import LOG, CheckpointError
 
 
 def append_log(path: Path, entry: Mapping[str, Any]) -> None:
@@ -41,8 +41,15 @@ def read_log(path: Path) -> list[dict[str, Any]]:
     """The entries of `log.jsonl`; a torn last line (a killed run) is skipped."""
     if not path.is_file():
         return []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise CheckpointError(
+            f"{path} is not the UTF-8 JSON lines a run writes ({error.reason} at byte "
+            f"{error.start}); restore it, or move it aside to start a new log"
+        ) from None
     entries = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:

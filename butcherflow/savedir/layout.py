@@ -115,9 +115,9 @@ def read_config(save_dir: str | Path) -> dict[str, Any]:
     """The save dir's `config.json` (a clear error when it is missing or unreadable)."""
     path = Path(save_dir) / CONFIG
     if not path.parent.is_dir():
+        why = "is a file" if path.parent.exists() else "does not exist"
         raise CheckpointError(
-            f"save dir {str(path.parent)!r} does not exist; give the --save-dir of a "
-            "`butcherflow train` run"
+            f"save dir {str(path.parent)!r} {why}; give the --save-dir of a `butcherflow train` run"
         )
     if not path.is_file():
         raise CheckpointError(

@@ -158,7 +158,13 @@ def _load_trained(
             f"butcherflow.savedir.{_LOADERS[task.name]}, or load_trained)"
         )
     recipe, vocab = _recipe_and_vocabulary(folder, config)
-    model = task.model(recipe, int(config["vocab_size"]), pad_index=vocab.pad)
+    size = config.get("vocab_size")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise CheckpointError(
+            f"{folder / CONFIG}: 'vocab_size' is {size!r}, not the run's vocabulary size (was "
+            "the file edited?); restore it"
+        )
+    model = task.model(recipe, size, pad_index=vocab.pad)
     _load_weights(model, folder, checkpoint)
     return model.to(device).eval(), vocab, config
 
