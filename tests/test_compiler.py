@@ -955,7 +955,7 @@ def test_unknown_coefficient_policy() -> None:
         bf.compile("strang", coefficients="learnt", **STRANG)
 
 
-@pytest.mark.parametrize("step", [0, 0.0, -1.0, float("nan"), float("inf"), "big", True])
+@pytest.mark.parametrize("step", [0, 0.0, -1.0, float("nan"), float("inf"), 1e300, "big", True])
 def test_step_size_must_be_a_positive_number(step: object) -> None:
     with raises("step_size"):
         bf.compile("heun", **named(step_size=step))

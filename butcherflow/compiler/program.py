@@ -9,7 +9,6 @@ after its last use, so memory does not grow with unused stages.
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any, final
@@ -357,17 +356,19 @@ def exact_parameter(values: list[float]) -> nn.Parameter:
     return nn.Parameter(torch.tensor(values, dtype=torch.float64))
 
 
+# The largest h: h·aᵢⱼ is a float32 factor of the layer's additions (torch.add's alpha), which
+# overflows past float32's 3.4e38; √ of it leaves coefficients up to 1.8e19 representable.
+MAX_STEP_SIZE = float(torch.finfo(torch.float32).max) ** 0.5
+
+
 def check_step_size(step: Any) -> None:
-    """h must be a finite positive number or 'learned'."""
+    """h must be a positive number up to `MAX_STEP_SIZE`, or 'learned'."""
     ok = step == "learned" or (
-        isinstance(step, (int, float))
-        and not isinstance(step, bool)
-        and math.isfinite(step)
-        and step > 0
+        isinstance(step, (int, float)) and not isinstance(step, bool) and 0 < step <= MAX_STEP_SIZE
     )
     require(
         ok,
-        "step_size must be a finite positive number or 'learned'",
+        f"step_size must be a positive number up to {MAX_STEP_SIZE:.3g} or 'learned'",
         key="step_size",
         value=step,
         valid="e.g. step_size=1.0 or step_size='learned'",
