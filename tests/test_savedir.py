@@ -166,8 +166,8 @@ def test_the_save_dir_holds_its_recipe_once_and_resume_compares_it_as_a_recipe(
     with pytest.raises(DeclarationError, match="--d-model 24"):
         train(TrainConfig(**{**config.to_json(), "d_model": 16, "max_update": 3}))
     assert train(TrainConfig(**{**config.to_json(), "max_update": 3}))["updates"] == 3
-    path.write_text(text.replace("share_embeddings = true", "share_embeddings = false"))
-    with pytest.raises(DeclarationError, match="in its 'share_embeddings'"):
+    path.write_text(text.replace("scale = true", "scale = false"))
+    with pytest.raises(DeclarationError, match="in its 'scale"):
         train(TrainConfig(**{**config.to_json(), "max_update": 4}))
 
 

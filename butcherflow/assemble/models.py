@@ -24,7 +24,7 @@ from ..compiler import (
     spans_layers,
     stack_construct,
 )
-from ..errors import DeclarationError
+from ..errors import DeclarationError, UnknownNameError
 from ..methods import catalog
 from ..methods.base import check_flag
 from ..nn import Context, DecodeCache, token_positions
@@ -56,7 +56,9 @@ def build_side(
     options = dict(side.options)
     share_gate = check_flag(options.pop("share_gate", False), f"{where}.share_gate", source)
     fields = {"field": side.field} if side.field is not None else {"fields": side.fields}
-    method = resolve(side.method)
+    method = _named(side.method, f"{where}.method", source)
+    if isinstance(options.get("starter"), str):
+        _named(options["starter"], f"{where}.starter", source)
     try:
         if spans_layers(method):
             if share_gate:
@@ -98,6 +100,14 @@ def build_side(
         raise DeclarationError(
             error.problem, key=key, value=error.value, valid=error.valid, source=where_from
         ) from None
+
+
+def _named(reference: Any, key: str, source: str | None) -> Any:
+    """The declaration a recipe's `key` names; a name the catalog lacks names the key and file."""
+    try:
+        return resolve(reference)
+    except UnknownNameError as error:
+        raise DeclarationError(str(error), key=key, value=reference, source=source) from None
 
 
 def _gate(block: CompiledBlock) -> nn.Module:
