@@ -68,6 +68,16 @@ class DeclarationError(ButcherflowError, ValueError):
         )
 
 
+def unwritable(error: OSError, key: str, path: str | Path) -> DeclarationError:
+    """The one line for a folder the system refused to create (`key` names the flag)."""
+    return DeclarationError(
+        f"cannot be created: {error.strerror}",
+        key=key,
+        value=str(path),
+        valid="a path in a folder this process can write",
+    )
+
+
 def count_problem(value: Any) -> str:
     """The `problem` of a DeclarationError for a count that failed its rule: `out of range`
     for an integer, `not an integer` otherwise; the rule itself (`an integer >= 1`) is the

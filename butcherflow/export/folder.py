@@ -38,7 +38,7 @@ from safetensors.torch import save_file
 
 from ..assemble import LanguageModel, Seq2Seq, recipe_to_toml
 from ..data import Vocabulary
-from ..errors import ButcherflowError, DeclarationError
+from ..errors import ButcherflowError, DeclarationError, unwritable
 from ..generate.sample import MAX_NEW_TOKENS
 from ..generate.search import MAX_LEN_B, MIN_LEN
 from ..nn import LearnedPositions
@@ -130,12 +130,7 @@ def export_run(
         out.parent.mkdir(parents=True, exist_ok=True)
         temporary = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
     except OSError as error:
-        raise DeclarationError(
-            f"cannot be written: {error.strerror}",
-            key="OUT_DIR",
-            value=str(out),
-            valid="a path in a folder you can write",
-        ) from None
+        raise unwritable(error, "OUT_DIR", out) from None
     try:
         with _quiet():
             auto_class = _write(temporary, model, vocab, config, save, checkpoint)

@@ -445,10 +445,10 @@ def _fit(runs: Sequence[Run], states: Sequence[Tensor], streams: Streams, who: s
         )
     stream = stage_shape(states[0], streams)
     for run in runs:
-        for label, read in zip(run.labels, run.stage_inputs, strict=True):
-            if read.shape != stream:
+        for label, given in zip(run.labels, run.stage_inputs, strict=True):
+            if given.shape != stream:
                 raise ExtractionError(
-                    f"{who}: field '{label}' reads a tensor of shape {tuple(read.shape)}, but "
+                    f"{who}: field '{label}' reads a tensor of shape {tuple(given.shape)}, but "
                     f"one stream of the state is {tuple(stream)} (streams={streams!r}); name "
                     "the axis that holds the streams, or none for a state of one stream"
                 )

@@ -31,7 +31,7 @@ from ..assemble import Recipe, recipe_to_toml
 from ..assemble.declarations import SIDES, difference, references
 from ..assemble.recipe import OVERRIDES, method_name
 from ..data import ParallelCorpus, Vocabulary, build_vocabulary, default_cache_dir
-from ..errors import DeclarationError
+from ..errors import DeclarationError, unwritable
 from ..savedir.atomic import atomic_path, remove_stale_temporaries, write_json, write_text
 from ..savedir.checkpoint import assign_weights, load_state, load_weights
 from ..savedir.curves import append_log, truncate_log
@@ -267,12 +267,7 @@ def write_save_dir(
         try:
             save_dir.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            raise DeclarationError(
-                f"cannot be created: {error.strerror}",
-                key="--save-dir",
-                value=str(save_dir),
-                valid="a folder in a place you can write",
-            ) from None
+            raise unwritable(error, "--save-dir", save_dir) from None
         remove_stale_temporaries(save_dir)
         if not resuming:
             (save_dir / LOG).unlink(missing_ok=True)

@@ -184,10 +184,7 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
     train_split, valid_split = _encode(config, corpus, vocab, recipe)
     buckets = resolve_buckets(config, device)
     fit_buckets(train_split, buckets)  # a bad ladder fails here, not as the first epoch is cut
-    torch.manual_seed(config.seed)
-    random.seed(config.seed)
-    np.random.seed(config.seed)
-    raw_model = config.run_task.model(recipe, len(vocab), pad_index=vocab.pad).to(device)
+    raw_model = _seeded_model(config, recipe, vocab, device)
     write_save_dir(config, corpus, vocab, recipe, process, resuming=resuming, failed_claims=failed)
     compile = config.compile and can_compile(device.type, lambda line: say(process, line, True))
     model = parallelize(raw_model, process, device, compile=compile, fsdp=config.fsdp)
@@ -234,6 +231,16 @@ def start(config: TrainConfig, process: distributed.Process, device: torch.devic
         resumed_at = run.progress.update if found is not None else None
         run.tensorboard = TensorBoard(Path(config.tensorboard), resumed_at)
     return run
+
+
+def _seeded_model(
+    config: TrainConfig, recipe: Recipe, vocab: Vocabulary, device: torch.device
+) -> Seq2Seq | LanguageModel:
+    """The run's model, built once torch, random and numpy are seeded with the run's seed."""
+    torch.manual_seed(config.seed)
+    random.seed(config.seed)
+    np.random.seed(config.seed)
+    return config.run_task.model(recipe, len(vocab), pad_index=vocab.pad).to(device)
 
 
 def _refuse_failed_claims(config: TrainConfig, recipe: Recipe, failed: Mapping[str, str]) -> None:
