@@ -10,6 +10,7 @@ import torch
 import butcherflow as bf
 from butcherflow.assemble import count_parameters, load_recipe, model_class, recipe_names
 from butcherflow.cli import main
+from butcherflow.errors import ButcherflowWarning
 from butcherflow.nn import DecodeCache
 
 RECIPES = recipe_names()
@@ -143,7 +144,6 @@ GOOD_SIDES = (
             GOOD_SIDES.replace('field = "san+ffn"', 'field = "san+ffn"\nshare_gate = "no"'),
             "encoder.share_gate': encoder.share_gate must be true or false",
         ),
-        (GOOD_SIDES + "[embedding]\nshare_embeddings = false\n", "untied embeddings are not"),
         (GOOD_SIDES + "[embedding]\nscale = 'no'\n", "embedding.scale must be true or false"),
         (
             GOOD_SIDES.replace('field = "san+ffn"', 'field = "san+ffn"\ndropout = 1'),
@@ -290,3 +290,22 @@ def test_a_title_that_is_no_text_is_refused(tmp_path: Path) -> None:
     path.write_text('name = "mine"\ntitle = []\n' + _write(tmp_path, GOOD_SIDES).read_text()[14:])
     with pytest.raises(bf.DeclarationError, match="key 'title': expected a string"):
         load_recipe(path)
+
+
+def test_untied_embeddings_are_said_to_be_tied(tmp_path: Path) -> None:
+    """share_embeddings = false, which recipes and save dirs written before it was checked
+    hold, builds the tied model they were trained as, with a warning."""
+    path = _write(tmp_path, GOOD_SIDES + "[embedding]\nshare_embeddings = false\n")
+    with pytest.warns(ButcherflowWarning, match="share_embeddings = false is not implemented"):
+        recipe = load_recipe(path)
+    assert recipe.share_embeddings is True
+
+
+def test_numpy_sizes_and_a_starter_file_compile() -> None:
+    np = pytest.importorskip("numpy")
+    sizes = {"d_model": np.int64(16), "n_heads": np.int64(2), "d_ffn": np.int64(32)}
+    block = bf.compile("rk4", field="san+ffn", causal=np.bool_(False), **sizes)
+    assert block(torch.randn(2, 3, 16)).shape == (2, 3, 16)
+    starter = Path(bf.catalog["heun"].source)
+    stack = bf.compile_stack("adams-bashforth-2", ["san+ffn"] * 3, starter=starter, **sizes)
+    assert stack(torch.randn(2, 3, 16)).shape == (2, 3, 16)

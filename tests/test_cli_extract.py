@@ -15,6 +15,8 @@ from butcherflow.cli import main
 
 # A user's own file: a pre-norm block y + F(y) + ½·G(y + F(y)) built from torch alone.
 USER_FILE = """
+import functools
+
 import torch
 from torch import nn
 from butcherflow.extraction.target import Target
@@ -43,6 +45,17 @@ def not_a_target():
 
 def takes_an_argument(seed):
     return make()
+
+
+def _supplied(factory):
+    @functools.wraps(factory)
+    def wrapper():
+        return factory(0)
+
+    return wrapper
+
+
+supplied = _supplied(takes_an_argument)
 """
 
 
@@ -124,7 +137,7 @@ def test_bad_streams_are_one_line(user_file: Path, capsys: pytest.CaptureFixture
 
 @pytest.mark.parametrize(
     ("axis", "message"),
-    [("-1", "streams=-1 does not fit the state"), ("0", "field 'f' reads a tensor of shape")],
+    [("-1", "streams=-1 does not fit the state"), ("0", "field 'f' reads 48 numbers")],
 )
 def test_a_streams_axis_that_does_not_hold_the_streams_is_one_line(
     user_file: Path, capsys: pytest.CaptureFixture[str], axis: str, message: str
@@ -140,6 +153,7 @@ def test_a_factory_that_needs_arguments_is_one_line(
     assert main(["extract", f"{user_file}:takes_an_argument"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot be called without arguments" in err
+    assert main(["extract", f"{user_file}:supplied", "--format", "json"]) == 0  # a decorator
 
 
 def test_bf_extract_is_callable_after_importing_its_subpackage_first() -> None:

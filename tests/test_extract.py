@@ -508,3 +508,40 @@ def test_a_layer_returning_a_tensor_it_computes_beside_its_state_is_not_rewired(
     found = bf.extract(SecondStreamLayer().eval(), _x(), fields={"a": "attn", "m": "mlp"})
     with pytest.raises(bf.ExtractionError, match=r"returns a tensor of shape .* \(output 1\)"):
         found.rewire(found.method)
+
+
+class FlatField(nn.Module):
+    """Its field reads the state flattened to (tokens, d): the same numbers, another shape."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mlp = _mlp()
+
+    def forward(self, y: torch.Tensor) -> torch.Tensor:
+        return y + 0.5 * self.mlp(y.reshape(-1, y.shape[-1])).reshape(y.shape)
+
+
+class MeanOfStreams(nn.Module):
+    """(batch, time, r, d): the field reads the streams' mean and adds to every stream."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mlp = _mlp()
+
+    def forward(self, y: torch.Tensor) -> torch.Tensor:
+        return y + self.mlp(y.mean(-2)).unsqueeze(-2)
+
+
+def test_a_field_may_read_the_state_reshaped() -> None:
+    found = bf.extract(FlatField().eval(), _x(), fields={"F": "mlp"})
+    assert found.verify() < 1e-12
+
+
+def test_a_negative_streams_axis_is_kept_and_rewires_states_of_another_rank() -> None:
+    module = MeanOfStreams().eval()
+    found = bf.extract(module, torch.randn(2, 3, 2, D), fields={"F": "mlp"}, streams=-2)
+    assert found.streams == -2
+    rewired = found.rewire(found.method)
+    y = torch.randn(3, 2, D)  # one rank fewer than the state it was read on
+    with torch.no_grad():
+        torch.testing.assert_close(rewired(y), module(y))

@@ -11,6 +11,7 @@ computed then says `NOT_DECIDED` with what was established, and the report retur
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from dataclasses import dataclass
 from typing import Any, final
@@ -24,7 +25,11 @@ NOT_DECIDED = "not decided within the time budget"
 def check_time_budget(seconds: Any) -> float:
     """A report's `time_budget`: seconds >= 0 (0 decides only what needs no search; `math.inf`
     sets no deadline)."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds >= 0:
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, numbers.Real)
+        or not float(seconds) >= 0
+    ):
         raise DeclarationError(
             "the time budget must be a number of seconds >= 0",
             key="time_budget",

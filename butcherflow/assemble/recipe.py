@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +48,7 @@ from typing import Any, final
 import tomli_w
 
 from ..compiler.options import check_dropout
-from ..errors import DeclarationError, UnknownNameError
+from ..errors import ButcherflowWarning, DeclarationError, UnknownNameError
 from ..methods import ContinuousDynamics, Method
 from ..methods.base import check_flag, check_name, check_text
 from ..methods.files import catalog_dir, check_keys, from_dict, read_toml
@@ -316,15 +317,15 @@ def recipe_from_dict(
 
 def _tied(value: Any, source: str | None) -> bool:
     """`share_embeddings`: true, the one layout built (source, target and output projection
-    share one matrix); false is refused rather than ignored."""
+    share one matrix). False is said in a warning, not an error: recipes and save dirs written
+    before it was checked hold it, and their models were built tied all the same."""
     if check_flag(value, "embedding.share_embeddings", source) is not True:
-        raise DeclarationError(
-            "untied embeddings are not implemented: every model shares one matrix between the "
-            "source and target embeddings and the output projection",
-            key="embedding.share_embeddings",
-            value=value,
-            valid="share_embeddings = true, or leave it out",
-            source=source,
+        warnings.warn(
+            f"{source or 'recipe'}: share_embeddings = false is not implemented: the source "
+            "and target embeddings and the output projection share one matrix, as in every "
+            "butcherflow model",
+            ButcherflowWarning,
+            stacklevel=2,
         )
     return True
 

@@ -364,7 +364,7 @@ def train_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument(flag(name), action="store_true", default=argparse.SUPPRESS, help=text)
     p.add_argument(
         "--expect-tokens-per-s",
-        type=at_least(1e-9, float),
+        type=at_least(0, float),
         default=None,
         metavar="N",
         help="warn at the end when training ran below half of N target tokens/s (make demo "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import final
 
 import sympy
@@ -51,7 +52,7 @@ class MultistepOptions(FieldSizes):
 
     fields: Sequence[FieldSpec] | None = None
     coefficients: str | None = None
-    starter: Method | str | None = None
+    starter: Method | str | Path | None = None
     init: Mapping[str, float] | None = None
     causal: bool | None = None
 
@@ -212,7 +213,7 @@ class MultistepStack(LayerStack):
         return builder.combine(y, terms, name=f"y{m + 1}")
 
 
-def _starter(starter: Method | str | None) -> ButcherTableau | None:
+def _starter(starter: Method | str | Path | None) -> ButcherTableau | None:
     """The Runge-Kutta method of the first k − 1 layers (None: forward Euler)."""
     if starter is None:
         return None

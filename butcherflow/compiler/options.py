@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
+import numpy as np
 from torch import nn
 
 from ..errors import DeclarationError
@@ -127,8 +128,8 @@ def conforms(value: Any, hint: Any) -> bool:
         return any(conforms(value, arg) for arg in args)
     if hint is Any:
         return True
-    if hint is bool or isinstance(value, bool):
-        return hint is bool and isinstance(value, bool)
+    if hint is bool or isinstance(value, (bool, np.bool_)):
+        return hint is bool and isinstance(value, (bool, np.bool_))
     if hint in (int, float):
         return isinstance(value, numbers.Integral if hint is int else numbers.Real)
     if origin is Mapping:

@@ -446,11 +446,16 @@ def _fit(runs: Sequence[Run], states: Sequence[Tensor], streams: Streams, who: s
     stream = stage_shape(states[0], streams)
     for run in runs:
         for label, given in zip(run.labels, run.stage_inputs, strict=True):
-            if given.shape != stream:
+            if given.numel() != stream.numel():  # `fit` reads it as (tokens, -1)
                 raise ExtractionError(
-                    f"{who}: field '{label}' reads a tensor of shape {tuple(given.shape)}, but "
-                    f"one stream of the state is {tuple(stream)} (streams={streams!r}); name "
-                    "the axis that holds the streams, or none for a state of one stream"
+                    f"{who}: field '{label}' reads {given.numel()} numbers (shape "
+                    f"{tuple(given.shape)}), but one stream of the state holds {stream.numel()} "
+                    f"(shape {tuple(stream)}, streams={streams!r}); "
+                    + (
+                        "name the axis that holds the streams"
+                        if streams is None
+                        else "streams= must name the axis that holds them, or be left out"
+                    )
                 )
     return fit(runs, states, streams)
 

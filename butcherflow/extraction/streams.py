@@ -20,7 +20,7 @@ def check_streams(state: Tensor, streams: Any, who: str) -> Streams:
         return None
     if isinstance(streams, int) and not isinstance(streams, bool):
         if -state.dim() <= streams < state.dim() and streams % state.dim() < state.dim() - 1:
-            return streams % state.dim()  # never the feature axis, counted from either end
+            return streams  # as given (a negative axis fits states of any rank); never the last
     elif (
         isinstance(streams, tuple)
         and len(streams) == 2

@@ -145,7 +145,7 @@ def build_target(spec: str) -> Target:
     """Call the factory named by `spec` and check that it returned a `Target`."""
     factory = load_factory(spec)
     try:
-        inspect.signature(factory).bind()
+        inspect.signature(factory, follow_wrapped=False).bind()
     except TypeError as error:
         raise ExtractionError(
             f"factory '{spec}' cannot be called without arguments ({error}); valid: {VALID_FACTORY}"

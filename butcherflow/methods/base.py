@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import numbers
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -57,9 +58,9 @@ def _integer(
     """None, or an int (not a bool) of at least `least`; else the error `problem`."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
         raise DeclarationError(problem, key=key, value=value, valid=valid, source=source)
-    return value
+    return int(value)
 
 
 def check_flag(value: Any, key: str, source: str | Path | None, optional: bool = False) -> Any:

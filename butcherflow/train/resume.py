@@ -193,7 +193,9 @@ def check_save_dir(save_dir: Path, key: str = "--save-dir") -> None:
             problem,
             key=key,
             value=str(save_dir),
-            valid="a new folder, or the --save-dir of a run to resume",
+            valid="a new folder, or the --save-dir of a run to resume"
+            if key == "--save-dir"
+            else "a new folder, or one this process can write",
         )
 
 
