@@ -116,6 +116,7 @@ def test_a_designed_polynomial_is_realised_with_its_nonlinear_order():
         (lambda: low_error_tableau(12, 9), "above order 8"),
         (lambda: realise(["1", "1", "1/3"], 2), "linear order 1"),
         (lambda: realise(["1", "1", "x"], 1), "not an exact rational"),
+        (lambda: realise(["1", "1", "1e400"], 1), "not an exact rational a float can hold"),
         (lambda: realise(["2", "1"], 1), "starts with a_0 = 1"),
         (lambda: ssp_tableau(3, 2, starts=0), "starts must be an integer >= 1"),
     ],

@@ -443,9 +443,13 @@ def _coefficients(polynomial: StabilityPolynomial | Sequence[Any]) -> list[Fract
     for k, value in enumerate(polynomial):
         try:
             out.append(Fraction(str(value)))
-        except (ValueError, ZeroDivisionError):
+            float(out[-1])  # the optimiser's residuals are floats
+        except (ValueError, ZeroDivisionError, OverflowError):
             raise DesignError(
-                "not an exact rational", key=f"polynomial[{k}]", value=value, valid="e.g. '1/6'"
+                "not an exact rational a float can hold",
+                key=f"polynomial[{k}]",
+                value=value,
+                valid="e.g. '1/6'",
             ) from None
     if len(out) < 2 or out[0] != 1 or out[-1] == 0:
         raise DesignError(
