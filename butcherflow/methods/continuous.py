@@ -253,7 +253,7 @@ class ContinuousDynamics(Method):
             return Layer(
                 False,
                 "not compiled as a block: position dynamics (grid = 'positions') are a position "
-                "encoder",
+                "encoder; use position = 'floater' in a recipe's [embedding]",
                 key="grid",
                 valid="use it as position = 'floater' in a recipe's [embedding], or declare "
                 "grid = 'interval' for a continuous-depth block",
