@@ -8,12 +8,14 @@ loop has one code path. DDP itself (gradient all-reduce, `no_sync`) is PyTorch's
 
 from __future__ import annotations
 
+import gc
 import os
 from dataclasses import dataclass
 from typing import final
 
 import torch
 import torch.distributed as dist
+from torch.distributed.tensor import _collective_utils, _redistribute, debug
 
 from ..errors import ButcherflowError
 
@@ -103,6 +105,33 @@ def barrier() -> None:
 
 
 def cleanup() -> None:
-    """Leave the process group (no-op when none was joined)."""
-    if dist.is_initialized():
-        dist.destroy_process_group()
+    """Leave the process group (no-op when none was joined), and free it.
+
+    `destroy_process_group` only forgets the group; its backend (gloo's worker and socket
+    threads) lives while anything holds it. Under FSDP, DTensor's module-level caches hold
+    the device mesh, hence the group, to the end of the process: gloo's threads would then
+    outlive the interpreter's finalization and run through `exit()`, where a rank can abort
+    ("terminate called without an active exception"). With the caches cleared (and the
+    model dropped by the caller) the group is freed here and its threads joined."""
+    if not dist.is_initialized():
+        return
+    _clear_dtensor_caches()
+    gc.collect()  # the sharded model's reference cycles, which hold the mesh
+    dist.destroy_process_group()
+
+
+def _clear_dtensor_caches() -> None:
+    """Empty DTensor's caches, which key on device meshes (private torch APIs: each is
+    skipped where this torch lacks it)."""
+    for clear in (
+        getattr(debug, "_clear_sharding_prop_cache", None),
+        getattr(_redistribute, "clear_redistribute_planner_cache", None),
+        getattr(getattr(_redistribute, "_gen_transform_infos", None), "cache_clear", None),
+        getattr(
+            getattr(getattr(_collective_utils, "MeshTopoInfo", None), "build_from_mesh", None),
+            "cache_clear",
+            None,
+        ),
+    ):
+        if clear is not None:
+            clear()

@@ -114,6 +114,7 @@ def train(config: TrainConfig, *, validate_bleu: BleuHook | None = None) -> dict
                 return _train(run, validate_bleu)
             finally:
                 run.close()
+                del run  # the sharded model holds the process group: free it before leaving
     finally:
         if joined:  # leave a process group only if this call joined it
             distributed.cleanup()
