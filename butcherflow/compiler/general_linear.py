@@ -68,7 +68,7 @@ from ..nn.streams import (
     sinkhorn,
     tokens,
 )
-from .options import MAX_ITERATIONS, FieldSizes, FieldSpec, conforms, require_fields_list
+from .options import MAX_ITERATIONS, FieldSizes, FieldSpec, require_fields_list
 from .program import Coefficient, CompiledBlock, ProgramBuilder, field_width, require
 
 GLM_POLICIES = ("exact", "learned", "dynamic", "sinkhorn", "birkhoff")
@@ -297,7 +297,7 @@ def _iterations(policy: str, given: Any) -> int:
         valid="remove it, or set coefficients='sinkhorn'",
     )
     require(
-        conforms(given, int) and 1 <= given <= MAX_ITERATIONS,
+        1 <= given <= MAX_ITERATIONS,  # an int: GeneralLinearOptions.parse checked its type
         f"Sinkhorn iterations must be an integer from 1 to {MAX_ITERATIONS}",
         key="iterations",
         value=given,
