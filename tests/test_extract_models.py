@@ -17,8 +17,8 @@ import torch
 from torch import nn
 
 import butcherflow as bf
+from butcherflow.extraction.layer.rewire import Rewired
 from butcherflow.extraction.result import ROUND_TRIP
-from butcherflow.extraction.rewiring import Rewired
 
 pytest.importorskip("transformers")
 

@@ -11,7 +11,8 @@ from torch import Tensor, nn
 
 from ..errors import ExtractionError
 from ..methods import Method
-from .layer import Options, extract_layer, require_eval
+from .layer.read import Options, extract_layer
+from .layer.refusals import require_eval
 from .model.blocks import Blocks, NoStack, capture, discover
 from .model.read import ExtractedModel, FieldPaths, read_model
 from .model.rewire import example_call, rewire_read

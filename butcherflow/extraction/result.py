@@ -21,8 +21,9 @@ from .declare import Declared, declare
 from .evaluate import evaluate_glm
 from .families import On, wiring
 from .fields import ChainField, SumField
+from .layer.choice import FieldChoice, LayerRecord
+from .layer.rewire import Rewired, rewire_layer
 from .probe import Call, Chain, small_on_one_thread
-from .rewiring import FieldChoice, LayerRecord, Rewired, rewire_layer
 from .solve import (
     EXACT_TOLERANCE,
     FLOAT32_PRECISION,

@@ -27,8 +27,8 @@ from torch import nn
 
 from ...errors import ExtractionError
 from ...methods.files import from_dict
+from ..layer.rewire import rewire_layer
 from ..probe import Chain
-from ..rewiring import rewire_layer
 from .blocks import Blocks
 from .rewire import (
     RECORD_FORMAT,

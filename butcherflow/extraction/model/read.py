@@ -21,7 +21,9 @@ from torch import Tensor, nn
 
 from ...analysis import Report
 from ...errors import ExtractionError
-from ..layer import DEFAULTS, NotLinear, Options, Undetermined, extract_layer, require_eval
+from ..layer.read import DEFAULTS, Options, extract_layer
+from ..layer.refusals import NotLinear, Undetermined, require_eval
+from ..layer.rewire import rewire_layer
 from ..probe import (
     Run,
     computes_below_float64,
@@ -33,7 +35,6 @@ from ..probe import (
 from ..probe import to_float64 as float64
 from ..recognise import recognised
 from ..result import ROUND_TRIP, Extracted
-from ..rewiring import rewire_layer
 from ..solve import FLOAT32_PRECISION
 from .blocks import (
     BlockCall,

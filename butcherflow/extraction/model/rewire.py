@@ -29,8 +29,9 @@ from ...analysis import check
 from ...errors import ExtractionError
 from ...methods import Method
 from ..fields import ChainField, SumField
+from ..layer.choice import LayerField, LayerRecord
+from ..layer.rewire import Rewired, resolve_method, rewire_layer
 from ..probe import Call, Chain, module_name, tensor_input
-from ..rewiring import LayerField, LayerRecord, Rewired, resolve_method, rewire_layer
 from ..streams import Streams
 from .blocks import BlockCall, Blocks, capture, model_kwargs
 
