@@ -17,12 +17,8 @@ from hypothesis import strategies as st
 import butcherflow as bf
 from butcherflow.methods.entries.arrays import vector
 from butcherflow.methods.entries.balls import enclose
-from butcherflow.methods.entries.numbers import (
-    Number,
-    covering_text,
-    is_zero,
-    parse_number,
-)
+from butcherflow.methods.entries.numbers import Number, is_zero, parse_number
+from butcherflow.methods.entries.rounding import covering_text
 
 KEY = "A[2][1]"
 

@@ -25,7 +25,8 @@ from butcherflow.analysis.multistep.report import dahlquist_barrier
 from butcherflow.analysis.runge_kutta.order import Conditions, explicit_barrier, order_bound
 from butcherflow.analysis.search import Search
 from butcherflow.methods.base import CoefficientMethod
-from butcherflow.methods.entries.numbers import float_rounding, parse_number
+from butcherflow.methods.entries.numbers import parse_number
+from butcherflow.methods.entries.rounding import float_rounding
 from butcherflow.methods.files import from_dict
 from butcherflow.methods.general_linear import GeneralLinear
 

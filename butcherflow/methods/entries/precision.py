@@ -2,8 +2,8 @@
 
 A condition is an equation residual = 0 (an order condition Φ(t) − 1/γ(t), a root condition, c
 against the row sums of A, ...). Its residual is computed from the digits given, and the
-uncertainty those digits carry (`methods/entries/numbers.py`: half an ulp for floats, half a unit in
-the last digit for decimals, or a declared precision) is carried through the computation by
+uncertainty those digits carry (`rounding.py`: 256 units in the last place for floats, half a
+unit in the last digit for decimals, or a declared precision) is carried through the computation by
 interval (ball) arithmetic, so that the enclosure holds the residual of *every* method within
 the precision of the entries. Then:
 
