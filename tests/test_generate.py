@@ -32,7 +32,7 @@ from butcherflow.generate import (
     translate,
 )
 from butcherflow.generate.evaluate import token_batches
-from butcherflow.generate.search import BOS, EOS
+from butcherflow.generate.decoding import BOS, EOS
 from butcherflow.nn import DecodeCache
 
 VOCAB = 40

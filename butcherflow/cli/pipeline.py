@@ -17,9 +17,9 @@ from ..errors import DeclarationError
 from ..experiments import EXPERIMENTS, run_experiment, write_reports
 from ..experiments.index import write_readme_summary
 from ..generate import Sampling, complete, evaluate, evaluate_perplexity, translate
+from ..generate.decoding import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B
 from ..generate.evaluate import MAX_TOKENS, validation_bleu
 from ..generate.sample import MAX_NEW_TOKENS
-from ..generate.search import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B
 from ..savedir import (
     CheckpointError,
     average_checkpoints,

@@ -39,8 +39,8 @@ from safetensors.torch import save_file
 from ..assemble import LanguageModel, Seq2Seq, recipe_to_toml
 from ..data import Vocabulary
 from ..errors import ButcherflowError, DeclarationError, unwritable
+from ..generate.decoding import MAX_LEN_B, MIN_LEN
 from ..generate.sample import MAX_NEW_TOKENS
-from ..generate.search import MAX_LEN_B, MIN_LEN
 from ..nn import LearnedPositions
 from ..savedir import (
     CheckpointError,

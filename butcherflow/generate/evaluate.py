@@ -29,7 +29,8 @@ from ..train.config import TRAIN_DEFAULTS, check_window
 from ..train.distributed import Process
 from ..train.run import encode
 from ..train.step import validate
-from .search import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B, beam_search, check_options, greedy
+from .decoding import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B, check_options
+from .search import beam_search, greedy
 
 SUBSETS = ("valid", "test")
 # padded source tokens per generation batch: training's --max-tokens (search defaults: search.py)

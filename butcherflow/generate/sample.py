@@ -31,7 +31,7 @@ from ..data import Vocabulary
 from ..devices import resolve_device
 from ..errors import DeclarationError
 from ..nn import DecodeCache, LearnedPositions
-from .search import BOS, DEFAULT_CAPACITY, EOS, cache_wanted, evaluating
+from .decoding import BOS, DEFAULT_CAPACITY, EOS, cache_wanted, evaluating
 
 MAX_NEW_TOKENS = 50  # tokens generated after each prompt unless told otherwise
 
