@@ -150,7 +150,7 @@ def test_a_nonsingular_g_hidden_from_the_first_trials_is_found() -> None:
     from sympy import QQ
 
     from butcherflow.analysis.budget import Deadline
-    from butcherflow.analysis.general_linear.symplectic import _nonsingular
+    from butcherflow.analysis.general_linear.symplectic_equations import _nonsingular
 
     # the unknowns of a symmetric 3×3 G, row by row above the diagonal: 00 01 02 11 12 22
     first = [QQ(x) for x in (-1, 0, 0, -2, 0, -4)]

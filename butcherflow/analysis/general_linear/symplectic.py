@@ -47,8 +47,6 @@ gaining the property where the digits cannot decide it:
 from __future__ import annotations
 
 import dataclasses
-import itertools
-from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, final
@@ -56,13 +54,20 @@ from typing import Any, final
 import flint
 import numpy as np
 import sympy
-from sympy.polys.matrices import DomainMatrix
 
 from ...methods.entries.balls import ball
 from ...methods.entries.precision import RESOLUTION, Verdict, judge_enclosure, working_precision
 from ...methods.general_linear import GeneralLinear
 from ..budget import Deadline
-from ..exact.weights import smallest_domain
+from .symplectic_equations import (
+    Solved,
+    equations,
+    exact_system,
+    g_of,
+    index,
+    matrices,
+    solve_exact,
+)
 
 # How far a floating-point witness (scaled to max |Gᵢⱼ| ≈ 1) may move, entry by entry, in the
 # balls that judge it: its own rounding, far below the resolution it is judged at.
@@ -116,57 +121,8 @@ class GSymplectic:
         }
 
 
-def _index(r: int) -> dict[tuple[int, int], int]:
-    """The unknown holding G[i][j] = G[j][i], i ≤ j, row by row; D's s entries follow."""
-    pairs = [(i, j) for i in range(r) for j in range(i, r)]
-    return {p: n for n, p in enumerate(pairs)}
-
-
-def _equations(A: Any, U: Any, B: Any, V: Any, zero: Any, one: Any) -> list[list[list[Any]]]:
-    """The coefficients of the three equations in the unknowns (`_index`, then D), one row
-    per independent entry (the symmetric ones above the diagonal), grouped by equation; the
-    entries are exact field elements or arb balls alike."""
-    s, r = len(A), len(V)
-    at = _index(r)
-    n = len(at) + s
-
-    def g(k: int, m: int) -> int:
-        return at[(min(k, m), max(k, m))]
-
-    def row() -> list[Any]:
-        return [zero for _ in range(n)]
-
-    first, second, third = [], [], []
-    for i in range(r):
-        for j in range(i, r):
-            c = row()
-            c[g(i, j)] += one
-            for k in range(r):
-                for m in range(r):
-                    c[g(k, m)] -= V[k][i] * V[m][j]
-            first.append(c)
-    for i in range(s):
-        for j in range(r):
-            c = row()
-            c[len(at) + i] += U[i][j]
-            for k in range(r):
-                for m in range(r):
-                    c[g(k, m)] -= B[k][i] * V[m][j]
-            second.append(c)
-    for i in range(s):
-        for j in range(i, s):
-            c = row()
-            c[len(at) + i] += A[i][j]
-            c[len(at) + j] += A[j][i]
-            for k in range(r):
-                for m in range(r):
-                    c[g(k, m)] -= B[k][i] * B[m][j]
-            third.append(c)
-    return [first, second, third]
-
-
 def _labels(r: int, s: int) -> list[list[str]]:
-    """Each equation's entries by name, in `_equations`' order."""
+    """Each equation's entries by name, in `equations`' order."""
     return [
         [f"(G − VᵀGV)[{i}][{j}]" for i in range(r) for j in range(i, r)],
         [f"(DU − BᵀGV)[{i}][{j}]" for i in range(s) for j in range(r)],
@@ -174,132 +130,11 @@ def _labels(r: int, s: int) -> list[list[str]]:
     ]
 
 
-def _matrices(method: GeneralLinear, values: Iterable[Any]) -> tuple[Any, Any, Any, Any]:
-    """A, U, B, V with their entries taken from `values`, one per entry in the declaration's
-    order (`numbers.flat`)."""
-    entries = iter(values)
-    n = method.numbers
-    A, U, B, V = ([[next(entries) for _ in row] for row in m] for m in (n.A, n.U, n.B, n.V))
-    return A, U, B, V
-
-
-def _exact_system(method: GeneralLinear) -> tuple[Any, list[list[list[Any]]]]:
-    """The field of the entries (of the digits, for a numeric declaration) and the equations
-    over it."""
-    domain, values = smallest_domain(method.numbers.values)
-    field = domain.get_field()
-    if field != domain:  # ZZ -> QQ (converting an algebraic field into itself costs minutes)
-        values = [field.convert_from(v, domain) for v in values]
-    A, U, B, V = _matrices(method, values)
-    return field, _equations(A, U, B, V, field.zero, field.one)
-
-
-def _g_of(x: list[Any], r: int) -> list[list[Any]]:
-    """The symmetric r×r G of a vector of unknowns (`_index`)."""
-    at = _index(r)
-    return [[x[at[(min(i, j), max(i, j))]] for j in range(r)] for i in range(r)]
-
-
-def _nonsingular(K: Any, basis: list[list[Any]], r: int, deadline: Deadline) -> list[Any] | None:
-    """A vector of the span of `basis` whose G is nonsingular, or None when every G there is
-    singular (det(Σ tₖGₖ) ≡ 0)."""
-    parts = [v for v in basis if any(x != K.zero for x in v[: len(_index(r))])]
-    if not parts:
-        return None
-    m = len(parts)
-
-    def combine(weights: tuple[int, ...]) -> list[Any]:
-        return [
-            sum((K.convert(w) * v[n] for w, v in zip(weights, parts, strict=True)), K.zero)
-            for n in range(len(parts[0]))
-        ]
-
-    def det(x: list[Any]) -> Any:
-        return DomainMatrix(_g_of(x, r), (r, r), K).det()
-
-    for trial in range(3):
-        x = combine(tuple((k + 1) ** trial for k in range(m)))
-        if det(x) != K.zero:
-            return x
-        deadline.check()
-    ts = sympy.symbols(f"t0:{m}")
-    R = K[ts]
-    at = _index(r)
-    Gt = [
-        [
-            sum(
-                (
-                    R.convert_from(p[at[(min(i, j), max(i, j))]], K) * t
-                    for p, t in zip(parts, R.gens, strict=True)
-                ),
-                R.zero,
-            )
-            for j in range(r)
-        ]
-        for i in range(r)
-    ]
-    polynomial = DomainMatrix(Gt, (r, r), R).det()
-    if polynomial == R.zero:
-        return None
-    for count, weights in enumerate(itertools.product(range(r + 1), repeat=m)):
-        if polynomial(*weights) != K.zero:
-            return combine(weights)
-        if count % 64 == 0:
-            deadline.check()
-    raise AssertionError("a nonzero polynomial of degree ≤ r in each variable vanished on the grid")
-
-
-def _normalised(K: Any, x: list[Any], r: int) -> list[Any]:
-    """`x` scaled so that the first nonzero entry of its G (row by row) is 1."""
-    g = _g_of(x, r)
-    lead = next(v for row in g for v in row if v != K.zero)
-    return [K.quo(v, lead) for v in x]
-
-
-@final
-@dataclass(frozen=True)
-class _Solved:
-    """What imposing the equations in turn found (`_solve_exact`).
-
-    - `witness`: a solution with G nonsingular, scaled (`_normalised`), or None.
-    - `k`: without a witness, the index of the first equation after which every G is singular.
-    - `only_zero`: G = 0 is then the only one.
-    - `kept`: a basis of the solutions of the equations before `k` (None when k = 0): a
-      numeric declaration looks for a floating-point witness among them, so that the equations
-      its digits meet exactly stay met exactly.
-    """
-
-    witness: list[Any] | None
-    k: int
-    only_zero: bool
-    kept: list[list[Any]] | None
-
-
-def _solve_exact(K: Any, groups: list[list[list[Any]]], r: int, deadline: Deadline) -> _Solved:
-    """Impose the equations in turn over K, each time asking whether the solutions hold a
-    nonsingular G (see `_Solved`)."""
-    rows: list[list[Any]] = []
-    n = len(groups[0][0])  # G = VᵀGV has r(r+1)/2 ≥ 1 rows
-    kept: list[list[Any]] | None = None
-    for k, group in enumerate(groups):
-        rows += group
-        deadline.check()
-        basis = DomainMatrix(rows, (len(rows), n), K).nullspace().to_list()
-        found = _nonsingular(K, basis, r, deadline)
-        if found is None:
-            g = len(_index(r))
-            only_zero = all(x == K.zero for v in basis for x in v[:g])
-            return _Solved(None, k, only_zero, kept)
-        kept = basis
-    assert found is not None
-    return _Solved(_normalised(K, found, r), len(groups), False, None)
-
-
 def _witness(K: Any, x: list[Any], r: int) -> tuple[Any, Any]:
     """G and the diagonal of D of a vector of unknowns, as sympy values."""
-    g = _g_of(x, r)
+    g = g_of(x, r)
     G = tuple(tuple(K.to_sympy(v) for v in row) for row in g)
-    D = tuple(K.to_sympy(v) for v in x[len(_index(r)) :])
+    D = tuple(K.to_sympy(v) for v in x[len(index(r)) :])
     return G, D
 
 
@@ -334,8 +169,8 @@ def g_symplectic(method: GeneralLinear, deadline: Deadline | None = None) -> GSy
             Verdict.UNDETERMINED, None, None, None, "not examined for parametrised families"
         )
     r = method.values
-    K, groups = _exact_system(method)
-    solved = _solve_exact(K, groups, r, deadline)
+    K, groups = exact_system(method)
+    solved = solve_exact(K, groups, r, deadline)
     found, k = solved.witness, solved.k
     if found is not None and method.numeric:
         return _judge_numeric(method, K, groups, found, digits_exact=True)
@@ -362,8 +197,8 @@ def _balls(method: GeneralLinear) -> list[list[list[flint.arb]]]:
     """The equations with every entry a ball holding it within the precision (call under
     `flint.ctx.workprec`)."""
     zero, one = flint.arb(0), flint.arb(1)
-    A, U, B, V = _matrices(method, [x.ball() for x in method.numbers.flat])
-    return _equations(A, U, B, V, zero, one)
+    A, U, B, V = matrices(method, [x.ball() for x in method.numbers.flat])
+    return equations(A, U, B, V, zero, one)
 
 
 def _judge_numeric(
@@ -377,7 +212,7 @@ def _judge_numeric(
     about 1 and its first nonzero entry positive) in balls: met when each is (see the module),
     else the first residual the digits leave open or that misses."""
     r, s = method.values, method.stages
-    g = len(_index(r))
+    g = len(index(r))
     sizes = [float(K.to_sympy(v)) for v in x[:g]]
     lead = next(v for v in sizes if v)
     top = Fraction(max(abs(v) for v in sizes)) * (1 if lead > 0 else -1)
@@ -443,7 +278,7 @@ def _full_rank(rows: list[list[flint.arb]], n: int) -> bool:
 
 
 def _float_witness(
-    K: Any, exact: list[list[list[Any]]], r: int, solved: _Solved
+    K: Any, exact: list[list[list[Any]]], r: int, solved: Solved
 ) -> list[Any] | None:
     """A floating-point solution, with G well conditioned (condition number below
     1/resolution), of the equations the digits do not meet exactly, among the exact solutions
@@ -469,7 +304,7 @@ def _float_witness(
     null = [k for k in range(m) if k >= len(sv) or sv[k] <= 1e-6 * scale] or [m - 1]
     for trial in range(3):
         y = sum(((k + 1) ** trial * vt[i] for k, i in enumerate(null)), np.zeros(m))
-        G = np.array(_g_of(list(y @ N), r))
+        G = np.array(g_of(list(y @ N), r))
         if np.linalg.cond(G) < float(1 / RESOLUTION):
             exact_y = [K.convert(sympy.Rational(*Fraction(float(v)).as_integer_ratio())) for v in y]
             return [
@@ -483,14 +318,14 @@ def _numeric_without_exact(
     method: GeneralLinear,
     K: Any,
     exact: list[list[list[Any]]],
-    solved: _Solved,
+    solved: Solved,
     deadline: Deadline,
 ) -> GSymplectic:
     """A numeric declaration whose digits' own method is not G-symplectic: fails when the
     equations force G = 0 for every method within the precision, met when a well-conditioned
     floating-point witness meets them at the precision, undetermined otherwise."""
     r = method.values
-    n = len(_index(r)) + method.stages
+    n = len(index(r)) + method.stages
     with flint.ctx.workprec(working_precision(method.numbers.flat)):
         V = flint.arb_mat(method.numbers.V.balls())
         det = V.det()
