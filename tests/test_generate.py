@@ -31,8 +31,8 @@ from butcherflow.generate import (
     search,
     translate,
 )
-from butcherflow.generate.evaluate import token_batches
 from butcherflow.generate.decoding import BOS, EOS
+from butcherflow.generate.evaluate import token_batches
 from butcherflow.nn import DecodeCache
 
 VOCAB = 40
