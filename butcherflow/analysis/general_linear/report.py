@@ -25,7 +25,7 @@ For a GLM (A, U, B, V) with r inputs and s stages (`methods/general_linear.py`):
   without a claim (GLMs have no barrier as simple as Runge-Kutta's). Numeric entries get the
   verdicts of every family (met, fails, undetermined), and the report names the conditions the
   digits cannot decide, with their residuals against the rounding.
-- **Measured order** beside the proof (`convergence.glm_error`, y' = −y + cos t started by the
+- **Measured order** beside the proof (`global_error.glm_error`, y' = −y + cos t started by the
   stated procedure). A slope above the proved order by more than `SLOPE_TOLERANCE` is said in a
   note: the proof is relative to the stated start, and a better start, or a starting error that
   V damps, can give more (a DIMSIM started by y(x) − h f(x) is order 1 and measures 2).
@@ -346,7 +346,7 @@ class GeneralLinearReport(Report):
             self.notes.append(hint)
 
     def _measure(self) -> Convergence | None:
-        """The empirical order beside the proof (`convergence.glm_error`), and a note when it
+        """The empirical order beside the proof (`global_error.glm_error`), and a note when it
         exceeds the proved order: the proof is relative to the stated start, which a better
         start (or V damping this one's error) can beat."""
         if self.method.symbols:
