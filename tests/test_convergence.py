@@ -26,16 +26,13 @@ from closeness import SLOPE
 
 import butcherflow as bf
 from butcherflow.analysis.convergence import (
-    FLOAT64,
     arithmetic_for,
     convergence,
     generic_member,
-    lmm_error,
     measure,
-    rk_error,
     slopes,
-    splitting_error,
 )
+from butcherflow.analysis.global_error import FLOAT64, lmm_error, rk_error, splitting_error
 from butcherflow.methods.general_linear import GeneralLinear
 
 SLOW: set[str] = set()  # catalog entries whose check + integration take more than 5 s
