@@ -8,8 +8,14 @@ from pathlib import Path
 import pytest
 
 import butcherflow as bf
+from butcherflow.bench import (
+    DEFAULT_OUTPUT,
+    option_flags,
+    output_flag,
+    replace_section,
+    write_section,
+)
 from butcherflow.bench import order as bench_order
-from butcherflow.bench import replace_section, write_section
 from butcherflow.bench.order import NodepyResult, run_order
 from butcherflow.cli import main
 from butcherflow.errors import DeclarationError
@@ -89,6 +95,15 @@ def test_feagin_high_orders_have_their_own_target() -> None:
     assert bench_order.targets(slow) == [("< 2 s", True), ("≥ 10× NodePy", False)]
     floats = NodepyResult(4.0, 6, mode="float")  # the 10x target is about NodePy's exact mode
     assert bench_order.targets(bench_order.Row("y", "runge-kutta", True, 6, 6, 0.5, nodepy=floats))
+
+
+def test_a_sections_command_line_spells_the_options_as_typed() -> None:
+    """The command a section shows reruns the benchmark: options as flags, --output only off
+    the default file."""
+    flags = option_flags({"max_tokens": 2500, "data": "bible:en"})
+    assert flags + output_flag(DEFAULT_OUTPUT) + output_flag("/tmp/b.md") == (
+        "--max-tokens 2500 --data bible:en --output /tmp/b.md"
+    )
 
 
 def test_section_replacement_keeps_the_other_sections(tmp_path: Path) -> None:

@@ -240,10 +240,6 @@ class Report(abc.ABC):
         return None
 
     @property
-    def claimed_order(self) -> int | None:
-        return self.method.order
-
-    @property
     def claims(self) -> dict[str, tuple[Any, Any]]:
         """Every claim of the declaration: name -> (claimed, proved). Subclasses add theirs."""
         return {"order": (self.method.order, self.order)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -182,9 +182,17 @@ def _command(args: argparse.Namespace, given: str) -> str:
     command = f"butcherflow bench {args.what}{repeats}{given}"
     if args.what == "order" and args.no_nodepy:
         command += " --no-nodepy"
-    if str(args.output) != DEFAULT_OUTPUT:
-        command += f" --output {args.output}"
-    return command
+    return command + output_flag(args.output)
+
+
+def output_flag(output: str | Path) -> str:
+    """The `--output` a section's command line shows: nothing for the default file."""
+    return "" if str(output) == DEFAULT_OUTPUT else f" --output {output}"
+
+
+def option_flags(options: Mapping[str, object]) -> str:
+    """`{"max_tokens": 2500}` as the command line spells it: `--max-tokens 2500`."""
+    return " ".join(f"--{key.replace('_', '-')} {value}" for key, value in options.items())
 
 
 # Each benchmark's runner, `(args, command, given) -> exit code`: it imports its module when it
@@ -302,6 +310,8 @@ __all__ = [
     "BENCHMARKS",
     "DEFAULT_OUTPUT",
     "check_output",
+    "option_flags",
+    "output_flag",
     "preset_sizes",
     "read_section",
     "replace_section",

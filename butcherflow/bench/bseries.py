@@ -24,7 +24,7 @@ from ..analysis.bseries.properties import symplecticity_order
 from ..analysis.exact.weights import clear_cache
 from ..analysis.runge_kutta.monotonicity import ssp_coefficient
 from ..methods import ButcherTableau, catalog
-from . import write_section
+from . import DEFAULT_OUTPUT, write_section
 from .order import machine
 
 TARGET = 2.0  # seconds for B-series + modified equation + symplecticity order to order 8
@@ -123,7 +123,7 @@ def _published_rows(repeats: int) -> list[str]:
 
 
 def run_bseries(
-    output: str | Path = "docs/benchmarks.md",
+    output: str | Path = DEFAULT_OUTPUT,
     repeats: int = 3,
     names: Sequence[str] | None = None,
     command: str = "butcherflow bench bseries",

@@ -27,6 +27,7 @@ from ..experiments import PRESETS
 from ..export import export_run, require_transformers
 from ..train import TrainConfig, train
 from . import write_section
+from .hardware import MIB
 from .order import machine
 
 TARGET = 10.0  # seconds: export + reload (issue 36)
@@ -120,7 +121,7 @@ def run_export(
 
 
 def _size(folder: Path) -> str:
-    return f"{(folder / 'model.safetensors').stat().st_size / 2**20:.1f} MiB of weights"
+    return f"{(folder / 'model.safetensors').stat().st_size / MIB:.1f} MiB of weights"
 
 
 def _write(

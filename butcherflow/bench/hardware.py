@@ -17,6 +17,8 @@ from typing import final
 
 import torch
 
+MIB = 1024 * 1024  # bytes in a MiB, the unit of every memory column
+
 
 @final
 @dataclass(frozen=True)
@@ -89,4 +91,34 @@ def resident_bytes(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> 
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-__all__ = ["PEAKS", "Peak", "device_peak", "peak_of", "process_peak_rss", "resident_bytes"]
+def device_notes(target: torch.device, peak: Peak | None) -> tuple[str, str]:
+    """What the MFU is measured against and what the peak memory counts, on `target`: the two
+    clauses of a training benchmark's section."""
+    if target.type == "cuda":
+        peak_text = (
+            f"MFU against the {peak.name}'s dense {peak.precision} peak of {peak.tflops:g} TFLOP/s"
+            if peak is not None
+            else "MFU n/a: this GPU is not in bench.hardware.PEAKS"
+        )
+        total = torch.cuda.get_device_properties(target).total_memory
+        memory_text = (
+            "peak memory per model (parameters + AdamW state + its step's peak), "
+            f"of the device's {total / MIB:,.0f} MiB"
+        )
+        return peak_text, memory_text
+    memory_text = (
+        f"peak resident set of the whole process (all models): {process_peak_rss() / MIB:,.0f} MiB"
+    )
+    return "MFU n/a on a CPU (no tensor-core peak)", memory_text
+
+
+__all__ = [
+    "MIB",
+    "PEAKS",
+    "Peak",
+    "device_notes",
+    "device_peak",
+    "peak_of",
+    "process_peak_rss",
+    "resident_bytes",
+]

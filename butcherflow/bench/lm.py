@@ -46,7 +46,7 @@ from ..tasks import LANGUAGE_MODEL, TOKENS_PER_SAMPLE
 from ..train.config import TRAIN_DEFAULTS, TrainConfig, resolve_precision, resolve_recipe
 from ..train.run import encode
 from ..train.step import forward_backward, optimizer_step
-from . import DEFAULT_OUTPUT, TRAIN_DATA, preset_sizes, write_section
+from . import TRAIN_DATA, option_flags, output_flag, preset_sizes, write_section
 from .order import machine
 
 RECIPES = ("lm-residual",)
@@ -284,9 +284,7 @@ def run_from_args(args: argparse.Namespace, given: str = "") -> int:
         "device": args.device,
         "precision": args.precision,
     }
-    command = "butcherflow bench train --task language_model " + " ".join(
-        f"--{k.replace('_', '-')} {v}" for k, v in options.items()
-    )
+    command = "butcherflow bench train --task language_model " + option_flags(options)
     if args.recipes:
         options["recipes"] = tuple(args.recipes)
         command += " --recipes " + " ".join(args.recipes)
@@ -310,9 +308,5 @@ def run_from_args(args: argparse.Namespace, given: str = "") -> int:
                 value=value,
                 valid="leave it out with --task language_model",
             )
-    run_lm_bench(args.output, command + given + _output(args.output), **options)
+    run_lm_bench(args.output, command + given + output_flag(args.output), **options)
     return 0
-
-
-def _output(output: str) -> str:
-    return "" if str(output) == DEFAULT_OUTPUT else f" --output {output}"

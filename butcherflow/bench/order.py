@@ -33,7 +33,7 @@ from sympy.core.cache import clear_cache
 from ..analysis import check
 from ..analysis.exact import weights as weights_module
 from ..methods import ButcherTableau, LinearMultistep, Method, catalog, load
-from . import write_section
+from . import DEFAULT_OUTPUT, write_section
 
 ORDER_TARGET = 2.0  # seconds: every method of order ≤ 10, full report
 HIGH_ORDER_TARGET = 60.0  # seconds: Feagin 12 and 14
@@ -349,7 +349,7 @@ def summary(rows: Sequence[Row]) -> str:
 
 
 def run_order(
-    output: str | Path = "docs/benchmarks.md",
+    output: str | Path = DEFAULT_OUTPUT,
     repeats: int = 3,
     nodepy: bool = True,
     names: Sequence[str] | None = None,

@@ -62,14 +62,13 @@ from ..train.config import (
     resolve_precision,
     resolve_recipe,
 )
-from . import TRAIN_DATA, preset_sizes, write_section
-from .hardware import Peak, device_peak, process_peak_rss
+from . import TRAIN_DATA, option_flags, output_flag, preset_sizes, write_section
+from .hardware import MIB, Peak, device_notes, device_peak
 from .order import machine
 from .profile import Hotspot, describe, profile_step
 from .timing import Entry, Plan, compared_with, copy_model, plan_batches, prepare, take_turns
 
 RECIPES = ("transformer-small", "ode-transformer-rk2-gated")
-MIB = 1024 * 1024
 
 
 @final
@@ -388,7 +387,7 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
     load = os.getloadavg()[0]  # the machine's business, which every row shared (they alternate)
     rows, settings, target = bench_train(**options)
     peak = device_peak(target)
-    peak_text, memory_text = _device_notes(target, peak)
+    peak_text, memory_text = device_notes(target, peak)
     gpu = f", {torch.cuda.get_device_name(target)}" if target.type == "cuda" else ""
     where = "the CPU" if target.type == "cpu" else "the GPU"
     title = (
@@ -423,26 +422,6 @@ def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]
     )
     write_section(output, key, body)
     return rows
-
-
-def _device_notes(target: torch.device, peak: Peak | None) -> tuple[str, str]:
-    """What the MFU is measured against and what the peak memory counts, on `target`."""
-    if target.type == "cuda":
-        peak_text = (
-            f"MFU against the {peak.name}'s dense {peak.precision} peak of {peak.tflops:g} TFLOP/s"
-            if peak is not None
-            else "MFU n/a: this GPU is not in bench.hardware.PEAKS"
-        )
-        total = torch.cuda.get_device_properties(target).total_memory
-        memory_text = (
-            "peak memory per model (parameters + AdamW state + its step's peak), "
-            f"of the device's {total / MIB:,.0f} MiB"
-        )
-        return peak_text, memory_text
-    memory_text = (
-        f"peak resident set of the whole process (all models): {process_peak_rss() / MIB:,.0f} MiB"
-    )
-    return "MFU n/a on a CPU (no tensor-core peak)", memory_text
 
 
 def _table_rows(
@@ -507,9 +486,7 @@ def run_from_args(args: argparse.Namespace, given: str = "") -> int:
         "precision": args.precision,
         "buckets": args.buckets,
     }
-    command = "butcherflow bench train " + " ".join(
-        f"--{k.replace('_', '-')} {v}" for k, v in options.items()
-    )
+    command = "butcherflow bench train " + option_flags(options)
     command += " --compile" * args.compile + " --compare-eager" * args.compare_eager
     command += " --compare-buckets" * args.compare_buckets + given
     if args.recipes:
@@ -528,8 +505,7 @@ def run_from_args(args: argparse.Namespace, given: str = "") -> int:
     if args.profile is not None:
         options["profile"] = args.profile
         command += f" --profile {args.profile}"
-    if str(args.output) != "docs/benchmarks.md":
-        command += f" --output {args.output}"
+    command += output_flag(args.output)
     options.setdefault("recipes", RECIPES)
     run_train_bench(
         args.output,
