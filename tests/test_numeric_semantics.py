@@ -2,9 +2,9 @@
 it, and no verdict ever crosses a barrier (issue: order proofs that hold on any tableau).
 
 Every method here is built from exact parameters, then written exactly (Fractions), as Python
-floats and as 30-digit decimal strings. The semantics under test (methods/numbers.py): a float is
-its binary value known to 2^-44 of its size, a decimal its digits known to half a unit in the
-last one; a condition is met, fails or is undetermined (methods/precision.py).
+floats and as 30-digit decimal strings. The semantics under test (methods/entries/rounding.py): a
+float is its binary value known to 2^-44 of its size, a decimal its digits known to half a unit in
+the last one; a condition is met, fails or is undetermined (methods/entries/precision.py).
 """
 
 from __future__ import annotations

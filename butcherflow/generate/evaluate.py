@@ -33,7 +33,7 @@ from .decoding import BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B, check_options
 from .search import beam_search, greedy
 
 SUBSETS = ("valid", "test")
-# padded source tokens per generation batch: training's --max-tokens (search defaults: search.py)
+# padded source tokens per generation batch: training's --max-tokens (search defaults: decoding.py)
 MAX_TOKENS: int = TRAIN_DEFAULTS["max_tokens"]
 # Cheap greedy decoding for BLEU during training and in the experiments' reports: outputs at most
 # 1.2 · source length + 10 subwords long.
