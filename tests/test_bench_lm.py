@@ -15,7 +15,7 @@ from torch import nn
 
 from butcherflow.assemble import LanguageModel, Recipe, load_recipe
 from butcherflow.bench import table_rows
-from butcherflow.bench.lm import GPT, LMRow, run_lm_bench
+from butcherflow.bench.train.lm import GPT, LMRow, run_lm_bench
 from butcherflow.cli import main
 
 SIZES = {"d_model": 16, "n_heads": 2, "d_ffn": 32, "dropout": 0.0}

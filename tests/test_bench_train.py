@@ -24,14 +24,15 @@ import butcherflow as bf
 from butcherflow.assemble import LanguageModel, load_recipe
 from butcherflow.bench import read_section, table_rows
 from butcherflow.bench.block import TorchTransformer
-from butcherflow.bench.hardware import peak_of
-from butcherflow.bench.timing import forward_flops, transformer_twin
-from butcherflow.bench.train import RECIPES, TrainRow, run_train_bench, train_section_key
+from butcherflow.bench.train.hardware import peak_of
+from butcherflow.bench.train.section import run_train_bench, train_section_key
+from butcherflow.bench.train.throughput import RECIPES, TrainRow
+from butcherflow.bench.train.timing import forward_flops, transformer_twin
 from butcherflow.cli import main
 from butcherflow.data import Batch
 
 VOCAB = 100
-# every family of block FLOATER aside (its position solves are not counted: see bench.train)
+# every block family but FLOATER (its position solves are not counted: bench.train.throughput)
 COUNTED = [
     "transformer-small",
     "ode-transformer-rk4",
@@ -162,7 +163,7 @@ def test_each_configuration_writes_its_own_section() -> None:
 def _dynamo_only(monkeypatch: pytest.MonkeyPatch) -> list[torch.nn.Module]:
     """torch.compile as dynamo alone (no inductor C++ compilation, to keep the tests short),
     taken to compile here; returns the list of the models it compiled."""
-    import butcherflow.bench.train as bench
+    import butcherflow.devices as devices
 
     compile_, compiled = torch.compile, []
 
@@ -171,7 +172,7 @@ def _dynamo_only(monkeypatch: pytest.MonkeyPatch) -> list[torch.nn.Module]:
         return compile_(model, **{**options, "backend": "eager"})  # type: ignore[call-overload]
 
     monkeypatch.setattr(torch, "compile", dynamo)
-    monkeypatch.setattr(bench, "can_compile", lambda *args, **kwargs: True)
+    monkeypatch.setattr(devices, "compile_problem", lambda device_type: None)
     return compiled
 
 
@@ -213,7 +214,7 @@ def test_every_timed_shape_was_seen_by_its_model_before_the_timing(
     not only for whichever model met a batch's shapes first in a turn: each model first takes
     one step on a batch of each distinct shape among its timed batches, and only then the timed
     steps; with buckets the warm-up is shorter than the timed pass."""
-    import butcherflow.bench.timing as timing
+    import butcherflow.bench.train.timing as timing
 
     calls: list[tuple[int, tuple[int, ...]]] = []
     real = timing.forward_backward

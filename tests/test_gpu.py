@@ -31,8 +31,8 @@ from tiny_run import config as tiny_config
 
 import butcherflow as bf
 from butcherflow.bench.beam import run_beam
-from butcherflow.bench.hardware import device_peak
-from butcherflow.bench.train import run_train_bench
+from butcherflow.bench.train.hardware import device_peak
+from butcherflow.bench.train.section import run_train_bench
 from butcherflow.experiments import run_experiment
 from butcherflow.generate import greedy, search
 from butcherflow.nn import DecodeCache

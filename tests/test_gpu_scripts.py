@@ -317,7 +317,7 @@ def test_quick_rehearsed_on_the_cpu_runs_every_step(carried: Path, tmp_path: Pat
 
 def train_section(benchmarks_md: Path, recipe: str) -> str:
     """A real `bench train` section (tiny, CPU) for `recipe`, as the GPU run would key it."""
-    from butcherflow.bench.train import run_train_bench
+    from butcherflow.bench.train.section import run_train_bench
 
     run_train_bench(
         str(benchmarks_md),

@@ -912,7 +912,7 @@ def test_one_process_under_torchrun_joins_a_group_and_trains_through_ddp(
 
 
 def test_bench_train_writes_its_section(benchmarks_md: Path) -> None:
-    from butcherflow.bench.train import run_train_bench
+    from butcherflow.bench.train.section import run_train_bench
 
     output = benchmarks_md
     rows = run_train_bench(

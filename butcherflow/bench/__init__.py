@@ -268,10 +268,10 @@ def _run_train(args: argparse.Namespace, command: str, given: str) -> int:
     """`bench train`: recipes beside torch.nn.Transformer, or (`--task language_model`)
     decoder-only recipes beside the residual LM; each builds its own command line."""
     if getattr(args, "task", None) == LANGUAGE_MODEL.name:
-        from .lm import run_from_args as run_lm
+        from .train.lm import run_from_args as run_lm
 
         return run_lm(args, given)
-    from .train import run_from_args
+    from .train.section import run_from_args
 
     return run_from_args(args, given)
 

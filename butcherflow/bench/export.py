@@ -27,8 +27,8 @@ from ..experiments import PRESETS
 from ..export import export_run, require_transformers
 from ..train import TrainConfig, train
 from . import write_section
-from .hardware import MIB
 from .order import machine
+from .train.hardware import MIB
 
 TARGET = 10.0  # seconds: export + reload (issue 36)
 NEW_TOKENS = 20

@@ -123,7 +123,7 @@ import sys
 import torch
 
 import butcherflow
-from butcherflow.bench.hardware import peak_of
+from butcherflow.bench.train.hardware import peak_of
 
 device = os.environ["DEVICE"]
 where = f"butcherflow from {butcherflow.__file__}"

@@ -20,8 +20,8 @@ than the first, whichever recipe it was (docs/benchmarks.md, "On the GPU"); leng
 each step is timed by CUDA events around it. Throughput counts target tokens (non-pad, eos
 included), as fairseq does.
 
-FLOPs are the model's, counted from its compiled blocks (`bench.timing`). MFU divides the achieved
-FLOP/s by the device's dense bf16 peak, looked up by the device's name (`bench.hardware`); on the
+FLOPs are the model's, counted from its compiled blocks (`timing.py`). MFU divides the achieved
+FLOP/s by the device's dense bf16 peak, looked up by the device's name (`hardware.py`); on the
 CPU it is not defined. Peak memory is, on a GPU, each model's parameters, buffers and AdamW state
 plus the peak its step allocates above what was allocated before it
 (`torch.cuda.max_memory_allocated`); on the CPU, the peak resident set of the whole process (all
@@ -30,11 +30,9 @@ models together).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import functools
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -43,29 +41,28 @@ from typing import Any, final
 
 import torch
 
-from ..assemble import Recipe, apply_param_budget, load_recipe, model_class
-from ..data import (
+from ...assemble import Recipe, apply_param_budget, load_recipe, model_class
+from ...data import (
     Vocabulary,
     build_vocabulary,
     default_cache_dir,
     encode_split,
     load_corpus,
 )
-from ..data.buckets import DEFAULT_RATIO
-from ..devices import can_compile, resolve_device
-from ..errors import DeclarationError
-from ..tasks import TRANSLATION
-from ..train.config import (
+from ...data.buckets import DEFAULT_RATIO
+from ...devices import can_compile, resolve_device
+from ...errors import DeclarationError
+from ...tasks import TRANSLATION
+from ...train.config import (
     TRAIN_DEFAULTS,
     TrainConfig,
     resolve_buckets,
     resolve_precision,
     resolve_recipe,
 )
-from . import TRAIN_DATA, option_flags, output_flag, preset_sizes, write_section
-from .hardware import MIB, Peak, device_notes, device_peak
-from .order import machine
-from .profile import Hotspot, describe, profile_step
+from .. import TRAIN_DATA
+from .hardware import Peak
+from .profile import Hotspot, profile_step
 from .timing import Entry, Plan, compared_with, copy_model, plan_batches, prepare, take_turns
 
 RECIPES = ("transformer-small", "ode-transformer-rk2-gated")
@@ -85,7 +82,7 @@ class TrainRow:
     - `reference`: the `torch.nn.Transformer` row at the same sizes (and compilation).
     - `eager`: with `compare_eager`, the eager row of the same model.
     - `unbucketed`: with `compare_buckets`, the row of the same model on unbucketed batches.
-    - `hotspots`: with `profile`, where one more step's time went (`bench.profile`).
+    - `hotspots`: with `profile`, where one more step's time went (`bench.train.profile`).
     """
 
     name: str
@@ -179,7 +176,7 @@ def bench_train(
     - `sizes`: a run's overrides (`assemble.recipe.OVERRIDES`: `d_model`, `n_heads`, `d_ffn`,
       `dropout`, `encoder_layers`, `decoder_layers`), e.g. an experiment preset's.
     - `profile`: a folder: after the timed steps, one more step of every model runs under the
-      profiler (`bench.profile`), its trace and operator table written there.
+      profiler (`bench.train.profile`), its trace and operator table written there.
 
     **Returns:** `(rows, settings, device)`: one row per model, a line describing the settings
     and the device the models ran on.
@@ -296,7 +293,7 @@ def _entries(
     compare_eager: bool,
 ) -> dict[str, Entry]:
     """Every model to time, by row name: each recipe and the row it is compared with
-    (`bench.timing.compared_with`), and their copies (the same weights): eager
+    (`bench.train.timing.compared_with`), and their copies (the same weights): eager
     (`compare_eager`), on unbucketed batches (`plans[True]`)."""
     entries: dict[str, Entry] = {}
     eager_copies = (False, True) if compile and compare_eager else (False,)
@@ -361,158 +358,3 @@ def _rows(
             )
         )
     return rows
-
-
-def _cell(value: float | None, text: str) -> str:
-    return "n/a" if value is None else text.format(value)
-
-
-def _ratio(row: TrainRow, other: TrainRow | None) -> str:
-    return "" if other is None else f"{row.tokens_per_s / other.tokens_per_s:.3f}"
-
-
-def train_section_key(
-    device: torch.device, compile: bool, recipes: Sequence[str], buckets: bool = False
-) -> str:
-    """The benchmarks.md section a configuration writes: `train` (CPU) or `train-cuda` for eager
-    runs, one section per recipe set for compiled runs (a GPU compiles one recipe per command),
-    and `...-buckets` for a comparison with unbucketed batches (`compare_buckets`), so that no
-    run overwrites another kind's numbers."""
-    key = "train" if device.type == "cpu" else f"train-{device.type}"
-    return key + ("-compiled-" + "+".join(recipes) if compile else "") + "-buckets" * buckets
-
-
-def run_train_bench(output: str, command: str, **options: Any) -> list[TrainRow]:
-    """Run `bench_train(**options)`, print the table and write its section of `output`."""
-    load = os.getloadavg()[0]  # the machine's business, which every row shared (they alternate)
-    rows, settings, target = bench_train(**options)
-    peak = device_peak(target)
-    peak_text, memory_text = device_notes(target, peak)
-    gpu = f", {torch.cuda.get_device_name(target)}" if target.type == "cuda" else ""
-    where = "the CPU" if target.type == "cpu" else "the GPU"
-    title = (
-        f"Length buckets on {where}"
-        if options.get("compare_buckets")
-        else "Training throughput (`butcherflow bench train`)"
-    )
-    lines = [
-        f"## {title}",
-        "",
-        f"Command: `{command}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}). "
-        f"Machine: {machine()}; torch {torch.__version__}{gpu}, {torch.get_num_threads()} torch "
-        f"thread(s); load average {load:.1f} at start, {os.getloadavg()[0]:.1f} at the end. "
-        f"Settings: {settings}. Each model "
-        "takes the training loop's own step (label-smoothed loss, AdamW) on the same batches, "
-        "in turns; throughput counts target tokens (non-pad, eos included), as fairseq does. "
-        "FLOPs: the model's, from its compiled blocks, forward + backward = 3 × forward "
-        f"(`butcherflow.bench.timing`); {peak_text}; {memory_text}.",
-        "",
-        "| model | parameters | target tokens/s | vs torch.nn.Transformer | vs lm-residual "
-        "| compiled / eager | GFLOP per target token | TFLOP/s | MFU | peak memory (MiB) |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
-        *_table_rows(rows, peak, target, options.get("profile")),
-    ]
-    body = "\n".join(lines)
-    print(body)
-    key = train_section_key(
-        target,
-        bool(options.get("compile")) and can_compile(target.type, say=lambda _: None),  # ran
-        options.get("recipes", RECIPES),
-        bool(options.get("compare_buckets")),
-    )
-    write_section(output, key, body)
-    return rows
-
-
-def _table_rows(
-    rows: Sequence[TrainRow], peak: Peak | None, target: torch.device, profile: object
-) -> list[str]:
-    """One line of the section's table per row, then the bucketed / unbucketed ratios and
-    where profiled steps' time goes."""
-    by_name = {r.name: r for r in rows}
-    lines: list[str] = []
-    for row in rows:
-        ratio = _ratio(row, by_name.get(row.reference or ""))
-        lm = (row.reference or "").startswith("lm-residual")  # a decoder-only recipe's row
-        transformer, residual = ("", ratio) if lm else (ratio, "")
-        eager = _ratio(row, by_name.get(row.eager or ""))
-        per_token = None if row.flops is None else row.flops / row.tokens / 1e9
-        memory = None if row.memory is None else row.memory / MIB
-        lines.append(
-            f"| {row.name} | {row.parameters:,} | {row.tokens_per_s:,.0f} | {transformer} | "
-            f"{residual} | {eager} | "
-            f"{_cell(per_token, '{:.3g}')} | {_cell(row.tflops, '{:.3g}')} | "
-            f"{_cell(row.mfu(peak), '{:.1%}')} | {_cell(memory, '{:,.0f}')} |"
-        )
-    paired = [(row, by_name[row.unbucketed]) for row in rows if row.unbucketed in by_name]
-    if paired:
-        lines += [
-            "",
-            "Bucketed / unbucketed target tokens/s, each model beside its copy on unbucketed "
-            "batches of the same epoch: "
-            + ", ".join(f"{row.name} {_ratio(row, other)}" for row, other in paired)
-            + ".",
-        ]
-    profiled = [row for row in rows if row.hotspots]
-    if profiled:
-        where = "kernels by device time" if target.type == "cuda" else "operators by CPU time"
-        lines += [
-            "",
-            f"Where one more step's time goes (`--profile {profile}`: a Chrome "
-            f"trace and the operator table per model; the largest {where}):",
-            "",
-            *(f"- {row.name}: {describe(list(row.hotspots))}" for row in profiled),
-        ]
-    return lines
-
-
-def run_from_args(args: argparse.Namespace, given: str = "") -> int:
-    """`bench train`: the options, the command line shown in its section, the run.
-
-    **Arguments:**
-
-    - `args`: the parsed `butcherflow bench train` arguments.
-    - `given`: options the caller already applied, as they appear on the command line
-      (`" --threads N"`), appended to the command shown.
-
-    **Returns:** the exit code, 0.
-    """
-    options: dict[str, Any] = {
-        "data": args.data or TRAIN_DATA[TRANSLATION.name],
-        "vocab_size": args.vocab_size,
-        "max_tokens": args.max_tokens,
-        "updates": args.updates,
-        "device": args.device,
-        "precision": args.precision,
-        "buckets": args.buckets,
-    }
-    command = "butcherflow bench train " + option_flags(options)
-    command += " --compile" * args.compile + " --compare-eager" * args.compare_eager
-    command += " --compare-buckets" * args.compare_buckets + given
-    if args.recipes:
-        options["recipes"] = tuple(args.recipes)
-        command += " --recipes " + " ".join(args.recipes)
-    if args.sizes is not None:
-        options["sizes"] = preset_sizes(args.sizes)  # sizes and dropout
-        command += f" --sizes {args.sizes}"
-    if args.compare_eager and not args.compile:
-        raise DeclarationError(
-            "--compare-eager compares compiled models with eager copies",
-            key="--compare-eager",
-            value=True,
-            valid="add --compile",
-        )
-    if args.profile is not None:
-        options["profile"] = args.profile
-        command += f" --profile {args.profile}"
-    command += output_flag(args.output)
-    options.setdefault("recipes", RECIPES)
-    run_train_bench(
-        args.output,
-        command,
-        compile=args.compile,
-        compare_eager=args.compare_eager,
-        compare_buckets=args.compare_buckets,
-        **options,
-    )
-    return 0

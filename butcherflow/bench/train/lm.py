@@ -30,8 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..assemble import LanguageModel, Recipe, compile_blocks
-from ..data import (
+from ...assemble import LanguageModel, Recipe, compile_blocks
+from ...data import (
     Batch,
     build_vocabulary,
     default_cache_dir,
@@ -39,15 +39,15 @@ from ..data import (
     make_batches,
     padding_fraction,
 )
-from ..devices import can_compile, resolve_device
-from ..errors import DeclarationError
-from ..nn import ReLU
-from ..tasks import LANGUAGE_MODEL, TOKENS_PER_SAMPLE
-from ..train.config import TRAIN_DEFAULTS, TrainConfig, resolve_precision, resolve_recipe
-from ..train.run import encode
-from ..train.step import forward_backward, optimizer_step
-from . import TRAIN_DATA, option_flags, output_flag, preset_sizes, write_section
-from .order import machine
+from ...devices import can_compile, resolve_device
+from ...errors import DeclarationError
+from ...nn import ReLU
+from ...tasks import LANGUAGE_MODEL, TOKENS_PER_SAMPLE
+from ...train.config import TRAIN_DEFAULTS, TrainConfig, resolve_precision, resolve_recipe
+from ...train.run import encode
+from ...train.step import forward_backward, optimizer_step
+from .. import TRAIN_DATA, option_flags, output_flag, preset_sizes, write_section
+from ..order import machine
 
 RECIPES = ("lm-residual",)
 
@@ -253,7 +253,7 @@ def run_lm_bench(output: str, command: str, **options: Any) -> list[LMRow]:
         f"Machine: {machine()}; torch {torch.__version__}{gpu}, {torch.get_num_threads()} torch "
         f"thread(s); load average {load:.1f} at start, {os.getloadavg()[0]:.1f} at the end. "
         f"Settings: {settings}. Each decoder-only recipe trains beside nanoGPT's GPT at its "
-        "sizes (module docstring of `butcherflow.bench.lm`), both taking the training loop's "
+        "sizes (module docstring of `butcherflow.bench.train.lm`), both taking the training loop's "
         "own step on the same batches, in turns; throughput counts target tokens.",
         "",
         "| model | parameters | target tokens/s | vs nanoGPT-style GPT |",

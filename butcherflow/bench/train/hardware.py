@@ -98,7 +98,7 @@ def device_notes(target: torch.device, peak: Peak | None) -> tuple[str, str]:
         peak_text = (
             f"MFU against the {peak.name}'s dense {peak.precision} peak of {peak.tflops:g} TFLOP/s"
             if peak is not None
-            else "MFU n/a: this GPU is not in bench.hardware.PEAKS"
+            else "MFU n/a: this GPU is not in bench.train.hardware.PEAKS"
         )
         total = torch.cuda.get_device_properties(target).total_memory
         memory_text = (

@@ -32,13 +32,13 @@ from typing import Any, final
 import torch
 from torch import nn
 
-from ..assemble import LanguageModel, Recipe, Seq2Seq, compile_blocks, model_class
-from ..assemble.recipe import Side
-from ..compiler import CompiledBlock
-from ..data import Batch, Split, collate, fit_buckets, make_batches
-from ..tasks import task_of_model
-from ..train.step import forward_backward, optimizer_step
-from .block import TorchTransformer
+from ...assemble import LanguageModel, Recipe, Seq2Seq, compile_blocks, model_class
+from ...assemble.recipe import Side
+from ...compiler import CompiledBlock
+from ...data import Batch, Split, collate, fit_buckets, make_batches
+from ...tasks import task_of_model
+from ...train.step import forward_backward, optimizer_step
+from ..block import TorchTransformer
 from .hardware import resident_bytes
 
 
