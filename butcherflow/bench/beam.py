@@ -25,6 +25,7 @@ import torch
 
 from ..assemble import Recipe, Seq2Seq, load_recipe
 from ..devices import resolve_device
+from ..generate.decoding import BEAM
 from ..generate.search import search
 from . import write_section
 from .block import side_by_side
@@ -36,7 +37,7 @@ MODELS: tuple[tuple[str, str, str | None], ...] = (
     ("macaron (Strang decoder)", "macaron", None),
     ("ode-transformer-rk4 + RK4 decoder", "ode-transformer-rk4", "rk4"),
 )
-BEAM, LENGTH, TARGET = 5, 50, 3.0
+LENGTH, TARGET = 50, 3.0  # the beam is generation's default (BEAM, fairseq's 5)
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ the same ids) and card.py (the model card). transformers is an optional dependen
 extra), imported only when a folder is written or loaded.
 
 The names below load `folder` on first use (PEP 562): a reload by transformers imports `hf`
-through this package and needs none of what writing a folder does (the save dir, the search's
-limits, the training stage behind them).
+through this package and needs none of what writing a folder does (the save dir, the decoders'
+length limits in generate/decoding.py, the training stage behind them).
 """
 
 from __future__ import annotations

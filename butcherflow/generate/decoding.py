@@ -172,3 +172,22 @@ def mask_tokens(logits: Tensor, step: int, limit: Tensor, min_len: int, pad: int
 def cache_wanted(model: torch.nn.Module, use_cache: bool) -> bool:
     """Decode with a `DecodeCache`: asked for, and every block of `model` decodes incrementally."""
     return use_cache and bool(getattr(model, "supports_cache", True))
+
+
+__all__ = [
+    "BEAM",
+    "BOS",
+    "DEFAULT_CAPACITY",
+    "EOS",
+    "LENPEN",
+    "MAX_LEN_A",
+    "MAX_LEN_B",
+    "MIN_LEN",
+    "Decoder",
+    "cache_wanted",
+    "check_options",
+    "encode",
+    "evaluating",
+    "mask_tokens",
+    "max_lengths",
+]

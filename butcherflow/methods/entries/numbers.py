@@ -1,4 +1,4 @@
-"""Parsing of declaration entries, and what the digits of a numeric entry promise.
+"""Parsing of declaration entries; what the digits of a numeric entry promise is `rounding.py`.
 
 One semantics for every family (docs/guide.md and docs/concepts.md say the same):
 
