@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from butcherflow.bench import (
     DEFAULT_OUTPUT,
     option_flags,
     output_flag,
+    preset_sizes,
+    recipes_and_sizes,
     replace_section,
     write_section,
 )
@@ -104,6 +107,10 @@ def test_a_sections_command_line_spells_the_options_as_typed() -> None:
     assert flags + output_flag(DEFAULT_OUTPUT) + output_flag("/tmp/b.md") == (
         "--max-tokens 2500 --data bible:en --output /tmp/b.md"
     )
+    options: dict[str, object] = {}
+    args = argparse.Namespace(recipes=["lm-mhc", "lm-residual"], sizes="tiny")
+    assert recipes_and_sizes(args, options) == " --recipes lm-mhc lm-residual --sizes tiny"
+    assert options == {"recipes": ("lm-mhc", "lm-residual"), "sizes": preset_sizes("tiny")}
 
 
 def test_section_replacement_keeps_the_other_sections(tmp_path: Path) -> None:

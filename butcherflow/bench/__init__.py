@@ -135,6 +135,19 @@ def table_rows(body: str) -> list[dict[str, str]]:
     return []
 
 
+def recipes_and_sizes(args: argparse.Namespace, options: dict[str, Any]) -> str:
+    """`bench train`'s `--recipes` and `--sizes` (a preset's sizes and dropout) into `options`;
+    returns them as the command line spells them."""
+    command = ""
+    if args.recipes:
+        options["recipes"] = tuple(args.recipes)
+        command += " --recipes " + " ".join(args.recipes)
+    if args.sizes is not None:
+        options["sizes"] = preset_sizes(args.sizes)
+        command += f" --sizes {args.sizes}"
+    return command
+
+
 def preset_sizes(name: str) -> dict[str, Any]:
     """An experiment preset's sizes and dropout (`assemble.recipe.OVERRIDES`), as `--sizes NAME`
     gives them to `bench train` and `bench beam`; a `DeclarationError` for an unknown name."""
@@ -314,6 +327,7 @@ __all__ = [
     "output_flag",
     "preset_sizes",
     "read_section",
+    "recipes_and_sizes",
     "replace_section",
     "run_benchmark",
     "table_rows",

@@ -46,7 +46,7 @@ from ...tasks import LANGUAGE_MODEL, TOKENS_PER_SAMPLE
 from ...train.config import TRAIN_DEFAULTS, TrainConfig, resolve_precision, resolve_recipe
 from ...train.run import encode
 from ...train.step import forward_backward, optimizer_step
-from .. import TRAIN_DATA, option_flags, output_flag, preset_sizes, write_section
+from .. import TRAIN_DATA, option_flags, output_flag, recipes_and_sizes, write_section
 from ..order import machine
 
 RECIPES = ("lm-residual",)
@@ -285,12 +285,7 @@ def run_from_args(args: argparse.Namespace, given: str = "") -> int:
         "precision": args.precision,
     }
     command = "butcherflow bench train --task language_model " + option_flags(options)
-    if args.recipes:
-        options["recipes"] = tuple(args.recipes)
-        command += " --recipes " + " ".join(args.recipes)
-    if args.sizes is not None:
-        options["sizes"] = preset_sizes(args.sizes)  # sizes and dropout
-        command += f" --sizes {args.sizes}"
+    command += recipes_and_sizes(args, options)
     if args.compile:
         options["compile"] = True
         command += " --compile"

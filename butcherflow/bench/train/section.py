@@ -16,7 +16,7 @@ import torch
 from ...devices import can_compile
 from ...errors import DeclarationError
 from ...tasks import TRANSLATION
-from .. import TRAIN_DATA, option_flags, output_flag, preset_sizes, write_section
+from .. import TRAIN_DATA, option_flags, output_flag, recipes_and_sizes, write_section
 from ..order import machine
 from .hardware import MIB, Peak, device_notes, device_peak
 from .profile import describe
@@ -149,12 +149,7 @@ def run_from_args(args: argparse.Namespace, given: str = "") -> int:
     command = "butcherflow bench train " + option_flags(options)
     command += " --compile" * args.compile + " --compare-eager" * args.compare_eager
     command += " --compare-buckets" * args.compare_buckets + given
-    if args.recipes:
-        options["recipes"] = tuple(args.recipes)
-        command += " --recipes " + " ".join(args.recipes)
-    if args.sizes is not None:
-        options["sizes"] = preset_sizes(args.sizes)  # sizes and dropout
-        command += f" --sizes {args.sizes}"
+    command += recipes_and_sizes(args, options)
     if args.compare_eager and not args.compile:
         raise DeclarationError(
             "--compare-eager compares compiled models with eager copies",
