@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from sympy.polys.domains import QQ
 
 import butcherflow as bf
-from butcherflow.analysis.exact import real_roots
+from butcherflow.analysis.exact import rational_roots, real_roots
 from butcherflow.analysis.runge_kutta import algebraic_stability
 from butcherflow.analysis.runge_kutta import stability as stab
 from butcherflow.analysis.runge_kutta.stability import algebraically_stable, stability_function
@@ -421,8 +421,8 @@ def test_integer_signs_in_flint_are_exact(coeffs: list[int], u: Fraction, at_a_r
         (Fraction(c) * u ** (len(coeffs) - 1 - k) for k, c in enumerate(coeffs)), Fraction(0)
     )
     expected = (value > 0) - (value < 0)
-    poly = real_roots._integer_poly(coeffs)
-    assert real_roots._integer_sign(poly, QQ(u.numerator, u.denominator)) == expected
+    poly = rational_roots.integer_poly(coeffs)
+    assert rational_roots.integer_sign(poly, QQ(u.numerator, u.denominator)) == expected
     if at_a_root:
         assert expected == 0
 
@@ -598,6 +598,6 @@ def test_roots_that_balls_cannot_isolate_are_isolated_exactly() -> None:
 
     from butcherflow.analysis.budget import Deadline
 
-    roots = real_roots.positive_roots(flint.fmpz_poly(STUBBORN), Deadline.never())
+    roots = rational_roots.positive_roots(flint.fmpz_poly(STUBBORN), Deadline.never())
     ((lo, hi, _sign),) = roots  # one positive root: 1.77671674586641165954 (sympy.real_roots)
     assert float(lo) <= 1.7767167458664116 <= float(hi)

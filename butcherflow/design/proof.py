@@ -6,7 +6,7 @@ rational coefficients in a real parameter u of the set's boundary (`spectra.py`)
 exactly: the real roots of g are isolated by flint, and g keeps one sign between two consecutive
 roots, which is read at a rational point of each gap by exact evaluation. No rounded value
 decides anything. (flint's `complex_roots` is used: it factors g squarefree and certifies the
-real roots itself, where the analysis stage's `real_roots.positive_roots` doubled its precision
+real roots itself, where the analysis stage's `rational_roots.positive_roots` doubled its precision
 on the tangential double roots an optimal polynomial has on a disk's boundary.)
 """
 

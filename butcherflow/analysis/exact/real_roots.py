@@ -1,7 +1,7 @@
 """Exact signs and real roots over a real number field (QQ or QQ<θ>), for the stability rows.
 
 Every root of a polynomial over QQ<θ> is a root of its norm, a polynomial over QQ (a resultant
-computed by flint); the real roots of that are isolated by flint in C (`positive_roots`), and
+computed by flint); the real roots of that are isolated by flint in C (`rational_roots.py`), and
 the sign of the polynomial between two of them is the sign of an algebraic number, decided with
 rational interval arithmetic on an isolating interval of θ. The cost grows polynomially with the
 degree and the size of the coefficients (sympy's resultants over fields of degree 24 and its
@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Callable
 from typing import Any, final
 
 import flint
@@ -23,19 +22,23 @@ import sympy
 from sympy.polys.densebasic import dup_strip
 from sympy.polys.densetools import dup_clear_denoms, dup_eval
 from sympy.polys.domains import QQ
-from sympy.polys.rootisolation import dup_isolate_real_roots_sqf
 
 from ..budget import Deadline
-
-Dense = list[Any]  # a dense polynomial over a domain, highest degree first (sympy's dup)
-# An isolated real root: a rational interval [lo, hi] holding it and no other root, and the sign
-# of a polynomial at a rational point, which changes across the root (for bisection).
-Root = tuple[Any, Any, Callable[[Any], int]]
-
-
-# Past this many bits, a factor whose root boxes still overlap is isolated exactly instead
-# (`_isolated_exactly`): doubling further is minutes of work, and has not helped where seen.
-MAX_BALL_BITS = 4096
+from .rational_roots import (
+    Dense,
+    Root,
+    at_minus,
+    ball,
+    bisect,
+    first_failed_gap,
+    first_failure,
+    halve,
+    integer_poly,
+    integer_sign,
+    positive_boxes,
+    positive_roots,
+    rational_of,
+)
 
 
 def is_rational(c: Any) -> bool:
@@ -74,7 +77,7 @@ class RealField:
         if self.algebraic and sympy.N(domain.ext.as_expr(), 20).as_real_imag()[1] != 0:
             raise ValueError(f"{domain} is not a real field")
         self._minpoly = (
-            _integer_poly(dup_clear_denoms(domain.mod.to_list(), QQ, convert=True)[1])
+            integer_poly(dup_clear_denoms(domain.mod.to_list(), QQ, convert=True)[1])
             if self.algebraic
             else None
         )
@@ -87,8 +90,8 @@ class RealField:
         approx = QQ.from_sympy(sympy.Rational(sympy.N(self.domain.ext.as_expr(), 50)))
         margin = QQ(1, 10**40)
         sign = 1 if approx > 0 else -1
-        g = self._minpoly if sign > 0 else _integer_poly(_at_minus_list(self._minpoly))
-        if not _integer_sign(g, QQ.zero):  # θ = 0 is rational: never an algebraic generator
+        g = self._minpoly if sign > 0 else integer_poly(at_minus(self._minpoly))
+        if not integer_sign(g, QQ.zero):  # θ = 0 is rational: never an algebraic generator
             raise ValueError(f"{self.domain}: a generator with the root 0")
         target = abs(approx)
         intervals = [(a, b) for a, b, _ in positive_roots(g, Deadline.never())]
@@ -101,7 +104,7 @@ class RealField:
                 return (a, b) if sign > 0 else (-b, -a)
             # θ's 50-digit value sits near an end: narrow every interval and look again
             for _ in range(8):
-                intervals = [_halve(g, a, b) for a, b in intervals]
+                intervals = [halve(g, a, b) for a, b in intervals]
 
     @classmethod
     def of(cls, domain: Any) -> RealField | None:
@@ -134,7 +137,7 @@ class RealField:
             if low > 0 or high < 0:
                 return 1 if low > 0 else -1
             for _ in range(40):  # θ's interval 2⁴⁰ times narrower, by exact bisection
-                lo, hi = _halve(self._minpoly, lo, hi)
+                lo, hi = halve(self._minpoly, lo, hi)
             if lo == hi:  # θ rational: impossible for a generator of degree ≥ 2
                 raise AssertionError(f"{self.domain}: θ = {lo} is rational")
             self._theta = (lo, hi)
@@ -150,7 +153,7 @@ class RealField:
         width = max(abs(lo), abs(hi), 1) * QQ(1, 2**bits)
         if hi - lo > width:
             with flint.ctx.workprec(bits + 16):
-                around = _ball(lo).union(_ball(hi))
+                around = ball(lo).union(ball(hi))
                 try:  # refined to the width asked (roots() alone stops once isolated)
                     boxes = flint.acb_poly(self._minpoly).roots(tol=flint.arb(2) ** -bits)
                 except ValueError:
@@ -158,11 +161,12 @@ class RealField:
                 # the boxes that meet [lo, hi] on the real axis; θ is in one of them
                 near = [r.real for r in boxes if r.imag.contains(0) and r.real.overlaps(around)]
             if len(near) == 1:  # so θ is in this one, and in [lo, hi]
-                lo, hi = max(lo, _exact(near[0].lower())), min(hi, _exact(near[0].upper()))
+                ball_lo, ball_hi = rational_of(near[0].lower()), rational_of(near[0].upper())
+                lo, hi = max(lo, ball_lo), min(hi, ball_hi)
             while hi - lo > width:
-                lo, hi = _halve(self._minpoly, lo, hi)
+                lo, hi = halve(self._minpoly, lo, hi)
             self._theta = (lo, hi)
-        return _ball(lo).union(_ball(hi))
+        return ball(lo).union(ball(hi))
 
     def norm(self, f: Dense, deadline: Deadline) -> flint.fmpz_poly:
         """The norm of f (a polynomial over QQ<θ>, not over QQ) up to a constant factor: an
@@ -247,151 +251,11 @@ class RealField:
         for c in reversed(f):  # ascending
             value = flint.arb(0)
             for q in c.to_list():  # Horner in θ, highest power first
-                value = value * theta + _ball(q)
+                value = value * theta + ball(q)
             coefficients.append(value)
         if coefficients[-1].contains(0):
             return None
-        return _positive_boxes(flint.acb_poly(coefficients))
-
-
-def _positive_boxes(poly: flint.acb_poly) -> list[tuple[Any, Any]] | None:
-    """Rational isolating intervals, ascending, of the positive real roots of the polynomials
-    within `poly`'s real coefficient balls, at the working precision; None when that does not
-    decide them.
-
-    `acb_poly.roots` finds n disjoint boxes, each holding a root (Aberth's iteration, then
-    flint's inclusion test), within a bounded number of iterations and bits (a ValueError
-    otherwise). A box is a real root's when it meets the real axis and its mirror image meets
-    no other box (real coefficients: the mirror of a root is a root, and it has to be in some
-    box), a non-real one's when it misses the axis.
-    """
-    try:
-        boxes = poly.roots()
-    except ValueError:  # not isolated at this precision (or a multiple root)
-        return None
-    found = []
-    for k, box in enumerate(boxes):
-        if not box.imag.contains(0):
-            continue  # a non-real root
-        mirror = box.conjugate()
-        if any(mirror.overlaps(other) for j, other in enumerate(boxes) if j != k):
-            return None  # real or one of a close pair: not told apart yet
-        if box.real.contains(0):
-            return None
-        if box.real > 0:
-            found.append((_exact(box.real.lower()), _exact(box.real.upper())))
-    return sorted(found)
-
-
-def _ball(q: Any) -> flint.arb:
-    """A rational as an arb ball holding it exactly (rounded outwards at the working
-    precision)."""
-    return flint.arb(flint.fmpq(int(QQ.numer(q)), int(QQ.denom(q))))
-
-
-def _at_minus_list(g: flint.fmpz_poly) -> Dense:
-    """The coefficients of g(−x), highest degree first (integers)."""
-    low = [int(c) for c in g.coeffs()]  # ascending
-    return [(-c if k % 2 else c) for k, c in enumerate(low)][::-1]
-
-
-def _integer_poly(gz: Dense) -> flint.fmpz_poly:
-    """A dense polynomial with integer coefficients as a flint polynomial (its signs at
-    rational points are then evaluated in C, `_integer_sign`)."""
-    return flint.fmpz_poly([int(c) for c in reversed(gz)])
-
-
-def _integer_sign(g: flint.fmpz_poly, u: Any) -> int:
-    """The sign of g(u) for g with integer coefficients and u = p/q rational, exactly (flint
-    evaluates q^n·g(p/q) in integers; rational Horner in Python reduced a fraction per step)."""
-    value = g(flint.fmpq(int(QQ.numer(u)), int(QQ.denom(u))))
-    return (value > 0) - (value < 0)
-
-
-def _exact(x: flint.arb) -> Any:
-    """An exact arb (a ball's end) as a rational."""
-    man, exp = x.mid().man_exp()
-    return QQ(int(man) * 2 ** int(exp)) if exp >= 0 else QQ(int(man), 2 ** int(-exp))
-
-
-def _halve(g: flint.fmpz_poly, lo: Any, hi: Any) -> tuple[Any, Any]:
-    """The half of [lo, hi] holding the one simple root of g in it (exact bisection; a point
-    interval when an end or the midpoint is the root)."""
-    return _halve_by(functools.partial(_integer_sign, g), lo, hi)
-
-
-def _halve_by(sign: Callable[[Any], int], lo: Any, hi: Any) -> tuple[Any, Any]:
-    """`_halve` for the polynomial whose sign at a rational `sign` gives."""
-    at_lo = sign(lo)
-    if lo == hi or not at_lo:
-        return lo, lo
-    mid = (lo + hi) / 2
-    at_mid = sign(mid)
-    if not at_mid:
-        return mid, mid
-    return (lo, mid) if at_mid != at_lo else (mid, hi)
-
-
-def positive_roots(g: flint.fmpz_poly, deadline: Deadline) -> list[Root]:
-    """Disjoint rational isolating intervals, 0 < lo, ascending, of the positive real roots of
-    g ≠ 0, each with the sign of an irreducible factor of g that changes across its root.
-
-    g is factored (flint), and the roots of each factor are isolated by `_positive_boxes`,
-    precision doubling until they are (checking `deadline` in between: flint's own
-    `complex_roots` cannot be interrupted, and took minutes on roots of sizes 1e-300 and 1).
-    Factoring first matters: (N − D)(N + D) has pairs of roots within 1e-40 of each other,
-    one from each factor. Intervals that overlap are narrowed by exact bisection (a simple
-    root changes the sign of its factor across it).
-    """
-    found: list[Root] = []
-    for factor, _power in g.factor()[1]:
-        if factor.degree() < 1 or factor.coeffs()[0] == 0:
-            continue  # a constant, or x itself: its root 0 bounds no gap of (0, ∞)
-        bits, spent = 64, 0.0
-        while True:
-            deadline.check(ahead=4 * spent)  # twice the bits: about four times as long
-            started = time.monotonic()
-            with flint.ctx.workprec(bits):
-                boxes = _positive_boxes(flint.acb_poly(factor))
-            if boxes is not None:
-                break
-            spent, bits = time.monotonic() - started, 2 * bits
-            if bits > MAX_BALL_BITS:
-                boxes = _isolated_exactly(factor)
-                break
-        sign = functools.partial(_integer_sign, factor)
-        found += [(lo, hi, sign) for lo, hi in boxes]
-    return _apart(found, deadline)
-
-
-def _isolated_exactly(factor: flint.fmpz_poly) -> list[tuple[Any, Any]]:
-    """The positive roots of an irreducible integer polynomial isolated in exact arithmetic
-    (sympy's continued-fraction isolation), for the factors whose complex root boxes flint's
-    Aberth iteration leaves overlapping at every precision: roots of sizes 1 and 2·10⁵ beside a
-    close complex pair did (a random float tableau of six stages, tests/test_stability.py)."""
-    dense = [QQ(int(c)) for c in reversed(factor.coeffs())]  # highest degree first
-    found = []
-    for lo, hi in dup_isolate_real_roots_sqf(dense, QQ, inf=QQ(0)):
-        sign = functools.partial(_integer_sign, factor)
-        while lo <= 0 < hi:  # the factor has no root at 0: narrow the interval off it
-            lo, hi = _halve_by(sign, lo, hi)
-        if lo > 0:
-            found.append((lo, hi))
-    return sorted(found)
-
-
-def _apart(found: list[Root], deadline: Deadline) -> list[Root]:
-    """The intervals sorted, overlapping ones narrowed (each around its own root) until apart."""
-    while True:
-        found.sort(key=lambda root: root[0])
-        touching = [i for i in range(len(found) - 1) if found[i][1] >= found[i + 1][0]]
-        if not touching:
-            return found
-        deadline.check()
-        for i in touching[:1]:
-            for k in (i, i + 1):
-                lo, hi, sign = found[k]
-                found[k] = (*_halve_by(sign, lo, hi), sign)
+        return positive_boxes(flint.acb_poly(coefficients))
 
 
 def first_exit(f: Dense, field: RealField, deadline: Deadline) -> float:
@@ -408,17 +272,17 @@ def first_exit(f: Dense, field: RealField, deadline: Deadline) -> float:
     if field.algebraic and all(is_rational(c) for c in f):
         f, field = [rational_part(c) for c in f], RealField(QQ)
     if not field.algebraic:
-        fz = _integer_poly(dup_clear_denoms([QQ.convert(c) for c in f], QQ, convert=True)[1])
-        if _integer_sign(fz, QQ.zero) > 0:
+        fz = integer_poly(dup_clear_denoms([QQ.convert(c) for c in f], QQ, convert=True)[1])
+        if integer_sign(fz, QQ.zero) > 0:
             return 0.0
-        return first_failure(f, lambda u: _integer_sign(fz, u) > 0, deadline)
+        return first_failure(f, lambda u: integer_sign(fz, u) > 0, deadline)
 
     def positive(u: Any) -> bool:
         return field.sign_at(f, u) > 0
 
     if positive(QQ.zero):
         return 0.0
-    return _first_failed_gap(field.positive_roots(f, deadline), positive, deadline)
+    return first_failed_gap(field.positive_roots(f, deadline), positive, deadline)
 
 
 def positive_root_values(f: Dense, field: RealField, deadline: Deadline) -> list[float]:
@@ -437,58 +301,8 @@ def positive_root_values(f: Dense, field: RealField, deadline: Deadline) -> list
         roots = field.positive_roots(f, deadline)
     else:
         gz = dup_clear_denoms([QQ.convert(c) for c in f], QQ, convert=True)[1]
-        roots = positive_roots(_integer_poly(gz), deadline)
-    return [float(lo) if lo == hi else _bisect(sign, lo, hi) for lo, hi, sign in roots]
-
-
-def first_failure(breaks: Dense, fails: Callable[[Any], bool], deadline: Deadline) -> float:
-    """The first root r > 0 of `breaks` after which `fails` holds (math.inf when none), exactly.
-
-    **Arguments:**
-
-    - `breaks`: a non-zero polynomial over QQ, highest degree first, whose positive real roots
-      include every u > 0 where `fails` may change.
-    - `fails`: a property of a rational u > 0, constant between consecutive roots of `breaks`.
-    - `deadline`: the report's; `OutOfTime` is raised past it, between two gaps.
-
-    **Returns:** r as a float (its isolating interval bisected exactly), 0.0 when `fails` holds
-    just right of 0; roots where `fails` stays false on both sides (a touch) are passed. The
-    positive roots of its irreducible factors are isolated at once (`positive_roots`), and each
-    gap is tested once, at a rational point strictly between two isolating intervals.
-    """
-    g = _integer_poly(dup_clear_denoms(dup_strip(breaks), QQ, convert=True)[1])
-    roots = positive_roots(g, deadline) if g.degree() > 0 else []
-    return _first_failed_gap(roots, fails, deadline)
-
-
-def _first_failed_gap(roots: list[Root], fails: Callable[[Any], bool], deadline: Deadline) -> float:
-    """`first_failure` on the isolated positive roots."""
-    if not roots:
-        return 0.0 if fails(QQ.one) else math.inf  # no positive root: one piece
-    if fails(roots[0][0] / 2):  # (0, first root) is not after a root: tested on its own
-        return 0.0
-    for i, (a, b, sign) in enumerate(roots):
-        deadline.check()
-        point = (b + roots[i + 1][0]) / 2 if i + 1 < len(roots) else b + 1
-        if fails(point):
-            return float(a) if a == b else _bisect(sign, a, b)
-    return math.inf
-
-
-def _bisect(sign: Callable[[Any], int], lo: Any, hi: Any) -> float:
-    """The root in its isolating interval [lo, hi] of the polynomial whose sign `sign` gives,
-    to double precision, by exact bisection."""
-    low_sign = sign(lo)
-    while hi - lo > max(abs(hi), 1) * QQ(1, 2**56):
-        mid = (lo + hi) / 2
-        at_mid = sign(mid)
-        if not at_mid:
-            return float(mid)
-        if at_mid == low_sign:
-            lo = mid
-        else:
-            hi = mid
-    return float((lo + hi) / 2)
+        roots = positive_roots(integer_poly(gz), deadline)
+    return [float(lo) if lo == hi else bisect(sign, lo, hi) for lo, hi, sign in roots]
 
 
 def hurwitz(q: Dense, field: RealField) -> bool:

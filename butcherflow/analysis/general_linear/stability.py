@@ -16,7 +16,7 @@ from sympy.polys.matrices import DomainMatrix
 
 from ...methods.general_linear import GeneralLinear
 from ..budget import Deadline
-from ..exact.real_roots import first_failure
+from ..exact.rational_roots import first_failure
 from ..exact.root_condition import DIGITS, ZETA, place_roots, root_condition
 
 Z = sympy.Symbol("z")
@@ -174,7 +174,7 @@ def real_stability_interval(method: GeneralLinear, deadline: Deadline) -> tuple[
     The eigenvalues can meet |w| = 1 or escape to infinity only at the real roots of polynomials
     in x (`_breakpoints`). M(0) = V, and each piece between consecutive roots, and beyond the
     last, is decided at one rational point of it by `zero_stability` of M(x) there (exact
-    eigenvalue sides and Jordan structure); `real_roots.first_failure` isolates the roots up to
+    eigenvalue sides and Jordan structure); `rational_roots.first_failure` isolates the roots up to
     the first unstable piece only. Irrational entries enter as `DIGITS`-digit rationals, and a
     test point's eigenvalue within their reach of the circle counts as on it.
 

@@ -49,7 +49,8 @@ from ...methods.entries.precision import Judgement, Verdict, judge_enclosure, wo
 from ..budget import NOT_DECIDED, Deadline, OutOfTime
 from ..enclosure.common import Enclosure, same_ends, spread_text
 from ..exact.number_field import NumberField, to_sympy
-from ..exact.real_roots import Dense, RealField, first_exit, hurwitz, is_rational, rational_part
+from ..exact.rational_roots import Dense
+from ..exact.real_roots import RealField, first_exit, hurwitz, is_rational, rational_part
 from ..exact.weights import entries_in_field, smallest_domain
 from .algebraic_stability import algebraically_stable as algebraically_stable
 from .stability_enclosure import enclose_stability
