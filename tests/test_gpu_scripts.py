@@ -33,7 +33,7 @@ from butcherflow.assemble import load_recipe
 from butcherflow.bench import read_section, table_rows, write_section
 from butcherflow.cli import build_parser
 from butcherflow.experiments import get_experiment
-from butcherflow.experiments.catalog import PRESETS
+from butcherflow.experiments.presets import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "docs" / "gpu" / "run.sh"

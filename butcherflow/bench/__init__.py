@@ -16,7 +16,7 @@ from typing import Any
 from ..assemble.recipe import OVERRIDES
 from ..devices import set_threads
 from ..errors import DeclarationError
-from ..experiments.catalog import PRESETS
+from ..experiments.presets import get_preset
 from ..tasks import LANGUAGE_MODEL, TRANSLATION
 
 # What `butcherflow bench WHAT` runs: the one list of benchmarks (the command's help, and its
@@ -151,12 +151,7 @@ def recipes_and_sizes(args: argparse.Namespace, options: dict[str, Any]) -> str:
 def preset_sizes(name: str) -> dict[str, Any]:
     """An experiment preset's sizes and dropout (`assemble.recipe.OVERRIDES`), as `--sizes NAME`
     gives them to `bench train` and `bench beam`; a `DeclarationError` for an unknown name."""
-
-    if name not in PRESETS:
-        raise DeclarationError(
-            "unknown size preset", key="--sizes", value=name, valid=", ".join(PRESETS)
-        )
-    preset = PRESETS[name].train_fields()
+    preset = get_preset(name).train_fields()
     return {k: preset[k] for k in OVERRIDES}
 
 

@@ -6,8 +6,9 @@ length bins, throughput of a finished run), `report.py` (tables, figures, index)
 (mean ± std over seeds and the rule that turns numbers into a verdict).
 """
 
-from .catalog import EXPERIMENTS, PRESETS
-from .runner import Outcome, get_experiment, get_preset, plan, run_experiment, write_reports
+from .catalog import EXPERIMENTS
+from .presets import PRESETS, get_preset
+from .runner import Outcome, get_experiment, plan, run_experiment, write_reports
 from .spec import Claim, Comparison, Experiment, Preset, Run, Variant
 from .verdict import Verdict, combine, judge, mean_std
 

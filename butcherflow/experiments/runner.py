@@ -45,7 +45,7 @@ from ..savedir.layout import BEST, LOG
 from ..tasks import task_named
 from ..train import Interrupted, TrainConfig, train
 from ..train.loop import INTERRUPTED
-from .catalog import EXPERIMENTS, PRESETS
+from .catalog import EXPERIMENTS
 from .curves import valid_curve
 from .evaluation import (
     DECODING,
@@ -55,6 +55,7 @@ from .evaluation import (
     throughput,
 )
 from .index import write_index
+from .presets import get_preset
 from .report import DEFAULT_OUT, write_report
 from .spec import Experiment, Preset, Run, Variant, check_seeds, recipe_table
 from .summary import read_aggregate
@@ -75,15 +76,6 @@ def get_experiment(name: str) -> Experiment:
             f"no experiment named '{name}'; {hint}experiments: " + ", ".join(EXPERIMENTS)
         )
     return EXPERIMENTS[name]
-
-
-def get_preset(name: str) -> Preset:
-    """The size preset called `name` (`--sizes`)."""
-    if name not in PRESETS:
-        raise DeclarationError(
-            "unknown size preset", key="--sizes", value=name, valid="one of " + ", ".join(PRESETS)
-        )
-    return PRESETS[name]
 
 
 @final
