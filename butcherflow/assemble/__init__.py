@@ -1,7 +1,7 @@
 """Stage 4, assemble: models built from compiled blocks, declared by recipes."""
 
 from .compiled import compile_blocks
-from .floater import FloaterInjection, warm_start
+from .floater import FloaterInjection
 from .models import (
     LanguageModel,
     Seq2Seq,
@@ -13,6 +13,7 @@ from .models import (
     side_order,
 )
 from .recipe import Recipe, load_recipe, recipe_from_dict, recipe_names, recipe_to_toml
+from .warm_start import warm_start
 
 __all__ = [
     "FloaterInjection",
