@@ -187,11 +187,7 @@ class SplittingPage(FamilyPage):
             fence("\n".join(splitting_equations(method))),
             "",
         ]
-        if compiled:
-            given = example_fields(method)["fields"]
-            fields = ", ".join(f"{op} = {field}" for op, field in given.items())
-            md += [f"On this page the block is compiled with {fields}.", ""]
-        return md
+        return md + (_compiled_fields(method, "") if compiled else [])
 
     def accuracy(self, method: Splitting, report: Any) -> list[str]:
         r = report
@@ -452,11 +448,7 @@ class AdditivePage(FamilyPage):
             fence("\n".join(stage_equations(method, method.fields))),
             "",
         ]
-        if compiled:
-            given = example_fields(method)["fields"]
-            fields = ", ".join(f"{op} = {field}" for op, field in given.items())
-            md += [f"On this page the block is compiled with {fields}, one module per field.", ""]
-        return md
+        return md + (_compiled_fields(method, ", one module per field") if compiled else [])
 
     def accuracy(self, method: AdditiveRungeKutta, report: Any) -> list[str]:
         return [
@@ -489,6 +481,13 @@ class AdditivePage(FamilyPage):
             "integrated to t = 1 in N steps (stages solved exactly) against the matrix "
             "exponential; the dashed line has the proved slope."
         )
+
+
+def _compiled_fields(method: Splitting | AdditiveRungeKutta, note: str) -> list[str]:
+    """The page's line naming the field each operator is compiled with (`example_fields`)."""
+    given = example_fields(method)["fields"]
+    fields = ", ".join(f"{op} = {field}" for op, field in given.items())
+    return [f"On this page the block is compiled with {fields}{note}.", ""]
 
 
 PAGES: dict[type[Method], FamilyPage] = {
