@@ -11,6 +11,7 @@ import sympy
 
 from ..analysis import Report
 from ..analysis.report import show
+from ..compiler import example_fields
 from ..methods import (
     AdditiveRungeKutta,
     ButcherTableau,
@@ -300,3 +301,10 @@ def free_symbols(method: ButcherTableau | LinearMultistep) -> str:
         f"the declaration is a family with free symbols ({names}): its R(z) depends on them "
         "(give them values in a copy of the file to draw one member)"
     )
+
+
+def compiled_fields(method: Splitting | AdditiveRungeKutta, note: str) -> list[str]:
+    """The page's line naming the field each operator is compiled with (`example_fields`)."""
+    given = example_fields(method)["fields"]
+    fields = ", ".join(f"{op} = {field}" for op, field in given.items())
+    return [f"On this page the block is compiled with {fields}{note}.", ""]

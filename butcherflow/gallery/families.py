@@ -10,14 +10,13 @@ of its compiled block.
 from __future__ import annotations
 
 import abc
-import math
 from pathlib import Path
 from typing import Any, final
 
 import torch.fx as fx
 
 from ..analysis import Report, check
-from ..compiler import CompiledBlock, compile, example_fields
+from ..compiler import CompiledBlock, compile
 from ..methods import (
     AdditiveRungeKutta,
     ButcherTableau,
@@ -33,6 +32,7 @@ from .explain import (
     accuracy_continuous,
     accuracy_rk,
     butcher_table,
+    compiled_fields,
     explain_continuous,
     explain_rk,
     free_symbols,
@@ -43,7 +43,7 @@ from .explain import (
 )
 from .plots import multistep_stability_svg, order_star_svg, stability_svg
 from .ssp_section import ssp_figures
-from .text import NUMERIC_DIGITS, Attempt, exact, fence, table
+from .text import NUMERIC_DIGITS, Attempt, exact, fence, negative_interval, table
 
 RK_PROBLEM = (
     "Measured on the non-autonomous y' = −y + cos t, y(0) = 1, integrated to t = 1 in N "
@@ -187,7 +187,7 @@ class SplittingPage(FamilyPage):
             fence("\n".join(splitting_equations(method))),
             "",
         ]
-        return md + (_compiled_fields(method, "") if compiled else [])
+        return md + (compiled_fields(method, "") if compiled else [])
 
     def accuracy(self, method: Splitting, report: Any) -> list[str]:
         r = report
@@ -277,8 +277,7 @@ class MultistepPage(FamilyPage):
         if r.error_constant is not None:
             text += f", error constant C = {exact(r.error_constant)}"
         if r.real_interval is not None:
-            ri = "(−∞, 0]" if r.real_interval == math.inf else f"[−{r.real_interval:.4g}, 0]"
-            text += f"; real stability interval {ri}"
+            text += f"; real stability interval {negative_interval(r.real_interval)}"
         return [text + ".", ""]
 
     def coefficients(self, method: LinearMultistep) -> list[str]:
@@ -395,8 +394,8 @@ class GeneralLinearPage(FamilyPage):
         )
         text = f"**Order {r.order}** relative to its starting procedure, {pre}, {stable}"
         if r.real_interval is not None:
-            ri = "(−∞, 0]" if r.real_interval == math.inf else f"[−{r.real_interval:.4g}, 0]"
-            text += f"; real stability interval of M(z) = V + zB(I − zA)⁻¹U: {ri}"
+            interval = negative_interval(r.real_interval)
+            text += f"; real stability interval of M(z) = V + zB(I − zA)⁻¹U: {interval}"
         return [
             text + ".",
             "",
@@ -448,7 +447,7 @@ class AdditivePage(FamilyPage):
             fence("\n".join(stage_equations(method, method.fields))),
             "",
         ]
-        return md + (_compiled_fields(method, ", one module per field") if compiled else [])
+        return md + (compiled_fields(method, ", one module per field") if compiled else [])
 
     def accuracy(self, method: AdditiveRungeKutta, report: Any) -> list[str]:
         return [
@@ -481,13 +480,6 @@ class AdditivePage(FamilyPage):
             "integrated to t = 1 in N steps (stages solved exactly) against the matrix "
             "exponential; the dashed line has the proved slope."
         )
-
-
-def _compiled_fields(method: Splitting | AdditiveRungeKutta, note: str) -> list[str]:
-    """The page's line naming the field each operator is compiled with (`example_fields`)."""
-    given = example_fields(method)["fields"]
-    fields = ", ".join(f"{op} = {field}" for op, field in given.items())
-    return [f"On this page the block is compiled with {fields}{note}.", ""]
 
 
 PAGES: dict[type[Method], FamilyPage] = {

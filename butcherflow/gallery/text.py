@@ -4,6 +4,7 @@ and the problems met while deriving a page."""
 from __future__ import annotations
 
 import html
+import math
 import re
 import traceback
 from collections.abc import Callable, Sequence
@@ -37,6 +38,11 @@ def exact(value: Any, numeric: bool = False) -> str:
     text = text.replace("**", "^").replace("*", "·")
     text = re.sub(r"sqrt\((\d+)\)", r"√\1", text).replace("sqrt(", "√(")
     return text.replace("-", "−")
+
+
+def negative_interval(bound: float) -> str:
+    """A real stability interval [−R, 0] to four digits; (−∞, 0] where it is unbounded."""
+    return "(−∞, 0]" if bound == math.inf else f"[−{bound:.4g}, 0]"
 
 
 def cell(value: Any) -> str:
