@@ -331,7 +331,10 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-@pytest.mark.parametrize(("name", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
+# One signal in the default run (the same path); SIGTERM with the slow tests.
+@pytest.mark.parametrize(
+    ("name", "code"), [("SIGINT", 130), pytest.param("SIGTERM", 143, marks=pytest.mark.slow)]
+)
 def test_a_signal_commits_the_update_and_exits_128_plus_its_number(
     reference: Path, tmp_path: Path, name: str, code: int
 ) -> None:
