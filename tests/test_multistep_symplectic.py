@@ -116,12 +116,13 @@ def multistep(draw: st.DrawFn) -> tuple[list[Fraction], list[Fraction], bool]:
     k = draw(st.integers(1, 3))
     alpha = draw(st.lists(COEFFICIENT, min_size=k + 1, max_size=k + 1))
     beta = draw(st.lists(COEFFICIENT, min_size=k + 1, max_size=k + 1))
-    symmetric = draw(st.booleans())
-    if symmetric:
+    if draw(st.booleans()):
         alpha = [alpha[j] if 2 * j < k else -alpha[k - j] if 2 * j > k else 0 for j in range(k + 1)]
         beta = [beta[min(j, k - j)] for j in range(k + 1)]
     assume(alpha[k] != 0 and sum(beta) != 0)
-    return alpha, beta, symmetric
+    # The label is read off the coefficients, not the draw: an unsymmetrised draw can land on a
+    # symmetric method (α = (3, −3), β = (−3, −3)), and that one is G-symplectic too
+    return alpha, beta, alpha == [-a for a in reversed(alpha)] and beta == beta[::-1]
 
 
 def _coprime(alpha: list[Fraction], beta: list[Fraction]) -> bool:
