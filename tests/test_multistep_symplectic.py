@@ -122,7 +122,7 @@ def multistep(draw: st.DrawFn) -> tuple[list[Fraction], list[Fraction], bool]:
     assume(alpha[k] != 0 and sum(beta) != 0)
     # The label is read off the coefficients, not the draw: an unsymmetrised draw can land on a
     # symmetric method (α = (3, −3), β = (−3, −3)), and that one is G-symplectic too
-    return alpha, beta, alpha == [-a for a in reversed(alpha)] and beta == beta[::-1]
+    return alpha, beta, alpha == [-a for a in alpha[::-1]] and beta == beta[::-1]
 
 
 def _coprime(alpha: list[Fraction], beta: list[Fraction]) -> bool:
